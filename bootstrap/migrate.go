@@ -1,0 +1,188 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"dataservice/store"
+)
+
+// block is one data-version migration block of the seed's table.
+type block struct {
+	version string
+	// rc: the block also re-runs when SERVICE_VERSION starts with "<version>-RC".
+	rc  bool
+	run func(s *starter, tx *store.Tx) error
+}
+
+// blocks are the seed's migration blocks, in order. Versions compare as text.
+var blocks = []block{
+	{version: "4.2.0", run: (*starter).block420},
+	{version: "4.4.0", run: (*starter).block440},
+	{version: "4.5.0", run: (*starter).block450},
+	{version: "4.6.0", rc: true, run: (*starter).block460},
+	// 4.8.0 (ipam_ip hexip) and 4.9.0 (ipam_subnet strict CIDR keynames) go here.
+}
+
+func (b block) applies(dbVersion, serviceVersion string) bool {
+	return dbVersion < b.version || (b.rc && strings.HasPrefix(serviceVersion, b.version+"-RC"))
+}
+
+// Pending returns the stored DB_VERSION ("" when absent) and the blocks a start with
+// serviceVersion would run, changing nothing.
+func Pending(ctx context.Context, db *store.DB, serviceVersion string) (string, []string, error) {
+	dbv, err := db.Registry(ctx, store.RegDBVersion)
+	if err != nil && !store.IsNotFound(err) {
+		return "", nil, err
+	}
+	from := dbv
+	var out []string
+	if dbv == "" || dbv == "0" {
+		out = append(out, "bootstrap")
+		from = BootstrapVersion
+	} else if dbv < "4.0.0" {
+		return dbv, []string{"refused (DB_VERSION < 4.0.0)"}, nil
+	}
+	for _, b := range blocks {
+		if b.applies(from, serviceVersion) {
+			out = append(out, b.version)
+			from = b.version
+		}
+	}
+	if from != serviceVersion {
+		out = append(out, "set DB_VERSION "+serviceVersion)
+	}
+	return dbv, out, nil
+}
+
+// migrate runs the refusal check, the backup, every applicable block (each in one
+// transaction ending with its DB_VERSION) and the final version step.
+func (s *starter) migrate(ctx context.Context, stored string, present bool) error {
+	dbv, err := s.db.Registry(ctx, store.RegDBVersion)
+	if err != nil {
+		return s.failed(ctx, "migrations", err)
+	}
+	if dbv < "4.0.0" {
+		s.log.Log(ctx, LevelCritical, "stored data is older than 4.0.0 and cannot be migrated by this release",
+			"db_version", dbv, "service_version", s.o.Version)
+		s.log.Log(ctx, LevelCritical, "upgrade through a 4.0.x or 4.1.x release first, then start this release again")
+		s.o.Sleep(ctx, 10*time.Second)
+		return ErrRefused
+	}
+	if present && dbv > s.o.Version {
+		s.log.Warn("stored data is newer than this code", "db_version", dbv, "service_version", s.o.Version)
+	}
+	if present && stored != s.o.Version && s.o.Backup {
+		dest := fmt.Sprintf("%s.%s.%s.bak", s.db.Path(), stored, time.Now().UTC().Format("20060102T150405Z"))
+		if err := s.db.Backup(ctx, dest); err != nil {
+			return s.failed(ctx, "backup", err)
+		}
+		s.log.Info("backup before migrating", "file", dest)
+	}
+	for _, b := range blocks {
+		cur, err := s.db.Registry(ctx, store.RegDBVersion)
+		if err != nil {
+			return s.failed(ctx, "migrations", err)
+		}
+		if !b.applies(cur, s.o.Version) {
+			continue
+		}
+		s.log.Info("migration block start", "block", b.version, "db_version", cur)
+		err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+			tx.NoRevisions = true
+			if err := b.run(s, tx); err != nil {
+				return err
+			}
+			return tx.SetRegistry(store.RegDBVersion, b.version)
+		})
+		if err != nil {
+			return s.failed(ctx, "migration block "+b.version, err)
+		}
+		s.log.Info("migration block done", "block", b.version)
+	}
+	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetRegistry(store.RegDBVersion, s.o.Version); err != nil {
+			return err
+		}
+		return tx.SetRegistry(store.RegDBVersionDate, s.o.VersionDate)
+	})
+	if err != nil {
+		return s.failed(ctx, "set DB_VERSION", err)
+	}
+	return nil
+}
+
+// reload runs Reload and logs a failure without stopping start-up (seed rule 2).
+func (s *starter) reload(tx *store.Tx, file string, items []string, action string) {
+	if err := Reload(tx, s.o.Init, file, items, action, s.log); err != nil {
+		s.log.Error("reload failed", "file", file, "error", err)
+	}
+}
+
+func (s *starter) block420(tx *store.Tx) error {
+	s.reload(tx, "00_permission.yml", []string{"_permission:p_keyname_rename"}, "")
+	s.reload(tx, "20_home.yml", []string{"_home:code_editor", "_home:revision"}, "")
+	s.reload(tx, "60_ipam.yml", []string{"_schema:ipam_ip"}, "")
+	s.reload(tx, "30_dataview.yml", []string{"_dataview:user_default"}, "")
+	for _, p := range []string{"p_schema_create", "p_schema_update", "p_schema_delete", "p_schemafield_read",
+		"p_schemafield_create", "p_schemafield_update", "p_schemafield_delete"} {
+		if err := tx.DeletePermissionDirect(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *starter) block440(tx *store.Tx) error {
+	s.reload(tx, "40_pipeline.yml", []string{"_pipeline:bulk_delete_disabled"}, "")
+	s.reload(tx, "00_permission.yml", []string{"_permission:p_api_load", "_permission:p_api_rawfile"}, "")
+	return nil
+}
+
+func (s *starter) block450(tx *store.Tx) error {
+	s.reload(tx, "00_permission.yml", []string{"_permission:p_api_conf"}, "")
+	return nil
+}
+
+func (s *starter) block460(tx *store.Tx) error {
+	sch, err := tx.Schema("_pipeline")
+	if store.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rewritten := 0
+	var after int64
+	for {
+		batch, err := tx.Instances("_pipeline", after, 500)
+		if err != nil {
+			return err
+		}
+		for _, in := range batch {
+			after = in.ID
+			content, _ := in.Data["content"].(string)
+			norm, changed := store.NormalizePipelineContent(content)
+			if !changed {
+				continue
+			}
+			next := *in
+			next.Data = cloneData(in.Data)
+			next.Data["content"] = norm
+			if err := tx.SaveInstance(sch, in, &next, "update"); err != nil {
+				return fmt.Errorf("rewrite pipeline %s: %w", in.Keyname, err)
+			}
+			rewritten++
+		}
+		if len(batch) < 500 {
+			break
+		}
+	}
+	s.log.Info("pipelines rewritten to flat rule lists", "count", rewritten)
+	s.reload(tx, "20_home.yml", []string{"_home:code_editor"}, "update")
+	s.reload(tx, "00_permission.yml", []string{"_permission:p_code_editor"}, "")
+	s.reload(tx, "50_apikey.yml", []string{"_apikey:api_builtin"}, "")
+	return nil
+}

@@ -1,0 +1,68 @@
+package bootstrap
+
+import (
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+
+	"dataservice/store"
+)
+
+// Reload loads the entries named by items ("classname:keyname", or the single item
+// "*" for all) from one built-in file, with every permission and without revisions,
+// inside tx. action is "create" (the default) or "update". Items missing from the file
+// and entries that fail are logged and make Reload return an error; the caller logs it
+// and start-up goes on.
+func Reload(tx *store.Tx, fsys fs.FS, file string, items []string, action string, log *slog.Logger) error {
+	if action == "" {
+		action = "create"
+	}
+	if action != "create" && action != "update" {
+		return fmt.Errorf("reload %s: action %q is not create or update", file, action)
+	}
+	data, err := fs.ReadFile(fsys, file)
+	if err != nil {
+		return fmt.Errorf("reload %s: %w", file, err)
+	}
+	entries, err := store.ParseDocument(file, data)
+	if err != nil {
+		return fmt.Errorf("reload %s: %w", file, err)
+	}
+	all := len(items) == 1 && items[0] == "*"
+	want := map[string]bool{}
+	for _, it := range items {
+		want[it] = true
+	}
+	var pick []*store.Entry
+	for _, e := range entries {
+		cls, key := e.Key()
+		if all || want[cls+":"+key] {
+			pick = append(pick, e)
+			delete(want, cls+":"+key)
+		}
+	}
+	var missing []string
+	for it := range want {
+		if it != "*" {
+			missing = append(missing, it)
+		}
+	}
+	res, err := tx.Load(pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
+	if err != nil {
+		return fmt.Errorf("reload %s: %w", file, err)
+	}
+	var problems []string
+	for _, m := range missing {
+		log.Error("reload: entry not found in built-in file", "file", file, "entry", m)
+		problems = append(problems, m+" not found")
+	}
+	for _, m := range res.Messages {
+		log.Error("reload: entry failed", "file", file, "entry", m.Classname+":"+m.Keyname, "error", m.Message)
+		problems = append(problems, m.Classname+":"+m.Keyname+": "+m.Message)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("reload %s failed: %s", file, strings.Join(problems, "; "))
+	}
+	return nil
+}

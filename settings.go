@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Compiled-in code version; build.sh sets them with -ldflags -X.
+var (
+	version     = "4.9.0"
+	versionDate = "2026-11-22"
+)
+
+// settings are the validated SERVICE_* settings (SPEC §1.2).
+type settings struct {
+	DB            string
+	Listen        string
+	BaseURL       string
+	Version       string
+	VersionDate   string
+	APIKeySecret  string
+	AdminPassword string
+	Workers       int
+	LogLevel      slog.Level
+	LogFormat     string
+	Backup        bool
+}
+
+// settingFlags registers the flags that override settings; which flags a command
+// takes is decided by the command.
+type settingFlags struct {
+	db, listen, baseURL, logLevel, logFormat, backup string
+	workers                                          string
+}
+
+func addCommonFlags(fs *pflag.FlagSet, f *settingFlags) {
+	fs.StringVar(&f.db, "db", "", "SQLite file (SERVICE_DB, default ./dataservice.db)")
+	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (SERVICE_LOG_LEVEL)")
+	fs.StringVar(&f.logFormat, "log-format", "", "text or json (SERVICE_LOG_FORMAT)")
+	fs.StringVar(&f.backup, "backup", "", "on or off: copy the file before migrating (SERVICE_BACKUP)")
+}
+
+func addServeFlags(fs *pflag.FlagSet, f *settingFlags) {
+	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (SERVICE_LISTEN, default 127.0.0.1:8080)")
+	fs.StringVar(&f.baseURL, "base-url", "", "absolute URL prefix of returned URLs (SERVICE_BASE_URL)")
+	fs.StringVar(&f.workers, "workers", "", "concurrent task workers (SERVICE_WORKERS, default 2)")
+}
+
+// loadSettings reads the environment, lets flags win, and validates everything,
+// naming the variable in each error.
+func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error) {
+	pick := func(flag, env, def string) string {
+		if flag != "" {
+			return flag
+		}
+		if v := getenv(env); v != "" {
+			return v
+		}
+		return def
+	}
+	s := &settings{
+		DB:            pick(f.db, "SERVICE_DB", "./dataservice.db"),
+		Listen:        pick(f.listen, "SERVICE_LISTEN", "127.0.0.1:8080"),
+		BaseURL:       strings.TrimRight(pick(f.baseURL, "SERVICE_BASE_URL", ""), "/"),
+		Version:       pick("", "SERVICE_VERSION", version),
+		VersionDate:   pick("", "SERVICE_VERSION_DATE", versionDate),
+		APIKeySecret:  getenv("SERVICE_APIKEY_SECRET"),
+		AdminPassword: getenv("SERVICE_ADMIN_PASSWORD"),
+		LogFormat:     pick(f.logFormat, "SERVICE_LOG_FORMAT", "text"),
+	}
+	var errs []string
+	if _, _, err := net.SplitHostPort(s.Listen); err != nil {
+		errs = append(errs, fmt.Sprintf("SERVICE_LISTEN %q: not host:port", s.Listen))
+	}
+	if s.BaseURL != "" {
+		u, err := url.Parse(s.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Sprintf("SERVICE_BASE_URL %q: not an absolute http(s) URL", s.BaseURL))
+		}
+	}
+	workers := pick(f.workers, "SERVICE_WORKERS", "2")
+	n, err := strconv.Atoi(workers)
+	if err != nil || n < 1 || n > 64 {
+		errs = append(errs, fmt.Sprintf("SERVICE_WORKERS %q: not an integer from 1 to 64", workers))
+	}
+	s.Workers = n
+	level := pick(f.logLevel, "SERVICE_LOG_LEVEL", "info")
+	if err := s.LogLevel.UnmarshalText([]byte(level)); err != nil {
+		errs = append(errs, fmt.Sprintf("SERVICE_LOG_LEVEL %q: not debug, info, warn or error", level))
+	}
+	if s.LogFormat != "text" && s.LogFormat != "json" {
+		errs = append(errs, fmt.Sprintf("SERVICE_LOG_FORMAT %q: not text or json", s.LogFormat))
+	}
+	switch b := strings.ToLower(pick(f.backup, "SERVICE_BACKUP", "on")); b {
+	case "on":
+		s.Backup = true
+	case "off":
+	default:
+		errs = append(errs, fmt.Sprintf("SERVICE_BACKUP %q: not on or off", b))
+	}
+	if strings.TrimSpace(s.Version) == "" {
+		errs = append(errs, "SERVICE_VERSION: empty")
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("invalid settings:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return s, nil
+}

@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Auth is an authorisation context: who acts and which permissions they hold. It is
+// stored with a task (as JSON) so the task acts with its submitter's rights.
+type Auth struct {
+	Kind     string   `json:"kind"` // system | user | apikey
+	Name     string   `json:"name"` // login or key keyname
+	User     string   `json:"user,omitempty"`
+	UserID   int64    `json:"user_id,omitempty"`
+	All      bool     `json:"all,omitempty"`
+	Perms    []string `json:"perms,omitempty"`
+	Deny     []string `json:"deny,omitempty"`
+	ReadOnly bool     `json:"readonly,omitempty"`
+
+	set, deny map[string]bool
+}
+
+// SystemAuth holds every permission; the CLI and start-up act with it.
+func SystemAuth() *Auth { return &Auth{Kind: "system", Name: "system", All: true} }
+
+// Has reports whether the context holds permission p.
+func (a *Auth) Has(p string) bool {
+	if a == nil {
+		return false
+	}
+	if a.set == nil {
+		a.set, a.deny = toSet(a.Perms), toSet(a.Deny)
+	}
+	if a.deny[p] {
+		return false
+	}
+	return a.All || a.set[p]
+}
+
+// HasAll reports whether the context holds every permission.
+func (a *Auth) HasAll() bool { return a != nil && a.All && len(a.Deny) == 0 }
+
+// Author is the revision author for writes made with this context.
+func (a *Auth) Author() string {
+	switch {
+	case a == nil || a.Kind == "system":
+		return "system"
+	case a.Kind == "apikey":
+		return "apikey:" + a.Name
+	}
+	return "user:" + a.Name
+}
+
+func toSet(l []string) map[string]bool {
+	m := make(map[string]bool, len(l))
+	for _, p := range l {
+		m[p] = true
+	}
+	return m
+}
+
+func setList(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// RoleAdmin is the role whose members hold every permission, like the login admin.
+const RoleAdmin = "role_admin"
+
+// membership is the role/group graph read once per resolution.
+type membership struct {
+	groupUsers map[string][]string // group -> direct users
+	groupSubs  map[string][]string // group -> subgroups
+	roleUsers  map[string][]string
+	roleSubs   map[string][]string
+	rolePerms  map[string][]string
+}
+
+func (db *DB) readMembership(ctx context.Context) (*membership, error) {
+	m := &membership{groupUsers: map[string][]string{}, groupSubs: map[string][]string{},
+		roleUsers: map[string][]string{}, roleSubs: map[string][]string{}, rolePerms: map[string][]string{}}
+	rows, err := db.r.QueryContext(ctx, `SELECT classname, keyname, data FROM instances
+		WHERE classname IN ('_group', '_role') AND is_enabled = 1`)
+	if err != nil {
+		return nil, fmt.Errorf("read roles: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var cls, key, raw string
+		if err := rows.Scan(&cls, &key, &raw); err != nil {
+			return nil, fmt.Errorf("read roles: %w", err)
+		}
+		data, err := decodeData(raw)
+		if err != nil {
+			return nil, err
+		}
+		if cls == "_group" {
+			m.groupUsers[key] = stringList(data["users"])
+			m.groupSubs[key] = stringList(data["subgroups"])
+		} else {
+			m.roleUsers[key] = stringList(data["users"])
+			m.roleSubs[key] = stringList(data["subgroups"])
+			m.rolePerms[key] = stringList(data["permissions"])
+		}
+	}
+	return m, rows.Err()
+}
+
+func stringList(v any) []string {
+	switch x := v.(type) {
+	case []any:
+		out := make([]string, 0, len(x))
+		for _, it := range x {
+			if s, ok := scalarText(it); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	case nil:
+		return nil
+	}
+	if s, ok := scalarText(v); ok && s != "" {
+		return []string{s}
+	}
+	return nil
+}
+
+// groupsOf returns every group login belongs to, directly or through subgroups.
+func (m *membership) groupsOf(login string) map[string]bool {
+	in := map[string]bool{}
+	for g, users := range m.groupUsers {
+		for _, u := range users {
+			if u == login {
+				in[g] = true
+			}
+		}
+	}
+	// A member of a subgroup is a member of the groups listing it: climb until stable.
+	for changed := true; changed; {
+		changed = false
+		for g, subs := range m.groupSubs {
+			if in[g] {
+				continue
+			}
+			for _, s := range subs {
+				if in[s] {
+					in[g] = true
+					changed = true
+					break
+				}
+			}
+		}
+	}
+	return in
+}
+
+// rolesOf returns the enabled roles that list login or one of its groups.
+func (m *membership) rolesOf(login string) []string {
+	groups := m.groupsOf(login)
+	var roles []string
+	for r := range m.rolePerms {
+		member := false
+		for _, u := range m.roleUsers[r] {
+			member = member || u == login
+		}
+		for _, g := range m.roleSubs[r] {
+			member = member || groups[g]
+		}
+		if member {
+			roles = append(roles, r)
+		}
+	}
+	sort.Strings(roles)
+	return roles
+}
+
+// UserAuth returns the authorisation context of an enabled user: the union of the
+// permissions of its roles; the login admin and members of role_admin hold all.
+func (db *DB) UserAuth(ctx context.Context, login string) (*Auth, error) {
+	inst, err := db.Instance(ctx, "_user", login)
+	if err != nil {
+		return nil, err
+	}
+	a := &Auth{Kind: "user", Name: login, User: login, UserID: inst.ID}
+	if login == "admin" {
+		a.All = true
+		return a, nil
+	}
+	m, err := db.readMembership(ctx)
+	if err != nil {
+		return nil, err
+	}
+	perms := map[string]bool{}
+	for _, r := range m.rolesOf(login) {
+		if r == RoleAdmin {
+			a.All = true
+		}
+		for _, p := range m.rolePerms[r] {
+			perms[p] = true
+		}
+	}
+	a.Perms = setList(perms)
+	return a, nil
+}
+
+// KeyPermissions resolves an API key's permission list: plain names add, `role:NAME`
+// adds the role's permissions (role_admin: all), `!name` removes (after all adds).
+func (db *DB) KeyPermissions(ctx context.Context, list []string) (all bool, perms, deny []string, err error) {
+	add, del := map[string]bool{}, map[string]bool{}
+	var m *membership
+	for _, p := range list {
+		p = strings.TrimSpace(p)
+		switch {
+		case p == "":
+		case strings.HasPrefix(p, "!"):
+			del[strings.TrimSpace(p[1:])] = true
+		case strings.HasPrefix(p, "role:"):
+			role := strings.TrimSpace(p[len("role:"):])
+			if role == RoleAdmin {
+				all = true
+				continue
+			}
+			if m == nil {
+				if m, err = db.readMembership(ctx); err != nil {
+					return false, nil, nil, err
+				}
+			}
+			for _, rp := range m.rolePerms[role] {
+				add[rp] = true
+			}
+		default:
+			add[p] = true
+		}
+	}
+	for p := range del {
+		delete(add, p)
+	}
+	return all, setList(add), setList(del), nil
+}

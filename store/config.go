@@ -1,0 +1,165 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// ConfigDef is a configuration entry defined in code.
+type ConfigDef struct {
+	Keyname     string
+	Default     string
+	Description string
+	// Min and Max bound integer entries; Int says the value is an integer.
+	Int      bool
+	Min, Max int
+}
+
+// ConfigDefs are the configuration entries this code defines (SPEC §9).
+var ConfigDefs = []ConfigDef{
+	{Keyname: "GLOBAL_APPNAME", Default: "dataservice", Description: "application name shown to users"},
+	{Keyname: "CSV_DELIMITER", Default: ";", Description: "default CSV delimiter of /api/rawfile/ (one character)"},
+	{Keyname: "DATA_DEFAULT_SIZE", Default: "200", Description: "default page size of instance lists", Int: true, Min: 1, Max: 100000},
+	{Keyname: "DATA_MAX_SIZE", Default: "500", Description: "largest page size of instance lists", Int: true, Min: 1, Max: 100000},
+	{Keyname: "TASK_RETENTION_DAYS", Default: "30", Description: "days finished tasks are kept", Int: true, Min: 1, Max: 36500},
+	{Keyname: "QUEUE_MAX", Default: "1000", Description: "most unfinished tasks the queue accepts", Int: true, Min: 1, Max: 1000000},
+}
+
+func configDef(key string) (ConfigDef, bool) {
+	for _, d := range ConfigDefs {
+		if d.Keyname == key {
+			return d, true
+		}
+	}
+	return ConfigDef{}, false
+}
+
+// ValidateConfig checks value for the entry key.
+func ValidateConfig(key, value string) error {
+	d, ok := configDef(key)
+	if !ok {
+		return Errorf(EInvalid, "unknown configuration key %q", key)
+	}
+	if d.Int {
+		n, err := strconv.Atoi(value)
+		if err != nil {
+			return Errorf(EInvalid, "configuration %s: %q is not an integer", key, value)
+		}
+		if n < d.Min || n > d.Max {
+			return Errorf(EInvalid, "configuration %s: %d is outside %d..%d", key, n, d.Min, d.Max)
+		}
+	}
+	if key == "CSV_DELIMITER" && len([]rune(value)) != 1 {
+		return Errorf(EInvalid, "configuration CSV_DELIMITER: must be exactly one character")
+	}
+	return nil
+}
+
+// SyncConfig adds entries the code defines with their default, keeps stored values,
+// refreshes defaults and descriptions, and removes entries the code no longer defines.
+func (tx *Tx) SyncConfig() error {
+	keep := map[string]bool{}
+	for _, d := range ConfigDefs {
+		keep[d.Keyname] = true
+		_, err := tx.ExecContext(tx.ctx, `INSERT INTO configuration(keyname, value, default_value, description)
+			VALUES(?, ?, ?, ?)
+			ON CONFLICT(keyname) DO UPDATE SET default_value = excluded.default_value, description = excluded.description`,
+			d.Keyname, d.Default, d.Default, d.Description)
+		if err != nil {
+			return fmt.Errorf("sync configuration %s: %w", d.Keyname, err)
+		}
+	}
+	rows, err := tx.QueryContext(tx.ctx, "SELECT keyname FROM configuration")
+	if err != nil {
+		return fmt.Errorf("sync configuration: %w", err)
+	}
+	var drop []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return fmt.Errorf("sync configuration: %w", err)
+		}
+		if !keep[k] {
+			drop = append(drop, k)
+		}
+	}
+	rows.Close()
+	for _, k := range drop {
+		if _, err := tx.ExecContext(tx.ctx, "DELETE FROM configuration WHERE keyname = ?", k); err != nil {
+			return fmt.Errorf("sync configuration: %w", err)
+		}
+	}
+	return nil
+}
+
+// ConfigEntry is a stored configuration entry.
+type ConfigEntry struct {
+	Keyname      string `json:"keyname" yaml:"keyname"`
+	Value        string `json:"value" yaml:"value"`
+	DefaultValue string `json:"default_value" yaml:"default_value"`
+	Description  string `json:"description" yaml:"description"`
+}
+
+// Config lists the stored configuration entries by keyname.
+func (db *DB) Config(ctx context.Context) ([]ConfigEntry, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT keyname, COALESCE(value, ''), COALESCE(default_value, ''),
+		COALESCE(description, '') FROM configuration ORDER BY keyname`)
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	defer rows.Close()
+	var out []ConfigEntry
+	for rows.Next() {
+		var e ConfigEntry
+		if err := rows.Scan(&e.Keyname, &e.Value, &e.DefaultValue, &e.Description); err != nil {
+			return nil, fmt.Errorf("read configuration: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// ConfigValue returns the stored value of key, or its code default when it is not stored.
+func (db *DB) ConfigValue(ctx context.Context, key string) string {
+	var v string
+	if err := db.r.QueryRowContext(ctx, "SELECT value FROM configuration WHERE keyname = ?", key).Scan(&v); err == nil {
+		return v
+	}
+	d, _ := configDef(key)
+	return d.Default
+}
+
+// ConfigInt is ConfigValue as an integer, falling back to the default when unreadable.
+func (db *DB) ConfigInt(ctx context.Context, key string) int {
+	if n, err := strconv.Atoi(db.ConfigValue(ctx, key)); err == nil {
+		return n
+	}
+	d, _ := configDef(key)
+	n, _ := strconv.Atoi(d.Default)
+	return n
+}
+
+// SetConfig validates and stores updates; an unknown key or invalid value changes nothing.
+func (db *DB) SetConfig(ctx context.Context, updates map[string]string) error {
+	keys := make([]string, 0, len(updates))
+	for k := range updates {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := ValidateConfig(k, updates[k]); err != nil {
+			return err
+		}
+	}
+	return db.WithTx(ctx, func(tx *Tx) error {
+		for _, k := range keys {
+			if _, err := tx.ExecContext(ctx, "UPDATE configuration SET value = ? WHERE keyname = ?", updates[k], k); err != nil {
+				return fmt.Errorf("write configuration %s: %w", k, err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,227 @@
+// Package store keeps everything dataservice knows in one SQLite file: the registry,
+// configuration, schemas and fields, instances, permissions, revisions and tasks. It
+// validates every value it writes, loads documents in the load format and hashes secrets.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // the CGO-free SQLite driver
+)
+
+// DB is the SQLite file. Writes go through one connection; reads use a small pool.
+type DB struct {
+	path string
+	w    *sql.DB
+	r    *sql.DB
+	log  *slog.Logger
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+
+	mu      sync.RWMutex
+	schemas map[string]*Schema // read cache, dropped whenever a transaction touches schemas
+	verify  sync.Map           // verified-secret cache, see secret.go
+}
+
+// Options tune Open.
+type Options struct {
+	Logger *slog.Logger
+	// ReadConns is the size of the read pool (default 4).
+	ReadConns int
+}
+
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(15000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// Open opens (creating if missing) the database at path and brings its table layout up to date.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if path == "" {
+		return nil, fmt.Errorf("open database: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if st, err := os.Stat(abs); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("open database %s: is a directory", path)
+	}
+	w, err := sql.Open("sqlite", dsn(abs, false))
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	db := &DB{path: abs, w: w, log: opts.Logger, Now: time.Now}
+	if err := db.migrateLayout(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", dsn(abs, true))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opts.ReadConns)
+	r.SetMaxIdleConns(opts.ReadConns)
+	db.r = r
+	return db, nil
+}
+
+// Path is the absolute path of the database file.
+func (db *DB) Path() string { return db.path }
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	err := db.w.Close()
+	if db.r != nil {
+		if rerr := db.r.Close(); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// Reader is the read pool, for packages that run their own read queries.
+func (db *DB) Reader() *sql.DB { return db.r }
+
+// now returns the current UTC time as stored: RFC 3339 text.
+func (db *DB) now() string { return db.Now().UTC().Format(time.RFC3339) }
+
+// Tx is a write transaction. It remembers whether it changed schemas so the schema
+// cache is dropped when it ends, and caches prepared statements for hot loops.
+type Tx struct {
+	*sql.Tx
+	db      *DB
+	ctx     context.Context
+	schemas map[string]*Schema
+	touched bool
+	stmts   map[string]*sql.Stmt
+	// NoRevisions suppresses revision rows (start-up migrations write none).
+	NoRevisions bool
+	// Author is the revisions' author ("system" when empty).
+	Author string
+}
+
+// Begin starts a write transaction (BEGIN IMMEDIATE).
+func (db *DB) Begin(ctx context.Context) (*Tx, error) {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return &Tx{Tx: tx, db: db, ctx: ctx, schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}, nil
+}
+
+// DB is the database the transaction belongs to.
+func (tx *Tx) DB() *DB { return tx.db }
+
+// Commit commits and ends the transaction.
+func (tx *Tx) Commit() error {
+	tx.closeStmts()
+	err := tx.Tx.Commit()
+	tx.end()
+	return err
+}
+
+// Rollback aborts the transaction; it is safe to call after Commit.
+func (tx *Tx) Rollback() error {
+	tx.closeStmts()
+	err := tx.Tx.Rollback()
+	tx.end()
+	return err
+}
+
+func (tx *Tx) closeStmts() {
+	for k, s := range tx.stmts {
+		s.Close()
+		delete(tx.stmts, k)
+	}
+}
+
+func (tx *Tx) end() {
+	if tx.touched {
+		tx.db.dropSchemaCache()
+		tx.touched = false
+	}
+}
+
+// stmt returns a prepared statement for query, prepared once per transaction.
+func (tx *Tx) stmt(query string) (*sql.Stmt, error) {
+	if s, ok := tx.stmts[query]; ok {
+		return s, nil
+	}
+	s, err := tx.PrepareContext(tx.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	tx.stmts[query] = s
+	return s, nil
+}
+
+// exec runs a cached prepared statement.
+func (tx *Tx) exec(query string, args ...any) (sql.Result, error) {
+	s, err := tx.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(tx.ctx, args...)
+}
+
+// queryRow runs a cached prepared statement returning one row.
+func (tx *Tx) queryRow(query string, args ...any) *sql.Row {
+	s, err := tx.stmt(query)
+	if err != nil {
+		// Surface the prepare error through the Row by running it unprepared.
+		return tx.QueryRowContext(tx.ctx, query, args...)
+	}
+	return s.QueryRowContext(tx.ctx, args...)
+}
+
+// WithTx runs fn in a write transaction, committing when it returns nil.
+func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Backup writes a consistent copy of the database to dest with VACUUM INTO.
+func (db *DB) Backup(ctx context.Context, dest string) error {
+	if _, err := os.Stat(dest); err == nil {
+		return Errorf(EConflict, "backup %s: file exists", dest)
+	}
+	if _, err := db.w.ExecContext(ctx, "VACUUM INTO ?", dest); err != nil {
+		return fmt.Errorf("backup %s: %w", dest, err)
+	}
+	return nil
+}

@@ -1,0 +1,373 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Entry is one object of a load document: its keys in Fields, their order in Order,
+// and where it came from. Header values are read by prepare.
+type Entry struct {
+	Fields map[string]any
+	Order  []string
+	File   string
+	Index  int
+
+	Classname      string
+	Keyname        string
+	Displayname    string
+	HasDisplayname bool
+	IsEnabled      *bool
+	Action         string
+}
+
+// headerKeys are the keys of an entry that are not field values.
+var headerKeys = map[string]bool{"classname": true, "keyname": true, "displayname": true, "is_enabled": true,
+	"_action": true}
+
+// NewEntry builds an entry from a map (key order: sorted header first, then as ranged).
+func NewEntry(m map[string]any) *Entry {
+	e := &Entry{Fields: m}
+	for _, k := range []string{"classname", "keyname", "displayname", "is_enabled"} {
+		if _, ok := m[k]; ok {
+			e.Order = append(e.Order, k)
+		}
+	}
+	for k := range m {
+		if !headerKeys[k] || k == "_action" {
+			e.Order = append(e.Order, k)
+		}
+	}
+	return e
+}
+
+// Set sets key to v, keeping Order in step.
+func (e *Entry) Set(k string, v any) {
+	if _, ok := e.Fields[k]; !ok {
+		e.Order = append(e.Order, k)
+	}
+	e.Fields[k] = v
+}
+
+// syncOrder drops keys removed from Fields (by a pipeline) and appends new ones.
+func (e *Entry) syncOrder() {
+	seen := make(map[string]bool, len(e.Order))
+	out := e.Order[:0]
+	for _, k := range e.Order {
+		if _, ok := e.Fields[k]; ok && !seen[k] {
+			out = append(out, k)
+			seen[k] = true
+		}
+	}
+	for k := range e.Fields {
+		if !seen[k] {
+			out = append(out, k)
+		}
+	}
+	e.Order = out
+}
+
+// prepare reads the header keys; action overrides _action when non-empty.
+func (e *Entry) prepare(action string) error {
+	e.syncOrder()
+	cls, ok := e.Fields["classname"].(string)
+	cls = strings.TrimSpace(cls)
+	if !ok || cls == "" {
+		return Errorf(EInvalid, "entry has no classname")
+	}
+	e.Classname = cls
+	kv := e.Fields["keyname"]
+	if kv == nil && cls == "_user" {
+		kv = e.Fields["login"]
+	}
+	k, ok := scalarText(kv)
+	if !ok {
+		return Errorf(EInvalid, "keyname must be a scalar")
+	}
+	e.Keyname = strings.TrimSpace(k)
+	e.HasDisplayname = false
+	if d, present := e.Fields["displayname"]; present {
+		t, ok := scalarText(d)
+		if !ok {
+			return Errorf(EInvalid, "displayname must be a scalar")
+		}
+		e.Displayname, e.HasDisplayname = t, true
+	}
+	e.IsEnabled = nil
+	if v, present := e.Fields["is_enabled"]; present && v != nil {
+		b, ok := v.(bool)
+		if !ok {
+			t, _ := scalarText(v)
+			if b, ok = BoolWord(t); !ok {
+				return Errorf(EInvalid, "is_enabled %q is not a boolean", t)
+			}
+		}
+		e.IsEnabled = &b
+	}
+	e.Action = "create"
+	if a, present := e.Fields["_action"]; present && a != nil {
+		t, _ := scalarText(a)
+		e.Action = strings.ToLower(strings.TrimSpace(t))
+	}
+	if action != "" {
+		e.Action = action
+	}
+	switch e.Action {
+	case "create", "update", "init", "delete", "enable", "disable", "noop":
+	case "create_or_update":
+		e.Action = "create"
+	default:
+		return Errorf(EInvalid, "unknown _action %q", e.Action)
+	}
+	return nil
+}
+
+// maxExpansion bounds the values an alias may expand to in one document (YAML bombs).
+const maxExpansion = 100000
+
+type decoder struct {
+	budget int
+}
+
+// ParseDocument parses a YAML or JSON load document (a list of objects, or one object)
+// into entries. name is used in error messages and kept on each entry.
+func ParseDocument(name string, data []byte) ([]*Entry, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var out []*Entry
+	for {
+		var root yaml.Node
+		err := dec.Decode(&root)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, Errorf(EInvalid, "%s: invalid YAML/JSON: %v", name, err)
+		}
+		if len(root.Content) == 0 {
+			continue
+		}
+		n := root.Content[0]
+		d := &decoder{budget: maxExpansion}
+		var items []*yaml.Node
+		switch n.Kind {
+		case yaml.SequenceNode:
+			items = n.Content
+		case yaml.MappingNode:
+			items = []*yaml.Node{n}
+		case yaml.ScalarNode:
+			if n.Tag == "!!null" {
+				continue
+			}
+			return nil, Errorf(EInvalid, "%s: document is not a list of objects", name)
+		case yaml.AliasNode:
+			return nil, Errorf(EInvalid, "%s: document is not a list of objects", name)
+		}
+		for _, it := range items {
+			e := &Entry{File: name, Index: len(out) + 1}
+			if it.Kind != yaml.MappingNode {
+				e.Fields = map[string]any{}
+				out = append(out, e)
+				continue
+			}
+			m, order, err := d.mapping(it)
+			if err != nil {
+				return nil, Errorf(EInvalid, "%s: entry %d: %v", name, e.Index, err)
+			}
+			e.Fields, e.Order = m, order
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (d *decoder) spend() error {
+	d.budget--
+	if d.budget < 0 {
+		return fmt.Errorf("document expands to more than %d values (alias bomb?)", maxExpansion)
+	}
+	return nil
+}
+
+func (d *decoder) mapping(n *yaml.Node) (map[string]any, []string, error) {
+	m := make(map[string]any, len(n.Content)/2)
+	order := make([]string, 0, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := n.Content[i], n.Content[i+1]
+		if kn.Kind == yaml.AliasNode {
+			kn = kn.Alias
+		}
+		if kn == nil || kn.Kind != yaml.ScalarNode {
+			return nil, nil, fmt.Errorf("line %d: mapping keys must be scalars", n.Content[i].Line)
+		}
+		if kn.Value == "<<" && kn.Tag == "!!merge" {
+			mv := vn
+			if mv.Kind == yaml.AliasNode {
+				mv = mv.Alias
+			}
+			if mv == nil || mv.Kind != yaml.MappingNode {
+				return nil, nil, fmt.Errorf("line %d: merge key needs a mapping", kn.Line)
+			}
+			sub, subOrder, err := d.mapping(mv)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, k := range subOrder {
+				if _, ok := m[k]; !ok {
+					m[k] = sub[k]
+					order = append(order, k)
+				}
+			}
+			continue
+		}
+		v, err := d.value(vn)
+		if err != nil {
+			return nil, nil, err
+		}
+		// A repeated key keeps its last value, as the reference application's parser does.
+		if _, dup := m[kn.Value]; !dup {
+			order = append(order, kn.Value)
+		}
+		m[kn.Value] = v
+	}
+	return m, order, nil
+}
+
+func (d *decoder) value(n *yaml.Node) (any, error) {
+	if err := d.spend(); err != nil {
+		return nil, err
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		if n.Alias == nil {
+			return nil, fmt.Errorf("line %d: unknown alias", n.Line)
+		}
+		return d.value(n.Alias)
+	case yaml.SequenceNode:
+		l := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := d.value(c)
+			if err != nil {
+				return nil, err
+			}
+			l = append(l, v)
+		}
+		return l, nil
+	case yaml.MappingNode:
+		m, _, err := d.mapping(n)
+		return m, err
+	case yaml.ScalarNode:
+		return scalarValue(n), nil
+	}
+	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
+}
+
+func scalarValue(n *yaml.Node) any {
+	switch n.ShortTag() {
+	case "!!null":
+		return nil
+	case "!!bool":
+		var b bool
+		if n.Decode(&b) == nil {
+			return b
+		}
+	case "!!int":
+		if i, err := strconv.ParseInt(n.Value, 0, 64); err == nil {
+			return i
+		}
+		var i int64
+		if n.Decode(&i) == nil {
+			return i
+		}
+	case "!!float":
+		// NaN and infinities stay text: they have no JSON form.
+		var f float64
+		if n.Decode(&f) == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return f
+		}
+	}
+	return n.Value
+}
+
+// fromJSON converts values decoded by encoding/json with UseNumber (or plain float64
+// numbers) to the store's value types: integers as int64, other numbers as float64.
+func fromJSON(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case float64:
+		if x == float64(int64(x)) && x < 1<<53 && x > -(1<<53) {
+			return int64(x)
+		}
+		return x
+	case []any:
+		for i := range x {
+			x[i] = fromJSON(x[i])
+		}
+		return x
+	case map[string]any:
+		for k := range x {
+			x[k] = fromJSON(x[k])
+		}
+		return x
+	}
+	return v
+}
+
+func decodeData(s string) (map[string]any, error) {
+	m := map[string]any{}
+	if s == "" {
+		return m, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("decode instance data: %w", err)
+	}
+	for k, v := range m {
+		m[k] = fromJSON(v)
+	}
+	return m, nil
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("store: value not encodable as JSON: " + err.Error())
+	}
+	return string(b)
+}
+
+func cloneMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Key returns the entry's classname and keyname as written (login stands for the
+// keyname of a _user entry), without validating anything.
+func (e *Entry) Key() (cls, key string) {
+	cls, _ = scalarText(e.Fields["classname"])
+	kv := e.Fields["keyname"]
+	if kv == nil && cls == "_user" {
+		kv = e.Fields["login"]
+	}
+	key, _ = scalarText(kv)
+	return strings.TrimSpace(cls), strings.TrimSpace(key)
+}

@@ -1,0 +1,229 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Doc is an object in the load format with its keys in order.
+type Doc struct {
+	Keys []string
+	Vals map[string]any
+}
+
+// Set appends or replaces key.
+func (d *Doc) Set(k string, v any) {
+	if d.Vals == nil {
+		d.Vals = map[string]any{}
+	}
+	if _, ok := d.Vals[k]; !ok {
+		d.Keys = append(d.Keys, k)
+	}
+	d.Vals[k] = v
+}
+
+// MarshalJSON writes the keys in order.
+func (d *Doc) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, k := range d.Keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		vb, err := json.Marshal(d.Vals[k])
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(vb)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// MarshalYAML writes the keys in order.
+func (d *Doc) MarshalYAML() (any, error) {
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	for _, k := range d.Keys {
+		var v yaml.Node
+		if err := v.Encode(d.Vals[k]); err != nil {
+			return nil, err
+		}
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, &v)
+	}
+	return n, nil
+}
+
+// InstanceDoc renders an instance in the load format: header keys, then the schema's
+// fields in order, with external fields computed and secrets left out.
+func (db *DB) InstanceDoc(ctx context.Context, s *Schema, in *Instance) *Doc {
+	d := &Doc{}
+	d.Set("classname", in.Classname)
+	d.Set("keyname", in.Keyname)
+	d.Set("displayname", in.Displayname)
+	d.Set("is_enabled", in.IsEnabled)
+	for _, f := range s.Fields {
+		switch f.Dataformat {
+		case "secret":
+			continue
+		case "external":
+			if v := db.external(ctx, s, in, f, 0); v != nil {
+				d.Set(f.Keyname, v)
+			}
+			continue
+		}
+		if v, ok := in.Data[f.Keyname]; ok {
+			d.Set(f.Keyname, v)
+		}
+	}
+	return d
+}
+
+// external computes an external field: the REMOTE_FIELD of the instance referenced by
+// the single-valued schema field PARENT_FIELD.
+func (db *DB) external(ctx context.Context, s *Schema, in *Instance, f *Field, depth int) any {
+	w := strings.Fields(f.DataformatExt)
+	if len(w) < 2 || depth > 4 {
+		return nil
+	}
+	pf := s.Field(w[0])
+	if pf == nil || pf.Dataformat != "schema" || pf.IsMulti() {
+		return nil
+	}
+	ref, _ := in.Data[pf.Keyname].(string)
+	target := strings.Fields(pf.DataformatExt)
+	if ref == "" || len(target) == 0 {
+		return nil
+	}
+	ts, err := db.Schema(ctx, target[0])
+	if err != nil {
+		return nil
+	}
+	rin, err := db.Instance(ctx, target[0], ref)
+	if err != nil {
+		return nil
+	}
+	switch w[1] {
+	case "keyname":
+		return rin.Keyname
+	case "displayname":
+		return rin.Displayname
+	}
+	rf := ts.Field(w[1])
+	if rf == nil || rf.Dataformat == "secret" {
+		return nil
+	}
+	if rf.Dataformat == "external" {
+		return db.external(ctx, ts, rin, rf, depth+1)
+	}
+	return rin.Data[rf.Keyname]
+}
+
+// Export writes the named schemas (a `_schema` entry for each that is not built-in)
+// and all their instances in the load format, as YAML or JSON. Secrets never appear.
+func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format string) error {
+	if format != "yaml" && format != "json" {
+		return Errorf(EInvalid, "unknown export format %q (yaml or json)", format)
+	}
+	var schemas []*Schema
+	for _, n := range names {
+		s, err := db.Schema(ctx, n)
+		if err != nil {
+			return err
+		}
+		schemas = append(schemas, s)
+	}
+	first := true
+	emit := func(v any) error {
+		if format == "json" {
+			b, err := json.MarshalIndent(v, "  ", "  ")
+			if err != nil {
+				return err
+			}
+			sep := ",\n  "
+			if first {
+				sep = "[\n  "
+			}
+			first = false
+			_, err = fmt.Fprintf(w, "%s%s", sep, b)
+			return err
+		}
+		b, err := yaml.Marshal([]any{v})
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	for _, s := range schemas {
+		if !s.IsBuiltin {
+			if err := emit(schemaDoc(s)); err != nil {
+				return err
+			}
+		}
+		var after int64
+		for {
+			batch, err := db.Instances(ctx, s.Keyname, after, 1000)
+			if err != nil {
+				return err
+			}
+			for _, in := range batch {
+				if err := emit(db.InstanceDoc(ctx, s, in)); err != nil {
+					return err
+				}
+				after = in.ID
+			}
+			if len(batch) < 1000 {
+				break
+			}
+		}
+	}
+	if format == "json" {
+		if first {
+			_, err := io.WriteString(w, "[]\n")
+			return err
+		}
+		_, err := io.WriteString(w, "\n]\n")
+		return err
+	}
+	if first {
+		_, err := io.WriteString(w, "[]\n")
+		return err
+	}
+	return nil
+}
+
+// schemaDoc orders a schema's load form: header, attributes, then fields in order.
+func schemaDoc(s *Schema) *Doc {
+	m := s.Doc()
+	d := &Doc{}
+	for _, k := range []string{"classname", "keyname", "displayname", "description", "keyname_mode", "is_enabled",
+		"p_read", "p_create", "p_update", "p_delete", "p_admin", "_options"} {
+		if v, ok := m[k]; ok {
+			d.Set(k, v)
+		}
+	}
+	for _, f := range s.Fields {
+		fd := f.doc()
+		keys := make([]string, 0, len(fd))
+		for k := range fd {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		od := &Doc{}
+		for _, k := range keys {
+			od.Set(k, fd[k])
+		}
+		d.Set(f.Keyname, od)
+	}
+	return d
+}

@@ -1,0 +1,279 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Instance is a record of a schema.
+type Instance struct {
+	ID          int64
+	Classname   string
+	Keyname     string
+	Displayname string
+	IsEnabled   bool
+	Data        map[string]any
+	CreatedAt   string
+	UpdatedAt   string
+}
+
+const instanceCols = "id, classname, keyname, displayname, is_enabled, data, created_at, updated_at"
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanInstance(r scanner) (*Instance, error) {
+	in := &Instance{}
+	var raw string
+	if err := r.Scan(&in.ID, &in.Classname, &in.Keyname, &in.Displayname, &in.IsEnabled, &raw,
+		&in.CreatedAt, &in.UpdatedAt); err != nil {
+		return nil, err
+	}
+	data, err := decodeData(raw)
+	if err != nil {
+		return nil, err
+	}
+	in.Data = data
+	return in, nil
+}
+
+func notFoundInstance(cls, key string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return Errorf(ENotFound, "%s %q not found", cls, key)
+	}
+	return fmt.Errorf("read %s %s: %w", cls, key, err)
+}
+
+// Instance reads one instance through the read pool.
+func (db *DB) Instance(ctx context.Context, cls, key string) (*Instance, error) {
+	in, err := scanInstance(db.r.QueryRowContext(ctx, "SELECT "+instanceCols+
+		" FROM instances WHERE classname = ? AND keyname = ?", cls, key))
+	if err != nil {
+		return nil, notFoundInstance(cls, key, err)
+	}
+	return in, nil
+}
+
+// InstanceByID reads one instance of cls by id.
+func (db *DB) InstanceByID(ctx context.Context, cls string, id int64) (*Instance, error) {
+	in, err := scanInstance(db.r.QueryRowContext(ctx, "SELECT "+instanceCols+
+		" FROM instances WHERE classname = ? AND id = ?", cls, id))
+	if err != nil {
+		return nil, notFoundInstance(cls, fmt.Sprint(id), err)
+	}
+	return in, nil
+}
+
+// Instance reads one instance inside the transaction.
+func (tx *Tx) Instance(cls, key string) (*Instance, error) {
+	in, err := scanInstance(tx.queryRow("SELECT "+instanceCols+
+		" FROM instances WHERE classname = ? AND keyname = ?", cls, key))
+	if err != nil {
+		return nil, notFoundInstance(cls, key, err)
+	}
+	return in, nil
+}
+
+// Instances returns up to limit instances of cls with id > afterID, in id order.
+func (db *DB) Instances(ctx context.Context, cls string, afterID int64, limit int) ([]*Instance, error) {
+	return instancesAfter(ctx, db.r, cls, afterID, limit)
+}
+
+// Instances is Instances inside the transaction.
+func (tx *Tx) Instances(cls string, afterID int64, limit int) ([]*Instance, error) {
+	return instancesAfter(tx.ctx, tx.Tx, cls, afterID, limit)
+}
+
+func instancesAfter(ctx context.Context, q querier, cls string, afterID int64, limit int) ([]*Instance, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+instanceCols+
+		" FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?", cls, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", cls, err)
+	}
+	defer rows.Close()
+	var out []*Instance
+	for rows.Next() {
+		in, err := scanInstance(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", cls, err)
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
+}
+
+// CountInstances counts the instances of cls.
+func (db *DB) CountInstances(ctx context.Context, cls string) (int, error) {
+	var n int
+	err := db.r.QueryRowContext(ctx, "SELECT count(*) FROM instances WHERE classname = ?", cls).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count %s: %w", cls, err)
+	}
+	return n, nil
+}
+
+// refResolver answers the lookups value validation needs.
+type refResolver interface {
+	instanceExists(cls, key string) (bool, error)
+	enumValues(name string) (map[string]bool, error)
+}
+
+func (tx *Tx) instanceExists(cls, key string) (bool, error) {
+	var one int
+	err := tx.queryRow("SELECT 1 FROM instances WHERE classname = ? AND keyname = ?", cls, key).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("check %s %s: %w", cls, key, err)
+	}
+	return true, nil
+}
+
+// enumValues returns the values of an _enumerate instance, or nil when it is missing.
+func (tx *Tx) enumValues(name string) (map[string]bool, error) {
+	in, err := tx.Instance("_enumerate", name)
+	if IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return EnumValues(in), nil
+}
+
+// EnumValues reads the `value` of each item of an _enumerate's content.
+func EnumValues(in *Instance) map[string]bool {
+	content, _ := in.Data["content"].(string)
+	vals := map[string]bool{}
+	entries, err := ParseDocument("content", []byte(content))
+	if err != nil {
+		return vals
+	}
+	for _, e := range entries {
+		if v, ok := scalarText(e.Fields["value"]); ok && v != "" {
+			vals[v] = true
+		}
+	}
+	return vals
+}
+
+// instanceDoc is the revision form of an instance, secrets masked.
+func instanceDoc(s *Schema, in *Instance) string {
+	if in == nil {
+		return ""
+	}
+	data := cloneMap(in.Data)
+	for k := range data {
+		if f := s.Field(k); f != nil && f.Dataformat == "secret" {
+			data[k] = "********"
+		}
+	}
+	return mustJSON(map[string]any{"keyname": in.Keyname, "displayname": in.Displayname,
+		"is_enabled": in.IsEnabled, "data": data})
+}
+
+// revision writes one revisions row unless the transaction suppresses them.
+func (tx *Tx) revision(cls, key, action, before, after string) error {
+	if tx.NoRevisions {
+		return nil
+	}
+	author := tx.Author
+	if author == "" {
+		author = "system"
+	}
+	_, err := tx.exec(`INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
+		VALUES(?, ?, ?, ?, ?, ?, ?)`, cls, key, action, nullable(before), nullable(after), author, tx.db.now())
+	if err != nil {
+		return fmt.Errorf("write revision: %w", err)
+	}
+	return nil
+}
+
+// SaveInstance writes in (insert when ID is 0, else update by ID) after validating
+// every field value; the revision is written with action. Used by pipelines and
+// migrations that build the instance themselves.
+func (tx *Tx) SaveInstance(s *Schema, old, in *Instance, action string) error {
+	data := map[string]any{}
+	for k, v := range in.Data {
+		f := s.Field(k)
+		if f == nil {
+			if strings.HasPrefix(k, "_") {
+				continue
+			}
+			data[k] = v // values of removed fields are kept as stored
+			continue
+		}
+		nv, present, err := f.normalize(v, tx)
+		if err != nil {
+			return err
+		}
+		if present {
+			data[k] = nv
+		}
+	}
+	if err := checkCardinality(s, data); err != nil {
+		return err
+	}
+	in.Data = data
+	return tx.writeInstance(s, old, in, action)
+}
+
+func checkCardinality(s *Schema, data map[string]any) error {
+	for _, f := range s.Fields {
+		if f.CardinalMin <= 0 || f.Dataformat == "external" {
+			continue
+		}
+		n := 0
+		switch v := data[f.Keyname].(type) {
+		case nil:
+		case []any:
+			n = len(v)
+		default:
+			n = 1
+		}
+		if n < f.CardinalMin {
+			return Errorf(EInvalid, "field %s: needs at least %d value(s)", f.Keyname, f.CardinalMin)
+		}
+	}
+	return nil
+}
+
+// writeInstance inserts (old == nil) or updates the row and writes the revision.
+func (tx *Tx) writeInstance(s *Schema, old, in *Instance, action string) error {
+	now := tx.db.now()
+	data := mustJSON(in.Data)
+	if old == nil {
+		res, err := tx.exec(`INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
+			VALUES(?, ?, ?, ?, ?, ?, ?)`, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
+		if err != nil {
+			if strings.Contains(err.Error(), "UNIQUE") {
+				return Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
+			}
+			return fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
+		}
+		in.ID, _ = res.LastInsertId()
+		in.CreatedAt, in.UpdatedAt = now, now
+	} else {
+		_, err := tx.exec(`UPDATE instances SET keyname = ?, displayname = ?, is_enabled = ?, data = ?, updated_at = ?
+			WHERE id = ?`, in.Keyname, in.Displayname, in.IsEnabled, data, now, old.ID)
+		if err != nil {
+			if strings.Contains(err.Error(), "UNIQUE") {
+				return Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
+			}
+			return fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
+		}
+		in.ID, in.CreatedAt, in.UpdatedAt = old.ID, old.CreatedAt, now
+	}
+	return tx.revision(in.Classname, in.Keyname, action, instanceDoc(s, old), instanceDoc(s, in))
+}
+
+// DeleteInstance deletes an instance and writes its revision.
+func (tx *Tx) DeleteInstance(s *Schema, in *Instance) error {
+	if _, err := tx.exec("DELETE FROM instances WHERE id = ?", in.ID); err != nil {
+		return fmt.Errorf("delete %s %s: %w", in.Classname, in.Keyname, err)
+	}
+	return tx.revision(in.Classname, in.Keyname, "delete", instanceDoc(s, in), "")
+}

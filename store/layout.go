@@ -1,0 +1,144 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// layout is the append-only list of table-layout changes; PRAGMA user_version counts
+// how many have run. Never edit an entry once released: append a new one.
+var layout = []string{
+	// 1: the documented on-disk format (SPEC §2).
+	`
+CREATE TABLE registry (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
+CREATE TABLE configuration (
+	keyname       TEXT PRIMARY KEY,
+	value         TEXT,
+	default_value TEXT,
+	description   TEXT
+);
+CREATE TABLE schemas (
+	id           INTEGER PRIMARY KEY,
+	keyname      TEXT NOT NULL UNIQUE,
+	displayname  TEXT NOT NULL DEFAULT '',
+	description  TEXT NOT NULL DEFAULT '',
+	keyname_mode TEXT NOT NULL DEFAULT 'edit',
+	is_enabled   INTEGER NOT NULL DEFAULT 1,
+	is_builtin   INTEGER NOT NULL DEFAULT 0,
+	p_read       TEXT,
+	p_create     TEXT,
+	p_update     TEXT,
+	p_delete     TEXT,
+	p_admin      TEXT,
+	options      TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE schema_fields (
+	id             INTEGER PRIMARY KEY,
+	classname      TEXT NOT NULL REFERENCES schemas(keyname) ON DELETE CASCADE ON UPDATE CASCADE,
+	keyname        TEXT NOT NULL,
+	displayname    TEXT NOT NULL DEFAULT '',
+	description    TEXT NOT NULL DEFAULT '',
+	dataformat     TEXT NOT NULL,
+	dataformat_ext TEXT NOT NULL DEFAULT '',
+	cardinal_min   INTEGER NOT NULL DEFAULT 0,
+	cardinal_max   INTEGER NOT NULL DEFAULT 1,
+	default_value  TEXT,
+	sort_order     INTEGER NOT NULL DEFAULT 0,
+	is_enabled     INTEGER NOT NULL DEFAULT 1,
+	options        TEXT NOT NULL DEFAULT '{}',
+	UNIQUE(classname, keyname)
+);
+CREATE TABLE instances (
+	id          INTEGER PRIMARY KEY,
+	classname   TEXT NOT NULL,
+	keyname     TEXT NOT NULL,
+	displayname TEXT NOT NULL DEFAULT '',
+	is_enabled  INTEGER NOT NULL DEFAULT 1,
+	data        TEXT NOT NULL DEFAULT '{}',
+	created_at  TEXT NOT NULL,
+	updated_at  TEXT NOT NULL,
+	UNIQUE(classname, keyname)
+);
+CREATE INDEX instances_classname_id ON instances(classname, id);
+CREATE TABLE permissions (
+	id          INTEGER PRIMARY KEY,
+	keyname     TEXT NOT NULL UNIQUE,
+	displayname TEXT NOT NULL DEFAULT '',
+	description TEXT NOT NULL DEFAULT '',
+	is_builtin  INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE revisions (
+	id         INTEGER PRIMARY KEY,
+	classname  TEXT NOT NULL,
+	keyname    TEXT NOT NULL,
+	action     TEXT NOT NULL,
+	before     TEXT,
+	after      TEXT,
+	author     TEXT NOT NULL,
+	created_at TEXT NOT NULL
+);
+CREATE INDEX revisions_object ON revisions(classname, keyname, id);
+CREATE TABLE tasks (
+	handle         TEXT PRIMARY KEY,
+	kind           TEXT NOT NULL,
+	params         TEXT NOT NULL DEFAULT '{}',
+	auth           TEXT NOT NULL DEFAULT '{}',
+	owner_type     TEXT NOT NULL DEFAULT '',
+	owner_id       TEXT NOT NULL DEFAULT '',
+	status         TEXT NOT NULL,
+	progress_total INTEGER NOT NULL DEFAULT 0,
+	progress_done  INTEGER NOT NULL DEFAULT 0,
+	checkpoint     TEXT NOT NULL DEFAULT '{}',
+	result         TEXT NOT NULL DEFAULT '{}',
+	error          TEXT,
+	created_at     TEXT NOT NULL,
+	started_at     TEXT,
+	finished_at    TEXT
+);
+CREATE INDEX tasks_status ON tasks(status, created_at);
+CREATE INDEX tasks_owner ON tasks(owner_type, owner_id, created_at);
+`,
+}
+
+// migrateLayout applies the layout changes the file has not seen yet, each in its own
+// transaction together with its user_version bump. The version is read inside the
+// (immediate) transaction so two processes opening a new file do not both apply a change.
+func (db *DB) migrateLayout(ctx context.Context) error {
+	for {
+		done, err := db.migrateLayoutStep(ctx)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+func (db *DB) migrateLayoutStep(ctx context.Context) (done bool, err error) {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("layout: %w", err)
+	}
+	defer tx.Rollback()
+	var have int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+		return false, fmt.Errorf("read layout version: %w", err)
+	}
+	if have > len(layout) {
+		return false, fmt.Errorf("table layout version %d is newer than this program knows (%d)", have, len(layout))
+	}
+	if have == len(layout) {
+		return true, nil
+	}
+	if _, err := tx.ExecContext(ctx, layout[have]); err != nil {
+		return false, fmt.Errorf("layout %d: %w", have+1, err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", have+1)); err != nil {
+		return false, fmt.Errorf("layout %d: %w", have+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("layout %d: %w", have+1, err)
+	}
+	return false, nil
+}

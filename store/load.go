@@ -1,0 +1,482 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Load outcomes, counted in LoadResult.
+const (
+	OutCreated   = "created"
+	OutUpdated   = "updated"
+	OutUnchanged = "unchanged"
+	OutDeleted   = "deleted"
+	OutEnabled   = "enabled"
+	OutDisabled  = "disabled"
+	OutSkipped   = "skipped"
+)
+
+// LoadOptions tune a load.
+type LoadOptions struct {
+	// Auth decides what may be written; nil acts with every permission (the CLI).
+	Auth *Auth
+	// Author overrides the revisions' author (default: Auth.Author()).
+	Author string
+	// Action, when set, replaces every entry's _action.
+	Action string
+	// DryRun computes the result and writes nothing.
+	DryRun bool
+	// System allows writing built-in objects (names starting with _) and marks
+	// permissions built-in: bootstrap and reloads use it.
+	System bool
+	// NoRevisions suppresses revision rows (start-up).
+	NoRevisions bool
+	// Transform runs on each entry before it is loaded (a load-time pipeline); it
+	// may change the entry in place or discard it.
+	Transform func(e *Entry) (discard bool, err error)
+	// BatchSize is the number of entries per committed transaction (default 1000).
+	BatchSize int
+}
+
+// EntryError describes one failed entry.
+type EntryError struct {
+	File      string `json:"file,omitempty" yaml:"file,omitempty"`
+	Index     int    `json:"index" yaml:"index"`
+	Classname string `json:"classname" yaml:"classname"`
+	Keyname   string `json:"keyname" yaml:"keyname"`
+	Message   string `json:"message" yaml:"message"`
+}
+
+func (e EntryError) String() string {
+	where := fmt.Sprintf("entry %d", e.Index)
+	if e.File != "" {
+		where = e.File + ": " + where
+	}
+	return fmt.Sprintf("%s (%s %s): %s", where, e.Classname, e.Keyname, e.Message)
+}
+
+// LoadResult counts the outcome of every entry.
+type LoadResult struct {
+	Created   int          `json:"created" yaml:"created"`
+	Updated   int          `json:"updated" yaml:"updated"`
+	Unchanged int          `json:"unchanged" yaml:"unchanged"`
+	Deleted   int          `json:"deleted" yaml:"deleted"`
+	Enabled   int          `json:"enabled" yaml:"enabled"`
+	Disabled  int          `json:"disabled" yaml:"disabled"`
+	Skipped   int          `json:"skipped" yaml:"skipped"`
+	Errors    int          `json:"errors" yaml:"errors"`
+	DryRun    bool         `json:"dryrun" yaml:"dryrun"`
+	Messages  []EntryError `json:"error_messages" yaml:"error_messages"`
+}
+
+// Add merges r2 into r.
+func (r *LoadResult) Add(r2 *LoadResult) {
+	r.Created += r2.Created
+	r.Updated += r2.Updated
+	r.Unchanged += r2.Unchanged
+	r.Deleted += r2.Deleted
+	r.Enabled += r2.Enabled
+	r.Disabled += r2.Disabled
+	r.Skipped += r2.Skipped
+	r.Errors += r2.Errors
+	r.Messages = append(r.Messages, r2.Messages...)
+}
+
+func (r *LoadResult) count(outcome string) {
+	switch outcome {
+	case OutCreated:
+		r.Created++
+	case OutUpdated:
+		r.Updated++
+	case OutUnchanged:
+		r.Unchanged++
+	case OutDeleted:
+		r.Deleted++
+	case OutEnabled:
+		r.Enabled++
+	case OutDisabled:
+		r.Disabled++
+	case OutSkipped:
+		r.Skipped++
+	}
+}
+
+func (r *LoadResult) fail(e *Entry, err error) {
+	r.Errors++
+	r.Messages = append(r.Messages, EntryError{File: e.File, Index: e.Index, Classname: e.Classname,
+		Keyname: e.Keyname, Message: ErrorMessage(err)})
+}
+
+// Load loads entries, committing every BatchSize entries. Each entry is applied
+// atomically; a failed entry never stops the others. Entries that failed only for an
+// unresolved reference are retried once after all others.
+func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*LoadResult, error) {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 1000
+	}
+	res := &LoadResult{DryRun: opts.DryRun}
+	var tx *Tx
+	defer func() {
+		if tx != nil {
+			tx.Rollback()
+		}
+	}()
+	inBatch := 0
+	begin := func() error {
+		var err error
+		if tx, err = db.Begin(ctx); err != nil {
+			return err
+		}
+		tx.NoRevisions, tx.Author = opts.NoRevisions, loadAuthor(opts)
+		return nil
+	}
+	flush := func() error {
+		if opts.DryRun || tx == nil {
+			return nil
+		}
+		err := tx.Commit()
+		tx, inBatch = nil, 0
+		return err
+	}
+	var retry []*Entry
+	pass := func(list []*Entry, second bool) error {
+		for _, e := range list {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if tx == nil {
+				if err := begin(); err != nil {
+					return err
+				}
+			}
+			outcome, err := tx.loadEntry(e, opts)
+			switch {
+			case err == nil:
+				res.count(outcome)
+			case !second && isUnresolved(err):
+				retry = append(retry, e)
+			case ErrorCode(err) == EInternal:
+				return fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
+			default:
+				res.fail(e, err)
+			}
+			inBatch++
+			if inBatch >= opts.BatchSize {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := pass(entries, false); err != nil {
+		return nil, err
+	}
+	if err := pass(retry, true); err != nil {
+		return nil, err
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func loadAuthor(opts LoadOptions) string {
+	if opts.Author != "" {
+		return opts.Author
+	}
+	return opts.Auth.Author()
+}
+
+// Load loads entries inside the caller's transaction (used by start-up blocks so a
+// block is one transaction). The second pass runs as in DB.Load.
+func (tx *Tx) Load(entries []*Entry, opts LoadOptions) (*LoadResult, error) {
+	res := &LoadResult{DryRun: opts.DryRun}
+	var retry []*Entry
+	for pass := 0; pass < 2; pass++ {
+		list := entries
+		if pass == 1 {
+			list = retry
+		}
+		for _, e := range list {
+			outcome, err := tx.loadEntry(e, opts)
+			switch {
+			case err == nil:
+				res.count(outcome)
+			case pass == 0 && isUnresolved(err):
+				retry = append(retry, e)
+			case ErrorCode(err) == EInternal:
+				return nil, fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
+			default:
+				res.fail(e, err)
+			}
+		}
+	}
+	return res, nil
+}
+
+// loadEntry applies one entry inside a savepoint so a failure leaves nothing behind.
+func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
+	if opts.Transform != nil {
+		if err := e.prepare(""); err != nil {
+			return "", err
+		}
+		discard, err := opts.Transform(e)
+		if err != nil {
+			return "", Errorf(EInvalid, "%v", err)
+		}
+		if discard {
+			return OutSkipped, nil
+		}
+	}
+	if err := e.prepare(opts.Action); err != nil {
+		return "", err
+	}
+	if _, err := tx.exec("SAVEPOINT entry"); err != nil {
+		return "", fmt.Errorf("savepoint: %w", err)
+	}
+	outcome, err := tx.applyEntry(e, opts)
+	if err != nil {
+		if _, rerr := tx.exec("ROLLBACK TO entry"); rerr != nil {
+			return "", fmt.Errorf("rollback entry: %w", rerr)
+		}
+	}
+	if _, rerr := tx.exec("RELEASE entry"); rerr != nil {
+		return "", fmt.Errorf("release savepoint: %w", rerr)
+	}
+	return outcome, err
+}
+
+// classPermission is the permission a load needs for a built-in class, or "".
+func classPermission(cls string) string {
+	switch cls {
+	case "_schema":
+		return "p_schema_import"
+	case "_permission":
+		return "p_permission_import"
+	case "_user", "_group", "_role":
+		return "p_user_import"
+	case "_home":
+		return "p_home_import"
+	}
+	return ""
+}
+
+// dataPermission is the permission a write of kind op ("create", "update", "delete")
+// to an instance of s needs.
+func dataPermission(s *Schema, op string) string {
+	var own string
+	switch op {
+	case "create":
+		own = s.PCreate
+	case "update":
+		own = s.PUpdate
+	case "delete":
+		own = s.PDelete
+	}
+	if own != "" {
+		return own
+	}
+	return "p_data_" + op
+}
+
+// CanWrite reports whether auth may make a write of kind op to instances of s.
+func CanWrite(auth *Auth, s *Schema, op string) bool {
+	if auth == nil {
+		return true
+	}
+	if p := classPermission(s.Keyname); p != "" {
+		return auth.Has(p)
+	}
+	if auth.Has("p_data_admin") || (s.PAdmin != "" && auth.Has(s.PAdmin)) {
+		return true
+	}
+	return auth.Has(dataPermission(s, op))
+}
+
+func (tx *Tx) applyEntry(e *Entry, opts LoadOptions) (string, error) {
+	if opts.Auth != nil && opts.Auth.ReadOnly {
+		return "", Errorf(EForbidden, "read-only credentials cannot load")
+	}
+	switch e.Classname {
+	case "_schema", "_permission":
+		if p := classPermission(e.Classname); opts.Auth != nil && !opts.Auth.Has(p) {
+			return "", Errorf(EForbidden, "permission denied: %s needs %s", e.Classname, p)
+		}
+		if e.Keyname == "" {
+			return "", Errorf(EInvalid, "entry has no keyname")
+		}
+		if e.Classname == "_schema" {
+			return tx.putSchema(e, e.Action, opts.System)
+		}
+		return tx.putPermission(e, opts.System)
+	}
+	s, err := tx.Schema(e.Classname)
+	if IsNotFound(err) {
+		return "", Errorf(EInvalid, "unknown class %q", e.Classname)
+	}
+	if err != nil {
+		return "", err
+	}
+	return tx.putInstance(s, e, opts)
+}
+
+// resolveKeyname applies the schema's keyname mode to the entry's keyname and displayname.
+func resolveKeyname(s *Schema, e *Entry) error {
+	mode := strings.Fields(s.KeynameMode)
+	switch {
+	case len(mode) > 0 && mode[0] == "hexip":
+		switch {
+		case e.HasDisplayname && e.Displayname != "":
+			hex, err := HexIP(strings.TrimSpace(e.Displayname))
+			if err != nil {
+				return Errorf(EInvalid, "%s: displayname %q must be an IPv4 address (keyname mode hexip)", s.Keyname, e.Displayname)
+			}
+			if e.Keyname != "" && e.Keyname != hex && e.Keyname != strings.TrimSpace(e.Displayname) {
+				return Errorf(EInvalid, "%s: keyname %q does not match displayname %s (expected %s)", s.Keyname, e.Keyname, e.Displayname, hex)
+			}
+			e.Displayname, e.Keyname = strings.TrimSpace(e.Displayname), hex
+		case IsDottedIPv4(e.Keyname):
+			e.Displayname, e.HasDisplayname = e.Keyname, true
+			e.Keyname, _ = HexIP(e.Keyname)
+		case isHexIP(e.Keyname):
+			// An existing instance named by its derived keyname.
+		default:
+			return Errorf(EInvalid, "%s: keyname %q: keyname mode hexip needs an IPv4 address in displayname or keyname", s.Keyname, e.Keyname)
+		}
+	case len(mode) > 1 && mode[0] == "dataformat":
+		f := &Field{Keyname: "keyname", Dataformat: mode[1], DataformatExt: strings.Join(mode[2:], " "), CardinalMax: 1}
+		v, _, err := f.normalizeOne(e.Keyname, nil)
+		if err != nil {
+			return Errorf(EInvalid, "%s: keyname %q is not valid for keyname mode %q: %s", s.Keyname, e.Keyname, s.KeynameMode, ErrorMessage(err))
+		}
+		if t, _ := scalarText(v); t != e.Keyname {
+			return Errorf(EInvalid, "%s: keyname %q is not in canonical form (%s)", s.Keyname, e.Keyname, t)
+		}
+	}
+	return CheckKeyname(e.Keyname)
+}
+
+func isHexIP(s string) bool {
+	if len(s) != 8 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// putInstance applies an instance entry of schema s.
+func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error) {
+	if err := resolveKeyname(s, e); err != nil {
+		return "", err
+	}
+	old, err := tx.Instance(s.Keyname, e.Keyname)
+	if err != nil && !IsNotFound(err) {
+		return "", err
+	}
+	op := map[string]string{"create": "update", "update": "update", "init": "create", "delete": "delete",
+		"enable": "update", "disable": "update", "noop": ""}[e.Action]
+	if old == nil && (e.Action == "create" || e.Action == "init") {
+		op = "create"
+	}
+	if op != "" && old == nil && e.Action != "create" && e.Action != "init" {
+		if e.Action == "delete" {
+			return OutUnchanged, nil
+		}
+		return "", Errorf(ENotFound, "%s %q not found", s.Keyname, e.Keyname)
+	}
+	if op != "" && !CanWrite(opts.Auth, s, op) {
+		return "", Errorf(EForbidden, "permission denied: %s of %s", op, s.Keyname)
+	}
+	switch e.Action {
+	case "noop":
+		return OutSkipped, nil
+	case "delete":
+		if s.Keyname == "_user" && e.Keyname == "admin" && !opts.System {
+			return "", Errorf(EForbidden, "the admin account cannot be deleted")
+		}
+		return OutDeleted, tx.DeleteInstance(s, old)
+	case "init":
+		if old != nil {
+			return OutUnchanged, nil
+		}
+	case "enable", "disable":
+		want := e.Action == "enable"
+		if old.IsEnabled == want {
+			return OutUnchanged, nil
+		}
+		next := *old
+		next.IsEnabled = want
+		if err := tx.writeInstance(s, old, &next, e.Action); err != nil {
+			return "", err
+		}
+		return map[bool]string{true: OutEnabled, false: OutDisabled}[want], nil
+	}
+	next := &Instance{Classname: s.Keyname, Keyname: e.Keyname, IsEnabled: true, Data: map[string]any{}}
+	if old != nil {
+		next.Displayname, next.IsEnabled, next.Data = old.Displayname, old.IsEnabled, cloneMap(old.Data)
+	}
+	if e.HasDisplayname {
+		next.Displayname = e.Displayname
+	}
+	if e.IsEnabled != nil {
+		next.IsEnabled = *e.IsEnabled
+	}
+	for _, k := range e.Order {
+		if headerKeys[k] || strings.HasPrefix(k, "_") {
+			continue
+		}
+		f := s.Field(k)
+		if f == nil {
+			continue
+		}
+		v := e.Fields[k]
+		if s.Keyname == "_pipeline" && k == "content" {
+			text, _ := scalarText(v)
+			norm, _ := NormalizePipelineContent(text)
+			if err := CheckPipeline(norm); err != nil {
+				return "", Errorf(EInvalid, "content: %v", err)
+			}
+			v = norm
+		}
+		nv, present, err := f.normalize(v, tx)
+		if err != nil {
+			return "", err
+		}
+		if present {
+			next.Data[k] = nv
+		} else {
+			delete(next.Data, k)
+		}
+	}
+	if old == nil {
+		for _, f := range s.Fields {
+			if _, ok := next.Data[f.Keyname]; ok || f.Default == nil || f.Dataformat == "external" {
+				continue
+			}
+			if nv, present, err := f.normalize(f.Default, tx); err == nil && present {
+				next.Data[f.Keyname] = nv
+			}
+		}
+	}
+	if err := checkCardinality(s, next.Data); err != nil {
+		return "", err
+	}
+	if old != nil && old.Displayname == next.Displayname && old.IsEnabled == next.IsEnabled &&
+		mustJSON(old.Data) == mustJSON(next.Data) {
+		return OutUnchanged, nil
+	}
+	action, outcome := "update", OutUpdated
+	if old == nil {
+		action, outcome = "create", OutCreated
+	}
+	if err := tx.writeInstance(s, old, next, action); err != nil {
+		return "", err
+	}
+	return outcome, nil
+}

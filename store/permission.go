@@ -1,0 +1,129 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+)
+
+// Permission is a named right.
+type Permission struct {
+	ID          int64  `json:"id" yaml:"id"`
+	Keyname     string `json:"keyname" yaml:"keyname"`
+	Displayname string `json:"displayname" yaml:"displayname"`
+	Description string `json:"description" yaml:"description"`
+	IsBuiltin   bool   `json:"is_builtin" yaml:"is_builtin"`
+}
+
+var permNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$`)
+
+// Permissions lists every permission by keyname.
+func (db *DB) Permissions(ctx context.Context) ([]Permission, error) {
+	rows, err := db.r.QueryContext(ctx, "SELECT id, keyname, displayname, description, is_builtin FROM permissions ORDER BY keyname")
+	if err != nil {
+		return nil, fmt.Errorf("list permissions: %w", err)
+	}
+	defer rows.Close()
+	var out []Permission
+	for rows.Next() {
+		var p Permission
+		if err := rows.Scan(&p.ID, &p.Keyname, &p.Displayname, &p.Description, &p.IsBuiltin); err != nil {
+			return nil, fmt.Errorf("list permissions: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func (tx *Tx) permission(key string) (*Permission, error) {
+	p := &Permission{}
+	err := tx.queryRow("SELECT id, keyname, displayname, description, is_builtin FROM permissions WHERE keyname = ?", key).
+		Scan(&p.ID, &p.Keyname, &p.Displayname, &p.Description, &p.IsBuiltin)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(ENotFound, "permission %q not found", key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read permission %s: %w", key, err)
+	}
+	return p, nil
+}
+
+// DeletePermissionDirect removes a permission, built-in or not. Only start-up
+// migrations use it; the normal delete refuses built-ins.
+func (tx *Tx) DeletePermissionDirect(key string) error {
+	if _, err := tx.ExecContext(tx.ctx, "DELETE FROM permissions WHERE keyname = ?", key); err != nil {
+		return fmt.Errorf("delete permission %s: %w", key, err)
+	}
+	return nil
+}
+
+// putPermission applies a `_permission` entry.
+func (tx *Tx) putPermission(e *Entry, system bool) (string, error) {
+	if !permNameRE.MatchString(e.Keyname) {
+		return "", Errorf(EInvalid, "permission keyname %q is not valid", e.Keyname)
+	}
+	old, err := tx.permission(e.Keyname)
+	if err != nil && !IsNotFound(err) {
+		return "", err
+	}
+	exists := old != nil
+	switch e.Action {
+	case "noop":
+		return OutSkipped, nil
+	case "enable", "disable":
+		return "", Errorf(EInvalid, "permissions cannot be enabled or disabled")
+	case "delete":
+		if !exists {
+			return OutUnchanged, nil
+		}
+		if old.IsBuiltin {
+			return "", Errorf(EForbidden, "permission %q is built-in and cannot be deleted", e.Keyname)
+		}
+		if _, err := tx.exec("DELETE FROM permissions WHERE id = ?", old.ID); err != nil {
+			return "", fmt.Errorf("delete permission %s: %w", e.Keyname, err)
+		}
+		return OutDeleted, tx.revision("_permission", e.Keyname, "delete", mustJSON(old), "")
+	case "init":
+		if exists {
+			return OutUnchanged, nil
+		}
+	case "update":
+		if !exists {
+			return "", Errorf(ENotFound, "permission %q not found", e.Keyname)
+		}
+	}
+	next := Permission{Keyname: e.Keyname, IsBuiltin: system}
+	if exists {
+		next = *old
+		next.IsBuiltin = old.IsBuiltin || system
+	}
+	if e.HasDisplayname {
+		next.Displayname = e.Displayname
+	}
+	if d, ok := e.Fields["description"]; ok {
+		next.Description, _ = scalarText(d)
+	}
+	if exists && next == *old {
+		return OutUnchanged, nil
+	}
+	if exists {
+		_, err = tx.exec("UPDATE permissions SET displayname = ?, description = ?, is_builtin = ? WHERE id = ?",
+			next.Displayname, next.Description, next.IsBuiltin, old.ID)
+	} else {
+		var res sql.Result
+		res, err = tx.exec("INSERT INTO permissions(keyname, displayname, description, is_builtin) VALUES(?, ?, ?, ?)",
+			next.Keyname, next.Displayname, next.Description, next.IsBuiltin)
+		if err == nil {
+			next.ID, _ = res.LastInsertId()
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("write permission %s: %w", e.Keyname, err)
+	}
+	if exists {
+		return OutUpdated, tx.revision("_permission", e.Keyname, "update", mustJSON(old), mustJSON(next))
+	}
+	return OutCreated, tx.revision("_permission", e.Keyname, "create", "", mustJSON(next))
+}

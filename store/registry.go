@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// Registry keys used by the start-up sequence.
+const (
+	RegDBVersion       = "DB_VERSION"
+	RegDBVersionDate   = "DB_VERSION_DATE"
+	RegLastStart       = "LAST_START"
+	RegLastStartFailed = "LAST_START_FAILED"
+	RegInstanceUUID    = "INSTANCE_UUID"
+)
+
+// Registry returns the value of key, or a not-found error.
+func (db *DB) Registry(ctx context.Context, key string) (string, error) {
+	return registryGet(ctx, db.w, key)
+}
+
+// Registry returns the value of key inside the transaction.
+func (tx *Tx) Registry(key string) (string, error) {
+	return registryGet(tx.ctx, tx.Tx, key)
+}
+
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func registryGet(ctx context.Context, q queryRower, key string) (string, error) {
+	var v string
+	err := q.QueryRowContext(ctx, "SELECT value FROM registry WHERE key = ?", key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", Errorf(ENotFound, "registry key %s not found", key)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read registry %s: %w", key, err)
+	}
+	return v, nil
+}
+
+// SetRegistry writes key inside the transaction.
+func (tx *Tx) SetRegistry(key, value string) error {
+	_, err := tx.ExecContext(tx.ctx, `INSERT INTO registry(key, value) VALUES(?, ?)
+		ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
+	if err != nil {
+		return fmt.Errorf("write registry %s: %w", key, err)
+	}
+	return nil
+}
+
+// SetRegistry writes key in its own transaction.
+func (db *DB) SetRegistry(ctx context.Context, key, value string) error {
+	return db.WithTx(ctx, func(tx *Tx) error { return tx.SetRegistry(key, value) })
+}

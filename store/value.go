@@ -1,0 +1,371 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Dataformats a field may have. "secret" is hashed on write and never leaves the store.
+var dataformats = map[string]bool{
+	"string": true, "text": true, "int": true, "float": true, "boolean": true, "date": true,
+	"datetime": true, "ipv4": true, "schema": true, "user": true, "group": true, "enumerate": true,
+	"external": true, "secret": true,
+}
+
+var (
+	schemaNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,127}$`)
+	fieldNameRE  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,127}$`)
+)
+
+// errUnresolved marks a value that references an object that does not exist (yet):
+// the loader retries such entries in its second pass.
+type errUnresolved struct{ msg string }
+
+func (e *errUnresolved) Error() string { return e.msg }
+
+func isUnresolved(err error) bool {
+	var u *errUnresolved
+	return errors.As(err, &u)
+}
+
+// CheckKeyname validates an instance keyname: non-empty, at most 256 characters,
+// valid UTF-8, no whitespace or control characters.
+func CheckKeyname(k string) error {
+	if k == "" {
+		return Errorf(EInvalid, "keyname is empty")
+	}
+	if !utf8.ValidString(k) {
+		return Errorf(EInvalid, "keyname is not valid UTF-8")
+	}
+	if utf8.RuneCountInString(k) > 256 {
+		return Errorf(EInvalid, "keyname is longer than 256 characters")
+	}
+	for _, r := range k {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return Errorf(EInvalid, "keyname %q contains whitespace or a control character", k)
+		}
+	}
+	return nil
+}
+
+// BoolWord reads a boolean word: true for true yes on 1, false for false no off 0 and
+// the empty string (case-insensitive); ok is false for anything else.
+func BoolWord(s string) (v, ok bool) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "yes", "on", "1":
+		return true, true
+	case "false", "no", "off", "0", "":
+		return false, true
+	}
+	return false, false
+}
+
+// scalarText renders a scalar value as text; ok is false for lists and maps.
+func scalarText(v any) (string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return "", true
+	case string:
+		return x, true
+	case bool:
+		return strconv.FormatBool(x), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case int:
+		return strconv.Itoa(x), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case json.Number:
+		return x.String(), true
+	}
+	return "", false
+}
+
+// IsMulti reports whether the field holds a list.
+func (f *Field) IsMulti() bool { return f.CardinalMax != 1 }
+
+// normalize validates raw for the field and returns the value to store; present is
+// false when the value is empty (the field is then removed from the instance).
+func (f *Field) normalize(raw any, refs refResolver) (val any, present bool, err error) {
+	if f.Dataformat == "external" {
+		return nil, false, nil
+	}
+	if !f.IsMulti() {
+		if l, ok := raw.([]any); ok {
+			switch len(l) {
+			case 0:
+				raw = nil
+			case 1:
+				raw = l[0]
+			default:
+				return nil, false, Errorf(EInvalid, "field %s: takes one value, got %d", f.Keyname, len(l))
+			}
+		}
+		if raw == nil {
+			return nil, false, nil
+		}
+		v, ok, err := f.normalizeOne(raw, refs)
+		return v, ok, err
+	}
+	var items []any
+	switch x := raw.(type) {
+	case nil:
+	case []any:
+		items = x
+	case string:
+		for _, p := range strings.Split(x, ",") {
+			items = append(items, p)
+		}
+	default:
+		items = []any{x}
+	}
+	out := make([]any, 0, len(items))
+	for _, it := range items {
+		if s, ok := it.(string); ok {
+			it = strings.TrimSpace(s)
+		}
+		v, ok, err := f.normalizeOne(it, refs)
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			out = append(out, v)
+		}
+	}
+	if f.CardinalMax > 1 && len(out) > f.CardinalMax {
+		return nil, false, Errorf(EInvalid, "field %s: takes at most %d values, got %d", f.Keyname, f.CardinalMax, len(out))
+	}
+	if len(out) == 0 {
+		return nil, false, nil
+	}
+	return out, true, nil
+}
+
+func (f *Field) invalid(format string, args ...any) error {
+	return Errorf(EInvalid, "field %s: "+format, append([]any{f.Keyname}, args...)...)
+}
+
+func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
+	if _, ok := raw.(map[string]any); ok {
+		return nil, false, f.invalid("a mapping is not a valid %s value", f.Dataformat)
+	}
+	if _, ok := raw.([]any); ok {
+		return nil, false, f.invalid("a list is not a valid %s value", f.Dataformat)
+	}
+	text, _ := scalarText(raw)
+	if !utf8.ValidString(text) {
+		return nil, false, f.invalid("value is not valid UTF-8")
+	}
+	switch f.Dataformat {
+	case "string", "text", "secret":
+		if text == "" {
+			return nil, false, nil
+		}
+		if f.Dataformat == "text" {
+			if err := checkTextExt(f.DataformatExt, text); err != nil {
+				return nil, false, f.invalid("%v", err)
+			}
+		}
+		if f.Dataformat == "secret" && !IsSecretHash(text) {
+			text = HashSecret(text)
+		}
+		return text, true, nil
+	case "boolean":
+		if b, ok := raw.(bool); ok {
+			return b, true, nil
+		}
+		b, ok := BoolWord(text)
+		if !ok {
+			return nil, false, f.invalid("%q is not a boolean", text)
+		}
+		return b, true, nil
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil, false, nil
+	}
+	switch f.Dataformat {
+	case "int":
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			fl, ferr := strconv.ParseFloat(text, 64)
+			if ferr != nil || fl != math.Trunc(fl) || math.Abs(fl) > 1<<53 {
+				return nil, false, f.invalid("%q is not an integer", text)
+			}
+			n = int64(fl)
+		}
+		if err := checkBounds(f.DataformatExt, float64(n)); err != nil {
+			return nil, false, f.invalid("%d %v", n, err)
+		}
+		return n, true, nil
+	case "float":
+		fl, err := strconv.ParseFloat(text, 64)
+		if err != nil || math.IsNaN(fl) || math.IsInf(fl, 0) {
+			return nil, false, f.invalid("%q is not a number", text)
+		}
+		if err := checkBounds(f.DataformatExt, fl); err != nil {
+			return nil, false, f.invalid("%v %v", fl, err)
+		}
+		return fl, true, nil
+	case "date":
+		if _, err := time.Parse("2006-01-02", text); err != nil {
+			return nil, false, f.invalid("%q is not a date (YYYY-MM-DD)", text)
+		}
+		return text, true, nil
+	case "datetime":
+		t, err := time.Parse("2006-01-02T15:04:05", strings.Replace(text, " ", "T", 1))
+		if err != nil {
+			return nil, false, f.invalid("%q is not a datetime (YYYY-MM-DDTHH:MM:SS)", text)
+		}
+		return t.Format("2006-01-02T15:04:05"), true, nil
+	case "ipv4":
+		if err := CheckIPv4(text, f.DataformatExt); err != nil {
+			return nil, false, f.invalid("%v", err)
+		}
+		return text, true, nil
+	case "user", "group":
+		if err := CheckKeyname(text); err != nil {
+			return nil, false, f.invalid("%q is not a valid %s name", text, f.Dataformat)
+		}
+		return text, true, nil
+	case "schema":
+		if err := CheckKeyname(text); err != nil {
+			return nil, false, f.invalid("%q is not a valid keyname", text)
+		}
+		target := strings.Fields(f.DataformatExt)
+		if len(target) == 0 {
+			return nil, false, f.invalid("no target schema in dataformat_ext")
+		}
+		if refs == nil {
+			return text, true, nil
+		}
+		ok, err := refs.instanceExists(target[0], text)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return nil, false, &errUnresolved{fmt.Sprintf("field %s: no %s instance %q", f.Keyname, target[0], text)}
+		}
+		return text, true, nil
+	case "enumerate":
+		if refs == nil {
+			return text, true, nil
+		}
+		values, err := refs.enumValues(strings.TrimSpace(f.DataformatExt))
+		if err != nil {
+			return nil, false, err
+		}
+		if values == nil {
+			return nil, false, &errUnresolved{fmt.Sprintf("field %s: no enumerate %q", f.Keyname, f.DataformatExt)}
+		}
+		if !values[text] {
+			return nil, false, f.invalid("%q is not a value of enumerate %s", text, f.DataformatExt)
+		}
+		return text, true, nil
+	}
+	return nil, false, f.invalid("unknown dataformat %q", f.Dataformat)
+}
+
+func checkTextExt(ext, text string) error {
+	switch strings.TrimSpace(ext) {
+	case "json":
+		if !json.Valid([]byte(text)) {
+			return fmt.Errorf("not valid JSON")
+		}
+	case "yaml":
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte(text), &n); err != nil {
+			return fmt.Errorf("not valid YAML: %v", err)
+		}
+	}
+	return nil
+}
+
+// checkBounds applies dataformat_ext bounds such as "gte_1 lte_4094".
+func checkBounds(ext string, v float64) error {
+	for _, w := range strings.Fields(ext) {
+		op, num, ok := strings.Cut(w, "_")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseFloat(num, 64)
+		if err != nil {
+			continue
+		}
+		var bad bool
+		switch op {
+		case "gt":
+			bad = !(v > n)
+		case "gte":
+			bad = !(v >= n)
+		case "lt":
+			bad = !(v < n)
+		case "lte":
+			bad = !(v <= n)
+		default:
+			continue
+		}
+		if bad {
+			return fmt.Errorf("is out of bounds (%s)", w)
+		}
+	}
+	return nil
+}
+
+// CheckIPv4 validates an ipv4 value: a dotted quad in canonical form, or with ext
+// "subnet" a CIDR, or with "subnet strict" an aligned CIDR (no host bits set).
+func CheckIPv4(s, ext string) error {
+	words := strings.Fields(ext)
+	subnet, strict := false, false
+	for _, w := range words {
+		switch w {
+		case "subnet":
+			subnet = true
+		case "strict":
+			strict = true
+		}
+	}
+	if !subnet {
+		a, err := netip.ParseAddr(s)
+		if err != nil || !a.Is4() || a.String() != s {
+			return fmt.Errorf("%q is not an IPv4 address", s)
+		}
+		return nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil || !p.Addr().Is4() || p.String() != s {
+		return fmt.Errorf("%q is not an IPv4 subnet (A.B.C.D/N)", s)
+	}
+	if strict && p.Masked() != p {
+		return fmt.Errorf("%q has host bits set (expected %s)", s, p.Masked())
+	}
+	return nil
+}
+
+// HexIP returns the hexip keyname of a dotted IPv4 address: 8 lowercase hex digits in
+// network byte order.
+func HexIP(dotted string) (string, error) {
+	a, err := netip.ParseAddr(dotted)
+	if err != nil || !a.Is4() || a.String() != dotted {
+		return "", Errorf(EInvalid, "%q is not an IPv4 address", dotted)
+	}
+	b := a.As4()
+	return fmt.Sprintf("%02x%02x%02x%02x", b[0], b[1], b[2], b[3]), nil
+}
+
+// IsDottedIPv4 reports whether s is a canonical dotted IPv4 address.
+func IsDottedIPv4(s string) bool {
+	_, err := HexIP(s)
+	return err == nil
+}

@@ -1,0 +1,460 @@
+package rules
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// YAML short tags the parser looks at.
+const (
+	tagStr   = "!!str"
+	tagNull  = "!!null"
+	tagInt   = "!!int"
+	tagFloat = "!!float"
+	tagBool  = "!!bool"
+)
+
+var errAlias = errors.New("aliases are not allowed")
+
+// Parse compiles content, YAML text that is a list of rules. Empty content,
+// "[]" and "null" are a valid empty pipeline.
+//
+// Errors about a rule name its 1-based position, e.g.
+// `rule 3: unknown rule "field_foo"` or
+// `rule 2: field_copy takes 2 arguments, got 3`.
+func Parse(content string) (*Pipeline, error) {
+	root, err := decodeYAML(content)
+	if err != nil {
+		return nil, err
+	}
+	p := &Pipeline{}
+	if root == nil {
+		return p, nil
+	}
+	c := compiler{conds: make(map[string]int)}
+	p.rules = make([]rule, 0, len(root.Content))
+	for i, n := range root.Content {
+		r, err := c.compileRule(n)
+		if err != nil {
+			return nil, fmt.Errorf("rule %d: %w", i+1, err)
+		}
+		r.pos = i + 1
+		p.rules = append(p.rules, r)
+	}
+	p.nconds = len(c.conds)
+	return p, nil
+}
+
+// decodeYAML decodes content into the sequence node of its rules, or nil
+// when the content is empty or null.
+func decodeYAML(content string) (seq *yaml.Node, err error) {
+	defer func() {
+		// yaml.v3 turns its own failures into errors; this is a last line of
+		// defence so that Parse never panics on hostile content.
+		if r := recover(); r != nil {
+			seq, err = nil, fmt.Errorf("invalid YAML: %v", r)
+		}
+	}()
+	dec := yaml.NewDecoder(strings.NewReader(content))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		return nil, errors.New("content must be a single YAML document")
+	case !errors.Is(err, io.EOF):
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return nil, nil
+		}
+		root = root.Content[0]
+	}
+	switch {
+	case root.Kind == yaml.AliasNode:
+		return nil, errAlias
+	case root.Kind == yaml.SequenceNode:
+		return root, nil
+	case root.Kind == 0, root.Kind == yaml.ScalarNode && root.ShortTag() == tagNull:
+		return nil, nil
+	default:
+		return nil, errors.New("content is not a list of rules")
+	}
+}
+
+// compiler holds the state shared by the rules of one Parse call.
+type compiler struct {
+	conds map[string]int // condition name -> index
+}
+
+// condIndex returns the index of condition name, allocating one if needed.
+func (c *compiler) condIndex(name string) int {
+	i, ok := c.conds[name]
+	if !ok {
+		i = len(c.conds)
+		c.conds[name] = i
+	}
+	return i
+}
+
+// spec describes a transformation rule.
+type spec struct {
+	min, max int  // number of arguments after COND; max < 0 is unlimited
+	oldForm  bool // a list of exactly min items is the form without COND
+	kind     ruleKind
+	build    func(a *args) (action, error) // kindAction only
+}
+
+// compileRule compiles one rule node.
+func (c *compiler) compileRule(n *yaml.Node) (rule, error) {
+	r := rule{gate: -1, cond: -1}
+	if n.Kind == yaml.AliasNode {
+		return r, errAlias
+	}
+	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
+		return r, errors.New("rule is not a one-key mapping (expected e.g. `- field_lower: email`)")
+	}
+	key, val := n.Content[0], n.Content[1]
+	if err := noAliases(n); err != nil {
+		return r, err
+	}
+	if key.Kind != yaml.ScalarNode || key.ShortTag() != tagStr {
+		return r, errors.New("rule name is not a string")
+	}
+	r.task = key.Value
+	if r.task == "set_condition" {
+		return r, c.compileSetCondition(&r, val)
+	}
+	sp, ok := specs[r.task]
+	if !ok {
+		return r, fmt.Errorf("unknown rule %q", r.task)
+	}
+	cond, items, err := splitArgs(sp, val)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", r.task, err)
+	}
+	if cond != nil {
+		name, negated, err := parseCond(cond)
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", r.task, err)
+		}
+		if name != "" {
+			r.gate, r.negated = c.condIndex(name), negated
+		}
+	}
+	if err := checkArity(r.task, sp.min, sp.max, len(items)); err != nil {
+		return r, err
+	}
+	r.kind = sp.kind
+	if sp.kind != kindAction {
+		return r, nil
+	}
+	a := &args{items: items}
+	act, err := sp.build(a)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", r.task, err)
+	}
+	r.act, r.touchesClass = act, a.touchesClass
+	return r, nil
+}
+
+// compileSetCondition compiles `set_condition: [NAME, CHECKER, ARGS...]`.
+func (c *compiler) compileSetCondition(r *rule, val *yaml.Node) error {
+	const usage = "set_condition needs a list [NAME, CHECKER, ARGS...]"
+	if val.Kind != yaml.SequenceNode || len(val.Content) < 2 {
+		return errors.New(usage)
+	}
+	name, chk := val.Content[0], val.Content[1]
+	if name.Kind != yaml.ScalarNode || name.ShortTag() != tagStr || name.Value == "" {
+		return errors.New("set_condition: the condition name must be a non-empty string")
+	}
+	if strings.HasPrefix(name.Value, "!") {
+		return fmt.Errorf("set_condition: invalid condition name %q: it must not start with '!'", name.Value)
+	}
+	if chk.Kind != yaml.ScalarNode || chk.ShortTag() != tagStr {
+		return errors.New("set_condition: the checker name must be a string")
+	}
+	cs, ok := checkers[chk.Value]
+	if !ok {
+		return fmt.Errorf("set_condition: unknown checker %q", chk.Value)
+	}
+	items := val.Content[2:]
+	if err := checkArity("set_condition: "+chk.Value, cs.n, cs.n, len(items)); err != nil {
+		return err
+	}
+	a := &args{items: items}
+	fn, err := cs.build(a)
+	if err != nil {
+		return fmt.Errorf("set_condition: %s: %w", chk.Value, err)
+	}
+	r.kind, r.cond, r.check = kindCondition, c.condIndex(name.Value), fn
+	return nil
+}
+
+// checkArity checks the number of arguments of a rule.
+func checkArity(what string, min, max, got int) error {
+	switch {
+	case min == max && got != min:
+		if min == 0 {
+			return fmt.Errorf("%s takes no arguments, got %d", what, got)
+		}
+		return fmt.Errorf("%s takes %d %s, got %d", what, min, plural(min, "argument"), got)
+	case max < 0 && got < min:
+		return fmt.Errorf("%s takes at least %d %s, got %d", what, min, plural(min, "argument"), got)
+	case max >= 0 && (got < min || got > max):
+		if max == min+1 {
+			return fmt.Errorf("%s takes %d or %d arguments, got %d", what, min, max, got)
+		}
+		return fmt.Errorf("%s takes %d to %d arguments, got %d", what, min, max, got)
+	}
+	return nil
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// splitArgs splits a rule's value into its COND node (nil when always run) and its
+// arguments.
+func splitArgs(sp spec, val *yaml.Node) (cond *yaml.Node, items []*yaml.Node, err error) {
+	switch val.Kind {
+	case yaml.ScalarNode:
+		switch {
+		case val.ShortTag() == tagNull:
+			return nil, nil, nil // `- discard:` has no arguments
+		case sp.max == 0:
+			return val, nil, nil // `- discard: NAME` is gated by NAME
+		default:
+			return nil, []*yaml.Node{val}, nil // `- field_lower: email`
+		}
+	case yaml.SequenceNode:
+		items, err = expandTaggedCond(val.Content)
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case len(items) == 0:
+			return nil, nil, nil
+		case sp.oldForm && len(items) == sp.min && !looksLikeCond(items[0]):
+			return nil, items, nil
+		default:
+			return items[0], items[1:], nil
+		}
+	default:
+		return nil, nil, errors.New("arguments must be a list or a scalar")
+	}
+}
+
+// customTag returns the tag of a scalar with a local tag such as `!NAME`.
+func customTag(n *yaml.Node) (string, bool) {
+	if n.Kind != yaml.ScalarNode {
+		return "", false
+	}
+	t := n.ShortTag()
+	if strings.HasPrefix(t, "!") && !strings.HasPrefix(t, "!!") {
+		return t, true
+	}
+	return "", false
+}
+
+// looksLikeCond reports whether n can only be a COND, never a field name:
+// the empty string, a string starting with '!' or an unquoted !NAME tag.
+func looksLikeCond(n *yaml.Node) bool {
+	if _, ok := customTag(n); ok {
+		return true
+	}
+	return n.Kind == yaml.ScalarNode && n.ShortTag() == tagStr &&
+		(n.Value == "" || n.Value[0] == '!')
+}
+
+// expandTaggedCond handles the flow form `[!NAME, a, b]`: YAML reads the
+// comma as part of the tag and yields one node tagged "!NAME," with value
+// "a". It is split back into a negated COND and the value.
+func expandTaggedCond(items []*yaml.Node) ([]*yaml.Node, error) {
+	if len(items) == 0 {
+		return items, nil
+	}
+	t, ok := customTag(items[0])
+	if !ok || !strings.Contains(t, ",") {
+		return items, nil
+	}
+	name, ok := strings.CutSuffix(t, ",")
+	if !ok || strings.Contains(name, ",") {
+		return nil, fmt.Errorf("ambiguous condition tag %q: quote the condition, e.g. '!NAME'", t)
+	}
+	out := make([]*yaml.Node, 0, len(items)+1)
+	out = append(out, &yaml.Node{Kind: yaml.ScalarNode, Tag: name})
+	if v := items[0].Value; v != "" {
+		out = append(out, &yaml.Node{Kind: yaml.ScalarNode, Tag: tagStr, Value: v})
+	}
+	return append(out, items[1:]...), nil
+}
+
+// parseCond reads a COND node: the empty string (or null) always runs, NAME
+// and !NAME gate on condition NAME. An unquoted `!NAME`, which YAML reads as
+// a tag on an empty scalar, is the same as '!NAME'.
+func parseCond(n *yaml.Node) (name string, negated bool, err error) {
+	if t, ok := customTag(n); ok {
+		if n.Value != "" {
+			return "", false, fmt.Errorf("condition: unexpected %q after tag %q; quote the condition, e.g. '!NAME'", n.Value, t)
+		}
+		name = t[1:]
+		if name == "" || name[0] == '!' {
+			return "", false, fmt.Errorf("invalid condition %q", t)
+		}
+		return name, true, nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return "", false, errors.New("the condition must be a string")
+	}
+	switch n.ShortTag() {
+	case tagNull:
+		return "", false, nil
+	case tagStr:
+	default:
+		return "", false, fmt.Errorf("the condition must be a string, got %s %q", n.ShortTag(), n.Value)
+	}
+	s := n.Value
+	if s == "" {
+		return "", false, nil
+	}
+	if s[0] == '!' {
+		name = s[1:]
+		if name == "" || name[0] == '!' {
+			return "", false, fmt.Errorf("invalid condition %q", s)
+		}
+		return name, true, nil
+	}
+	return s, false, nil
+}
+
+// noAliases rejects alias nodes anywhere under n.
+func noAliases(n *yaml.Node) error {
+	if n.Kind == yaml.AliasNode {
+		return errAlias
+	}
+	for _, c := range n.Content {
+		if err := noAliases(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// args reads the arguments of a rule (COND excluded).
+type args struct {
+	items        []*yaml.Node
+	touchesClass bool // an argument named the classname field
+}
+
+func (a *args) len() int { return len(a.items) }
+
+// name reads argument i as a field name: a non-empty string.
+func (a *args) name(i int) (string, error) {
+	n := a.items[i]
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != tagStr || n.Value == "" {
+		return "", fmt.Errorf("argument %d: %s is not a field name (a non-empty string)", i+1, describe(n))
+	}
+	if n.Value == classnameKey {
+		a.touchesClass = true
+	}
+	return n.Value, nil
+}
+
+// names reads arguments from..end as field names.
+func (a *args) names(from int) ([]string, error) {
+	out := make([]string, 0, len(a.items)-from)
+	for i := from; i < len(a.items); i++ {
+		s, err := a.name(i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// text reads argument i as text: the source text of any scalar, "" for null.
+func (a *args) text(i int) (string, error) {
+	n := a.items[i]
+	if n.Kind != yaml.ScalarNode {
+		return "", fmt.Errorf("argument %d: %s is not a scalar", i+1, describe(n))
+	}
+	if n.ShortTag() == tagNull {
+		return "", nil
+	}
+	return n.Value, nil
+}
+
+// value reads argument i as a typed value: !!int is int64, !!float float64,
+// !!bool bool, !!null nil, anything else its text; a list of scalars is a
+// multi-valued []any.
+func (a *args) value(i int) (any, error) {
+	n := a.items[i]
+	if n.Kind == yaml.SequenceNode {
+		out := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			if c.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("argument %d: a list value may only hold scalars", i+1)
+			}
+			out = append(out, scalarValue(c))
+		}
+		return out, nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return nil, fmt.Errorf("argument %d: %s is not a value", i+1, describe(n))
+	}
+	return scalarValue(n), nil
+}
+
+// scalarValue is the typed value of a scalar node.
+func scalarValue(n *yaml.Node) any {
+	switch n.ShortTag() {
+	case tagNull:
+		return nil
+	case tagInt:
+		var v int64
+		if n.Decode(&v) == nil {
+			return v
+		}
+	case tagFloat:
+		var v float64
+		if n.Decode(&v) == nil {
+			return v
+		}
+	case tagBool:
+		var v bool
+		if n.Decode(&v) == nil {
+			return v
+		}
+	}
+	return n.Value
+}
+
+// describe names a node for error messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%s %q", n.ShortTag(), n.Value)
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	default:
+		return "a node"
+	}
+}
