@@ -40,6 +40,7 @@ commands:
   export --schema a,b        write instances in the load format [--format yaml|json]
   apikey create KEYNAME --permissions p1,p2 [--readonly] [--user LOGIN] [--expires DATE]
   apikey list | apikey revoke KEYNAME
+  pipeline list | pipeline run NAME --schema a,b [--dryrun] [--wait]
   backup FILE                consistent online copy of the database
   version                    print SERVICE_VERSION and SERVICE_VERSION_DATE
 
@@ -74,6 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = c.apikey(ctx, args)
 	case "backup":
 		err = c.backup(ctx, args)
+	case "pipeline":
+		err = c.pipeline(ctx, args)
 	case "version":
 		err = c.version(args)
 	case "help", "-h", "--help":
@@ -261,6 +264,7 @@ func (c *cli) load(ctx context.Context, args []string) error {
 	fs := c.flags("load", &f)
 	action := fs.String("action", "", "replace every entry's _action (create, update, init, delete, enable, disable, noop)")
 	dryrun := fs.Bool("dryrun", false, "report what would change, write nothing")
+	pipe := fs.String("pipeline", "", "apply this pipeline's rules to each entry before loading it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -276,7 +280,13 @@ func (c *cli) load(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	res, err := db.Load(ctx, entries, store.LoadOptions{Action: *action, DryRun: *dryrun})
+	opts := store.LoadOptions{Action: *action, DryRun: *dryrun}
+	if *pipe != "" {
+		if opts.Transform, err = pipelineTransform(ctx, db, *pipe); err != nil {
+			return err
+		}
+	}
+	res, err := db.Load(ctx, entries, opts)
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,11 @@ func Reload(tx *store.Tx, fsys fs.FS, file string, items []string, action string
 			missing = append(missing, it)
 		}
 	}
+	// Tx.Load writes revisions according to tx.NoRevisions (LoadOptions.NoRevisions
+	// only applies to DB.Load), so suppress them here for the reload alone.
+	prev := tx.NoRevisions
+	tx.NoRevisions = true
+	defer func() { tx.NoRevisions = prev }()
 	res, err := tx.Load(pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)

@@ -243,3 +243,54 @@ func (db *DB) KeyPermissions(ctx context.Context, list []string) (all bool, perm
 	}
 	return all, setList(add), setList(del), nil
 }
+
+// KeyAuth returns the authorisation context of an API key by keyname, without
+// checking its secret or client address: the key must exist, be enabled and not be
+// past its expires date. The user is set when the key names an enabled user.
+func (db *DB) KeyAuth(ctx context.Context, keyname string) (*Auth, *Instance, error) {
+	in, err := db.Instance(ctx, "_apikey", keyname)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !in.IsEnabled {
+		return nil, in, Errorf(EUnauthorized, "API key disabled")
+	}
+	if exp, _ := in.Data["expires"].(string); exp != "" && db.Now().UTC().Format("2006-01-02") > exp {
+		return nil, in, Errorf(EUnauthorized, "API key expired")
+	}
+	a := &Auth{Kind: "apikey", Name: keyname}
+	a.All, a.Perms, a.Deny, err = db.KeyPermissions(ctx, stringList(in.Data["permissions"]))
+	if err != nil {
+		return nil, in, err
+	}
+	a.ReadOnly, _ = in.Data["is_readonly"].(bool)
+	if login, _ := in.Data["user"].(string); login != "" {
+		if u, err := db.Instance(ctx, "_user", login); err == nil && u.IsEnabled {
+			a.User, a.UserID = login, u.ID
+		}
+	}
+	return a, in, nil
+}
+
+// Refresh re-reads a stored authorisation context (a task's submitter) so a task
+// acts with the rights its submitter holds now: a disabled user or key fails.
+func (db *DB) Refresh(ctx context.Context, a *Auth) (*Auth, error) {
+	switch a.Kind {
+	case "user":
+		u, err := db.Instance(ctx, "_user", a.Name)
+		if err != nil {
+			return nil, Errorf(EForbidden, "user %s no longer exists", a.Name)
+		}
+		if !u.IsEnabled {
+			return nil, Errorf(EForbidden, "user %s is disabled", a.Name)
+		}
+		return db.UserAuth(ctx, a.Name)
+	case "apikey":
+		k, _, err := db.KeyAuth(ctx, a.Name)
+		if err != nil {
+			return nil, Errorf(EForbidden, "API key %s is no longer valid", a.Name)
+		}
+		return k, nil
+	}
+	return a, nil
+}

@@ -27,6 +27,8 @@ type Entry struct {
 	HasDisplayname bool
 	IsEnabled      *bool
 	Action         string
+
+	transformed bool // LoadOptions.Transform has run on it
 }
 
 // headerKeys are the keys of an entry that are not field values.
@@ -105,8 +107,8 @@ func (e *Entry) prepare(action string) error {
 	if v, present := e.Fields["is_enabled"]; present && v != nil {
 		b, ok := v.(bool)
 		if !ok {
-			t, _ := scalarText(v)
-			if b, ok = BoolWord(t); !ok {
+			t, scalar := scalarText(v)
+			if b, ok = BoolWord(t); !ok || !scalar {
 				return Errorf(EInvalid, "is_enabled %q is not a boolean", t)
 			}
 		}
@@ -217,6 +219,11 @@ func (d *decoder) mapping(n *yaml.Node) (map[string]any, []string, error) {
 			}
 			if mv == nil || mv.Kind != yaml.MappingNode {
 				return nil, nil, fmt.Errorf("line %d: merge key needs a mapping", kn.Line)
+			}
+			// A merge expands an alias like a value does: it spends the budget, or
+			// nested merges of empty mappings would expand without limit.
+			if err := d.spend(); err != nil {
+				return nil, nil, err
 			}
 			sub, subOrder, err := d.mapping(mv)
 			if err != nil {
@@ -364,10 +371,11 @@ func cloneMap(m map[string]any) map[string]any {
 // keyname of a _user entry), without validating anything.
 func (e *Entry) Key() (cls, key string) {
 	cls, _ = scalarText(e.Fields["classname"])
+	cls = strings.TrimSpace(cls)
 	kv := e.Fields["keyname"]
 	if kv == nil && cls == "_user" {
 		kv = e.Fields["login"]
 	}
 	key, _ = scalarText(kv)
-	return strings.TrimSpace(cls), strings.TrimSpace(key)
+	return cls, strings.TrimSpace(key)
 }

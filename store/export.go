@@ -157,6 +157,7 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 			_, err = fmt.Fprintf(w, "%s%s", sep, b)
 			return err
 		}
+		first = false
 		b, err := yaml.Marshal([]any{v})
 		if err != nil {
 			return err
@@ -166,7 +167,7 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 	}
 	for _, s := range schemas {
 		if !s.IsBuiltin {
-			if err := emit(schemaDoc(s)); err != nil {
+			if err := emit(s.Doc()); err != nil {
 				return err
 			}
 		}
@@ -202,28 +203,16 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 	return nil
 }
 
-// schemaDoc orders a schema's load form: header, attributes, then fields in order.
-func schemaDoc(s *Schema) *Doc {
-	m := s.Doc()
-	d := &Doc{}
-	for _, k := range []string{"classname", "keyname", "displayname", "description", "keyname_mode", "is_enabled",
-		"p_read", "p_create", "p_update", "p_delete", "p_admin", "_options"} {
-		if v, ok := m[k]; ok {
-			d.Set(k, v)
-		}
+// sortedDoc orders a map's keys alphabetically.
+func sortedDoc(m map[string]any) *Doc {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	for _, f := range s.Fields {
-		fd := f.doc()
-		keys := make([]string, 0, len(fd))
-		for k := range fd {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		od := &Doc{}
-		for _, k := range keys {
-			od.Set(k, fd[k])
-		}
-		d.Set(f.Keyname, od)
+	sort.Strings(keys)
+	d := &Doc{}
+	for _, k := range keys {
+		d.Set(k, m[k])
 	}
 	return d
 }

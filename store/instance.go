@@ -192,11 +192,26 @@ func (tx *Tx) revision(cls, key, action, before, after string) error {
 	return nil
 }
 
-// SaveInstance writes in (insert when ID is 0, else update by ID) after validating
-// every field value; the revision is written with action. Used by pipelines and
-// migrations that build the instance themselves.
+// SaveInstance validates in (PrepareInstance) and writes it: an insert when old is
+// nil, else an update of old's row; the revision is written with action. Used by
+// pipelines and migrations that build the instance themselves.
 func (tx *Tx) SaveInstance(s *Schema, old, in *Instance, action string) error {
-	data := map[string]any{}
+	if err := tx.PrepareInstance(s, in); err != nil {
+		return err
+	}
+	return tx.writeInstance(s, old, in, action)
+}
+
+// WriteInstance writes an instance already validated by PrepareInstance.
+func (tx *Tx) WriteInstance(s *Schema, old, in *Instance, action string) error {
+	return tx.writeInstance(s, old, in, action)
+}
+
+// PrepareInstance validates and normalizes every field value of in, in place, as a
+// write would; values under keys that are not fields are kept as stored, scratch keys
+// (starting with _) dropped.
+func (tx *Tx) PrepareInstance(s *Schema, in *Instance) error {
+	data := make(map[string]any, len(in.Data))
 	for k, v := range in.Data {
 		f := s.Field(k)
 		if f == nil {
@@ -218,7 +233,7 @@ func (tx *Tx) SaveInstance(s *Schema, old, in *Instance, action string) error {
 		return err
 	}
 	in.Data = data
-	return tx.writeInstance(s, old, in, action)
+	return nil
 }
 
 func checkCardinality(s *Schema, data map[string]any) error {

@@ -96,7 +96,12 @@ CREATE TABLE tasks (
 	error          TEXT,
 	created_at     TEXT NOT NULL,
 	started_at     TEXT,
-	finished_at    TEXT
+	finished_at    TEXT,
+	-- Set by a cancel request for a running task; the runner stops after its batch.
+	cancel_requested INTEGER NOT NULL DEFAULT 0,
+	-- The runner holding a running task, and until when (renewed with every batch).
+	lease_owner    TEXT NOT NULL DEFAULT '',
+	lease_until    TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX tasks_status ON tasks(status, created_at);
 CREATE INDEX tasks_owner ON tasks(owner_type, owner_id, created_at);

@@ -218,11 +218,14 @@ func (tx *Tx) Load(entries []*Entry, opts LoadOptions) (*LoadResult, error) {
 
 // loadEntry applies one entry inside a savepoint so a failure leaves nothing behind.
 func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
-	if opts.Transform != nil {
+	// The transform changes the entry in place: an entry retried by the second pass
+	// has been transformed already.
+	if opts.Transform != nil && !e.transformed {
 		if err := e.prepare(""); err != nil {
 			return "", err
 		}
 		discard, err := opts.Transform(e)
+		e.transformed = true
 		if err != nil {
 			return "", Errorf(EInvalid, "%v", err)
 		}
@@ -479,4 +482,19 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 		return "", err
 	}
 	return outcome, nil
+}
+
+// CanRead reports whether auth may read instances of s: the schema's p_read, else
+// p_data_read (p_data_admin and the schema's p_admin also grant it).
+func CanRead(auth *Auth, s *Schema) bool {
+	if auth == nil {
+		return true
+	}
+	if auth.Has("p_data_admin") || (s.PAdmin != "" && auth.Has(s.PAdmin)) {
+		return true
+	}
+	if s.PRead != "" {
+		return auth.Has(s.PRead)
+	}
+	return auth.Has("p_data_read")
 }

@@ -159,27 +159,31 @@ func (db *DB) SchemaNames(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
-// Doc returns the schema in the load format (a `_schema` entry), fields in order.
-func (s *Schema) Doc() map[string]any {
-	d := map[string]any{
-		"classname":    "_schema",
-		"keyname":      s.Keyname,
-		"displayname":  s.Displayname,
-		"description":  s.Description,
-		"keyname_mode": s.KeynameMode,
-		"is_enabled":   s.IsEnabled,
-	}
-	for k, v := range map[string]string{"p_read": s.PRead, "p_create": s.PCreate, "p_update": s.PUpdate,
-		"p_delete": s.PDelete, "p_admin": s.PAdmin} {
-		if v != "" {
-			d[k] = v
+// Doc returns the schema in the load format (a `_schema` entry): header and
+// attributes, `_options` (description and display hints, so a field named
+// description never collides with the attribute), then the fields in order.
+func (s *Schema) Doc() *Doc {
+	d := &Doc{}
+	d.Set("classname", "_schema")
+	d.Set("keyname", s.Keyname)
+	d.Set("displayname", s.Displayname)
+	d.Set("keyname_mode", s.KeynameMode)
+	d.Set("is_enabled", s.IsEnabled)
+	for _, kv := range [][2]string{{"p_read", s.PRead}, {"p_create", s.PCreate}, {"p_update", s.PUpdate},
+		{"p_delete", s.PDelete}, {"p_admin", s.PAdmin}} {
+		if kv[1] != "" {
+			d.Set(kv[0], kv[1])
 		}
 	}
-	if len(s.Options) > 0 {
-		d["_options"] = s.Options
+	opts := cloneMap(s.Options)
+	if s.Description != "" {
+		opts["description"] = s.Description
+	}
+	if len(opts) > 0 {
+		d.Set("_options", sortedDoc(opts))
 	}
 	for _, f := range s.Fields {
-		d[f.Keyname] = f.doc()
+		d.Set(f.Keyname, sortedDoc(f.doc()))
 	}
 	return d
 }

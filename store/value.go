@@ -34,6 +34,9 @@ type errUnresolved struct{ msg string }
 
 func (e *errUnresolved) Error() string { return e.msg }
 
+// Unwrap exposes the error as an invalid-value *Error to callers outside the loader.
+func (e *errUnresolved) Unwrap() error { return &Error{Code: EInvalid, Message: e.msg} }
+
 func isUnresolved(err error) bool {
 	var u *errUnresolved
 	return errors.As(err, &u)

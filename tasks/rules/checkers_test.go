@@ -277,3 +277,30 @@ func TestManyConditions(t *testing.T) {
 	e := mustApply(t, content, Entry{"f0": ""})
 	assertEntry(t, e, Entry{"f0": "", "even": int64(1)})
 }
+
+func TestSameValue(t *testing.T) {
+	tests := []struct {
+		a, b any
+		want bool
+	}{
+		{"a", "a", true},
+		{"a", "b", false},
+		{"1", int64(1), false},
+		{int64(1), int64(1), true},
+		{nil, nil, true},
+		{nil, "", false},
+		{"", nil, false},
+		{[]any{"a", int64(1)}, []any{"a", int64(1)}, true},
+		{[]any{"a"}, []any{"a", "b"}, false},
+		{[]any{"a"}, []any{"b"}, false},
+		{[]any{"a"}, "a", false},
+		{"a", []any{"a"}, false},
+		{[]string{"a"}, []string{"a"}, true},
+		{map[string]any{"a": 1}, map[string]any{"a": 2}, false},
+	}
+	for _, tt := range tests {
+		if got, want := sameValue(tt.a, tt.b), tt.want; got != want {
+			t.Fatalf("sameValue(%#v, %#v) = %v, want %v", tt.a, tt.b, got, want)
+		}
+	}
+}

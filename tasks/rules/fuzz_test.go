@@ -1,8 +1,6 @@
 package rules
 
-import (
-	"testing"
-)
+import "testing"
 
 // sampleEntry is the entry the fuzzer applies successfully parsed content to.
 func sampleEntry() Entry {

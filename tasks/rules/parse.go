@@ -67,30 +67,45 @@ func decodeYAML(content string) (seq *yaml.Node, err error) {
 		}
 		return nil, fmt.Errorf("invalid YAML: %w", err)
 	}
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case err == nil:
-		return nil, errors.New("content must be a single YAML document")
-	case !errors.Is(err, io.EOF):
-		return nil, fmt.Errorf("invalid YAML: %w", err)
+	// Later documents are only tolerated when empty (a trailing "---").
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("invalid YAML: %w", err)
+		}
+		if !isEmptyDocument(&next) {
+			return nil, errors.New("content must be a single YAML document")
+		}
 	}
 	root := &doc
-	if root.Kind == yaml.DocumentNode {
-		if len(root.Content) == 0 {
-			return nil, nil
-		}
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 		root = root.Content[0]
 	}
 	switch {
+	case isEmptyDocument(root):
+		return nil, nil
 	case root.Kind == yaml.AliasNode:
 		return nil, errAlias
 	case root.Kind == yaml.SequenceNode:
 		return root, nil
-	case root.Kind == 0, root.Kind == yaml.ScalarNode && root.ShortTag() == tagNull:
-		return nil, nil
 	default:
 		return nil, errors.New("content is not a list of rules")
 	}
+}
+
+// isEmptyDocument reports whether doc holds nothing or null.
+func isEmptyDocument(doc *yaml.Node) bool {
+	if doc.Kind == yaml.DocumentNode {
+		if len(doc.Content) == 0 {
+			return true
+		}
+		doc = doc.Content[0]
+	}
+	return doc.Kind == 0 || doc.Kind == yaml.ScalarNode && doc.ShortTag() == tagNull
 }
 
 // compiler holds the state shared by the rules of one Parse call.
@@ -202,21 +217,22 @@ func (c *compiler) compileSetCondition(r *rule, val *yaml.Node) error {
 	return nil
 }
 
-// checkArity checks the number of arguments of a rule.
-func checkArity(what string, min, max, got int) error {
+// checkArity checks that a rule has between lo and hi arguments (hi < 0:
+// no upper bound).
+func checkArity(what string, lo, hi, got int) error {
 	switch {
-	case min == max && got != min:
-		if min == 0 {
+	case lo == hi && got != lo:
+		if lo == 0 {
 			return fmt.Errorf("%s takes no arguments, got %d", what, got)
 		}
-		return fmt.Errorf("%s takes %d %s, got %d", what, min, plural(min, "argument"), got)
-	case max < 0 && got < min:
-		return fmt.Errorf("%s takes at least %d %s, got %d", what, min, plural(min, "argument"), got)
-	case max >= 0 && (got < min || got > max):
-		if max == min+1 {
-			return fmt.Errorf("%s takes %d or %d arguments, got %d", what, min, max, got)
+		return fmt.Errorf("%s takes %d %s, got %d", what, lo, plural(lo, "argument"), got)
+	case hi < 0 && got < lo:
+		return fmt.Errorf("%s takes at least %d %s, got %d", what, lo, plural(lo, "argument"), got)
+	case hi >= 0 && (got < lo || got > hi):
+		if hi == lo+1 {
+			return fmt.Errorf("%s takes %d or %d arguments, got %d", what, lo, hi, got)
 		}
-		return fmt.Errorf("%s takes %d to %d arguments, got %d", what, min, max, got)
+		return fmt.Errorf("%s takes %d to %d arguments, got %d", what, lo, hi, got)
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 )
 
 func TestParseEmpty(t *testing.T) {
-	for _, content := range []string{"", "  \n", "# only a comment\n", "[]", "null", "~", "---\n[]\n", "---\n"} {
+	for _, content := range []string{"", "  \n", "# only a comment\n", "[]", "null", "~", "---\n[]\n", "---\n", "---\n---\n", "[]\n---\n"} {
 		p := mustParse(t, content)
 		if got, want := p.Len(), 0; got != want {
 			t.Fatalf("Parse(%q).Len() = %d, want %d", content, got, want)
@@ -69,6 +69,10 @@ func TestParseErrors(t *testing.T) {
 		{"string", "'- field_lower: a'", "content is not a list of rules"},
 		{"yaml syntax", "- [a", "invalid YAML: yaml: ..."},
 		{"two documents", "- field_noop:\n---\n- field_noop:\n", "content must be a single YAML document"},
+		{"empty then list", "---\n---\n- field_noop:\n", "content must be a single YAML document"},
+		{"bad second document", "- field_noop:\n---\n[", "invalid YAML: yaml: ..."},
+		{"alias document", "--- &a []\n--- *a\n", "content must be a single YAML document"},
+		{"unknown alias", "*a", "invalid YAML: ..."},
 		{"unknown rule", "- field_noop:\n- field_noop: ''\n- field_foo: x", `rule 3: unknown rule "field_foo"`},
 		{"unknown rule set_conditions", "- set_conditions: [a, exists, b]", `rule 1: unknown rule "set_conditions"`},
 		{"not a mapping", "- field_noop", "rule 1: rule is not a one-key mapping..."},
@@ -189,6 +193,7 @@ func TestParseForms(t *testing.T) {
 		{"regexp_sub full", "- field_regexp_sub: ['', a, 'o', '0']", Entry{"a": "Hell0 W0rld", "b": "x"}},
 		{"discard null", "- field_noop:\n- field_noop: []\n- field_noop: ''\n- field_noop: ['']", Entry{"a": "Hello World", "b": "x"}},
 		{"document start", "---\n- field_upper: b\n...\n", Entry{"a": "Hello World", "b": "X"}},
+		{"trailing empty document", "- field_upper: b\n---\n# end\n", Entry{"a": "Hello World", "b": "X"}},
 		{"unquoted numbers are text", "- field_append: ['', b, 5]\n- field_prefix: ['', b, true]", Entry{"a": "Hello World", "b": "truex5"}},
 		{"null text", "- field_append: ['', b, ~]", Entry{"a": "Hello World", "b": "x"}},
 	}

@@ -128,11 +128,11 @@ func checkClassname(e Entry, orig any, had bool) error {
 	cur, has := e[classnameKey]
 	switch {
 	case had && !has:
-		return fmt.Errorf("field %q must not change: it was removed (was %q)", classnameKey, textOf(orig))
+		return fmt.Errorf("field %q must not change: it was removed (was %#v)", classnameKey, orig)
 	case !had && has:
-		return fmt.Errorf("field %q must not change: it was set to %q", classnameKey, textOf(cur))
+		return fmt.Errorf("field %q must not change: it was set to %#v", classnameKey, cur)
 	case had && !sameValue(orig, cur):
-		return fmt.Errorf("field %q must not change: %q became %q", classnameKey, textOf(orig), textOf(cur))
+		return fmt.Errorf("field %q must not change: %#v became %#v", classnameKey, orig, cur)
 	}
 	return nil
 }

@@ -181,7 +181,7 @@ func TestTransformErrors(t *testing.T) {
 		{"classname renamed", "- field_rename: [classname, x]", Entry{"classname": "Person"}, `rule 1: field_rename: field "classname" must not change: it was removed (was "Person")`},
 		{"classname created", "- field_set: ['', classname, Org]", Entry{}, `rule 1: field_set: field "classname" must not change: it was set to "Org"`},
 		{"classname copied over", "- field_copy: [x, classname]", Entry{"classname": "Person", "x": "Org"}, `rule 1: field_copy: field "classname" must not change: "Person" became "Org"`},
-		{"classname type", "- field_set: ['', classname, 1]", Entry{"classname": "1"}, `rule 1: field_set: field "classname" must not change: "1" became "1"`},
+		{"classname type", "- field_set: ['', classname, 1]", Entry{"classname": "1"}, `rule 1: field_set: field "classname" must not change: "1" became 1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

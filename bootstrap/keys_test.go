@@ -1,0 +1,179 @@
+package bootstrap_test
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+
+	"dataservice/store"
+)
+
+func TestRunSeedsAPIKeySecret(t *testing.T) {
+	db := newDB(t)
+	rec := &logRecorder{}
+	o := options(t, rec)
+	secret := func() string { return field(mustInstance(t, db, "_apikey", "api_builtin"), "secret") }
+	var first string
+
+	t.Run("empty secret is set to a hash of APIKeySecret", func(t *testing.T) {
+		o.APIKeySecret = "first-secret"
+		run(t, db, o)
+		first = secret()
+		if first == "" || strings.Contains(first, "first-secret") || !store.IsSecretHash(first) {
+			t.Fatalf("stored secret %q is not a hash of the setting", first)
+		}
+		if !store.VerifySecret("first-secret", first) {
+			t.Fatalf("stored hash does not verify the setting")
+		}
+		if store.VerifySecret("second-secret", first) {
+			t.Fatalf("stored hash verifies another secret")
+		}
+		if got, want := len(rec.find(slog.LevelInfo, "built-in API key secret seeded")), 1; got != want {
+			t.Fatalf("seeded records = %d, want %d", got, want)
+		}
+	})
+	t.Run("existing secret is kept when APIKeySecret changes", func(t *testing.T) {
+		o.APIKeySecret = "second-secret"
+		before := snapshot(t, db)
+		run(t, db, o)
+		if got, want := secret(), first; got != want {
+			t.Fatalf("secret = %q, want the first hash %q", got, want)
+		}
+		if after := snapshot(t, db); after != before {
+			t.Fatalf("start changed data: %s", diffLines(before, after))
+		}
+	})
+	t.Run("empty APIKeySecret changes nothing", func(t *testing.T) {
+		o.APIKeySecret = ""
+		before := snapshot(t, db)
+		run(t, db, o)
+		if got, want := secret(), first; got != want {
+			t.Fatalf("secret = %q, want %q", got, want)
+		}
+		if after := snapshot(t, db); after != before {
+			t.Fatalf("start changed data: %s", diffLines(before, after))
+		}
+	})
+	t.Run("missing key is skipped with a warning", func(t *testing.T) {
+		execSQL(t, db, "DELETE FROM instances WHERE classname = '_apikey' AND keyname = 'api_builtin'")
+		rec.reset()
+		o.APIKeySecret = "third-secret"
+		run(t, db, o)
+		if got, want := len(rec.find(slog.LevelWarn, "built-in API key api_builtin not found: secret not seeded")), 1; got != want {
+			t.Fatalf("warnings = %d, want %d", got, want)
+		}
+		if in := instance(t, db, "_apikey", "api_builtin"); in != nil {
+			t.Fatalf("api_builtin was recreated: %+v", in)
+		}
+	})
+	t.Run("no revision is written", func(t *testing.T) {
+		if got, want := count(t, db, "SELECT count(*) FROM revisions"), 0; got != want {
+			t.Fatalf("revisions = %d, want %d", got, want)
+		}
+	})
+}
+
+func TestRunForcesAdminPassword(t *testing.T) {
+	db := newDB(t)
+	rec := &logRecorder{}
+	o := options(t, rec)
+	admin := func() *store.Instance { return mustInstance(t, db, "_user", "admin") }
+	var hash string
+
+	t.Run("absent password is set and the account activated", func(t *testing.T) {
+		o.AdminPassword = "pw-one"
+		run(t, db, o)
+		a := admin()
+		hash = field(a, "password")
+		if !store.VerifySecret("pw-one", hash) || strings.Contains(hash, "pw-one") {
+			t.Fatalf("stored password %q is not a hash of the setting", hash)
+		}
+		if !a.IsEnabled {
+			t.Fatalf("admin is_enabled = false, want true")
+		}
+		if got, want := len(rec.find(slog.LevelInfo, "admin account activated")), 1; got != want {
+			t.Fatalf("activation records = %d, want %d", got, want)
+		}
+	})
+	t.Run("password that verifies is left as stored", func(t *testing.T) {
+		before := admin()
+		rec.reset()
+		run(t, db, o)
+		after := admin()
+		if got, want := field(after, "password"), hash; got != want {
+			t.Fatalf("password hash = %q, want unchanged %q", got, want)
+		}
+		if got, want := after.UpdatedAt, before.UpdatedAt; got != want {
+			t.Fatalf("updated_at = %s, want unchanged %s", got, want)
+		}
+		if got := rec.find(slog.LevelInfo, "admin password set from SERVICE_ADMIN_PASSWORD"); len(got) != 0 {
+			t.Fatalf("password set again: %+v", got)
+		}
+	})
+	t.Run("password that differs is replaced", func(t *testing.T) {
+		o.AdminPassword = "pw-two"
+		run(t, db, o)
+		a := admin()
+		next := field(a, "password")
+		if next == hash {
+			t.Fatalf("password hash unchanged")
+		}
+		if !store.VerifySecret("pw-two", next) || store.VerifySecret("pw-one", next) {
+			t.Fatalf("new hash does not verify pw-two only")
+		}
+		if !a.IsEnabled {
+			t.Fatalf("admin is_enabled = false, want true")
+		}
+		hash = next
+	})
+	t.Run("inactive account is activated and its password kept", func(t *testing.T) {
+		execSQL(t, db, "UPDATE instances SET is_enabled = 0 WHERE classname = '_user' AND keyname = 'admin'")
+		run(t, db, o)
+		a := admin()
+		if !a.IsEnabled {
+			t.Fatalf("admin is_enabled = false, want true")
+		}
+		if got, want := field(a, "password"), hash; got != want {
+			t.Fatalf("password hash = %q, want unchanged %q", got, want)
+		}
+	})
+	t.Run("active account is locked when AdminPassword is empty", func(t *testing.T) {
+		o.AdminPassword = ""
+		rec.reset()
+		run(t, db, o)
+		a := admin()
+		if a.IsEnabled {
+			t.Fatalf("admin is_enabled = true, want false")
+		}
+		if got, want := field(a, "password"), hash; got != want {
+			t.Fatalf("password hash = %q, want unchanged %q", got, want)
+		}
+		if got, want := len(rec.find(slog.LevelWarn, "SERVICE_ADMIN_PASSWORD not set: admin account locked")), 1; got != want {
+			t.Fatalf("lock warnings = %d, want %d", got, want)
+		}
+	})
+	t.Run("locked account is left untouched", func(t *testing.T) {
+		before := snapshot(t, db)
+		run(t, db, o)
+		if after := snapshot(t, db); after != before {
+			t.Fatalf("start changed data: %s", diffLines(before, after))
+		}
+	})
+	t.Run("missing account is skipped without error", func(t *testing.T) {
+		execSQL(t, db, "DELETE FROM instances WHERE classname = '_user' AND keyname = 'admin'")
+		rec.reset()
+		o.AdminPassword = "pw-three"
+		run(t, db, o)
+		if in := instance(t, db, "_user", "admin"); in != nil {
+			t.Fatalf("admin was recreated: %+v", in)
+		}
+		if got, want := len(rec.find(slog.LevelInfo, "no admin account: password step skipped")), 1; got != want {
+			t.Fatalf("skip records = %d, want %d", got, want)
+		}
+	})
+	t.Run("no revision is written", func(t *testing.T) {
+		if got, want := count(t, db, "SELECT count(*) FROM revisions"), 0; got != want {
+			t.Fatalf("revisions = %d, want %d", got, want)
+		}
+	})
+}

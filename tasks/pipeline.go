@@ -1,0 +1,383 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"dataservice/store"
+	"dataservice/tasks/rules"
+)
+
+// checkpoint is where a pipeline run resumes: the schema index and the last instance
+// id done in it. It commits with the batch it describes.
+type checkpoint struct {
+	Schema int   `json:"schema"`
+	After  int64 `json:"after"`
+}
+
+// pipelineRun is the state of one pipeline task while it runs.
+type pipelineRun struct {
+	r      *Runner
+	handle string
+	p      *params
+	auth   *store.Auth
+	rules  *rules.Pipeline
+	res    *Result
+	now    time.Time
+}
+
+// runPipeline processes the task's schemas in batches from its checkpoint. It returns
+// the final status and error text, or status "" when the task was interrupted
+// (shutdown or lost lease) and stays resumable.
+func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *store.Auth) (string, string) {
+	auth, err := r.db.Refresh(ctx, stored)
+	if err != nil {
+		return StatusFailed, store.ErrorMessage(err)
+	}
+	pl, err := r.db.PipelineByName(ctx, p.Pipeline)
+	if err != nil {
+		return StatusFailed, store.ErrorMessage(err)
+	}
+	pl.Content = p.Content
+	if err := r.checkRun(ctx, pl, p.Schemas, p.DryRun, auth); err != nil {
+		return StatusFailed, store.ErrorMessage(err)
+	}
+	compiled, err := rules.Parse(p.Content)
+	if err != nil {
+		return StatusFailed, err.Error()
+	}
+	x := &pipelineRun{r: r, handle: t.Handle, p: p, auth: auth, rules: compiled, res: t.Result, now: time.Now().UTC()}
+	if x.res == nil {
+		x.res = &Result{}
+	}
+	var cp checkpoint
+	var cpText string
+	if err := r.db.Reader().QueryRowContext(ctx, "SELECT checkpoint FROM tasks WHERE handle = ?", t.Handle).Scan(&cpText); err != nil {
+		return StatusFailed, "internal error"
+	}
+	_ = json.Unmarshal([]byte(cpText), &cp)
+	if t.Progress.Total == 0 {
+		var total int64
+		for _, name := range p.Schemas {
+			n, err := r.db.CountInstances(ctx, name)
+			if err != nil {
+				return StatusFailed, "internal error"
+			}
+			total += int64(n)
+		}
+		err := r.db.WithTx(ctx, func(tx *store.Tx) error {
+			_, err := tx.ExecContext(ctx, "UPDATE tasks SET progress_total = ? WHERE handle = ?", total, t.Handle)
+			return err
+		})
+		if err != nil {
+			return StatusFailed, "internal error"
+		}
+	}
+	batchNo := 0
+	for cp.Schema < len(p.Schemas) {
+		if ctx.Err() != nil {
+			r.release(context.WithoutCancel(ctx), t.Handle)
+			return "", ""
+		}
+		cancel, ok, err := x.batch(ctx, &cp)
+		if err != nil {
+			r.log.Error("pipeline batch", "handle", t.Handle, "error", err)
+			return StatusFailed, "internal error"
+		}
+		if !ok {
+			return "", ""
+		}
+		batchNo++
+		if r.o.AfterBatch != nil {
+			if err := r.o.AfterBatch(t.Handle, batchNo); err != nil {
+				return "", ""
+			}
+		}
+		if cancel {
+			return StatusCancelled, ""
+		}
+	}
+	return StatusSucceeded, ""
+}
+
+// batch processes up to BatchSize instances of the current schema in one transaction
+// that also records the checkpoint, counters and lease. ok is false when the lease was lost.
+func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok bool, err error) {
+	r := x.r
+	tx, err := r.db.Begin(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	defer tx.Rollback()
+	tx.Author = "task:" + x.handle
+	name := x.p.Schemas[cp.Schema]
+	s, err := tx.Schema(name)
+	if err != nil {
+		return false, false, err
+	}
+	batch, err := tx.Instances(name, cp.After, r.o.BatchSize)
+	if err != nil {
+		return false, false, err
+	}
+	for _, in := range batch {
+		if err := x.process(tx, s, in); err != nil {
+			return false, false, err
+		}
+		cp.After = in.ID
+	}
+	if len(batch) < r.o.BatchSize {
+		cp.Schema, cp.After = cp.Schema+1, 0
+	}
+	cpj, _ := json.Marshal(cp)
+	rj, _ := json.Marshal(x.res)
+	var flag int
+	err = tx.QueryRowContext(ctx, `UPDATE tasks SET checkpoint = ?, result = ?, progress_done = ?, lease_until = ?
+		WHERE handle = ? AND lease_owner = ? AND status = 'running' RETURNING cancel_requested`,
+		string(cpj), string(rj), x.res.Scanned, leaseTime(time.Now().Add(r.o.Lease)), x.handle, r.id).Scan(&flag)
+	if err != nil {
+		// No row: another runner took the task over; this batch must not commit.
+		return false, false, nil
+	}
+	if err := tx.Commit(); err != nil {
+		return false, false, err
+	}
+	return flag == 1, true, nil
+}
+
+// entryOf builds the rule entry of an instance; secret fields are left out (a rule
+// must never copy a hash into a readable field) and lists are copied.
+func entryOf(s *store.Schema, in *store.Instance) rules.Entry {
+	e := make(rules.Entry, len(in.Data)+4)
+	e["classname"] = in.Classname
+	e["keyname"] = in.Keyname
+	e["displayname"] = in.Displayname
+	e["is_enabled"] = in.IsEnabled
+	for _, f := range s.Fields {
+		if f.Dataformat == "secret" || f.Dataformat == "external" {
+			continue
+		}
+		v, ok := in.Data[f.Keyname]
+		if !ok {
+			continue
+		}
+		if l, isList := v.([]any); isList {
+			v = append([]any(nil), l...)
+		}
+		e[f.Keyname] = v
+	}
+	return e
+}
+
+func (x *pipelineRun) fail(in *store.Instance, err error) {
+	x.res.Errors++
+	if len(x.res.ErrorMessages) < maxListed {
+		x.res.ErrorMessages = append(x.res.ErrorMessages, fmt.Sprintf("%s %s: %s", in.Classname, in.Keyname, errText(err)))
+	}
+}
+
+// errText is the message kept for a failed entry: rule errors are plain errors that
+// name the rule; store errors carry their caller-safe message.
+func errText(err error) string {
+	if store.ErrorCode(err) == store.EInternal {
+		return err.Error()
+	}
+	return store.ErrorMessage(err)
+}
+
+func (x *pipelineRun) record(c Change) {
+	if len(x.res.Changes) < maxListed {
+		x.res.Changes = append(x.res.Changes, c)
+	}
+}
+
+// process applies the rules to one instance and acts on the outcome (SPEC §6.3).
+// A returned error is internal and fails the batch; entry problems are counted.
+func (x *pipelineRun) process(tx *store.Tx, s *store.Schema, in *store.Instance) error {
+	x.res.Scanned++
+	e := entryOf(s, in)
+	discard, err := x.rules.Apply(e, x.now)
+	if err != nil {
+		x.fail(in, err)
+		return nil
+	}
+	if discard {
+		x.res.Discarded++
+		return nil
+	}
+	if c, _ := e["classname"].(string); c != s.Keyname {
+		x.fail(in, store.Errorf(store.EInvalid, "classname cannot be changed"))
+		return nil
+	}
+	action, _ := e["_action"].(string)
+	action = strings.ToLower(strings.TrimSpace(action))
+	dry := x.p.DryRun
+	switch action {
+	case "noop", "init":
+		x.res.Unchanged++
+		return nil
+	case "delete":
+		if !store.CanWrite(x.auth, s, "delete") {
+			x.fail(in, store.Errorf(store.EForbidden, "permission denied: delete of %s", s.Keyname))
+			return nil
+		}
+		if !dry {
+			if err := tx.DeleteInstance(s, in); err != nil {
+				return err
+			}
+		}
+		x.res.Deleted++
+		x.record(Change{Classname: in.Classname, Keyname: in.Keyname, Action: "delete"})
+		return nil
+	case "enable", "disable":
+		want := action == "enable"
+		if in.IsEnabled == want {
+			x.res.Unchanged++
+			return nil
+		}
+		if !store.CanWrite(x.auth, s, "update") {
+			x.fail(in, store.Errorf(store.EForbidden, "permission denied: update of %s", s.Keyname))
+			return nil
+		}
+		if !dry {
+			next := *in
+			next.IsEnabled = want
+			if err := tx.WriteInstance(s, in, &next, action); err != nil {
+				return err
+			}
+		}
+		if want {
+			x.res.Enabled++
+		} else {
+			x.res.Disabled++
+		}
+		x.record(Change{Classname: in.Classname, Keyname: in.Keyname, Action: action})
+		return nil
+	case "", "create", "update":
+	default:
+		x.fail(in, store.Errorf(store.EInvalid, "unknown _action %q", action))
+		return nil
+	}
+	return x.update(tx, s, in, e)
+}
+
+// update writes back changed fields, displayname and is_enabled, and renames (with
+// cascade) when the keyname changed.
+func (x *pipelineRun) update(tx *store.Tx, s *store.Schema, in *store.Instance, e rules.Entry) error {
+	next := &store.Instance{ID: in.ID, Classname: in.Classname, Keyname: in.Keyname, Displayname: in.Displayname,
+		IsEnabled: in.IsEnabled, Data: make(map[string]any, len(in.Data))}
+	for k, v := range in.Data {
+		next.Data[k] = v
+	}
+	newKey := in.Keyname
+	if k, ok := e["keyname"]; ok {
+		newKey = strings.TrimSpace(fmt.Sprint(k))
+	}
+	if d, ok := e["displayname"]; ok {
+		next.Displayname = textOf(d)
+	}
+	if v, ok := e["is_enabled"]; ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			var okWord bool
+			if b, okWord = store.BoolWord(textOf(v)); !okWord {
+				x.fail(in, store.Errorf(store.EInvalid, "is_enabled %q is not a boolean", textOf(v)))
+				return nil
+			}
+		}
+		next.IsEnabled = b
+	}
+	for _, f := range s.Fields {
+		if f.Dataformat == "secret" || f.Dataformat == "external" {
+			continue
+		}
+		if v, ok := e[f.Keyname]; ok {
+			next.Data[f.Keyname] = v
+		} else {
+			delete(next.Data, f.Keyname)
+		}
+	}
+	if err := tx.PrepareInstance(s, next); err != nil {
+		if store.ErrorCode(err) == store.EInternal {
+			return err
+		}
+		x.fail(in, err)
+		return nil
+	}
+	changedFields := map[string]FieldChange{}
+	for _, f := range s.Fields {
+		o, n := in.Data[f.Keyname], next.Data[f.Keyname]
+		if !reflect.DeepEqual(o, n) {
+			changedFields[f.Keyname] = FieldChange{Old: o, New: n}
+		}
+	}
+	dataChanged := len(changedFields) > 0 || next.Displayname != in.Displayname || next.IsEnabled != in.IsEnabled
+	renamed := newKey != in.Keyname
+	if !dataChanged && !renamed {
+		x.res.Unchanged++
+		return nil
+	}
+	if dataChanged && !store.CanWrite(x.auth, s, "update") {
+		x.fail(in, store.Errorf(store.EForbidden, "permission denied: update of %s", s.Keyname))
+		return nil
+	}
+	if renamed && !x.auth.Has("p_keyname_rename") {
+		x.fail(in, store.Errorf(store.EForbidden, "permission denied: renaming needs p_keyname_rename"))
+		return nil
+	}
+	change := Change{Classname: in.Classname, Keyname: in.Keyname, Action: "update", Fields: changedFields}
+	if renamed {
+		change.NewKey = newKey
+		if err := x.rename(tx, s, in, next, newKey, dataChanged); err != nil {
+			if store.ErrorCode(err) == store.EInternal {
+				return err
+			}
+			x.fail(in, err)
+			return nil
+		}
+	} else if !x.p.DryRun {
+		if err := tx.WriteInstance(s, in, next, "update"); err != nil {
+			return err
+		}
+	}
+	x.res.Updated++
+	x.record(change)
+	return nil
+}
+
+// rename applies a keyname change (and the other changes) atomically.
+func (x *pipelineRun) rename(tx *store.Tx, s *store.Schema, in, next *store.Instance, newKey string, dataChanged bool) error {
+	if x.p.DryRun {
+		return tx.CheckRename(s, next, newKey)
+	}
+	if _, err := tx.ExecContext(context.Background(), "SAVEPOINT pipeline_entry"); err != nil {
+		return err
+	}
+	err := func() error {
+		if dataChanged {
+			if err := tx.WriteInstance(s, in, next, "update"); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Rename(s, next, newKey)
+		return err
+	}()
+	if err != nil {
+		tx.ExecContext(context.Background(), "ROLLBACK TO pipeline_entry")
+	}
+	tx.ExecContext(context.Background(), "RELEASE pipeline_entry")
+	return err
+}
+
+func textOf(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,167 @@
+package tasks
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"dataservice/store"
+)
+
+// Run starts the workers and blocks until ctx ends; it then waits for running tasks to
+// commit their current batch and hands them back to the queue. It purges old tasks at
+// start and daily.
+func (r *Runner) Run(ctx context.Context) error {
+	if n, err := r.Purge(ctx); err != nil {
+		r.log.Error("purge tasks", "error", err)
+	} else if n > 0 {
+		r.log.Info("purged finished tasks", "count", n)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < r.o.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.work(ctx, "")
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(24 * time.Hour)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := r.Purge(ctx); err != nil {
+					r.log.Error("purge tasks", "error", err)
+				}
+			}
+		}
+	}()
+	wg.Wait()
+	return nil
+}
+
+// RunOne processes only the task handle (claiming it when it is queued or its lease
+// expired) and returns when it is finished or ctx ends. The CLI uses it to run its own
+// task when no server is running.
+func (r *Runner) RunOne(ctx context.Context, handle string) error {
+	r.work(ctx, handle)
+	return ctx.Err()
+}
+
+// work claims and runs tasks until ctx ends (or, with only set, until that task is done).
+func (r *Runner) work(ctx context.Context, only string) {
+	for ctx.Err() == nil {
+		claimed, err := r.claim(ctx, only)
+		if err != nil && ctx.Err() == nil {
+			r.log.Error("claim task", "error", err)
+		}
+		if claimed != "" {
+			r.execute(ctx, claimed)
+			continue
+		}
+		if only != "" {
+			t, err := r.Get(ctx, only)
+			if err != nil || t.Finished() {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-r.wake:
+		case <-time.After(r.o.Poll):
+		}
+	}
+}
+
+// claim takes one queued task, or a running one whose lease expired, with one UPDATE ... RETURNING.
+func (r *Runner) claim(ctx context.Context, only string) (string, error) {
+	ts := time.Now().UTC()
+	cond := "(status = 'queued' OR (status = 'running' AND lease_until < ?))"
+	args := []any{r.id, leaseTime(ts.Add(r.o.Lease)), ts.Format(time.RFC3339), leaseTime(ts)}
+	q := `UPDATE tasks SET status = 'running', lease_owner = ?, lease_until = ?, started_at = COALESCE(started_at, ?)
+		WHERE handle = (SELECT handle FROM tasks WHERE ` + cond
+	if only != "" {
+		q += " AND handle = ?"
+		args = append(args, only)
+	}
+	q += " ORDER BY created_at, rowid LIMIT 1) RETURNING handle"
+	var handle string
+	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
+		return tx.QueryRowContext(ctx, q, args...).Scan(&handle)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return handle, err
+}
+
+// leaseTime formats lease instants with a fixed width so they compare as text.
+func leaseTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// execute runs a claimed task to its end, recovering from panics.
+func (r *Runner) execute(ctx context.Context, handle string) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("task panicked", "handle", handle, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			r.finish(context.WithoutCancel(ctx), handle, StatusFailed, "internal error")
+		}
+	}()
+	t, p, auth, err := r.load(ctx, handle)
+	if err != nil {
+		r.log.Error("load task", "handle", handle, "error", err)
+		r.finish(context.WithoutCancel(ctx), handle, StatusFailed, "internal error")
+		return
+	}
+	r.log.Info("task start", "handle", handle, "pipeline", p.Pipeline, "schemas", p.Schemas, "dryrun", p.DryRun)
+	status, msg := r.runPipeline(ctx, t, p, auth)
+	switch status {
+	case "":
+		// Stopped by shutdown or a lost lease: the task stays resumable.
+		r.log.Info("task interrupted; it resumes from its checkpoint", "handle", handle)
+		return
+	default:
+		r.finish(context.WithoutCancel(ctx), handle, status, msg)
+		r.log.Info("task end", "handle", handle, "status", status)
+	}
+}
+
+func (r *Runner) load(ctx context.Context, handle string) (*Task, *params, *store.Auth, error) {
+	return scanTask(r.db.Reader().QueryRowContext(ctx, "SELECT "+taskCols+" FROM tasks WHERE handle = ?", handle))
+}
+
+// finish records a final status, if the task is still held by this runner.
+func (r *Runner) finish(ctx context.Context, handle, status, msg string) {
+	var errText any
+	if msg != "" {
+		errText = msg
+	}
+	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, error = ?, finished_at = ?, lease_owner = '',
+			lease_until = '' WHERE handle = ? AND lease_owner = ? AND status = 'running'`, status, errText, now(), handle, r.id)
+		return err
+	})
+	if err != nil {
+		r.log.Error("finish task", "handle", handle, "error", err)
+	}
+}
+
+// release hands a running task back to the queue (graceful shutdown).
+func (r *Runner) release(ctx context.Context, handle string) {
+	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'queued', lease_owner = '', lease_until = ''
+			WHERE handle = ? AND lease_owner = ? AND status = 'running'`, handle, r.id)
+		return err
+	})
+	if err != nil {
+		r.log.Error("release task", "handle", handle, "error", err)
+	}
+}

@@ -1,0 +1,357 @@
+// Package tasks is the persisted task queue: pipeline runs are submitted as rows of the
+// tasks table, claimed by workers with one UPDATE ... RETURNING, and processed in
+// batches whose checkpoint commits with the batch, so a restart resumes exactly after
+// the last committed batch.
+package tasks
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"dataservice/store"
+	"dataservice/tasks/rules"
+)
+
+// Task statuses.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// MaxSchemas is the most schemas one run may name.
+const MaxSchemas = 64
+
+// Options tune a Runner.
+type Options struct {
+	Logger  *slog.Logger
+	Workers int
+	// BatchSize is the number of instances per committed batch (default 500).
+	BatchSize int
+	// Lease is how long a running task stays claimed without a committed batch; a task
+	// whose runner died is taken over after it (default 30s).
+	Lease time.Duration
+	// Poll is how often idle workers look for tasks queued by other processes (default 1s).
+	Poll time.Duration
+	// AfterBatch, when set, runs after each committed batch (tests inject crashes here).
+	AfterBatch func(handle string, batch int) error
+}
+
+// Runner submits and runs tasks.
+type Runner struct {
+	db   *store.DB
+	o    Options
+	log  *slog.Logger
+	id   string
+	wake chan struct{}
+}
+
+// New returns a Runner over db.
+func New(db *store.DB, o Options) *Runner {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 500
+	}
+	if o.Lease <= 0 {
+		o.Lease = 30 * time.Second
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	return &Runner{db: db, o: o, log: o.Logger, id: uuid.NewString(), wake: make(chan struct{}, 1)}
+}
+
+// Params are what a pipeline run is submitted with.
+type Params struct {
+	Pipeline  string
+	Schemas   []string
+	DryRun    bool
+	Auth      *store.Auth
+	OwnerType string
+	OwnerID   string
+}
+
+// params is the stored form of Params (the pipeline content is snapshotted at submission).
+type params struct {
+	Pipeline string   `json:"pipeline"`
+	Schemas  []string `json:"schemas"`
+	DryRun   bool     `json:"dryrun"`
+	Content  string   `json:"content"`
+}
+
+// Progress is how far a task got.
+type Progress struct {
+	Total   int64   `json:"total" yaml:"total"`
+	Done    int64   `json:"done" yaml:"done"`
+	Percent float64 `json:"percent" yaml:"percent"`
+}
+
+// Change is one change a pipeline run made (or, in a dry run, would make).
+type Change struct {
+	Classname string                 `json:"classname" yaml:"classname"`
+	Keyname   string                 `json:"keyname" yaml:"keyname"`
+	Action    string                 `json:"action" yaml:"action"`
+	NewKey    string                 `json:"new_keyname,omitempty" yaml:"new_keyname,omitempty"`
+	Fields    map[string]FieldChange `json:"fields,omitempty" yaml:"fields,omitempty"`
+}
+
+// FieldChange is the old and new value of a changed field.
+type FieldChange struct {
+	Old any `json:"old" yaml:"old"`
+	New any `json:"new" yaml:"new"`
+}
+
+// Result counts a pipeline run's outcomes.
+type Result struct {
+	Scanned       int64    `json:"scanned" yaml:"scanned"`
+	Updated       int64    `json:"updated" yaml:"updated"`
+	Deleted       int64    `json:"deleted" yaml:"deleted"`
+	Disabled      int64    `json:"disabled" yaml:"disabled"`
+	Enabled       int64    `json:"enabled" yaml:"enabled"`
+	Unchanged     int64    `json:"unchanged" yaml:"unchanged"`
+	Discarded     int64    `json:"discarded" yaml:"discarded"`
+	Errors        int64    `json:"errors" yaml:"errors"`
+	Changes       []Change `json:"changes" yaml:"changes"`
+	ErrorMessages []string `json:"error_messages" yaml:"error_messages"`
+}
+
+// maxListed bounds the changes and error messages kept in a result.
+const maxListed = 100
+
+// Task is a task as the API shows it.
+type Task struct {
+	Handle     string   `json:"handle" yaml:"handle"`
+	Kind       string   `json:"kind" yaml:"kind"`
+	Pipeline   string   `json:"pipeline" yaml:"pipeline"`
+	Schemas    []string `json:"schemas" yaml:"schemas"`
+	DryRun     bool     `json:"dryrun" yaml:"dryrun"`
+	Status     string   `json:"status" yaml:"status"`
+	OwnerType  string   `json:"owner_type" yaml:"owner_type"`
+	OwnerID    string   `json:"owner_id" yaml:"owner_id"`
+	CreatedAt  string   `json:"created_at" yaml:"created_at"`
+	StartedAt  *string  `json:"started_at" yaml:"started_at"`
+	FinishedAt *string  `json:"finished_at" yaml:"finished_at"`
+	Progress   Progress `json:"progress" yaml:"progress"`
+	Result     *Result  `json:"result" yaml:"result"`
+	Error      *string  `json:"error" yaml:"error"`
+}
+
+// Finished reports whether the task reached a final status.
+func (t *Task) Finished() bool {
+	return t.Status == StatusSucceeded || t.Status == StatusFailed || t.Status == StatusCancelled
+}
+
+func now() string { return time.Now().UTC().Format(time.RFC3339) }
+
+// Submit validates a pipeline run and queues it, returning its handle at once.
+// Validation failures are *store.Error with a message fit for the caller.
+func (r *Runner) Submit(ctx context.Context, p Params) (string, error) {
+	pl, err := r.db.PipelineByName(ctx, p.Pipeline)
+	if err != nil {
+		return "", err
+	}
+	if err := r.checkRun(ctx, pl, p.Schemas, p.DryRun, p.Auth); err != nil {
+		return "", err
+	}
+	handle := uuid.NewString()
+	pj, _ := json.Marshal(params{Pipeline: pl.Keyname, Schemas: p.Schemas, DryRun: p.DryRun, Content: pl.Content})
+	aj, _ := json.Marshal(p.Auth)
+	max := r.db.ConfigInt(ctx, "QUEUE_MAX")
+	err = r.db.WithTx(ctx, func(tx *store.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").Scan(&n); err != nil {
+			return fmt.Errorf("count tasks: %w", err)
+		}
+		if n >= max {
+			return store.Errorf(store.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO tasks(handle, kind, params, auth, owner_type, owner_id, status, created_at)
+			VALUES(?, 'pipeline', ?, ?, ?, ?, 'queued', ?)`, handle, string(pj), string(aj), p.OwnerType, p.OwnerID, now())
+		if err != nil {
+			return fmt.Errorf("insert task: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	return handle, nil
+}
+
+// checkRun applies the submission rules: valid content, runnable schemas, the
+// pipeline's run_permission and the schema permissions the run needs.
+func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []string, dryrun bool, auth *store.Auth) error {
+	if _, err := rules.Parse(pl.Content); err != nil {
+		return store.Errorf(store.EInvalid, "pipeline %s: invalid content: %v", pl.Keyname, err)
+	}
+	if len(schemas) == 0 {
+		return store.Errorf(store.EInvalid, "no schema given")
+	}
+	if len(schemas) > MaxSchemas {
+		return store.Errorf(store.EInvalid, "too many schemas: %d (at most %d)", len(schemas), MaxSchemas)
+	}
+	if pl.RunPermission != nil && !auth.Has(*pl.RunPermission) {
+		return store.Errorf(store.EInvalid, "permission denied: pipeline %s needs %s", pl.Keyname, *pl.RunPermission)
+	}
+	for _, name := range schemas {
+		s, err := r.db.Schema(ctx, name)
+		if store.IsNotFound(err) {
+			return store.Errorf(store.EInvalid, "unknown schema %q", name)
+		}
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(name, "_") && name != "_user" {
+			return store.Errorf(store.EInvalid, "schema %q cannot be run (built-in class)", name)
+		}
+		if !store.CanRead(auth, s) {
+			return store.Errorf(store.EInvalid, "permission denied: reading %s", name)
+		}
+		if !dryrun && !store.CanWrite(auth, s, "update") {
+			return store.Errorf(store.EInvalid, "permission denied: updating %s", name)
+		}
+	}
+	return nil
+}
+
+func scanTask(row interface{ Scan(...any) error }) (*Task, *params, *store.Auth, error) {
+	t := &Task{}
+	var pj, aj, result string
+	var started, finished, errText sql.NullString
+	if err := row.Scan(&t.Handle, &t.Kind, &pj, &aj, &t.OwnerType, &t.OwnerID, &t.Status, &t.Progress.Total,
+		&t.Progress.Done, &result, &errText, &t.CreatedAt, &started, &finished); err != nil {
+		return nil, nil, nil, err
+	}
+	var p params
+	if err := json.Unmarshal([]byte(pj), &p); err != nil {
+		return nil, nil, nil, fmt.Errorf("task %s params: %w", t.Handle, err)
+	}
+	var a store.Auth
+	if err := json.Unmarshal([]byte(aj), &a); err != nil {
+		return nil, nil, nil, fmt.Errorf("task %s auth: %w", t.Handle, err)
+	}
+	t.Pipeline, t.Schemas, t.DryRun = p.Pipeline, p.Schemas, p.DryRun
+	if started.Valid {
+		t.StartedAt = &started.String
+	}
+	if finished.Valid {
+		t.FinishedAt = &finished.String
+	}
+	if errText.Valid {
+		t.Error = &errText.String
+	}
+	if result != "" && result != "{}" {
+		t.Result = &Result{}
+		if err := json.Unmarshal([]byte(result), t.Result); err != nil {
+			return nil, nil, nil, fmt.Errorf("task %s result: %w", t.Handle, err)
+		}
+	}
+	if t.Progress.Total > 0 {
+		t.Progress.Percent = float64(int64(float64(t.Progress.Done)*1000/float64(t.Progress.Total))) / 10
+	} else if t.Status == StatusSucceeded {
+		t.Progress.Percent = 100
+	}
+	return t, &p, &a, nil
+}
+
+const taskCols = `handle, kind, params, auth, owner_type, owner_id, status, progress_total, progress_done,
+	result, error, created_at, started_at, finished_at`
+
+// Get returns a task by handle.
+func (r *Runner) Get(ctx context.Context, handle string) (*Task, error) {
+	t, _, _, err := scanTask(r.db.Reader().QueryRowContext(ctx, "SELECT "+taskCols+" FROM tasks WHERE handle = ?", handle))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.Errorf(store.ENotFound, "task not found")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read task: %w", err)
+	}
+	return t, nil
+}
+
+// List returns tasks newest first: those of one owner, or all when ownerType is "".
+// status filters when not empty.
+func (r *Runner) List(ctx context.Context, ownerType, ownerID, status string, limit int) ([]*Task, error) {
+	q := "SELECT " + taskCols + " FROM tasks WHERE 1 = 1"
+	var args []any
+	if ownerType != "" {
+		q += " AND owner_type = ? AND owner_id = ?"
+		args = append(args, ownerType, ownerID)
+	}
+	if status != "" {
+		q += " AND status = ?"
+		args = append(args, status)
+	}
+	q += " ORDER BY created_at DESC, rowid DESC LIMIT ?"
+	args = append(args, limit)
+	rows, err := r.db.Reader().QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	defer rows.Close()
+	out := []*Task{}
+	for rows.Next() {
+		t, _, _, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Cancel cancels a queued task at once, or asks a running one to stop after its
+// current batch. Finished tasks are left as they are.
+func (r *Runner) Cancel(ctx context.Context, handle string) (*Task, error) {
+	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'cancelled', finished_at = ?
+			WHERE handle = ? AND status = 'queued'`, now(), handle); err != nil {
+			return fmt.Errorf("cancel task: %w", err)
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE tasks SET cancel_requested = 1 WHERE handle = ? AND status = 'running'", handle)
+		if err != nil {
+			return fmt.Errorf("cancel task: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.Get(ctx, handle)
+}
+
+// Purge deletes finished tasks older than TASK_RETENTION_DAYS.
+func (r *Runner) Purge(ctx context.Context) (int64, error) {
+	days := r.db.ConfigInt(ctx, "TASK_RETENTION_DAYS")
+	cutoff := time.Now().UTC().AddDate(0, 0, -days).Format(time.RFC3339)
+	var n int64
+	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE status IN ('succeeded', 'failed', 'cancelled')
+			AND finished_at < ?`, cutoff)
+		if err != nil {
+			return fmt.Errorf("purge tasks: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return n, err
+}
