@@ -10,18 +10,24 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"dataservice/bootstrap"
 	"dataservice/builtin"
+	"dataservice/server"
 	"dataservice/store"
+	"dataservice/tasks"
 )
 
 func main() {
@@ -164,13 +170,71 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	db, s, log, err := c.open(ctx, &f, false)
+	s, err := loadSettings(c.getenv, &f)
 	if err != nil {
 		return err
 	}
+	log := c.logger(s)
+	ln, err := net.Listen("tcp", s.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", s.Listen, err)
+	}
+	db, err := store.Open(ctx, s.DB, store.Options{Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	defer db.Close()
-	log.Info("start-up done; waiting for a signal (the HTTP API arrives with issue 4)", "db", s.DB)
-	<-ctx.Done()
+	var ready atomic.Bool
+	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers})
+	srv := &http.Server{
+		Handler: server.New(server.Options{DB: db, Runner: runner, Logger: log, BaseURL: s.BaseURL,
+			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      5 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "db", s.DB, "version", s.Version)
+
+	err = bootstrap.Run(ctx, db, bootstrap.Options{Version: s.Version, VersionDate: s.VersionDate,
+		APIKeySecret: s.APIKeySecret, AdminPassword: s.AdminPassword, Backup: s.Backup,
+		Init: builtin.Init(), Logger: log})
+	if err != nil {
+		srv.Close()
+		if errors.Is(err, bootstrap.ErrRefused) {
+			return err
+		}
+		return fmt.Errorf("start-up: %w", err)
+	}
+	ready.Store(true)
+	runCtx, stopRunner := context.WithCancel(context.WithoutCancel(ctx))
+	runnerDone := make(chan struct{})
+	go func() {
+		defer close(runnerDone)
+		runner.Run(runCtx)
+	}()
+	log.Info("ready")
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		stopRunner()
+		<-runnerDone
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		log.Warn("http shutdown", "error", err)
+	}
+	stopRunner()
+	<-runnerDone
 	log.Info("stopped")
 	return nil
 }

@@ -24,15 +24,14 @@ import (
 const helperEnv = "BOOTSTRAP_TEST_HELPER_DB"
 
 // TestHelperProcess is not a test: TestConcurrentStartsBootstrapOnce runs the test
-// binary again with this test selected and helperEnv set. The helper waits until its
-// stdin closes (so all helpers start together), then runs the start-up sequence on
-// the shared file, logging JSON to stdout.
+// binary again with this test selected and helperEnv set. The helper opens the shared
+// file, prints "ready", waits until its stdin closes (so all helpers run the start-up
+// sequence at the same moment), then runs it, logging JSON to stdout.
 func TestHelperProcess(t *testing.T) {
 	path := os.Getenv(helperEnv)
 	if path == "" {
 		t.Skip("helper process of TestConcurrentStartsBootstrapOnce")
 	}
-	io.Copy(io.Discard, os.Stdin)
 	ctx := context.Background()
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	db, err := store.Open(ctx, path, store.Options{Logger: logger})
@@ -40,6 +39,8 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		os.Exit(2)
 	}
+	fmt.Fprintln(os.Stdout, "ready")
+	io.Copy(io.Discard, os.Stdin)
 	err = bootstrap.Run(ctx, db, bootstrap.Options{Version: testVersion, VersionDate: testVersionDate,
 		Init: builtin.Init(), Logger: logger})
 	db.Close()
@@ -76,11 +77,16 @@ func TestConcurrentStartsBootstrapOnce(t *testing.T) {
 	stdins := make([]io.WriteCloser, n)
 	outs := make([]*bytes.Buffer, n)
 	errs := make([]*bytes.Buffer, n)
+	readers := make([]*bufio.Reader, n)
 	for i := range n {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
 		cmd.Env = append(os.Environ(), helperEnv+"="+path)
 		outs[i], errs[i] = &bytes.Buffer{}, &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = outs[i], errs[i]
+		cmd.Stderr = errs[i]
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		w, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -88,10 +94,21 @@ func TestConcurrentStartsBootstrapOnce(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		cmds[i], stdins[i] = cmd, w
+		cmds[i], stdins[i], readers[i] = cmd, w, bufio.NewReader(stdout)
+	}
+	for i, r := range readers {
+		line, err := r.ReadString('\n')
+		if err != nil || line != "ready\n" {
+			t.Fatalf("helper %d: first line %q, %v (stderr: %s)", i, line, err, errs[i])
+		}
 	}
 	for _, w := range stdins {
-		w.Close() // every helper is running: let them all go
+		w.Close() // every helper has the file open: let them all start
+	}
+	for i, r := range readers {
+		if _, err := io.Copy(outs[i], r); err != nil {
+			t.Fatalf("helper %d output: %v", i, err)
+		}
 	}
 	for i, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {

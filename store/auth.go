@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Auth is an authorisation context: who acts and which permissions they hold. It is
@@ -293,4 +294,13 @@ func (db *DB) Refresh(ctx context.Context, a *Auth) (*Auth, error) {
 		return k, nil
 	}
 	return a, nil
+}
+
+// TouchAPIKey sets an API key's last_used without a revision (it is not an edit).
+func (db *DB) TouchAPIKey(ctx context.Context, id int64, t time.Time) error {
+	return db.WithTx(ctx, func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE instances SET data = json_set(data, '$.last_used', ?)
+			WHERE id = ? AND classname = '_apikey'`, t.UTC().Format("2006-01-02T15:04:05"), id)
+		return err
+	})
 }

@@ -163,3 +163,26 @@ func (db *DB) SetConfig(ctx context.Context, updates map[string]string) error {
 		return nil
 	})
 }
+
+// ParseConfigUpdates reads a YAML or JSON mapping of configuration keys to scalar values.
+func ParseConfigUpdates(body []byte) (map[string]string, error) {
+	entries, err := ParseDocument("body", body)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) != 1 || entries[0].Fields == nil {
+		return nil, Errorf(EInvalid, "body must be one mapping of configuration keys to values")
+	}
+	out := map[string]string{}
+	for k, v := range entries[0].Fields {
+		text, ok := scalarText(v)
+		if !ok {
+			return nil, Errorf(EInvalid, "configuration %s: value must be a scalar", k)
+		}
+		out[k] = text
+	}
+	if len(out) == 0 {
+		return nil, Errorf(EInvalid, "no configuration key given")
+	}
+	return out, nil
+}

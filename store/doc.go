@@ -132,11 +132,13 @@ func (e *Entry) prepare(action string) error {
 	return nil
 }
 
-// maxExpansion bounds the values an alias may expand to in one document (YAML bombs).
+// maxExpansion bounds the values aliases may expand to in one document (YAML bombs).
+// Values written out in the document cost nothing: the parser holds them already.
 const maxExpansion = 100000
 
 type decoder struct {
-	budget int
+	budget  int
+	aliased int // > 0 while expanding an alias or a merge key: only then values spend
 }
 
 // ParseDocument parses a YAML or JSON load document (a list of objects, or one object)
@@ -194,6 +196,9 @@ func ParseDocument(name string, data []byte) ([]*Entry, error) {
 }
 
 func (d *decoder) spend() error {
+	if d.aliased == 0 {
+		return nil
+	}
 	d.budget--
 	if d.budget < 0 {
 		return fmt.Errorf("document expands to more than %d values (alias bomb?)", maxExpansion)
@@ -222,10 +227,14 @@ func (d *decoder) mapping(n *yaml.Node) (map[string]any, []string, error) {
 			}
 			// A merge expands an alias like a value does: it spends the budget, or
 			// nested merges of empty mappings would expand without limit.
-			if err := d.spend(); err != nil {
-				return nil, nil, err
+			d.aliased++
+			err := d.spend()
+			var sub map[string]any
+			var subOrder []string
+			if err == nil {
+				sub, subOrder, err = d.mapping(mv)
 			}
-			sub, subOrder, err := d.mapping(mv)
+			d.aliased--
 			if err != nil {
 				return nil, nil, err
 			}
@@ -259,7 +268,10 @@ func (d *decoder) value(n *yaml.Node) (any, error) {
 		if n.Alias == nil {
 			return nil, fmt.Errorf("line %d: unknown alias", n.Line)
 		}
-		return d.value(n.Alias)
+		d.aliased++
+		v, err := d.value(n.Alias)
+		d.aliased--
+		return v, err
 	case yaml.SequenceNode:
 		l := make([]any, 0, len(n.Content))
 		for _, c := range n.Content {

@@ -192,6 +192,19 @@ func TestParseDocumentRefusesAliasBombs(t *testing.T) {
 			}
 		})
 	}
+	t.Run("large document without aliases is accepted", func(t *testing.T) {
+		var b strings.Builder
+		for i := 0; i < 40000; i++ {
+			fmt.Fprintf(&b, "- {classname: x, keyname: k%d, a: 1, b: [2, 3]}\n", i)
+		}
+		entries, err := store.ParseDocument("big.yml", []byte(b.String()))
+		if err != nil {
+			t.Fatalf("parse 240k plain values: %v", err)
+		}
+		if got, want := len(entries), 40000; got != want {
+			t.Fatalf("entries: got %d, want %d", got, want)
+		}
+	})
 	t.Run("moderate aliasing is accepted", func(t *testing.T) {
 		doc := "- &a {classname: x, keyname: k, tags: &t [a, b, c]}\n- {classname: x, keyname: k2, tags: *t}\n"
 		entries, err := store.ParseDocument("ok.yml", []byte(doc))

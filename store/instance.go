@@ -292,3 +292,51 @@ func (tx *Tx) DeleteInstance(s *Schema, in *Instance) error {
 	}
 	return tx.revision(in.Classname, in.Keyname, "delete", instanceDoc(s, in), "")
 }
+
+// SearchInstances returns a page of instances of s in id order whose keyname,
+// displayname or data contains search (case-insensitive for ASCII), and the total
+// number of matches. Data is not searched in schemas with secret fields, so a search
+// can never probe a hash.
+func (db *DB) SearchInstances(ctx context.Context, s *Schema, search string, offset, limit int) ([]*Instance, int, error) {
+	cls := s.Keyname
+	where := "classname = ?"
+	args := []any{cls}
+	if search != "" {
+		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(search) + "%"
+		where += ` AND (keyname LIKE ? ESCAPE '\' OR displayname LIKE ? ESCAPE '\'`
+		args = append(args, pat, pat)
+		if !s.hasSecrets() {
+			where += ` OR data LIKE ? ESCAPE '\'`
+			args = append(args, pat)
+		}
+		where += ")"
+	}
+	var total int
+	if err := db.r.QueryRowContext(ctx, "SELECT count(*) FROM instances WHERE "+where, args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("search %s: %w", cls, err)
+	}
+	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceCols+" FROM instances WHERE "+where+
+		" ORDER BY id LIMIT ? OFFSET ?", append(args, limit, offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("search %s: %w", cls, err)
+	}
+	defer rows.Close()
+	var out []*Instance
+	for rows.Next() {
+		in, err := scanInstance(rows)
+		if err != nil {
+			return nil, 0, fmt.Errorf("search %s: %w", cls, err)
+		}
+		out = append(out, in)
+	}
+	return out, total, rows.Err()
+}
+
+func (s *Schema) hasSecrets() bool {
+	for _, f := range s.Fields {
+		if f.Dataformat == "secret" {
+			return true
+		}
+	}
+	return false
+}

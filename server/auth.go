@@ -1,0 +1,195 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"dataservice/store"
+)
+
+// principal is what the authorisation step yields for a request.
+type principal struct {
+	allowed bool
+	// presented is true when credentials were sent (a refusal is then "invalid credentials").
+	presented bool
+	auth      *store.Auth
+}
+
+// readOnly reports whether the credentials cannot change anything.
+func (p *principal) readOnly() bool { return p.auth != nil && p.auth.ReadOnly }
+
+// has reports whether an allowed caller holds permission perm.
+func (p *principal) has(perm string) bool { return p.allowed && p.auth.Has(perm) }
+
+// ownerID is the caller user's id as text, or "system" when the request has no user.
+func (p *principal) ownerID() string {
+	if p.auth == nil || p.auth.UserID == 0 {
+		return "system"
+	}
+	return strconv.FormatInt(p.auth.UserID, 10)
+}
+
+type ctxKey struct{}
+
+func principalOf(r *http.Request) *principal {
+	if p, ok := r.Context().Value(ctxKey{}).(*principal); ok {
+		return p
+	}
+	return &principal{}
+}
+
+// denied answers a caller that is not allowed (401) or lacks perm (403); it returns
+// true when it answered.
+func (s *server) denied(w http.ResponseWriter, r *http.Request, perms ...string) bool {
+	p := principalOf(r)
+	if !p.allowed {
+		msg := "authentication required"
+		if p.presented {
+			msg = "invalid credentials"
+		}
+		s.writeError(w, r, http.StatusUnauthorized, msg)
+		return true
+	}
+	for _, perm := range perms {
+		if !p.auth.Has(perm) {
+			s.writeError(w, r, http.StatusForbidden, "permission denied")
+			return true
+		}
+	}
+	return false
+}
+
+// authenticate is the authorisation step: it reads the credentials and puts the
+// principal in the request context. It never answers the request itself.
+func (s *server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := s.principalFor(r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, p)))
+	})
+}
+
+func (s *server) principalFor(r *http.Request) *principal {
+	ctx := r.Context()
+	h := r.Header.Get("Authorization")
+	xk := r.Header.Get("X-Service-Key")
+	scheme, rest, _ := strings.Cut(h, " ")
+	switch {
+	case strings.EqualFold(scheme, "Bearer"):
+		key, secret, ok := ParseKeyCredential(rest, ":")
+		return s.keyPrincipal(ctx, r, key, secret, ok)
+	case xk != "":
+		key, secret, ok := ParseKeyCredential(xk, " ")
+		return s.keyPrincipal(ctx, r, key, secret, ok)
+	case strings.EqualFold(scheme, "Basic"):
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
+		if err != nil {
+			return &principal{presented: true}
+		}
+		login, password, ok := strings.Cut(string(raw), ":")
+		return s.userPrincipal(ctx, login, password, ok)
+	case h != "":
+		return &principal{presented: true}
+	}
+	return &principal{}
+}
+
+// ParseKeyCredential splits API key credentials at sep: "KEYNAME:SECRET" (Bearer) or
+// "KEYNAME SECRET" (X-Service-Key). ok is false for anything malformed.
+func ParseKeyCredential(v, sep string) (key, secret string, ok bool) {
+	key, secret, ok = strings.Cut(strings.TrimSpace(v), sep)
+	key, secret = strings.TrimSpace(key), strings.TrimSpace(secret)
+	return key, secret, ok && validCredential(key, secret)
+}
+
+func validCredential(key, secret string) bool {
+	return key != "" && secret != "" && len(key) <= 256 && len(secret) <= 1024 &&
+		utf8.ValidString(key) && utf8.ValidString(secret)
+}
+
+func (s *server) keyPrincipal(ctx context.Context, r *http.Request, key, secret string, ok bool) *principal {
+	refused := &principal{presented: true}
+	if !ok {
+		return refused
+	}
+	auth, in, err := s.db.KeyAuth(ctx, key)
+	stored := ""
+	if in != nil {
+		stored, _ = in.Data["secret"].(string)
+	}
+	// Verify before looking at the other checks, so an unknown, disabled or expired key
+	// costs the same work as a wrong secret.
+	good := s.db.VerifySecretCached("apikey:"+key, secret, stored)
+	if err != nil || !good || !clientAllowed(r, in.Data["ip_filter"]) {
+		return refused
+	}
+	s.touchKey(ctx, in)
+	return &principal{allowed: true, presented: true, auth: auth}
+}
+
+func (s *server) userPrincipal(ctx context.Context, login, password string, ok bool) *principal {
+	refused := &principal{presented: true}
+	if !ok || !validCredential(login, password) {
+		return refused
+	}
+	u, err := s.db.Instance(ctx, "_user", login)
+	stored := ""
+	if err == nil {
+		stored, _ = u.Data["password"].(string)
+	}
+	good := s.db.VerifySecretCached("user:"+login, password, stored)
+	if err != nil || !good || !u.IsEnabled {
+		return refused
+	}
+	auth, err := s.db.UserAuth(ctx, login)
+	if err != nil {
+		return refused
+	}
+	return &principal{allowed: true, presented: true, auth: auth}
+}
+
+// clientAllowed applies a key's ip_filter (empty = any address).
+func clientAllowed(r *http.Request, filter any) bool {
+	list, _ := filter.([]any)
+	if len(list) == 0 {
+		return true
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return false
+	}
+	addr = addr.Unmap()
+	for _, it := range list {
+		cidr, _ := it.(string)
+		if p, err := netip.ParsePrefix(cidr); err == nil && p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// touchKey records last_used at most once a minute per key (no revision: it is not an edit).
+func (s *server) touchKey(ctx context.Context, in *store.Instance) {
+	now := time.Now()
+	s.lastUsedMu.Lock()
+	last, seen := s.lastUsed[in.Keyname]
+	if seen && now.Sub(last) < time.Minute {
+		s.lastUsedMu.Unlock()
+		return
+	}
+	s.lastUsed[in.Keyname] = now
+	s.lastUsedMu.Unlock()
+	if err := s.db.TouchAPIKey(ctx, in.ID, now); err != nil {
+		s.log.Warn("record API key last_used", "key", in.Keyname, "error", err)
+	}
+}

@@ -1,0 +1,161 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/julienschmidt/httprouter"
+
+	"dataservice/store"
+)
+
+type versionReply struct {
+	Version      string `json:"version" yaml:"version"`
+	VersionDate  string `json:"version_date" yaml:"version_date"`
+	DBVersion    string `json:"db_version" yaml:"db_version"`
+	InstanceUUID string `json:"instance_uuid" yaml:"instance_uuid"`
+}
+
+// versionInfo: GET /api/version/ — any authenticated caller.
+func (s *server) versionInfo(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if s.denied(w, r) {
+		return
+	}
+	dbv, _ := s.db.Registry(r.Context(), store.RegDBVersion)
+	uid, _ := s.db.Registry(r.Context(), store.RegInstanceUUID)
+	s.reply(w, r, http.StatusOK, versionReply{Version: s.version, VersionDate: s.date, DBVersion: dbv, InstanceUUID: uid})
+}
+
+// readableSchema loads a schema the caller may read; unreadable ones are a 403,
+// missing ones a 404.
+func (s *server) readableSchema(w http.ResponseWriter, r *http.Request, name string) *store.Schema {
+	sch, err := s.db.Schema(r.Context(), name)
+	if err != nil {
+		s.fail(w, r, err)
+		return nil
+	}
+	if !store.CanRead(principalOf(r).auth, sch) {
+		s.writeError(w, r, http.StatusForbidden, "permission denied")
+		return nil
+	}
+	return sch
+}
+
+type schemaSummary struct {
+	Keyname     string `json:"keyname" yaml:"keyname"`
+	Displayname string `json:"displayname" yaml:"displayname"`
+	Description string `json:"description" yaml:"description"`
+	KeynameMode string `json:"keyname_mode" yaml:"keyname_mode"`
+	IsEnabled   bool   `json:"is_enabled" yaml:"is_enabled"`
+	IsBuiltin   bool   `json:"is_builtin" yaml:"is_builtin"`
+	Count       int    `json:"count" yaml:"count"`
+}
+
+// schemaList: GET /api/schemas/ — the schemas the caller may read.
+func (s *server) schemaList(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if s.denied(w, r, "p_data_access") {
+		return
+	}
+	names, err := s.db.SchemaNames(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := []schemaSummary{}
+	for _, n := range names {
+		sch, err := s.db.Schema(r.Context(), n)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if !store.CanRead(principalOf(r).auth, sch) {
+			continue
+		}
+		count, err := s.db.CountInstances(r.Context(), n)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out = append(out, schemaSummary{Keyname: sch.Keyname, Displayname: sch.Displayname, Description: sch.Description,
+			KeynameMode: sch.KeynameMode, IsEnabled: sch.IsEnabled, IsBuiltin: sch.IsBuiltin, Count: count})
+	}
+	s.reply(w, r, http.StatusOK, map[string]any{"count": len(out), "schemas": out})
+}
+
+// schemaDetail: GET /api/schemas/<name>/ — the schema in the load format, with fields.
+func (s *server) schemaDetail(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if s.denied(w, r, "p_data_access") {
+		return
+	}
+	if sch := s.readableSchema(w, r, ps.ByName("name")); sch != nil {
+		s.reply(w, r, http.StatusOK, sch.Doc())
+	}
+}
+
+type instanceListReply struct {
+	Count     int          `json:"count" yaml:"count"`
+	Page      int          `json:"page" yaml:"page"`
+	Size      int          `json:"size" yaml:"size"`
+	Instances []*store.Doc `json:"instances" yaml:"instances"`
+}
+
+// instances: GET /api/instances/<schema>/ (list: page, size, search) and
+// GET /api/instances/<schema>/<keyname>/ (one instance; keynames may contain /).
+func (s *server) instances(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if s.denied(w, r, "p_data_access") {
+		return
+	}
+	rest := ps.ByName("rest")
+	if !strings.HasSuffix(rest, "/") {
+		s.writeError(w, r, http.StatusNotFound, "not found")
+		return
+	}
+	sch := s.readableSchema(w, r, ps.ByName("schema"))
+	if sch == nil {
+		return
+	}
+	if rest != "/" {
+		key := strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/")
+		in, err := s.db.Instance(r.Context(), sch.Keyname, key)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.reply(w, r, http.StatusOK, s.db.InstanceDoc(r.Context(), sch, in))
+		return
+	}
+	q := r.URL.Query()
+	maxSize := s.db.ConfigInt(r.Context(), "DATA_MAX_SIZE")
+	size := s.db.ConfigInt(r.Context(), "DATA_DEFAULT_SIZE")
+	if size > maxSize {
+		size = maxSize
+	}
+	page := 1
+	if v := q.Get("size"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxSize {
+			s.writeError(w, r, http.StatusBadRequest, "size must be an integer from 1 to "+strconv.Itoa(maxSize))
+			return
+		}
+		size = n
+	}
+	if v := q.Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1_000_000 {
+			s.writeError(w, r, http.StatusBadRequest, "page must be an integer from 1 to 1000000")
+			return
+		}
+		page = n
+	}
+	list, total, err := s.db.SearchInstances(r.Context(), sch, q.Get("search"), (page-1)*size, size)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	docs := make([]*store.Doc, 0, len(list))
+	for _, in := range list {
+		docs = append(docs, s.db.InstanceDoc(r.Context(), sch, in))
+	}
+	s.reply(w, r, http.StatusOK, instanceListReply{Count: total, Page: page, Size: size, Instances: docs})
+}

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+)
+
+var allMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions}
+
+// routes lists every route. The seed's pipeline paths take every method: the
+// permission check comes before the method check (seed: order of checks).
+func (s *server) routes() http.Handler {
+	r := httprouter.New()
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.writeError(w, req, http.StatusNotFound, "not found")
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.writeError(w, req, http.StatusMethodNotAllowed, "method not allowed")
+	})
+	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
+		s.log.Error("handler panic", "method", req.Method, "path", req.URL.Path, "panic", v)
+		s.writeError(w, req, http.StatusInternalServerError, "internal error")
+	}
+
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	r.GET("/api/ping/", s.ping)
+	r.GET("/api/version/", s.api(s.versionInfo))
+	for _, m := range allMethods {
+		r.Handle(m, "/api/pipelines/*rest", s.api(s.pipelines))
+	}
+	r.GET("/api/tasks/", s.api(s.taskList))
+	r.GET("/api/tasks/:handle/", s.api(s.taskDetail))
+	r.POST("/api/tasks/:handle/cancel/", s.api(s.taskCancel))
+	r.GET("/api/schemas/", s.api(s.schemaList))
+	r.GET("/api/schemas/:name/", s.api(s.schemaDetail))
+	r.GET("/api/instances/:schema/*rest", s.api(s.instances))
+	r.POST("/api/load/", s.api(s.load))
+	r.POST("/api/rawfile/", s.api(s.rawfile))
+	r.GET("/api/conf/", s.api(s.confGet))
+	r.POST("/api/conf/", s.api(s.confPost))
+	return r
+}
+
+// api wraps an /api/ handler: 503 until start-up is done, the body limit, then the
+// authorisation step.
+func (s *server) api(h httprouter.Handle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if !s.ready() {
+			s.writeError(w, r, http.StatusServiceUnavailable, "starting up")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h(w, r, ps)
+		})).ServeHTTP(w, r)
+	}
+}
+
+// healthz: GET /healthz — 200 while the process is alive.
+func (s *server) healthz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	s.reply(w, r, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz: GET /readyz — 200 once the start-up sequence is done, else 503.
+func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if !s.ready() {
+		s.writeError(w, r, http.StatusServiceUnavailable, "starting up")
+		return
+	}
+	s.reply(w, r, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// ping: GET /api/ping/ — no authentication.
+func (s *server) ping(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	s.reply(w, r, http.StatusOK, map[string]string{"status": "ok"})
+}

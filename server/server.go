@@ -1,0 +1,60 @@
+// Package server is the HTTP API: authentication, the seed's pipeline endpoints, tasks,
+// data reads, loads and configuration, on julienschmidt/httprouter.
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"dataservice/store"
+	"dataservice/tasks"
+)
+
+// Options are the server's dependencies.
+type Options struct {
+	DB     *store.DB
+	Runner *tasks.Runner
+	Logger *slog.Logger
+	// BaseURL prefixes returned URLs (task_url); empty means "http://" + the request's Host.
+	BaseURL     string
+	Version     string
+	VersionDate string
+	// Ready reports whether the start-up sequence is done (nil: always ready).
+	Ready func() bool
+	// MaxBody bounds request bodies (default 32 MiB).
+	MaxBody int64
+}
+
+type server struct {
+	db      *store.DB
+	runner  *tasks.Runner
+	log     *slog.Logger
+	baseURL string
+	version string
+	date    string
+	ready   func() bool
+	maxBody int64
+
+	lastUsedMu sync.Mutex
+	lastUsed   map[string]time.Time // API key -> last time last_used was written
+	inflight   atomic.Int64
+}
+
+// New returns the API handler.
+func New(o Options) http.Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = 32 << 20
+	}
+	if o.Ready == nil {
+		o.Ready = func() bool { return true }
+	}
+	s := &server{db: o.DB, runner: o.Runner, log: o.Logger, baseURL: o.BaseURL, version: o.Version,
+		date: o.VersionDate, ready: o.Ready, maxBody: o.MaxBody, lastUsed: map[string]time.Time{}}
+	return s.routes()
+}

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/julienschmidt/httprouter"
+
+	"dataservice/store"
+	"dataservice/tasks"
+)
+
+// visibleTask returns the task when the caller owns it or holds every permission;
+// anyone else gets the same 404 as for a missing task.
+func (s *server) visibleTask(r *http.Request, handle string) (*tasks.Task, error) {
+	notFound := store.Errorf(store.ENotFound, "task not found")
+	if len(handle) > 64 {
+		return nil, notFound
+	}
+	t, err := s.runner.Get(r.Context(), handle)
+	if store.IsNotFound(err) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := principalOf(r)
+	if p.auth.HasAll() || (t.OwnerType == "api" && t.OwnerID == p.ownerID()) {
+		return t, nil
+	}
+	return nil, notFound
+}
+
+// taskDetail: GET /api/tasks/<handle>/ — the target of task_url.
+func (s *server) taskDetail(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if s.denied(w, r, "p_pipeline_run") {
+		return
+	}
+	t, err := s.visibleTask(r, ps.ByName("handle"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.reply(w, r, http.StatusOK, t)
+}
+
+type taskListReply struct {
+	Count int           `json:"count" yaml:"count"`
+	Tasks []*tasks.Task `json:"tasks" yaml:"tasks"`
+}
+
+// taskList: GET /api/tasks/?status=&limit= — the caller's tasks, newest first (every
+// task for callers holding every permission).
+func (s *server) taskList(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	if s.denied(w, r, "p_pipeline_run") {
+		return
+	}
+	q := r.URL.Query()
+	status := q.Get("status")
+	switch status {
+	case "", tasks.StatusQueued, tasks.StatusRunning, tasks.StatusSucceeded, tasks.StatusFailed, tasks.StatusCancelled:
+	default:
+		s.writeError(w, r, http.StatusBadRequest, "status must be queued, running, succeeded, failed or cancelled")
+		return
+	}
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			s.writeError(w, r, http.StatusBadRequest, "limit must be an integer from 1 to 500")
+			return
+		}
+		limit = n
+	}
+	p := principalOf(r)
+	ownerType, ownerID := "api", p.ownerID()
+	if p.auth.HasAll() {
+		ownerType, ownerID = "", ""
+	}
+	list, err := s.runner.List(r.Context(), ownerType, ownerID, status, limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.reply(w, r, http.StatusOK, taskListReply{Count: len(list), Tasks: list})
+}
+
+// taskCancel: POST /api/tasks/<handle>/cancel/ — a queued task is cancelled at once, a
+// running one after its current batch.
+func (s *server) taskCancel(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if s.denied(w, r, "p_pipeline_run") {
+		return
+	}
+	if principalOf(r).readOnly() {
+		s.writeError(w, r, http.StatusForbidden, "API key is read-only")
+		return
+	}
+	t, err := s.visibleTask(r, ps.ByName("handle"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err = s.runner.Cancel(r.Context(), t.Handle)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.reply(w, r, http.StatusOK, t)
+}

@@ -1,0 +1,144 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"dataservice/store"
+)
+
+func syncConfig(tb testing.TB, db *store.DB) {
+	tb.Helper()
+	if err := db.WithTx(context.Background(), func(tx *store.Tx) error { return tx.SyncConfig() }); err != nil {
+		tb.Fatalf("sync configuration: %v", err)
+	}
+}
+
+// configText renders the stored configuration as keyname=value lines.
+func configText(tb testing.TB, db *store.DB) string {
+	tb.Helper()
+	entries, err := db.Config(context.Background())
+	if err != nil {
+		tb.Fatalf("read configuration: %v", err)
+	}
+	var lines []string
+	for _, e := range entries {
+		lines = append(lines, fmt.Sprintf("%s=%s (default %s)", e.Keyname, e.Value, e.DefaultValue))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func TestSyncConfig(t *testing.T) {
+	db := newTestDB(t)
+	syncConfig(t, db)
+	want := strings.Join([]string{
+		"CSV_DELIMITER=; (default ;)",
+		"DATA_DEFAULT_SIZE=200 (default 200)",
+		"DATA_MAX_SIZE=500 (default 500)",
+		"GLOBAL_APPNAME=dataservice (default dataservice)",
+		"QUEUE_MAX=1000 (default 1000)",
+		"TASK_RETENTION_DAYS=30 (default 30)",
+	}, "\n")
+	if got := configText(t, db); got != want {
+		t.Fatalf("configuration after the first sync:\n%s\nwant:\n%s", got, want)
+	}
+	if got, want := len(store.ConfigDefs), 6; got != want {
+		t.Fatalf("ConfigDefs: got %d entries, want %d", got, want)
+	}
+
+	exec(t, db, "UPDATE configuration SET value = '700', default_value = 'stale', description = '' WHERE keyname = 'DATA_MAX_SIZE'")
+	exec(t, db, "DELETE FROM configuration WHERE keyname = 'QUEUE_MAX'")
+	exec(t, db, "INSERT INTO configuration(keyname, value, default_value, description) VALUES('OBSOLETE_KEY', 'x', 'x', 'gone')")
+	syncConfig(t, db)
+
+	t.Run("keeps a stored value and refreshes its default", func(t *testing.T) {
+		if got, want := queryString(t, db, "SELECT value || '|' || default_value FROM configuration WHERE keyname = 'DATA_MAX_SIZE'"), "700|500"; got != want {
+			t.Fatalf("DATA_MAX_SIZE: got %s, want %s", got, want)
+		}
+		if got := queryString(t, db, "SELECT description FROM configuration WHERE keyname = 'DATA_MAX_SIZE'"); got == "" {
+			t.Fatal("DATA_MAX_SIZE description not restored")
+		}
+		if got, want := db.ConfigInt(context.Background(), "DATA_MAX_SIZE"), 700; got != want {
+			t.Fatalf("ConfigInt: got %d, want %d", got, want)
+		}
+	})
+	t.Run("adds a missing entry with its default", func(t *testing.T) {
+		if got, want := queryString(t, db, "SELECT value FROM configuration WHERE keyname = 'QUEUE_MAX'"), "1000"; got != want {
+			t.Fatalf("QUEUE_MAX: got %s, want %s", got, want)
+		}
+	})
+	t.Run("removes an entry the code does not define", func(t *testing.T) {
+		if got, want := queryInt(t, db, "SELECT count(*) FROM configuration WHERE keyname = 'OBSOLETE_KEY'"), 0; got != want {
+			t.Fatalf("OBSOLETE_KEY rows: got %d, want %d", got, want)
+		}
+		if got, want := queryInt(t, db, "SELECT count(*) FROM configuration"), len(store.ConfigDefs); got != want {
+			t.Fatalf("configuration rows: got %d, want %d", got, want)
+		}
+	})
+}
+
+func TestConfigValueFallsBackToDefault(t *testing.T) {
+	db := newTestDB(t)
+	ctx := context.Background()
+	if got, want := db.ConfigValue(ctx, "CSV_DELIMITER"), ";"; got != want {
+		t.Fatalf("unsynced CSV_DELIMITER: got %q, want %q", got, want)
+	}
+	syncConfig(t, db)
+	exec(t, db, "UPDATE configuration SET value = 'many' WHERE keyname = 'QUEUE_MAX'")
+	if got, want := db.ConfigInt(ctx, "QUEUE_MAX"), 1000; got != want {
+		t.Fatalf("unreadable QUEUE_MAX: got %d, want the default %d", got, want)
+	}
+}
+
+func TestSetConfig(t *testing.T) {
+	ctx := context.Background()
+	t.Run("valid values are stored", func(t *testing.T) {
+		db := newTestDB(t)
+		syncConfig(t, db)
+		if err := db.SetConfig(ctx, map[string]string{"DATA_MAX_SIZE": "750", "CSV_DELIMITER": ",", "GLOBAL_APPNAME": "inventory"}); err != nil {
+			t.Fatalf("SetConfig: %v", err)
+		}
+		for key, want := range map[string]string{"DATA_MAX_SIZE": "750", "CSV_DELIMITER": ",", "GLOBAL_APPNAME": "inventory"} {
+			if got := db.ConfigValue(ctx, key); got != want {
+				t.Fatalf("%s: got %q, want %q", key, got, want)
+			}
+		}
+	})
+	tests := []struct {
+		name    string
+		updates map[string]string
+		want    string // part of the error message
+	}{
+		{"unknown key", map[string]string{"NO_SUCH_KEY": "1"}, "unknown configuration key"},
+		{"non-integer", map[string]string{"DATA_MAX_SIZE": "lots"}, "not an integer"},
+		{"decimal", map[string]string{"DATA_MAX_SIZE": "1.5"}, "not an integer"},
+		{"below range", map[string]string{"TASK_RETENTION_DAYS": "0"}, "outside"},
+		{"above range", map[string]string{"DATA_MAX_SIZE": "100001"}, "outside"},
+		{"negative", map[string]string{"QUEUE_MAX": "-1"}, "outside"},
+		{"two-character delimiter", map[string]string{"CSV_DELIMITER": ";;"}, "CSV_DELIMITER"},
+		{"empty delimiter", map[string]string{"CSV_DELIMITER": ""}, "CSV_DELIMITER"},
+		{"one bad value among good ones", map[string]string{"GLOBAL_APPNAME": "x", "DATA_MAX_SIZE": "600", "QUEUE_MAX": "zero"}, "QUEUE_MAX"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" changes nothing", func(t *testing.T) {
+			db := newTestDB(t)
+			syncConfig(t, db)
+			before := configText(t, db)
+			err := db.SetConfig(ctx, tt.updates)
+			if err == nil {
+				t.Fatal("SetConfig: got no error")
+			}
+			if got, want := store.ErrorCode(err), store.EInvalid; got != want {
+				t.Fatalf("error code: got %q, want %q", got, want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not contain %q", err, tt.want)
+			}
+			if got := configText(t, db); got != before {
+				t.Fatalf("configuration changed:\n%s\nwas:\n%s", got, before)
+			}
+		})
+	}
+}
