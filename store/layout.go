@@ -2,7 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // layout is the append-only list of table-layout changes; PRAGMA user_version counts
@@ -112,8 +117,20 @@ CREATE INDEX tasks_owner ON tasks(owner_type, owner_id, created_at);
 // transaction together with its user_version bump. The version is read inside the
 // (immediate) transaction so two processes opening a new file do not both apply a change.
 func (db *DB) migrateLayout(ctx context.Context) error {
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		done, err := db.migrateLayoutStep(ctx)
+		if isBusy(err) && time.Now().Before(deadline) {
+			// Processes opening a new file together all switch it to WAL on connect;
+			// SQLite answers some of them SQLITE_BUSY at once, without the busy
+			// timeout (deadlock avoidance). Try again shortly.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		}
 		if err != nil || done {
 			return err
 		}
@@ -146,4 +163,10 @@ func (db *DB) migrateLayoutStep(ctx context.Context) (done bool, err error) {
 		return false, fmt.Errorf("layout %d: %w", have+1, err)
 	}
 	return false, nil
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_BUSY
 }

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a goroutine-safe buffer for a running command's output.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// runCLI runs one command to completion.
+func runCLI(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, envOf(env), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func testEnv(t *testing.T) map[string]string {
+	return map[string]string{
+		"SERVICE_DB":             filepath.Join(t.TempDir(), "test.db"),
+		"SERVICE_ADMIN_PASSWORD": "s3cret-admin",
+		"SERVICE_LOG_LEVEL":      "warn",
+	}
+}
+
+func TestSettingsErrorsNameTheVariable(t *testing.T) {
+	env := testEnv(t)
+	env["SERVICE_WORKERS"] = "zero"
+	env["SERVICE_LOG_FORMAT"] = "xml"
+	code, _, stderr := runCLI(t, env, "migrate")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, want := range []string{"SERVICE_WORKERS", "SERVICE_LOG_FORMAT"} {
+		if !strings.Contains(stderr, want) {
+			t.Fatalf("stderr %q does not name %s", stderr, want)
+		}
+	}
+	if _, err := os.Stat(env["SERVICE_DB"]); !os.IsNotExist(err) {
+		t.Fatalf("database created despite invalid settings (stat err %v)", err)
+	}
+}
+
+func TestLoadExportRoundTrip(t *testing.T) {
+	env := testEnv(t)
+	code, out, stderr := runCLI(t, env, "load", "examples")
+	if code != 0 {
+		t.Fatalf("load exit %d: %s", code, stderr)
+	}
+	if want := "created 307, updated 0, unchanged 0"; !strings.Contains(out, want) {
+		t.Fatalf("load output %q, want %q", out, want)
+	}
+	code, out, _ = runCLI(t, env, "load", "examples")
+	if code != 0 || !strings.Contains(out, "created 0, updated 0, unchanged 307") {
+		t.Fatalf("second load: exit %d, %q", code, out)
+	}
+	code, exported, stderr := runCLI(t, env, "export", "--schema", "site,server", "--format", "json")
+	if code != 0 {
+		t.Fatalf("export exit %d: %s", code, stderr)
+	}
+	var docs []map[string]any
+	if err := json.Unmarshal([]byte(exported), &docs); err != nil {
+		t.Fatalf("export is not JSON: %v", err)
+	}
+	if got, want := len(docs), 2+4+300; got != want {
+		t.Fatalf("exported %d objects, want %d", got, want)
+	}
+	file := filepath.Join(t.TempDir(), "export.json")
+	if err := os.WriteFile(file, []byte(exported), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env2 := testEnv(t)
+	code, out, stderr = runCLI(t, env2, "load", file)
+	if code != 0 || !strings.Contains(out, "created 306,") {
+		t.Fatalf("load of export into a new database: exit %d, %q %s", code, out, stderr)
+	}
+	_, again, _ := runCLI(t, env2, "export", "--schema", "site,server", "--format", "json")
+	if again != exported {
+		t.Fatalf("export after round trip differs")
+	}
+}
+
+func TestLoadReportsBadEntriesAndExits1(t *testing.T) {
+	env := testEnv(t)
+	dir := t.TempDir()
+	doc := `
+- classname: _schema
+  keyname: box
+  size: {dataformat: int}
+- {classname: box, keyname: good, size: 3}
+- {classname: box, keyname: bad, size: three}
+- {classname: nosuchclass, keyname: x}
+`
+	if err := os.WriteFile(filepath.Join(dir, "a.yml"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCLI(t, env, "load", dir)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if !strings.Contains(out, "created 2,") || !strings.Contains(out, "errors 2") {
+		t.Fatalf("counts %q", out)
+	}
+	for _, want := range []string{`a.yml: entry 3 (box bad): field size: "three" is not an integer`, `unknown class "nosuchclass"`} {
+		if !strings.Contains(stderr, want) {
+			t.Fatalf("stderr %q lacks %q", stderr, want)
+		}
+	}
+}
+
+func TestAPIKeyCreateListRevoke(t *testing.T) {
+	env := testEnv(t)
+	code, out, stderr := runCLI(t, env, "apikey", "create", "ops", "--permissions", "p_data_access, p_pipeline_run", "--readonly")
+	if code != 0 {
+		t.Fatalf("create exit %d: %s", code, stderr)
+	}
+	if !regexp.MustCompile(`^ops:[A-Za-z0-9_-]{43}\n$`).MatchString(out) {
+		t.Fatalf("create printed %q, want ops:<43 base64url chars>", out)
+	}
+	secret := strings.TrimSpace(strings.TrimPrefix(out, "ops:"))
+	code, out, _ = runCLI(t, env, "apikey", "list")
+	if code != 0 || !strings.Contains(out, "ops\tenabled\tread-only\tsecret set") || strings.Contains(out, secret) {
+		t.Fatalf("list: exit %d, %q", code, out)
+	}
+	if code, _, _ = runCLI(t, env, "apikey", "create", "ops"); code != 1 {
+		t.Fatalf("second create of the same key: exit %d, want 1", code)
+	}
+	if code, out, _ = runCLI(t, env, "apikey", "revoke", "ops"); code != 0 || !strings.Contains(out, "ops revoked") {
+		t.Fatalf("revoke: exit %d, %q", code, out)
+	}
+	if code, _, _ = runCLI(t, env, "apikey", "revoke", "ops"); code != 1 {
+		t.Fatalf("revoke of a missing key: exit %d, want 1", code)
+	}
+}
+
+func TestMigrateStatusChangesNothing(t *testing.T) {
+	env := testEnv(t)
+	code, out, _ := runCLI(t, env, "migrate", "--status")
+	if code != 0 || !strings.Contains(out, "pending: bootstrap, 4.4.0, 4.5.0, 4.6.0") {
+		t.Fatalf("status on a new file: exit %d, %q", code, out)
+	}
+	if code, _, _ = runCLI(t, env, "migrate", "--status"); code != 0 {
+		t.Fatalf("second status: exit %d", code)
+	}
+	if code, out, _ = runCLI(t, env, "migrate"); code != 0 || !strings.Contains(out, "DB_VERSION 4.9.0") {
+		t.Fatalf("migrate: exit %d, %q", code, out)
+	}
+	if code, out, _ = runCLI(t, env, "migrate", "--status"); code != 0 || !strings.Contains(out, "pending: none") {
+		t.Fatalf("status after migrate: exit %d, %q", code, out)
+	}
+}
+
+// TestServeEndToEnd runs the real run() on 127.0.0.1:0, loads data over HTTP, runs
+// bulk_delete_disabled, polls task_url to succeeded, checks the instances, then stops
+// the server and expects a clean exit.
+func TestServeEndToEnd(t *testing.T) {
+	env := testEnv(t)
+	env["SERVICE_LISTEN"] = "127.0.0.1:0"
+	env["SERVICE_LOG_LEVEL"] = "info"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve"}, envOf(env), io.Discard, &stderr) }()
+
+	addrRE := regexp.MustCompile(`msg=listening addr=(127\.0\.0\.1:\d+)`)
+	var base string
+	deadline := time.Now().Add(20 * time.Second)
+	for base == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not log its address: %s", stderr.String())
+		}
+		if m := addrRE.FindStringSubmatch(stderr.String()); m != nil {
+			base = "http://" + m[1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	call := func(method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth("admin", "s3cret-admin")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatalf("%s %s: body is not a JSON object: %v", method, path, err)
+		}
+		return resp.StatusCode, out
+	}
+	for ready := false; !ready; {
+		if time.Now().After(deadline) {
+			t.Fatal("never ready")
+		}
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			ready = resp.StatusCode == 200
+			resp.Body.Close()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var doc strings.Builder
+	doc.WriteString("- {classname: _schema, keyname: vm, ram: {dataformat: int}}\n")
+	for i := 0; i < 50; i++ {
+		fmt.Fprintf(&doc, "- {classname: vm, keyname: vm%02d, ram: %d, is_enabled: %v}\n", i, i, i%5 != 0)
+	}
+	code, res := call("POST", "/api/load/", doc.String())
+	if code != 200 || res["created"] != float64(51) || res["errors"] != float64(0) {
+		t.Fatalf("load: %d %v", code, res)
+	}
+	code, res = call("POST", "/api/pipelines/bulk_delete_disabled/?schema=vm", "")
+	if code != 202 {
+		t.Fatalf("run: %d %v", code, res)
+	}
+	taskURL, _ := res["task_url"].(string)
+	if !strings.HasPrefix(taskURL, base+"/api/tasks/") {
+		t.Fatalf("task_url %q not under %s", taskURL, base)
+	}
+	for {
+		if time.Now().After(deadline) {
+			t.Fatal("task did not finish")
+		}
+		code, res = call("GET", strings.TrimPrefix(taskURL, base), "")
+		if code != 200 {
+			t.Fatalf("task: %d %v", code, res)
+		}
+		if res["status"] == "succeeded" {
+			break
+		}
+		if res["status"] == "failed" || res["status"] == "cancelled" {
+			t.Fatalf("task ended %v", res)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	result, _ := res["result"].(map[string]any)
+	if result["deleted"] != float64(10) || result["unchanged"] != float64(40) {
+		t.Fatalf("result %v", result)
+	}
+	code, res = call("GET", "/api/instances/vm/?size=100", "")
+	if code != 200 || res["count"] != float64(40) {
+		t.Fatalf("instances after run: %d count %v", code, res["count"])
+	}
+	if code, _ = call("GET", "/api/instances/vm/vm05/", ""); code != 404 {
+		t.Fatalf("disabled vm05 still readable: %d", code)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not stop")
+	}
+	if !strings.Contains(stderr.String(), "msg=stopped") {
+		t.Fatalf("no clean stop in the log: %s", stderr.String())
+	}
+}

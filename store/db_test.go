@@ -1,0 +1,157 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"dataservice/store"
+)
+
+func TestOpen(t *testing.T) {
+	ctx := context.Background()
+	t.Run("a new file gets every table of the documented layout", func(t *testing.T) {
+		db := openEmptyDB(t)
+		for _, table := range []string{"registry", "configuration", "schemas", "schema_fields", "instances", "permissions", "revisions", "tasks"} {
+			if got, want := queryInt(t, db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", table), 1; got != want {
+				t.Fatalf("table %s: got %d, want %d", table, got, want)
+			}
+		}
+		if got, want := queryInt(t, db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'instances_classname_id'"), 1; got != want {
+			t.Fatalf("index instances_classname_id: got %d, want %d", got, want)
+		}
+		if got, want := queryString(t, db, "PRAGMA journal_mode"), "wal"; got != want {
+			t.Fatalf("journal_mode: got %s, want %s", got, want)
+		}
+	})
+	t.Run("reopening keeps the data", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "re.db")
+		db, err := store.Open(ctx, path, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.SetRegistry(ctx, store.RegDBVersion, "4.9.0"); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		db, err = store.Open(ctx, path, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if got, err := db.Registry(ctx, store.RegDBVersion); err != nil || got != "4.9.0" {
+			t.Fatalf("DB_VERSION after reopen: got %q (%v), want 4.9.0", got, err)
+		}
+	})
+	t.Run("a directory is refused", func(t *testing.T) {
+		if _, err := store.Open(ctx, t.TempDir(), store.Options{}); err == nil {
+			t.Fatal("open a directory: got no error")
+		}
+	})
+	t.Run("an empty path is refused", func(t *testing.T) {
+		if _, err := store.Open(ctx, "", store.Options{}); err == nil {
+			t.Fatal("open an empty path: got no error")
+		}
+	})
+	t.Run("a newer table layout is refused", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "new.db")
+		db, err := store.Open(ctx, path, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(t, db, "PRAGMA user_version = 999")
+		db.Close()
+		if db, err := store.Open(ctx, path, store.Options{}); err == nil {
+			db.Close()
+			t.Fatal("open a newer layout: got no error")
+		} else if !strings.Contains(err.Error(), "newer") {
+			t.Fatalf("error %q does not say the layout is newer", err)
+		}
+	})
+}
+
+func TestRegistry(t *testing.T) {
+	db := openEmptyDB(t)
+	ctx := context.Background()
+	_, err := db.Registry(ctx, store.RegInstanceUUID)
+	if got, want := store.ErrorCode(err), store.ENotFound; got != want {
+		t.Fatalf("missing key: got code %q (%v), want %q", got, err, want)
+	}
+	if err := db.SetRegistry(ctx, store.RegLastStart, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetRegistry(ctx, store.RegLastStart, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.Registry(ctx, store.RegLastStart); err != nil || got != "b" {
+		t.Fatalf("LAST_START: got %q (%v), want b", got, err)
+	}
+	if got, want := queryInt(t, db, "SELECT count(*) FROM registry"), 1; got != want {
+		t.Fatalf("registry rows: got %d, want %d", got, want)
+	}
+	t.Run("a failed transaction leaves nothing", func(t *testing.T) {
+		boom := errors.New("boom")
+		err := db.WithTx(ctx, func(tx *store.Tx) error {
+			if err := tx.SetRegistry(store.RegDBVersion, "9"); err != nil {
+				return err
+			}
+			if got, err := tx.Registry(store.RegDBVersion); err != nil || got != "9" {
+				t.Fatalf("inside the transaction: got %q (%v), want 9", got, err)
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("WithTx: got %v, want boom", err)
+		}
+		if _, err := db.Registry(ctx, store.RegDBVersion); store.ErrorCode(err) != store.ENotFound {
+			t.Fatalf("DB_VERSION after rollback: got %v, want not found", err)
+		}
+	})
+}
+
+func TestBackup(t *testing.T) {
+	db := newTestDB(t)
+	ctx := context.Background()
+	mustLoad(t, db, serverSchema+`- {classname: server, keyname: kept}`, store.LoadOptions{})
+	dest := filepath.Join(t.TempDir(), "copy.db")
+	if err := db.Backup(ctx, dest); err != nil {
+		t.Fatalf("backup: %v", err)
+	}
+	cp, err := store.Open(ctx, dest, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	instance(t, cp, "server", "kept")
+	t.Run("an existing destination is refused", func(t *testing.T) {
+		before, _ := os.Stat(dest)
+		err := db.Backup(ctx, dest)
+		if got, want := store.ErrorCode(err), store.EConflict; got != want {
+			t.Fatalf("backup over a file: got code %q (%v), want %q", got, err, want)
+		}
+		after, _ := os.Stat(dest)
+		if !after.ModTime().Equal(before.ModTime()) || after.Size() != before.Size() {
+			t.Fatal("existing destination was modified")
+		}
+	})
+}
+
+func TestErrorHelpers(t *testing.T) {
+	wrapped := errors.Join(errors.New("context"), store.Errorf(store.EConflict, "taken %d", 7))
+	if got, want := store.ErrorCode(wrapped), store.EConflict; got != want {
+		t.Fatalf("code: got %q, want %q", got, want)
+	}
+	if got, want := store.ErrorMessage(wrapped), "taken 7"; got != want {
+		t.Fatalf("message: got %q, want %q", got, want)
+	}
+	plain := errors.New("disk on fire")
+	if got, want := store.ErrorCode(plain), store.EInternal; got != want {
+		t.Fatalf("plain code: got %q, want %q", got, want)
+	}
+	if got, want := store.ErrorMessage(plain), "internal error"; got != want {
+		t.Fatalf("plain message: got %q, want %q", got, want)
+	}
+}
