@@ -23,7 +23,8 @@ var blocks = []block{
 	{version: "4.4.0", run: (*starter).block440},
 	{version: "4.5.0", run: (*starter).block450},
 	{version: "4.6.0", rc: true, run: (*starter).block460},
-	// 4.8.0 (ipam_ip hexip) and 4.9.0 (ipam_subnet strict CIDR keynames) go here.
+	{version: "4.8.0", rc: true, run: (*starter).block480},
+	{version: "4.9.0", rc: true, run: (*starter).block490},
 }
 
 func (b block) applies(dbVersion, serviceVersion string) bool {

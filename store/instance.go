@@ -282,7 +282,11 @@ func (tx *Tx) writeInstance(s *Schema, old, in *Instance, action string) error {
 		}
 		in.ID, in.CreatedAt, in.UpdatedAt = old.ID, old.CreatedAt, now
 	}
-	return tx.revision(in.Classname, in.Keyname, action, instanceDoc(s, old), instanceDoc(s, in))
+	if err := tx.revision(in.Classname, in.Keyname, action, instanceDoc(s, old), instanceDoc(s, in)); err != nil {
+		return err
+	}
+	_, err := tx.collectIPs(s, in)
+	return err
 }
 
 // DeleteInstance deletes an instance and writes its revision.

@@ -95,6 +95,21 @@ func (tx *Tx) rename(s *Schema, in *Instance, newKey string, rep *RenameReport) 
 	return nil
 }
 
+// ConvertKeyname changes an instance's keyname (and displayname) in place, without
+// validation, cascade or revision: start-up migrations use it for bulk conversions
+// followed by one RewriteReferences pass per referencing field.
+func (tx *Tx) ConvertKeyname(in *Instance, newKey, displayname string) error {
+	if _, err := tx.exec("UPDATE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?",
+		newKey, displayname, tx.db.now(), in.ID); err != nil {
+		return fmt.Errorf("convert %s %s: %w", in.Classname, in.Keyname, err)
+	}
+	in.Keyname, in.Displayname = newKey, displayname
+	return nil
+}
+
+// ReferencingFields lists (classname, field) pairs of `schema` fields targeting target.
+func (tx *Tx) ReferencingFields(target string) ([][2]string, error) { return tx.referencingFields(target) }
+
 // referencingFields lists (classname, field) pairs of `schema` fields targeting target.
 func (tx *Tx) referencingFields(target string) ([][2]string, error) {
 	rows, err := tx.QueryContext(tx.ctx, "SELECT classname, keyname, dataformat_ext FROM schema_fields WHERE dataformat = 'schema'")
