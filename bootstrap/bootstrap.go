@@ -68,6 +68,9 @@ type starter struct {
 // Run runs the whole start-up sequence of the seed, in order, under the lock.
 func Run(ctx context.Context, db *store.DB, o Options) error {
 	o.defaults()
+	if o.Init == nil {
+		return errors.New("start-up: no init directory")
+	}
 	unlock, err := lockFile(ctx, db.Path()+".lock")
 	if err != nil {
 		return err
@@ -86,6 +89,9 @@ func (s *starter) run(ctx context.Context) error {
 	}
 	present := dbv != "" && dbv != "0"
 	s.log.Info("start-up", "db_version", dbv, "service_version", s.o.Version, "instance_uuid", uid)
+	if present && dbv < "4.0.0" {
+		return s.refuse(ctx, dbv)
+	}
 	// 2. Bootstrap an empty database.
 	if !present {
 		if err := s.bootstrap(ctx); err != nil {

@@ -242,7 +242,7 @@ func TestRunEmptyDatabase(t *testing.T) {
 		if got, want := len(rec.find(slog.LevelInfo, "bootstrap: empty database, loading built-in definitions")), 1; got != want {
 			t.Fatalf("bootstrap records = %d, want %d", got, want)
 		}
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.4.0,4.5.0,4.6.0"; got != want {
+		if got, want := strings.Join(rec.blocksStarted(), ","), "4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
 			t.Fatalf("blocks run = %s, want %s", got, want)
 		}
 		if got := rec.atLeast(slog.LevelWarn); len(got) != 0 {

@@ -22,7 +22,7 @@ import (
 
 // The code version the tests start with: the version of the newest migration block.
 const (
-	testVersion     = "4.6.0"
+	testVersion     = "4.9.0"
 	testVersionDate = "2026-01-15"
 	// oldTime is the created_at/updated_at of rows the tests insert by SQL, so a
 	// rewrite by the start-up sequence shows as a changed updated_at.

@@ -11,8 +11,12 @@ import (
 // row stays under the dotted keyname. Other keynames are left alone; a dotted instance
 // whose hex twin already exists is skipped with a warning.
 func (s *starter) block480(tx *store.Tx) error {
-	s.reload(tx, "60_ipam.yml", []string{"_schema:ipam_ip"}, "")
-	s.reload(tx, "30_dataview.yml", []string{"_dataview:ipam_ip_default"}, "")
+	err := s.reloads(tx,
+		reloadStep{"60_ipam.yml", []string{"_schema:ipam_ip"}, ""},
+		reloadStep{"30_dataview.yml", []string{"_dataview:ipam_ip_default"}, ""})
+	if err != nil {
+		return err
+	}
 	renames := map[string]string{}
 	skipped := 0
 	var after int64
@@ -52,8 +56,7 @@ func (s *starter) block480(tx *store.Tx) error {
 	}
 	s.log.Info("4.8.0: ipam_ip keynames converted to hexip", "converted", len(renames), "skipped", skipped,
 		"references_updated", refs)
-	s.reload(tx, "20_home.yml", []string{"_home:ipam"}, "")
-	return nil
+	return s.reload(tx, "20_home.yml", []string{"_home:ipam"}, "")
 }
 
 // rewriteRefs applies renames of target's instances to every schema field referencing target.
@@ -81,7 +84,9 @@ func (s *starter) rewriteRefs(tx *store.Tx, target string, renames map[string]st
 // every reference (ipam_vlan.subnet, ipam_ip.subnet, ...) rewritten; others are logged
 // and left. Then the field definition `subnet` is deleted and the dataview reloaded.
 func (s *starter) block490(tx *store.Tx) error {
-	s.reload(tx, "60_ipam.yml", []string{"_schema:ipam_subnet"}, "")
+	if err := s.reload(tx, "60_ipam.yml", []string{"_schema:ipam_subnet"}, ""); err != nil {
+		return err
+	}
 	renames := map[string]string{}
 	invalid := map[int64]bool{}
 	// Passes repeat while renames happen: a rename may free the CIDR another instance wants.
@@ -142,6 +147,5 @@ func (s *starter) block490(tx *store.Tx) error {
 	if err := tx.DeleteField("ipam_subnet", "subnet"); err != nil {
 		return err
 	}
-	s.reload(tx, "30_dataview.yml", []string{"_dataview:ipam_subnet"}, "")
-	return nil
+	return s.reload(tx, "30_dataview.yml", []string{"_dataview:ipam_subnet"}, "")
 }

@@ -144,7 +144,7 @@ func TestConcurrentStartsBootstrapOnce(t *testing.T) {
 		if got, want := bootstrapped, 1; got != want {
 			t.Fatalf("processes that bootstrapped = %d, want %d", got, want)
 		}
-		if got, want := blocks, 3; got != want {
+		if got, want := blocks, 5; got != want {
 			t.Fatalf("migration blocks run in all = %d, want %d", got, want)
 		}
 	})

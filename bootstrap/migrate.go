@@ -2,7 +2,9 @@ package bootstrap
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -65,18 +67,14 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 	if err != nil {
 		return s.failed(ctx, "migrations", err)
 	}
-	if dbv < "4.0.0" {
-		s.log.Log(ctx, LevelCritical, "stored data is older than 4.0.0 and cannot be migrated by this release",
-			"db_version", dbv, "service_version", s.o.Version)
-		s.log.Log(ctx, LevelCritical, "upgrade through a 4.0.x or 4.1.x release first, then start this release again")
-		s.o.Sleep(ctx, 10*time.Second)
-		return ErrRefused
-	}
 	if present && dbv > s.o.Version {
 		s.log.Warn("stored data is newer than this code", "db_version", dbv, "service_version", s.o.Version)
 	}
 	if present && stored != s.o.Version && s.o.Backup {
-		dest := fmt.Sprintf("%s.%s.%s.bak", s.db.Path(), stored, time.Now().UTC().Format("20060102T150405Z"))
+		dest := fmt.Sprintf("%s.%s.%s.bak", s.db.Path(), stored, time.Now().UTC().Format("20060102T150405.000Z"))
+		for i := 2; fileExists(dest); i++ {
+			dest = fmt.Sprintf("%s.%s.%s-%d.bak", s.db.Path(), stored, time.Now().UTC().Format("20060102T150405.000Z"), i)
+		}
 		if err := s.db.Backup(ctx, dest); err != nil {
 			return s.failed(ctx, "backup", err)
 		}
@@ -115,18 +113,42 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 	return nil
 }
 
-// reload runs Reload and logs a failure without stopping start-up (seed rule 2).
-func (s *starter) reload(tx *store.Tx, file string, items []string, action string) {
-	if err := Reload(tx, s.o.Init, file, items, action, s.log); err != nil {
+// reload runs Reload: missing or failing entries are logged and start-up goes on
+// (seed rule 2); any other error is returned and fails the block.
+func (s *starter) reload(tx *store.Tx, file string, items []string, action string) error {
+	err := Reload(tx, s.o.Init, file, items, action, s.log)
+	if errors.Is(err, ErrReloadEntries) {
 		s.log.Error("reload failed", "file", file, "error", err)
+		return nil
 	}
+	return err
+}
+
+// reloads runs several reloads in order, stopping at the first fatal error.
+func (s *starter) reloads(tx *store.Tx, steps ...reloadStep) error {
+	for _, r := range steps {
+		if err := s.reload(tx, r.file, r.items, r.action); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type reloadStep struct {
+	file   string
+	items  []string
+	action string
 }
 
 func (s *starter) block420(tx *store.Tx) error {
-	s.reload(tx, "00_permission.yml", []string{"_permission:p_keyname_rename"}, "")
-	s.reload(tx, "20_home.yml", []string{"_home:code_editor", "_home:revision"}, "")
-	s.reload(tx, "60_ipam.yml", []string{"_schema:ipam_ip"}, "")
-	s.reload(tx, "30_dataview.yml", []string{"_dataview:user_default"}, "")
+	err := s.reloads(tx,
+		reloadStep{"00_permission.yml", []string{"_permission:p_keyname_rename"}, ""},
+		reloadStep{"20_home.yml", []string{"_home:code_editor", "_home:revision"}, ""},
+		reloadStep{"60_ipam.yml", []string{"_schema:ipam_ip"}, ""},
+		reloadStep{"30_dataview.yml", []string{"_dataview:user_default"}, ""})
+	if err != nil {
+		return err
+	}
 	for _, p := range []string{"p_schema_create", "p_schema_update", "p_schema_delete", "p_schemafield_read",
 		"p_schemafield_create", "p_schemafield_update", "p_schemafield_delete"} {
 		if err := tx.DeletePermissionDirect(p); err != nil {
@@ -137,14 +159,13 @@ func (s *starter) block420(tx *store.Tx) error {
 }
 
 func (s *starter) block440(tx *store.Tx) error {
-	s.reload(tx, "40_pipeline.yml", []string{"_pipeline:bulk_delete_disabled"}, "")
-	s.reload(tx, "00_permission.yml", []string{"_permission:p_api_load", "_permission:p_api_rawfile"}, "")
-	return nil
+	return s.reloads(tx,
+		reloadStep{"40_pipeline.yml", []string{"_pipeline:bulk_delete_disabled"}, ""},
+		reloadStep{"00_permission.yml", []string{"_permission:p_api_load", "_permission:p_api_rawfile"}, ""})
 }
 
 func (s *starter) block450(tx *store.Tx) error {
-	s.reload(tx, "00_permission.yml", []string{"_permission:p_api_conf"}, "")
-	return nil
+	return s.reload(tx, "00_permission.yml", []string{"_permission:p_api_conf"}, "")
 }
 
 func (s *starter) block460(tx *store.Tx) error {
@@ -182,8 +203,23 @@ func (s *starter) block460(tx *store.Tx) error {
 		}
 	}
 	s.log.Info("pipelines rewritten to flat rule lists", "count", rewritten)
-	s.reload(tx, "20_home.yml", []string{"_home:code_editor"}, "update")
-	s.reload(tx, "00_permission.yml", []string{"_permission:p_code_editor"}, "")
-	s.reload(tx, "50_apikey.yml", []string{"_apikey:api_builtin"}, "")
-	return nil
+	return s.reloads(tx,
+		reloadStep{"20_home.yml", []string{"_home:code_editor"}, "update"},
+		reloadStep{"00_permission.yml", []string{"_permission:p_code_editor"}, ""},
+		reloadStep{"50_apikey.yml", []string{"_apikey:api_builtin"}, ""})
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// refuse applies the seed's first migration row: data older than 4.0.0 cannot be
+// migrated. It is checked before any step writes, so a refused start changes nothing.
+func (s *starter) refuse(ctx context.Context, dbv string) error {
+	s.log.Log(ctx, LevelCritical, "stored data is older than 4.0.0 and cannot be migrated by this release",
+		"db_version", dbv, "service_version", s.o.Version)
+	s.log.Log(ctx, LevelCritical, "upgrade through a 4.0.x or 4.1.x release first, then start this release again")
+	s.o.Sleep(ctx, 10*time.Second)
+	return ErrRefused
 }

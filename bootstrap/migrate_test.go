@@ -101,7 +101,7 @@ func TestMigrate420(t *testing.T) {
 		}
 	})
 	t.Run("every block runs once, without revision or error", func(t *testing.T) {
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.2.0,4.4.0,4.5.0,4.6.0"; got != want {
+		if got, want := strings.Join(rec.blocksStarted(), ","), "4.2.0,4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
 		if got := rec.atLeast(slog.LevelWarn); len(got) != 0 {
@@ -156,7 +156,7 @@ func TestMigrate440(t *testing.T) {
 		if _, ok := permission(t, db, "p_schema_create"); !ok {
 			t.Fatalf("p_schema_create was deleted: block 4.2.0 ran")
 		}
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.4.0,4.5.0,4.6.0"; got != want {
+		if got, want := strings.Join(rec.blocksStarted(), ","), "4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
 		if got, want := count(t, db, "SELECT count(*) FROM revisions"), 0; got != want {
@@ -192,7 +192,7 @@ func TestMigrate450(t *testing.T) {
 		if in := instance(t, db, "_pipeline", "bulk_delete_disabled"); in != nil {
 			t.Fatalf("bulk_delete_disabled was added: block 4.4.0 ran")
 		}
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.5.0,4.6.0"; got != want {
+		if got, want := strings.Join(rec.blocksStarted(), ","), "4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
 	})
@@ -301,7 +301,7 @@ func TestMigrate460(t *testing.T) {
 		if _, ok := permission(t, db, "p_api_conf"); ok {
 			t.Fatalf("p_api_conf was added: block 4.5.0 ran")
 		}
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.6.0"; got != want {
+		if got, want := strings.Join(rec.blocksStarted(), ","), "4.6.0,4.8.0,4.9.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
 		r := rec.find(slog.LevelInfo, "pipelines rewritten to flat rule lists")
@@ -363,7 +363,7 @@ func TestMigrateReleaseCandidateRerunsItsBlock(t *testing.T) {
 			if _, ok := permission(t, db, "p_schema_create"); !ok {
 				t.Fatalf("p_schema_create was deleted: block 4.2.0 ran")
 			}
-			if got, want := strings.Join(rec.blocksStarted(), ","), "4.6.0"; got != want {
+			if got, want := strings.Join(rec.blocksStarted(), ","), "4.6.0,4.8.0,4.9.0"; got != want {
 				t.Fatalf("blocks = %s, want %s", got, want)
 			}
 			if got, want := dbVersion(t, db), "4.6.0-RC1"; got != want {
@@ -452,7 +452,7 @@ func TestMigrateFailingBlockRollsBackAndStops(t *testing.T) {
 		execSQL(t, db, "DROP TRIGGER fail_insert", "DROP TRIGGER fail_update")
 		rec.reset()
 		run(t, db, o)
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.4.0,4.5.0,4.6.0"; got != want {
+		if got, want := strings.Join(rec.blocksStarted(), ","), "4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
 		for _, p := range []string{"p_api_load", "p_api_conf", "p_code_editor"} {

@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -8,6 +9,11 @@ import (
 
 	"dataservice/store"
 )
+
+// ErrReloadEntries marks a reload whose named entries were missing from the file or
+// failed to load: logged, and start-up goes on (seed: reloading built-ins, rule 2).
+// Any other reload error (an unreadable file, a database failure) fails the block.
+var ErrReloadEntries = errors.New("reload failed")
 
 // Reload loads the entries named by items ("classname:keyname", or the single item
 // "*" for all) from one built-in file, with every permission and without revisions,
@@ -48,11 +54,6 @@ func Reload(tx *store.Tx, fsys fs.FS, file string, items []string, action string
 			missing = append(missing, it)
 		}
 	}
-	// Tx.Load writes revisions according to tx.NoRevisions (LoadOptions.NoRevisions
-	// only applies to DB.Load), so suppress them here for the reload alone.
-	prev := tx.NoRevisions
-	tx.NoRevisions = true
-	defer func() { tx.NoRevisions = prev }()
 	res, err := tx.Load(pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
@@ -67,7 +68,7 @@ func Reload(tx *store.Tx, fsys fs.FS, file string, items []string, action string
 		problems = append(problems, m.Classname+":"+m.Keyname+": "+m.Message)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("reload %s failed: %s", file, strings.Join(problems, "; "))
+		return fmt.Errorf("%w: %s: %s", ErrReloadEntries, file, strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -24,15 +24,15 @@ func TestPending(t *testing.T) {
 		want    []string
 	}{
 		{"new database lists the bootstrap and the blocks after 4.2.0", "", testVersion,
-			[]string{"bootstrap", "4.4.0", "4.5.0", "4.6.0"}},
-		{"DB_VERSION 0 lists the bootstrap", "0", testVersion, []string{"bootstrap", "4.4.0", "4.5.0", "4.6.0"}},
-		{"new database with a newer code version ends with its version step", "", "4.9.0",
-			[]string{"bootstrap", "4.4.0", "4.5.0", "4.6.0", "set DB_VERSION 4.9.0"}},
+			[]string{"bootstrap", "4.4.0", "4.5.0", "4.6.0", "4.8.0", "4.9.0"}},
+		{"DB_VERSION 0 lists the bootstrap", "0", testVersion, []string{"bootstrap", "4.4.0", "4.5.0", "4.6.0", "4.8.0", "4.9.0"}},
+		{"new database with a newer code version ends with its version step", "", "5.0.0",
+			[]string{"bootstrap", "4.4.0", "4.5.0", "4.6.0", "4.8.0", "4.9.0", "set DB_VERSION 5.0.0"}},
 		{"up-to-date database lists nothing", testVersion, testVersion, nil},
-		{"4.1.0 lists every block", "4.1.0", testVersion, []string{"4.2.0", "4.4.0", "4.5.0", "4.6.0"}},
-		{"4.4.0 lists the blocks after it", "4.4.0", testVersion, []string{"4.5.0", "4.6.0"}},
+		{"4.1.0 lists every block", "4.1.0", testVersion, []string{"4.2.0", "4.4.0", "4.5.0", "4.6.0", "4.8.0", "4.9.0"}},
+		{"4.4.0 lists the blocks after it", "4.4.0", testVersion, []string{"4.5.0", "4.6.0", "4.8.0", "4.9.0"}},
 		{"release candidate lists its own block again", "4.6.0-RC1", "4.6.0-RC1",
-			[]string{"4.6.0", "set DB_VERSION 4.6.0-RC1"}},
+			[]string{"4.6.0", "4.8.0", "4.9.0", "set DB_VERSION 4.6.0-RC1"}},
 		{"3.9.0 is refused", "3.9.0", testVersion, []string{"refused (DB_VERSION < 4.0.0)"}},
 	}
 	for _, tt := range tests {
@@ -134,7 +134,7 @@ func TestRunRefusesDataOlderThan400(t *testing.T) {
 }
 
 func TestRunBackup(t *testing.T) {
-	bakName := regexp.MustCompile(`^data\.db\.4\.5\.0\.\d{8}T\d{6}Z\.bak$`)
+	bakName := regexp.MustCompile(`^data\.db\.4\.5\.0\.\d{8}T\d{6}\.\d{3}Z\.bak$`)
 
 	t.Run("DB at 4.5.0 with Backup is copied before migrating", func(t *testing.T) {
 		db, rec := migratedDB(t)
@@ -185,11 +185,11 @@ func TestRunBackup(t *testing.T) {
 	})
 	t.Run("data newer than the code is logged as a warning", func(t *testing.T) {
 		db, rec := migratedDB(t)
-		setRegistry(t, db, store.RegDBVersion, "4.7.0")
+		setRegistry(t, db, store.RegDBVersion, "4.9.1")
 		run(t, db, options(t, rec))
 		w := rec.find(slog.LevelWarn, "stored data is newer than this code")
-		if len(w) != 1 || w[0].Attrs["db_version"] != "4.7.0" || w[0].Attrs["service_version"] != testVersion {
-			t.Fatalf("warnings = %+v, want one naming 4.7.0 and %s", w, testVersion)
+		if len(w) != 1 || w[0].Attrs["db_version"] != "4.9.1" || w[0].Attrs["service_version"] != testVersion {
+			t.Fatalf("warnings = %+v, want one naming 4.9.1 and %s", w, testVersion)
 		}
 		if got := rec.blocksStarted(); len(got) != 0 {
 			t.Fatalf("blocks ran: %v", got)

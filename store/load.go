@@ -190,8 +190,14 @@ func loadAuthor(opts LoadOptions) string {
 }
 
 // Load loads entries inside the caller's transaction (used by start-up blocks so a
-// block is one transaction). The second pass runs as in DB.Load.
+// block is one transaction). The second pass runs as in DB.Load. NoRevisions and the
+// author apply for the duration of the call; DryRun and BatchSize are the caller's
+// business (it owns the transaction).
 func (tx *Tx) Load(entries []*Entry, opts LoadOptions) (*LoadResult, error) {
+	prevNo, prevAuthor := tx.NoRevisions, tx.Author
+	defer func() { tx.NoRevisions, tx.Author = prevNo, prevAuthor }()
+	tx.NoRevisions = tx.NoRevisions || opts.NoRevisions
+	tx.Author = loadAuthor(opts)
 	res := &LoadResult{DryRun: opts.DryRun}
 	var retry []*Entry
 	for pass := 0; pass < 2; pass++ {
