@@ -47,6 +47,7 @@ commands:
   apikey create KEYNAME --permissions p1,p2 [--readonly] [--user LOGIN] [--expires DATE]
   apikey list | apikey revoke KEYNAME
   pipeline list | pipeline run NAME --schema a,b [--dryrun] [--wait]
+  ipam collect               create the missing ipam_ip instances for every stored ipv4 value
   backup FILE                consistent online copy of the database
   version                    print SERVICE_VERSION and SERVICE_VERSION_DATE
 
@@ -83,6 +84,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = c.backup(ctx, args)
 	case "pipeline":
 		err = c.pipeline(ctx, args)
+	case "ipam":
+		err = c.ipam(ctx, args)
 	case "version":
 		err = c.version(args)
 	case "help", "-h", "--help":
@@ -449,4 +452,27 @@ func newSecret() string {
 		panic("crypto/rand failed: " + err.Error())
 	}
 	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ipam runs "ipam collect": IP collection over all stored data (SPEC §10).
+func (c *cli) ipam(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "collect" {
+		return fmt.Errorf("usage: dataservice ipam collect")
+	}
+	var f settingFlags
+	fs := c.flags("ipam collect", &f)
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	db, _, _, err := c.open(ctx, &f, false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	n, err := db.CollectIPs(ctx, "system")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "collected %d new ipam_ip instances\n", n)
+	return nil
 }
