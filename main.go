@@ -281,13 +281,13 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 }
 
 // readLoadFiles expands files and directories (their .yml, .yaml and .json files in
-// name order) and parses them.
-func readLoadFiles(paths []string) ([]*store.Entry, []string, error) {
+// name order) and parses them; it returns the entries, per-file errors and warnings.
+func readLoadFiles(paths []string) ([]*store.Entry, []string, []string, error) {
 	var files []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if !st.IsDir() {
 			files = append(files, p)
@@ -295,7 +295,7 @@ func readLoadFiles(paths []string) ([]*store.Entry, []string, error) {
 		}
 		ents, err := os.ReadDir(p)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		var names []string
 		for _, e := range ents {
@@ -310,20 +310,21 @@ func readLoadFiles(paths []string) ([]*store.Entry, []string, error) {
 		}
 	}
 	var all []*store.Entry
-	var problems []string
+	var problems, warnings []string
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		entries, err := store.ParseDocument(filepath.Base(f), data)
+		entries, warn, err := store.ParseDocumentLenient(filepath.Base(f), data)
 		if err != nil {
 			problems = append(problems, store.ErrorMessage(err))
 			continue
 		}
+		warnings = append(warnings, warn...)
 		all = append(all, entries...)
 	}
-	return all, problems, nil
+	return all, problems, warnings, nil
 }
 
 func (c *cli) load(ctx context.Context, args []string) error {
@@ -338,9 +339,12 @@ func (c *cli) load(ctx context.Context, args []string) error {
 	if fs.NArg() == 0 {
 		return fmt.Errorf("no file or directory given")
 	}
-	entries, problems, err := readLoadFiles(fs.Args())
+	entries, problems, warnings, err := readLoadFiles(fs.Args())
 	if err != nil {
 		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(c.stderr, "warning: %s\n", w)
 	}
 	db, _, _, err := c.open(ctx, &f, false)
 	if err != nil {
@@ -380,13 +384,14 @@ func (c *cli) export(ctx context.Context, args []string) error {
 	var f settingFlags
 	fs := c.flags("export", &f)
 	schemas := fs.String("schema", "", "comma-separated schema names")
+	all := fs.Bool("all", false, "every schema, built-in classes included (users, roles, keys without secrets...)")
 	format := fs.String("format", "yaml", "yaml or json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	names := splitList(*schemas)
-	if len(names) == 0 {
-		return fmt.Errorf("--schema is required")
+	if len(names) == 0 && !*all {
+		return fmt.Errorf("--schema or --all is required")
 	}
 	if *format != "yaml" && *format != "json" {
 		return fmt.Errorf("--format %q: yaml or json", *format)
@@ -396,6 +401,11 @@ func (c *cli) export(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
+	if *all {
+		if names, err = db.SchemaNames(ctx); err != nil {
+			return err
+		}
+	}
 	return db.Export(ctx, c.stdout, names, *format)
 }
 

@@ -122,17 +122,37 @@ func TestLoadReportsBadEntriesAndExits1(t *testing.T) {
 - {classname: box, keyname: bad, size: three}
 - {classname: nosuchclass, keyname: x}
 `
-	if err := os.WriteFile(filepath.Join(dir, "a.yml"), []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
+	files := map[string]string{
+		"a.yml": doc,
+		"b.yml": "just a scalar\n",
+		"c.yml": `
+- {keyname: noclass}
+- {classname: box}
+- {classname: _schema, keyname: crate, weird: {dataformat: colour}}
+- {classname: _schema, keyname: shelf, box: {dataformat: schema, dataformat_ext: box}}
+- {classname: shelf, keyname: s1, box: missing_box}
+- {classname: shelf, keyname: s2, box: good}
+`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	code, out, stderr := runCLI(t, env, "load", dir)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
-	if !strings.Contains(out, "created 2,") || !strings.Contains(out, "errors 2") {
+	if !strings.Contains(out, "created 4,") || !strings.Contains(out, "errors 7") {
 		t.Fatalf("counts %q", out)
 	}
-	for _, want := range []string{`a.yml: entry 3 (box bad): field size: "three" is not an integer`, `unknown class "nosuchclass"`} {
+	for _, want := range []string{`a.yml: entry 3 (box bad): field size: "three" is not an integer`,
+		`a.yml: entry 4 (nosuchclass x): unknown class "nosuchclass"`,
+		`b.yml: document is not a list of objects`,
+		`c.yml: entry 1 ( noclass): entry has no classname`,
+		`c.yml: entry 2 (box ): keyname is empty`,
+		`c.yml: entry 3 (_schema crate): schema crate: field weird: unknown dataformat "colour"`,
+		`c.yml: entry 5 (shelf s1): field box: no box instance "missing_box"`} {
 		if !strings.Contains(stderr, want) {
 			t.Fatalf("stderr %q lacks %q", stderr, want)
 		}

@@ -92,20 +92,21 @@ func (s *server) load(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	if !ok {
 		return
 	}
-	entries, err := store.ParseDocument("body", body)
+	entries, warnings, err := store.ParseDocumentLenient("body", body)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	s.runLoad(w, r, entries, opts)
+	s.runLoad(w, r, entries, opts, warnings)
 }
 
-func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*store.Entry, opts store.LoadOptions) {
+func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*store.Entry, opts store.LoadOptions, warnings []string) {
 	res, err := s.db.Load(r.Context(), entries, opts)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	res.Warnings = warnings
 	if res.Messages == nil {
 		res.Messages = []store.EntryError{}
 	}
@@ -157,7 +158,7 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		s.writeError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	s.runLoad(w, r, entries, opts)
+	s.runLoad(w, r, entries, opts, nil)
 }
 
 // ParseCSV turns a CSV body (header row first) into load entries of schema: the

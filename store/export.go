@@ -165,12 +165,15 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 		_, err = w.Write(b)
 		return err
 	}
+	// Definitions first, so every instance's schema exists when the output is loaded.
 	for _, s := range schemas {
 		if !s.IsBuiltin {
 			if err := emit(s.Doc()); err != nil {
 				return err
 			}
 		}
+	}
+	for _, s := range schemas {
 		var after int64
 		for {
 			batch, err := db.Instances(ctx, s.Keyname, after, 1000)

@@ -68,6 +68,8 @@ type LoadResult struct {
 	Errors    int          `json:"errors" yaml:"errors"`
 	DryRun    bool         `json:"dryrun" yaml:"dryrun"`
 	Messages  []EntryError `json:"error_messages" yaml:"error_messages"`
+	// Warnings are problems that did not stop an entry (e.g. a repaired YAML line).
+	Warnings []string `json:"warnings,omitempty" yaml:"warnings,omitempty"`
 }
 
 // Add merges r2 into r.
@@ -104,8 +106,13 @@ func (r *LoadResult) count(outcome string) {
 
 func (r *LoadResult) fail(e *Entry, err error) {
 	r.Errors++
-	r.Messages = append(r.Messages, EntryError{File: e.File, Index: e.Index, Classname: e.Classname,
-		Keyname: e.Keyname, Message: ErrorMessage(err)})
+	cls, key := e.Classname, e.Keyname
+	if cls == "" || key == "" {
+		// prepare failed or a keyname mode rewrote nothing yet: name the entry as written.
+		cls, key = e.Key()
+	}
+	r.Messages = append(r.Messages, EntryError{File: e.File, Index: e.Index, Classname: cls,
+		Keyname: key, Message: ErrorMessage(err)})
 }
 
 // Load loads entries, committing every BatchSize entries. Each entry is applied
@@ -173,8 +180,20 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 	if err := pass(entries, false); err != nil {
 		return nil, err
 	}
-	if err := pass(retry, true); err != nil {
-		return nil, err
+	// Retry passes go on while they resolve something, so chains of forward
+	// references load; the last pass reports what is still unresolved.
+	for len(retry) > 0 {
+		list := retry
+		retry = nil
+		if err := pass(list, false); err != nil {
+			return nil, err
+		}
+		if len(retry) == len(list) {
+			retry = nil
+			if err := pass(list, true); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := flush(); err != nil {
 		return nil, err
@@ -199,18 +218,15 @@ func (tx *Tx) Load(entries []*Entry, opts LoadOptions) (*LoadResult, error) {
 	tx.NoRevisions = tx.NoRevisions || opts.NoRevisions
 	tx.Author = loadAuthor(opts)
 	res := &LoadResult{DryRun: opts.DryRun}
-	var retry []*Entry
-	for pass := 0; pass < 2; pass++ {
-		list := entries
-		if pass == 1 {
-			list = retry
-		}
+	list, last := entries, false
+	for len(list) > 0 {
+		var retry []*Entry
 		for _, e := range list {
 			outcome, err := tx.loadEntry(e, opts)
 			switch {
 			case err == nil:
 				res.count(outcome)
-			case pass == 0 && isUnresolved(err):
+			case !last && isUnresolved(err):
 				retry = append(retry, e)
 			case ErrorCode(err) == EInternal:
 				return nil, fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
@@ -218,6 +234,9 @@ func (tx *Tx) Load(entries []*Entry, opts LoadOptions) (*LoadResult, error) {
 				res.fail(e, err)
 			}
 		}
+		// Retry while a pass resolves something; the last pass reports the rest.
+		last = len(retry) == len(list)
+		list = retry
 	}
 	return res, nil
 }

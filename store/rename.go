@@ -108,7 +108,9 @@ func (tx *Tx) ConvertKeyname(in *Instance, newKey, displayname string) error {
 }
 
 // ReferencingFields lists (classname, field) pairs of `schema` fields targeting target.
-func (tx *Tx) ReferencingFields(target string) ([][2]string, error) { return tx.referencingFields(target) }
+func (tx *Tx) ReferencingFields(target string) ([][2]string, error) {
+	return tx.referencingFields(target)
+}
 
 // referencingFields lists (classname, field) pairs of `schema` fields targeting target.
 func (tx *Tx) referencingFields(target string) ([][2]string, error) {
