@@ -126,6 +126,10 @@ type Tx struct {
 	NoRevisions bool
 	// Author is the revisions' author ("system" when empty).
 	Author string
+	// writes counts the statements exec ran (every instance, revision and permission write).
+	writes int
+	// known caches instances known to exist ("class\x00key"); dropped on delete and rename.
+	known map[string]struct{}
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE).
@@ -189,6 +193,7 @@ func (tx *Tx) exec(query string, args ...any) (sql.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	tx.writes++
 	return s.ExecContext(tx.ctx, args...)
 }
 

@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -121,6 +123,9 @@ type refResolver interface {
 }
 
 func (tx *Tx) instanceExists(cls, key string) (bool, error) {
+	if _, ok := tx.known[cls+"\x00"+key]; ok {
+		return true, nil
+	}
 	var one int
 	err := tx.queryRow("SELECT 1 FROM instances WHERE classname = ? AND keyname = ?", cls, key).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -129,8 +134,22 @@ func (tx *Tx) instanceExists(cls, key string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("check %s %s: %w", cls, key, err)
 	}
+	tx.remember(cls, key)
 	return true, nil
 }
+
+// remember notes that an instance exists; forget drops the whole cache (deletes and
+// renames are rare next to reference checks).
+func (tx *Tx) remember(cls, key string) {
+	if tx.known == nil {
+		tx.known = map[string]struct{}{}
+	}
+	if len(tx.known) < 100_000 {
+		tx.known[cls+"\x00"+key] = struct{}{}
+	}
+}
+
+func (tx *Tx) forget() { tx.known = nil }
 
 // enumValues returns the values of an _enumerate instance, or nil when it is missing.
 func (tx *Tx) enumValues(name string) (map[string]bool, error) {
@@ -160,10 +179,26 @@ func EnumValues(in *Instance) map[string]bool {
 	return vals
 }
 
-// instanceDoc is the revision form of an instance, secrets masked.
-func instanceDoc(s *Schema, in *Instance) string {
+// instanceDoc is the revision form of an instance, secrets masked. dataJSON, when
+// not empty, is in.Data already encoded (and free of secrets).
+func instanceDoc(s *Schema, in *Instance, dataJSON string) string {
 	if in == nil {
 		return ""
+	}
+	if dataJSON != "" && !s.hasSecrets() {
+		// The same bytes json.Marshal would write for the map below (keys sorted).
+		var b strings.Builder
+		b.Grow(len(dataJSON) + len(in.Keyname) + len(in.Displayname) + 64)
+		b.WriteString(`{"data":`)
+		b.WriteString(dataJSON)
+		b.WriteString(`,"displayname":`)
+		b.WriteString(jsonString(in.Displayname))
+		b.WriteString(`,"is_enabled":`)
+		b.WriteString(strconv.FormatBool(in.IsEnabled))
+		b.WriteString(`,"keyname":`)
+		b.WriteString(jsonString(in.Keyname))
+		b.WriteString("}")
+		return b.String()
 	}
 	data := cloneMap(in.Data)
 	for k := range data {
@@ -282,7 +317,12 @@ func (tx *Tx) writeInstance(s *Schema, old, in *Instance, action string) error {
 		}
 		in.ID, in.CreatedAt, in.UpdatedAt = old.ID, old.CreatedAt, now
 	}
-	if err := tx.revision(in.Classname, in.Keyname, action, instanceDoc(s, old), instanceDoc(s, in)); err != nil {
+	if old == nil {
+		tx.remember(in.Classname, in.Keyname)
+	} else if old.Keyname != in.Keyname {
+		tx.forget()
+	}
+	if err := tx.revision(in.Classname, in.Keyname, action, instanceDoc(s, old, ""), instanceDoc(s, in, data)); err != nil {
 		return err
 	}
 	_, err := tx.collectIPs(s, in)
@@ -294,7 +334,8 @@ func (tx *Tx) DeleteInstance(s *Schema, in *Instance) error {
 	if _, err := tx.exec("DELETE FROM instances WHERE id = ?", in.ID); err != nil {
 		return fmt.Errorf("delete %s %s: %w", in.Classname, in.Keyname, err)
 	}
-	return tx.revision(in.Classname, in.Keyname, "delete", instanceDoc(s, in), "")
+	tx.forget()
+	return tx.revision(in.Classname, in.Keyname, "delete", instanceDoc(s, in, ""), "")
 }
 
 // SearchInstances returns a page of instances of s in id order whose keyname,
@@ -343,4 +384,10 @@ func (s *Schema) hasSecrets() bool {
 		}
 	}
 	return false
+}
+
+// jsonString is s as a JSON string, escaped as encoding/json escapes it.
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -51,16 +51,24 @@ func (tx *Tx) collectIPs(s *Schema, in *Instance) (int, error) {
 			if err != nil {
 				continue
 			}
-			exists, err := tx.instanceExists("ipam_ip", hex)
-			if err != nil {
-				return created, err
+			if _, ok := tx.known["ipam_ip\x00"+hex]; ok {
+				continue
 			}
-			if exists {
+			// One statement instead of a lookup and an insert: most addresses repeat.
+			now := tx.db.now()
+			res, err := tx.exec(`INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
+				VALUES('ipam_ip', ?, ?, 1, '{"collected":true}', ?, ?) ON CONFLICT(classname, keyname) DO NOTHING`,
+				hex, addr, now, now)
+			if err != nil {
+				return created, fmt.Errorf("collect %s: %w", addr, err)
+			}
+			tx.remember("ipam_ip", hex)
+			if n, _ := res.RowsAffected(); n == 0 {
 				continue
 			}
 			ip := &Instance{Classname: "ipam_ip", Keyname: hex, Displayname: addr, IsEnabled: true,
 				Data: map[string]any{"collected": true}}
-			if err := tx.writeInstance(ipSchema, nil, ip, "create"); err != nil {
+			if err := tx.revision("ipam_ip", hex, "create", "", instanceDoc(ipSchema, ip, `{"collected":true}`)); err != nil {
 				return created, err
 			}
 			created++

@@ -261,17 +261,14 @@ func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
 	if err := e.prepare(opts.Action); err != nil {
 		return "", err
 	}
-	if _, err := tx.exec("SAVEPOINT entry"); err != nil {
-		return "", fmt.Errorf("savepoint: %w", err)
-	}
+	// Every refusal of an entry happens before its first write, so a failed entry
+	// leaves nothing behind without a savepoint (two statements an entry saved). Should
+	// an entry ever fail after writing, the failure is made internal: the caller then
+	// rolls the whole batch back, which keeps every entry atomic.
+	written := tx.writes
 	outcome, err := tx.applyEntry(e, opts)
-	if err != nil {
-		if _, rerr := tx.exec("ROLLBACK TO entry"); rerr != nil {
-			return "", fmt.Errorf("rollback entry: %w", rerr)
-		}
-	}
-	if _, rerr := tx.exec("RELEASE entry"); rerr != nil {
-		return "", fmt.Errorf("release savepoint: %w", rerr)
+	if err != nil && tx.writes != written && ErrorCode(err) != EInternal {
+		return "", fmt.Errorf("entry failed after writing: %w", err)
 	}
 	return outcome, err
 }

@@ -48,7 +48,8 @@ func (tx *Tx) CheckRename(s *Schema, in *Instance, newKey string) error {
 // Rename changes the keyname of in to newKey and rewrites, in the same transaction,
 // every value of a `schema` field targeting s that holds the old keyname, in every
 // instance of every schema. A target that exists or that the keyname mode rejects
-// fails with an error and changes nothing. in is updated in place.
+// fails with an error and changes nothing. in is updated in place (and left as it was
+// when the rename fails).
 func (tx *Tx) Rename(s *Schema, in *Instance, newKey string) (*RenameReport, error) {
 	rep := &RenameReport{From: in.Keyname, To: newKey}
 	if newKey == in.Keyname {
@@ -60,9 +61,11 @@ func (tx *Tx) Rename(s *Schema, in *Instance, newKey string) (*RenameReport, err
 	if _, err := tx.exec("SAVEPOINT rename"); err != nil {
 		return nil, fmt.Errorf("rename: %w", err)
 	}
+	old, oldUpdated := in.Keyname, in.UpdatedAt
 	if err := tx.rename(s, in, newKey, rep); err != nil {
 		tx.exec("ROLLBACK TO rename")
 		tx.exec("RELEASE rename")
+		in.Keyname, in.UpdatedAt = old, oldUpdated
 		return nil, err
 	}
 	if _, err := tx.exec("RELEASE rename"); err != nil {
@@ -74,31 +77,24 @@ func (tx *Tx) Rename(s *Schema, in *Instance, newKey string) (*RenameReport, err
 func (tx *Tx) rename(s *Schema, in *Instance, newKey string, rep *RenameReport) error {
 	before := instanceDoc(s, in)
 	old := in.Keyname
-	if _, err := tx.exec("UPDATE instances SET keyname = ?, updated_at = ? WHERE id = ?", newKey, tx.db.now(), in.ID); err != nil {
+	now := tx.db.now()
+	if _, err := tx.exec("UPDATE instances SET keyname = ?, updated_at = ? WHERE id = ?", newKey, now, in.ID); err != nil {
 		return fmt.Errorf("rename %s %s: %w", s.Keyname, old, err)
 	}
-	in.Keyname = newKey
+	in.Keyname, in.UpdatedAt = newKey, now
 	if err := tx.revision(s.Keyname, newKey, "rename", before, instanceDoc(s, in)); err != nil {
 		return err
 	}
-	refs, err := tx.referencingFields(s.Keyname)
-	if err != nil {
-		return err
-	}
-	for _, ref := range refs {
-		n, err := tx.rewriteReferences(ref[0], ref[1], map[string]string{old: newKey})
-		if err != nil {
-			return err
-		}
-		rep.References += n
-	}
-	return nil
+	n, err := tx.RewriteAllReferences(s.Keyname, map[string]string{old: newKey})
+	rep.References += n
+	return err
 }
 
 // ConvertKeyname changes an instance's keyname (and displayname) in place, without
 // validation, cascade or revision: start-up migrations use it for bulk conversions
 // followed by one RewriteReferences pass per referencing field.
 func (tx *Tx) ConvertKeyname(in *Instance, newKey, displayname string) error {
+	tx.forget()
 	if _, err := tx.exec("UPDATE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?",
 		newKey, displayname, tx.db.now(), in.ID); err != nil {
 		return fmt.Errorf("convert %s %s: %w", in.Classname, in.Keyname, err)
@@ -132,72 +128,160 @@ func (tx *Tx) referencingFields(target string) ([][2]string, error) {
 	return out, rows.Err()
 }
 
+// RewriteAllReferences applies renames of target's instances to every `schema` field
+// referencing target, one pass per referencing schema, so an instance holding the old
+// keyname in several fields is written (and gets a revision) once. It returns the
+// number of values changed.
+func (tx *Tx) RewriteAllReferences(target string, renames map[string]string) (int, error) {
+	if len(renames) == 0 {
+		return 0, nil
+	}
+	refs, err := tx.referencingFields(target)
+	if err != nil {
+		return 0, err
+	}
+	var classes []string
+	fields := map[string][]string{}
+	for _, r := range refs {
+		if _, ok := fields[r[0]]; !ok {
+			classes = append(classes, r[0])
+		}
+		fields[r[0]] = append(fields[r[0]], r[1])
+	}
+	total := 0
+	for _, cls := range classes {
+		n, err := tx.rewriteReferences(cls, fields[cls], renames)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
 // RewriteReferences replaces, in field `field` of every instance of cls, each value
 // that is a key of renames by its new keyname. It returns the number of values changed.
 // Migrations use it to apply many renames in one pass.
 func (tx *Tx) RewriteReferences(cls, field string, renames map[string]string) (int, error) {
-	return tx.rewriteReferences(cls, field, renames)
+	return tx.rewriteReferences(cls, []string{field}, renames)
 }
 
-func (tx *Tx) rewriteReferences(cls, field string, renames map[string]string) (int, error) {
+// rewriteBatch is how many instances a reference rewrite reads at a time.
+const rewriteBatch = 1000
+
+// rewriteReferences rewrites fields of the instances of cls, a page of instances at a
+// time (memory does not grow with the number of instances). Only the data changes: the
+// rewritten instance keeps its ipv4 values, so nothing is collected (SPEC §10 collects
+// addresses when they are written; a reference rewrite writes none).
+func (tx *Tx) rewriteReferences(cls string, fields []string, renames map[string]string) (int, error) {
 	sch, err := tx.Schema(cls)
 	if err != nil {
 		return 0, err
 	}
-	path := `$."` + field + `"`
-	query := "SELECT " + instanceCols + ` FROM instances WHERE classname = ? AND json_extract(data, ?) IS NOT NULL`
-	args := []any{cls, path}
-	if len(renames) == 1 {
-		for from := range renames {
-			query += " AND EXISTS (SELECT 1 FROM json_each(instances.data, ?) WHERE json_each.value = ?)"
-			args = append(args, path, from)
+	var cond []string
+	var condArgs []any
+	for _, field := range fields {
+		path := `$."` + field + `"`
+		if len(renames) == 1 {
+			for from := range renames {
+				cond = append(cond, "EXISTS (SELECT 1 FROM json_each(instances.data, ?) WHERE json_each.value = ?)")
+				condArgs = append(condArgs, path, from)
+			}
+		} else {
+			cond = append(cond, "json_extract(data, ?) IS NOT NULL")
+			condArgs = append(condArgs, path)
 		}
 	}
-	rows, err := tx.QueryContext(tx.ctx, query, args...)
+	query := "SELECT " + instanceCols + " FROM instances WHERE classname = ? AND id > ? AND (" +
+		strings.Join(cond, " OR ") + ") ORDER BY id LIMIT ?"
+	stmt, err := tx.stmt(query)
 	if err != nil {
-		return 0, fmt.Errorf("rewrite references %s.%s: %w", cls, field, err)
+		return 0, fmt.Errorf("rewrite references %s.%s: %w", cls, strings.Join(fields, ","), err)
 	}
-	var hits []*Instance
-	for rows.Next() {
-		in, err := scanInstance(rows)
-		if err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("rewrite references %s.%s: %w", cls, field, err)
-		}
-		hits = append(hits, in)
-	}
-	rows.Close()
 	changed := 0
-	for _, in := range hits {
-		next := *in
-		next.Data = cloneMap(in.Data)
-		n := 0
+	var after int64
+	for {
+		args := append(append([]any{cls, after}, condArgs...), rewriteBatch)
+		rows, err := stmt.QueryContext(tx.ctx, args...)
+		if err != nil {
+			return changed, fmt.Errorf("rewrite references %s.%s: %w", cls, strings.Join(fields, ","), err)
+		}
+		var hits []*Instance
+		for rows.Next() {
+			in, err := scanInstance(rows)
+			if err != nil {
+				rows.Close()
+				return changed, fmt.Errorf("rewrite references %s.%s: %w", cls, strings.Join(fields, ","), err)
+			}
+			hits = append(hits, in)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return changed, fmt.Errorf("rewrite references %s.%s: %w", cls, strings.Join(fields, ","), err)
+		}
+		for _, in := range hits {
+			after = in.ID
+			n, err := tx.rewriteInstance(sch, in, fields, renames)
+			if err != nil {
+				return changed, err
+			}
+			changed += n
+		}
+		if len(hits) < rewriteBatch {
+			return changed, nil
+		}
+	}
+}
+
+// rewriteInstance applies renames to fields of in and, when a value changed, writes
+// the new data with an "update" revision. It returns the number of values changed.
+func (tx *Tx) rewriteInstance(sch *Schema, in *Instance, fields []string, renames map[string]string) (int, error) {
+	var data map[string]any
+	n := 0
+	for _, field := range fields {
 		switch v := in.Data[field].(type) {
 		case string:
 			if to, ok := renames[v]; ok {
-				next.Data[field] = to
+				if data == nil {
+					data = cloneMap(in.Data)
+				}
+				data[field] = to
 				n++
 			}
 		case []any:
-			l := make([]any, len(v))
+			var l []any
 			for i, it := range v {
-				l[i] = it
-				if s, ok := it.(string); ok {
-					if to, ok := renames[s]; ok {
-						l[i] = to
-						n++
+				s, ok := it.(string)
+				if !ok {
+					continue
+				}
+				if to, ok := renames[s]; ok {
+					if l == nil {
+						l = append([]any(nil), v...)
 					}
+					l[i] = to
+					n++
 				}
 			}
-			next.Data[field] = l
+			if l != nil {
+				if data == nil {
+					data = cloneMap(in.Data)
+				}
+				data[field] = l
+			}
 		}
-		if n == 0 {
-			continue
-		}
-		if err := tx.writeInstance(sch, in, &next, "update"); err != nil {
-			return changed, err
-		}
-		changed += n
 	}
-	return changed, nil
+	if n == 0 {
+		return 0, nil
+	}
+	next := *in
+	next.Data = data
+	next.UpdatedAt = tx.db.now()
+	if _, err := tx.exec("UPDATE instances SET data = ?, updated_at = ? WHERE id = ?", mustJSON(data), next.UpdatedAt, in.ID); err != nil {
+		return 0, fmt.Errorf("rewrite references in %s %s: %w", in.Classname, in.Keyname, err)
+	}
+	if err := tx.revision(in.Classname, in.Keyname, "update", instanceDoc(sch, in), instanceDoc(sch, &next)); err != nil {
+		return 0, err
+	}
+	return n, nil
 }
