@@ -101,37 +101,27 @@ func (c *cli) loadOne(ctx context.Context, db *store.DB, m map[string]any, done 
 }
 
 func (c *cli) apikeyList(ctx context.Context, db *store.DB) error {
-	var after int64
-	for {
-		batch, err := db.Instances(ctx, "_apikey", after, 500)
-		if err != nil {
-			return err
+	return db.EachInstance(ctx, "_apikey", func(in *store.Instance) error {
+		state := "enabled"
+		if !in.IsEnabled {
+			state = "disabled"
 		}
-		for _, in := range batch {
-			after = in.ID
-			state := "enabled"
-			if !in.IsEnabled {
-				state = "disabled"
-			}
-			ro := "read-write"
-			if b, _ := in.Data["is_readonly"].(bool); b {
-				ro = "read-only"
-			}
-			secret := "secret set"
-			if s, _ := in.Data["secret"].(string); s == "" {
-				secret = "no secret"
-			}
-			perms := fmt.Sprint(in.Data["permissions"])
-			if in.Data["permissions"] == nil {
-				perms = "[]"
-			}
-			fmt.Fprintf(c.stdout, "%s\t%s\t%s\t%s\tuser=%v\texpires=%v\tpermissions=%s\n", in.Keyname, state, ro,
-				secret, orDash(in.Data["user"]), orDash(in.Data["expires"]), perms)
+		ro := "read-write"
+		if b, _ := in.Data["is_readonly"].(bool); b {
+			ro = "read-only"
 		}
-		if len(batch) < 500 {
-			return nil
+		secret := "secret set"
+		if s, _ := in.Data["secret"].(string); s == "" {
+			secret = "no secret"
 		}
-	}
+		perms := fmt.Sprint(in.Data["permissions"])
+		if in.Data["permissions"] == nil {
+			perms = "[]"
+		}
+		fmt.Fprintf(c.stdout, "%s\t%s\t%s\t%s\tuser=%v\texpires=%v\tpermissions=%s\n", in.Keyname, state, ro,
+			secret, orDash(in.Data["user"]), orDash(in.Data["expires"]), perms)
+		return nil
+	})
 }
 
 func orDash(v any) any {

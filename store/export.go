@@ -174,21 +174,9 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 		}
 	}
 	for _, s := range schemas {
-		var after int64
-		for {
-			batch, err := db.Instances(ctx, s.Keyname, after, 1000)
-			if err != nil {
-				return err
-			}
-			for _, in := range batch {
-				if err := emit(db.InstanceDoc(ctx, s, in)); err != nil {
-					return err
-				}
-				after = in.ID
-			}
-			if len(batch) < 1000 {
-				break
-			}
+		err := db.EachInstance(ctx, s.Keyname, func(in *Instance) error { return emit(db.InstanceDoc(ctx, s, in)) })
+		if err != nil {
+			return err
 		}
 	}
 	if format == "json" {

@@ -106,6 +106,36 @@ func instancesAfter(ctx context.Context, q querier, cls string, afterID int64, l
 	return out, rows.Err()
 }
 
+// EachInstance calls fn for every instance of cls in id order, reading batches of
+// 1000 (a batch is read whole before fn sees it, so fn may write).
+func (db *DB) EachInstance(ctx context.Context, cls string, fn func(*Instance) error) error {
+	return eachInstance(func(after int64) ([]*Instance, error) { return db.Instances(ctx, cls, after, 1000) }, fn)
+}
+
+// EachInstance is EachInstance inside the transaction.
+func (tx *Tx) EachInstance(cls string, fn func(*Instance) error) error {
+	return eachInstance(func(after int64) ([]*Instance, error) { return tx.Instances(cls, after, 1000) }, fn)
+}
+
+func eachInstance(next func(after int64) ([]*Instance, error), fn func(*Instance) error) error {
+	var after int64
+	for {
+		batch, err := next(after)
+		if err != nil {
+			return err
+		}
+		for _, in := range batch {
+			if err := fn(in); err != nil {
+				return err
+			}
+			after = in.ID
+		}
+		if len(batch) < 1000 {
+			return nil
+		}
+	}
+}
+
 // CountInstances counts the instances of cls.
 func (db *DB) CountInstances(ctx context.Context, cls string) (int, error) {
 	var n int

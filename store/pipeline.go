@@ -71,21 +71,12 @@ func pipelineOf(in *Instance) *Pipeline {
 
 // Pipelines lists every pipeline in id order.
 func (db *DB) Pipelines(ctx context.Context) ([]*Pipeline, error) {
-	var out []*Pipeline
-	var after int64
-	for {
-		batch, err := db.Instances(ctx, "_pipeline", after, 500)
-		if err != nil {
-			return nil, err
-		}
-		for _, in := range batch {
-			out = append(out, pipelineOf(in))
-			after = in.ID
-		}
-		if len(batch) < 500 {
-			return out, nil
-		}
-	}
+	out := []*Pipeline{}
+	err := db.EachInstance(ctx, "_pipeline", func(in *Instance) error {
+		out = append(out, pipelineOf(in))
+		return nil
+	})
+	return out, err
 }
 
 // PipelineByName finds a pipeline by keyname.
