@@ -28,7 +28,10 @@ type DB struct {
 
 	mu      sync.RWMutex
 	schemas map[string]*Schema // read cache, dropped whenever a transaction touches schemas
-	verify  sync.Map           // verified-secret cache, see secret.go
+	// schemaGen is the schema_generation the cache was filled at; local counts local drops.
+	schemaGen int64
+	local     uint64
+	verify    sync.Map // verified-secret cache, see secret.go
 }
 
 // Options tune Open.
@@ -147,6 +150,12 @@ func (tx *Tx) DB() *DB { return tx.db }
 // Commit commits and ends the transaction.
 func (tx *Tx) Commit() error {
 	tx.closeStmts()
+	if tx.touched {
+		// Other processes (a CLI load next to the server) see the bump and drop their cache.
+		if _, err := tx.ExecContext(tx.ctx, "UPDATE schema_generation SET generation = generation + 1"); err != nil {
+			return fmt.Errorf("bump schema generation: %w", err)
+		}
+	}
 	err := tx.Tx.Commit()
 	tx.end()
 	return err

@@ -111,6 +111,15 @@ CREATE TABLE tasks (
 CREATE INDEX tasks_status ON tasks(status, created_at);
 CREATE INDEX tasks_owner ON tasks(owner_type, owner_id, created_at);
 `,
+	// 2: a counter of committed schema changes, so every process's schema cache sees
+	// changes made by the others.
+	`
+CREATE TABLE schema_generation (
+	id         INTEGER PRIMARY KEY CHECK (id = 1),
+	generation INTEGER NOT NULL
+);
+INSERT INTO schema_generation(id, generation) VALUES(1, 0);
+`,
 }
 
 // migrateLayout applies the layout changes the file has not seen yet, each in its own

@@ -75,14 +75,15 @@ func (tx *Tx) Rename(s *Schema, in *Instance, newKey string) (*RenameReport, err
 }
 
 func (tx *Tx) rename(s *Schema, in *Instance, newKey string, rep *RenameReport) error {
-	before := instanceDoc(s, in)
+	before := instanceDoc(s, in, "")
 	old := in.Keyname
 	now := tx.db.now()
 	if _, err := tx.exec("UPDATE instances SET keyname = ?, updated_at = ? WHERE id = ?", newKey, now, in.ID); err != nil {
 		return fmt.Errorf("rename %s %s: %w", s.Keyname, old, err)
 	}
 	in.Keyname, in.UpdatedAt = newKey, now
-	if err := tx.revision(s.Keyname, newKey, "rename", before, instanceDoc(s, in)); err != nil {
+	tx.forget() // the existence cache may hold the old keyname
+	if err := tx.revision(s.Keyname, newKey, "rename", before, instanceDoc(s, in, "")); err != nil {
 		return err
 	}
 	n, err := tx.RewriteAllReferences(s.Keyname, map[string]string{old: newKey})
@@ -280,7 +281,7 @@ func (tx *Tx) rewriteInstance(sch *Schema, in *Instance, fields []string, rename
 	if _, err := tx.exec("UPDATE instances SET data = ?, updated_at = ? WHERE id = ?", mustJSON(data), next.UpdatedAt, in.ID); err != nil {
 		return 0, fmt.Errorf("rewrite references in %s %s: %w", in.Classname, in.Keyname, err)
 	}
-	if err := tx.revision(in.Classname, in.Keyname, "update", instanceDoc(sch, in), instanceDoc(sch, &next)); err != nil {
+	if err := tx.revision(in.Classname, in.Keyname, "update", instanceDoc(sch, in, ""), instanceDoc(sch, &next, "")); err != nil {
 		return 0, err
 	}
 	return n, nil

@@ -95,11 +95,19 @@ func loadSchema(ctx context.Context, q querier, name string) (*Schema, error) {
 }
 
 // Schema returns the schema named name from the read cache.
+// The cache is keyed by the schema_generation counter, which every transaction
+// that changes schemas bumps, so a change made by another process is seen at once.
 func (db *DB) Schema(ctx context.Context, name string) (*Schema, error) {
+	var gen int64
+	if err := db.r.QueryRowContext(ctx, "SELECT generation FROM schema_generation").Scan(&gen); err != nil {
+		return nil, fmt.Errorf("read schema generation: %w", err)
+	}
 	db.mu.RLock()
 	s, ok := db.schemas[name]
+	fresh := ok && db.schemaGen == gen
+	local := db.local
 	db.mu.RUnlock()
-	if ok {
+	if fresh {
 		return s, nil
 	}
 	s, err := loadSchema(ctx, db.r, name)
@@ -107,10 +115,14 @@ func (db *DB) Schema(ctx context.Context, name string) (*Schema, error) {
 		return nil, err
 	}
 	db.mu.Lock()
-	if db.schemas == nil {
-		db.schemas = map[string]*Schema{}
+	// Store only when no local change dropped the cache while this read ran (it may
+	// have read the old definition).
+	if db.local == local {
+		if db.schemas == nil || db.schemaGen != gen {
+			db.schemas, db.schemaGen = map[string]*Schema{}, gen
+		}
+		db.schemas[name] = s
 	}
-	db.schemas[name] = s
 	db.mu.Unlock()
 	return s, nil
 }
@@ -119,6 +131,7 @@ func (db *DB) Schema(ctx context.Context, name string) (*Schema, error) {
 func (db *DB) dropSchemaCache() {
 	db.mu.Lock()
 	db.schemas = nil
+	db.local++
 	db.mu.Unlock()
 }
 
