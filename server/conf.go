@@ -29,11 +29,8 @@ func (s *server) confGet(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 // confPost: POST /api/conf/ — {keyname: value} updates, all validated first; p_api_conf
 // and p_conf_admin; read-only keys refused.
 func (s *server) confPost(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	if !s.writeGate(w, r, "p_api_conf") {
-		return
-	}
-	if !principalOf(r).has("p_conf_admin") {
-		s.writeError(w, r, http.StatusForbidden, "permission denied")
+	// Both permissions before the read-only check, as in the seed's order of checks.
+	if !s.writeGate(w, r, "p_api_conf", "p_conf_admin") {
 		return
 	}
 	body, ok := s.readBody(w, r)

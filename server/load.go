@@ -67,9 +67,9 @@ func (s *server) loadOptions(w http.ResponseWriter, r *http.Request) (store.Load
 	return opts, true
 }
 
-// writeGate applies an endpoint's permission and refuses read-only keys.
-func (s *server) writeGate(w http.ResponseWriter, r *http.Request, perm string) bool {
-	if s.denied(w, r, perm) {
+// writeGate applies an endpoint's permissions, then refuses read-only keys.
+func (s *server) writeGate(w http.ResponseWriter, r *http.Request, perms ...string) bool {
+	if s.denied(w, r, perms...) {
 		return false
 	}
 	if principalOf(r).readOnly() {

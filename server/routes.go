@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -19,6 +20,12 @@ func (s *server) routes() http.Handler {
 		s.writeError(w, req, http.StatusNotFound, "not found")
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// Methods outside allMethods (TRACE, extension methods) on the seed's pipeline
+		// paths still get the permission check before the method check.
+		if rest, ok := strings.CutPrefix(req.URL.Path, "/api/pipelines"); ok && strings.HasPrefix(rest, "/") {
+			s.api(s.pipelines)(w, req, httprouter.Params{{Key: "rest", Value: rest}})
+			return
+		}
 		s.writeError(w, req, http.StatusMethodNotAllowed, "method not allowed")
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {

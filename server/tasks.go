@@ -31,6 +31,19 @@ func (s *server) visibleTask(r *http.Request, handle string) (*tasks.Task, error
 	return nil, notFound
 }
 
+// shown fills a task's empty result lists, so replies carry [] rather than null (SPEC §8.3).
+func shown(t *tasks.Task) *tasks.Task {
+	if t.Result != nil {
+		if t.Result.Changes == nil {
+			t.Result.Changes = []tasks.Change{}
+		}
+		if t.Result.ErrorMessages == nil {
+			t.Result.ErrorMessages = []string{}
+		}
+	}
+	return t
+}
+
 // taskDetail: GET /api/tasks/<handle>/ — the target of task_url.
 func (s *server) taskDetail(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	if s.denied(w, r, "p_pipeline_run") {
@@ -41,7 +54,7 @@ func (s *server) taskDetail(w http.ResponseWriter, r *http.Request, ps httproute
 		s.fail(w, r, err)
 		return
 	}
-	s.reply(w, r, http.StatusOK, t)
+	s.reply(w, r, http.StatusOK, shown(t))
 }
 
 type taskListReply struct {
@@ -82,6 +95,9 @@ func (s *server) taskList(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		s.fail(w, r, err)
 		return
 	}
+	for _, t := range list {
+		shown(t)
+	}
 	s.reply(w, r, http.StatusOK, taskListReply{Count: len(list), Tasks: list})
 }
 
@@ -105,5 +121,5 @@ func (s *server) taskCancel(w http.ResponseWriter, r *http.Request, ps httproute
 		s.fail(w, r, err)
 		return
 	}
-	s.reply(w, r, http.StatusOK, t)
+	s.reply(w, r, http.StatusOK, shown(t))
 }

@@ -131,6 +131,8 @@ type Tx struct {
 	Author string
 	// writes counts the statements exec ran (every instance, revision and permission write).
 	writes int
+	// sawExisting turns the loader's insert-first path off once an entry existed.
+	sawExisting bool
 	// known caches instances known to exist ("class\x00key"); dropped on delete and rename.
 	known map[string]struct{}
 }

@@ -323,16 +323,36 @@ func checkCardinality(s *Schema, data map[string]any) error {
 
 // writeInstance inserts (old == nil) or updates the row and writes the revision.
 func (tx *Tx) writeInstance(s *Schema, old, in *Instance, action string) error {
+	_, err := tx.write(s, old, in, action, false)
+	return err
+}
+
+// insertIfAbsent inserts in unless its keyname exists, in which case it writes nothing
+// and reports false.
+func (tx *Tx) insertIfAbsent(s *Schema, in *Instance) (bool, error) {
+	return tx.write(s, nil, in, "create", true)
+}
+
+const insertInstance = `INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
+	VALUES(?, ?, ?, ?, ?, ?, ?)`
+
+func (tx *Tx) write(s *Schema, old, in *Instance, action string, ifAbsent bool) (bool, error) {
 	now := tx.db.now()
 	data := mustJSON(in.Data)
 	if old == nil {
-		res, err := tx.exec(`INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-			VALUES(?, ?, ?, ?, ?, ?, ?)`, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
+		q := insertInstance
+		if ifAbsent {
+			q += " ON CONFLICT(classname, keyname) DO NOTHING"
+		}
+		res, err := tx.exec(q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") {
-				return Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
+				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
 			}
-			return fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
+			return false, fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return false, nil
 		}
 		in.ID, _ = res.LastInsertId()
 		in.CreatedAt, in.UpdatedAt = now, now
@@ -341,9 +361,9 @@ func (tx *Tx) writeInstance(s *Schema, old, in *Instance, action string) error {
 			WHERE id = ?`, in.Keyname, in.Displayname, in.IsEnabled, data, now, old.ID)
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") {
-				return Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
+				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
 			}
-			return fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
+			return false, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
 		}
 		in.ID, in.CreatedAt, in.UpdatedAt = old.ID, old.CreatedAt, now
 	}
@@ -353,10 +373,10 @@ func (tx *Tx) writeInstance(s *Schema, old, in *Instance, action string) error {
 		tx.forget()
 	}
 	if err := tx.revision(in.Classname, in.Keyname, action, instanceDoc(s, old, ""), instanceDoc(s, in, data)); err != nil {
-		return err
+		return false, err
 	}
 	_, err := tx.collectIPs(s, in)
-	return err
+	return err == nil, err
 }
 
 // DeleteInstance deletes an instance and writes its revision.

@@ -400,6 +400,21 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 	if err := resolveKeyname(s, e); err != nil {
 		return "", err
 	}
+	// Insert first while entries keep being new (an initial load): one statement
+	// instead of a lookup and an insert. When the keyname exists, or the entry is not
+	// valid as a new object, the lookup path below decides with the stored object.
+	if e.Action == "create" && !tx.sawExisting && CanWrite(opts.Auth, s, "create") {
+		if next, err := tx.buildInstance(s, e, nil); err == nil {
+			inserted, err := tx.insertIfAbsent(s, next)
+			if err != nil {
+				return "", err
+			}
+			if inserted {
+				return OutCreated, nil
+			}
+			tx.sawExisting = true
+		}
+	}
 	old, err := tx.Instance(s.Keyname, e.Keyname)
 	if err != nil && !IsNotFound(err) {
 		return "", err
@@ -442,6 +457,27 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 		}
 		return map[bool]string{true: OutEnabled, false: OutDisabled}[want], nil
 	}
+	next, err := tx.buildInstance(s, e, old)
+	if err != nil {
+		return "", err
+	}
+	if old != nil && old.Displayname == next.Displayname && old.IsEnabled == next.IsEnabled &&
+		mustJSON(old.Data) == mustJSON(next.Data) {
+		return OutUnchanged, nil
+	}
+	action, outcome := "update", OutUpdated
+	if old == nil {
+		action, outcome = "create", OutCreated
+	}
+	if err := tx.writeInstance(s, old, next, action); err != nil {
+		return "", err
+	}
+	return outcome, nil
+}
+
+// buildInstance merges the entry into old (nil: a new object with the fields'
+// defaults) and validates every value.
+func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance) (*Instance, error) {
 	next := &Instance{Classname: s.Keyname, Keyname: e.Keyname, IsEnabled: true, Data: map[string]any{}}
 	if old != nil {
 		next.Displayname, next.IsEnabled, next.Data = old.Displayname, old.IsEnabled, cloneMap(old.Data)
@@ -465,13 +501,13 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 			text, _ := scalarText(v)
 			norm, _ := NormalizePipelineContent(text)
 			if err := CheckPipeline(norm); err != nil {
-				return "", Errorf(EInvalid, "content: %v", err)
+				return nil, Errorf(EInvalid, "content: %v", err)
 			}
 			v = norm
 		}
 		nv, present, err := f.normalize(v, tx)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		if present {
 			next.Data[k] = nv
@@ -490,20 +526,9 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 		}
 	}
 	if err := checkCardinality(s, next.Data); err != nil {
-		return "", err
+		return nil, err
 	}
-	if old != nil && old.Displayname == next.Displayname && old.IsEnabled == next.IsEnabled &&
-		mustJSON(old.Data) == mustJSON(next.Data) {
-		return OutUnchanged, nil
-	}
-	action, outcome := "update", OutUpdated
-	if old == nil {
-		action, outcome = "create", OutCreated
-	}
-	if err := tx.writeInstance(s, old, next, action); err != nil {
-		return "", err
-	}
-	return outcome, nil
+	return next, nil
 }
 
 // CanRead reports whether auth may read instances of s: the schema's p_read, else
