@@ -1,7 +1,10 @@
 package bootstrap
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net/netip"
+	"slices"
 
 	"dataservice/store"
 )
@@ -17,66 +20,73 @@ func (s *starter) block480(tx *store.Tx) error {
 	if err != nil {
 		return err
 	}
-	renames := map[string]string{}
+	// The converted addresses, as numbers: 4 bytes each rather than a map of keynames.
+	converted := map[uint32]struct{}{}
 	skipped := 0
 	var after int64
 	for {
-		batch, err := tx.Instances("ipam_ip", after, 1000)
+		batch, err := tx.InstanceKeys("ipam_ip", "", after, 1000)
 		if err != nil {
 			return err
 		}
 		for _, in := range batch {
 			after = in.ID
-			if !store.IsDottedIPv4(in.Keyname) {
+			num, ok := ipv4Number(in.Keyname)
+			if !ok {
 				continue
 			}
-			hex, _ := store.HexIP(in.Keyname)
-			taken, err := tx.Instance("ipam_ip", hex)
-			if err == nil && taken.ID != in.ID {
+			dotted := in.Keyname // ConvertKeyname updates in.Keyname to hex
+			hex, _ := store.HexIP(dotted)
+			err := tx.ConvertKeyname(in, hex, dotted)
+			if store.ErrorCode(err) == store.EConflict {
 				s.log.Warn("4.8.0: hex keyname already exists; dotted ipam_ip left as is",
-					"keyname", in.Keyname, "hex", hex)
+					"keyname", dotted, "hex", hex)
 				skipped++
 				continue
 			}
-			if err != nil && !store.IsNotFound(err) {
-				return err
+			if err != nil {
+				return fmt.Errorf("convert ipam_ip %s: %w", dotted, err)
 			}
-			if err := tx.ConvertKeyname(in, hex, in.Keyname); err != nil {
-				return fmt.Errorf("convert ipam_ip %s: %w", in.Keyname, err)
-			}
-			renames[in.Keyname] = hex
+			converted[num] = struct{}{}
 		}
 		if len(batch) < 1000 {
 			break
 		}
 	}
-	refs, err := s.rewriteRefs(tx, "ipam_ip", renames)
-	if err != nil {
-		return err
+	refs := 0
+	if len(converted) > 0 {
+		refs, err = tx.RewriteAllReferencesFunc("ipam_ip", func(old string) (string, bool) {
+			num, ok := ipv4Number(old)
+			if _, done := converted[num]; !ok || !done {
+				return "", false
+			}
+			hex, _ := store.HexIP(old)
+			return hex, true
+		})
+		if err != nil {
+			return err
+		}
 	}
-	s.log.Info("4.8.0: ipam_ip keynames converted to hexip", "converted", len(renames), "skipped", skipped,
+	s.log.Info("4.8.0: ipam_ip keynames converted to hexip", "converted", len(converted), "skipped", skipped,
 		"references_updated", refs)
 	return s.reload(tx, "20_home.yml", []string{"_home:ipam"}, "")
 }
 
-// rewriteRefs applies renames of target's instances to every schema field referencing target.
+// ipv4Number is the number of a canonical dotted IPv4 address (ok is false for
+// anything else, as store.IsDottedIPv4).
+func ipv4Number(s string) (uint32, bool) {
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is4() || a.String() != s {
+		return 0, false
+	}
+	b := a.As4()
+	return binary.BigEndian.Uint32(b[:]), true
+}
+
+// rewriteRefs applies renames of target's instances to every schema field referencing
+// target, in one pass per referencing schema.
 func (s *starter) rewriteRefs(tx *store.Tx, target string, renames map[string]string) (int, error) {
-	if len(renames) == 0 {
-		return 0, nil
-	}
-	fields, err := tx.ReferencingFields(target)
-	if err != nil {
-		return 0, err
-	}
-	total := 0
-	for _, f := range fields {
-		n, err := tx.RewriteReferences(f[0], f[1], renames)
-		if err != nil {
-			return total, err
-		}
-		total += n
-	}
-	return total, nil
+	return tx.RewriteAllReferences(target, renames)
 }
 
 // block490 makes ipam_subnet keynames strict CIDRs: an instance whose `subnet` field is
@@ -96,7 +106,7 @@ func (s *starter) block490(tx *store.Tx) error {
 		conflicts = map[int64]string{}
 		var after int64
 		for {
-			batch, err := tx.Instances("ipam_subnet", after, 1000)
+			batch, err := tx.InstanceKeys("ipam_subnet", "subnet", after, 1000)
 			if err != nil {
 				return err
 			}
@@ -112,16 +122,14 @@ func (s *starter) block490(tx *store.Tx) error {
 					invalid[in.ID] = true
 					continue
 				}
-				taken, err := tx.Instance("ipam_subnet", cidr)
-				if err == nil && taken.ID != in.ID {
-					conflicts[in.ID] = in.Keyname + " -> " + cidr + ": ipam_subnet " + cidr + " already exists"
+				old := in.Keyname
+				err := tx.ConvertKeyname(in, cidr, in.Displayname)
+				if store.ErrorCode(err) == store.EConflict {
+					// Taken, perhaps by an instance a later pass renames away.
+					conflicts[in.ID] = old + " -> " + cidr + ": ipam_subnet " + cidr + " already exists"
 					continue
 				}
-				if err != nil && !store.IsNotFound(err) {
-					return err
-				}
-				old := in.Keyname
-				if err := tx.ConvertKeyname(in, cidr, in.Displayname); err != nil {
+				if err != nil {
 					return err
 				}
 				// An instance is renamed at most once (afterwards keyname == subnet), and the
@@ -135,8 +143,13 @@ func (s *starter) block490(tx *store.Tx) error {
 			}
 		}
 	}
-	for _, msg := range conflicts {
-		s.log.Warn("4.9.0: rename reported errors; instance skipped", "error", msg)
+	ids := make([]int64, 0, len(conflicts))
+	for id := range conflicts {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		s.log.Warn("4.9.0: rename reported errors; instance skipped", "error", conflicts[id])
 	}
 	refs, err := s.rewriteRefs(tx, "ipam_subnet", renames)
 	if err != nil {

@@ -596,3 +596,57 @@ func TestCollectIPsOverStoredData(t *testing.T) {
 		}
 	})
 }
+
+func TestConvertKeyname(t *testing.T) {
+	ctx := context.Background()
+	db := cascadeDB(t)
+	revs := queryInt(t, db, "SELECT count(*) FROM revisions")
+	var conflict error
+	var in *store.Instance
+	var keys []*store.Instance
+	err := db.WithTx(ctx, func(tx *store.Tx) error {
+		var err error
+		if in, err = tx.Instance("ipam_subnet", "10.1.0.0/16"); err != nil {
+			return err
+		}
+		conflict = tx.ConvertKeyname(in, "10.2.0.0/16", "taken")
+		if err := tx.ConvertKeyname(in, "10.9.0.0/16", "converted"); err != nil {
+			return err
+		}
+		keys, err = tx.InstanceKeys("ipam_subnet", "site", 0, 2)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a keyname held by another instance is a conflict and the transaction goes on", func(t *testing.T) {
+		if got, want := store.ErrorCode(conflict), store.EConflict; got != want {
+			t.Fatalf("error code = %q (%v), want %q", got, conflict, want)
+		}
+		sub := instance(t, db, "ipam_subnet", "10.9.0.0/16")
+		if got, want := fmt.Sprintf("%d %s %s", sub.ID, sub.Displayname, fmtValue(sub.Data["site"])),
+			fmt.Sprintf("%d converted string(hq)", in.ID); got != want {
+			t.Fatalf("converted subnet = %s, want %s", got, want)
+		}
+		if got, want := instance(t, db, "ipam_subnet", "10.2.0.0/16").Displayname, ""; got != want {
+			t.Fatalf("10.2.0.0/16 displayname = %q, want %q", got, want)
+		}
+	})
+	t.Run("no cascade and no revision", func(t *testing.T) {
+		if got, want := cascadeField(t, db, "rack", "r1", "uplink"), "string(10.1.0.0/16)"; got != want {
+			t.Fatalf("r1 uplink = %s, want %s", got, want)
+		}
+		if got, want := queryInt(t, db, "SELECT count(*) FROM revisions"), revs; got != want {
+			t.Fatalf("revisions = %d, want %d", got, want)
+		}
+	})
+	t.Run("InstanceKeys reads keynames and a text field a page at a time", func(t *testing.T) {
+		var got []string
+		for _, k := range keys {
+			got = append(got, fmt.Sprintf("%s=%v", k.Keyname, k.Data["site"]))
+		}
+		if g, w := strings.Join(got, " "), "10.9.0.0/16=hq 10.2.0.0/16=<nil>"; g != w {
+			t.Fatalf("InstanceKeys = %s, want %s", g, w)
+		}
+	})
+}

@@ -231,13 +231,40 @@ func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
 	return tx.Commit()
 }
 
-// Backup writes a consistent copy of the database to dest with VACUUM INTO.
+// Backup writes a consistent copy of the database to dest with VACUUM INTO. The copy
+// is written under a temporary name beside dest (`<dest>.*.partial`) and renamed when
+// complete: a crash mid-copy must not leave a truncated file under a backup's name.
 func (db *DB) Backup(ctx context.Context, dest string) error {
 	if _, err := os.Stat(dest); err == nil {
 		return Errorf(EConflict, "backup %s: file exists", dest)
 	}
-	if _, err := db.w.ExecContext(ctx, "VACUUM INTO ?", dest); err != nil {
+	// VACUUM INTO accepts an existing file only when it is empty.
+	f, err := os.CreateTemp(filepath.Dir(dest), filepath.Base(dest)+".*.partial")
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", dest, err)
+	}
+	tmp := f.Name()
+	f.Close()
+	if err := db.vacuumInto(ctx, tmp); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("backup %s: %w", dest, err)
+	}
+	if err := os.Rename(tmp, dest); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("backup %s: %w", dest, err)
 	}
 	return nil
+}
+
+// vacuumInto copies the database into the empty file path and syncs it.
+func (db *DB) vacuumInto(ctx context.Context, path string) error {
+	if _, err := db.w.ExecContext(ctx, "VACUUM INTO ?", path); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }

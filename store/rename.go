@@ -1,6 +1,7 @@
 package store
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 )
@@ -93,15 +94,58 @@ func (tx *Tx) rename(s *Schema, in *Instance, newKey string, rep *RenameReport) 
 
 // ConvertKeyname changes an instance's keyname (and displayname) in place, without
 // validation, cascade or revision: start-up migrations use it for bulk conversions
-// followed by one RewriteReferences pass per referencing field.
+// followed by one RewriteAllReferences pass. When another instance of the class holds
+// newKey, nothing changes and the error is EConflict; the transaction goes on.
 func (tx *Tx) ConvertKeyname(in *Instance, newKey, displayname string) error {
 	tx.forget()
-	if _, err := tx.exec("UPDATE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?",
-		newKey, displayname, tx.db.now(), in.ID); err != nil {
+	res, err := tx.exec("UPDATE OR IGNORE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?",
+		newKey, displayname, tx.db.now(), in.ID)
+	if err != nil {
 		return fmt.Errorf("convert %s %s: %w", in.Classname, in.Keyname, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		// The unique (classname, keyname) index refused the row, or the row is gone.
+		if exists, xerr := tx.instanceExists(in.Classname, newKey); xerr == nil && exists {
+			return Errorf(EConflict, "%s %q already exists", in.Classname, newKey)
+		}
+		return Errorf(ENotFound, "convert %s %s: instance not found", in.Classname, in.Keyname)
 	}
 	in.Keyname, in.Displayname = newKey, displayname
 	return nil
+}
+
+// InstanceKeys lists up to limit instances of cls with id > afterID, in id order,
+// reading only id, keyname, displayname and, when field is not empty, the value of
+// field if it is text (in Data[field]): the light scan of bulk keyname conversions.
+func (tx *Tx) InstanceKeys(cls, field string, afterID int64, limit int) ([]*Instance, error) {
+	value, args := "NULL", []any{cls, afterID, limit}
+	if field != "" {
+		path := `$."` + field + `"`
+		value, args = "CASE WHEN json_type(data, ?) = 'text' THEN json_extract(data, ?) END", append([]any{path, path}, args...)
+	}
+	stmt, err := tx.stmt("SELECT id, keyname, displayname, " + value +
+		" FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?")
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", cls, err)
+	}
+	rows, err := stmt.QueryContext(tx.ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", cls, err)
+	}
+	defer rows.Close()
+	var out []*Instance
+	for rows.Next() {
+		in := &Instance{Classname: cls}
+		var v sql.NullString
+		if err := rows.Scan(&in.ID, &in.Keyname, &in.Displayname, &v); err != nil {
+			return nil, fmt.Errorf("list %s: %w", cls, err)
+		}
+		if v.Valid {
+			in.Data = map[string]any{field: v.String}
+		}
+		out = append(out, in)
+	}
+	return out, rows.Err()
 }
 
 // ReferencingFields lists (classname, field) pairs of `schema` fields targeting target.
@@ -137,6 +181,17 @@ func (tx *Tx) RewriteAllReferences(target string, renames map[string]string) (in
 	if len(renames) == 0 {
 		return 0, nil
 	}
+	return tx.rewriteAll(target, renamesFilter(renames), mapRename(renames))
+}
+
+// RewriteAllReferencesFunc is RewriteAllReferences with the renames given by a rule:
+// rename(old) returns the new keyname and true for a value to rewrite. Bulk conversions
+// use it so they need not hold a map of every keyname they changed.
+func (tx *Tx) RewriteAllReferencesFunc(target string, rename func(old string) (string, bool)) (int, error) {
+	return tx.rewriteAll(target, "", rename)
+}
+
+func (tx *Tx) rewriteAll(target, only string, rename func(string) (string, bool)) (int, error) {
 	refs, err := tx.referencingFields(target)
 	if err != nil {
 		return 0, err
@@ -151,7 +206,7 @@ func (tx *Tx) RewriteAllReferences(target string, renames map[string]string) (in
 	}
 	total := 0
 	for _, cls := range classes {
-		n, err := tx.rewriteReferences(cls, fields[cls], renames)
+		n, err := tx.rewriteReferences(cls, fields[cls], only, rename)
 		total += n
 		if err != nil {
 			return total, err
@@ -162,19 +217,40 @@ func (tx *Tx) RewriteAllReferences(target string, renames map[string]string) (in
 
 // RewriteReferences replaces, in field `field` of every instance of cls, each value
 // that is a key of renames by its new keyname. It returns the number of values changed.
-// Migrations use it to apply many renames in one pass.
 func (tx *Tx) RewriteReferences(cls, field string, renames map[string]string) (int, error) {
-	return tx.rewriteReferences(cls, []string{field}, renames)
+	if len(renames) == 0 {
+		return 0, nil
+	}
+	return tx.rewriteReferences(cls, []string{field}, renamesFilter(renames), mapRename(renames))
+}
+
+// renamesFilter is the one old keyname of a single rename (the scan then reads only the
+// instances holding it), else "".
+func renamesFilter(renames map[string]string) string {
+	if len(renames) == 1 {
+		for from := range renames {
+			return from
+		}
+	}
+	return ""
+}
+
+func mapRename(renames map[string]string) func(string) (string, bool) {
+	return func(old string) (string, bool) {
+		to, ok := renames[old]
+		return to, ok
+	}
 }
 
 // rewriteBatch is how many instances a reference rewrite reads at a time.
 const rewriteBatch = 1000
 
 // rewriteReferences rewrites fields of the instances of cls, a page of instances at a
-// time (memory does not grow with the number of instances). Only the data changes: the
-// rewritten instance keeps its ipv4 values, so nothing is collected (SPEC §10 collects
-// addresses when they are written; a reference rewrite writes none).
-func (tx *Tx) rewriteReferences(cls string, fields []string, renames map[string]string) (int, error) {
+// time (memory does not grow with the number of instances); only (when set) restricts
+// the scan to instances holding that value. Only the data changes: the rewritten
+// instance keeps its ipv4 values, so nothing is collected (SPEC §10 collects addresses
+// when they are written; a reference rewrite writes none).
+func (tx *Tx) rewriteReferences(cls string, fields []string, only string, rename func(string) (string, bool)) (int, error) {
 	sch, err := tx.Schema(cls)
 	if err != nil {
 		return 0, err
@@ -183,11 +259,9 @@ func (tx *Tx) rewriteReferences(cls string, fields []string, renames map[string]
 	var condArgs []any
 	for _, field := range fields {
 		path := `$."` + field + `"`
-		if len(renames) == 1 {
-			for from := range renames {
-				cond = append(cond, "EXISTS (SELECT 1 FROM json_each(instances.data, ?) WHERE json_each.value = ?)")
-				condArgs = append(condArgs, path, from)
-			}
+		if only != "" {
+			cond = append(cond, "EXISTS (SELECT 1 FROM json_each(instances.data, ?) WHERE json_each.value = ?)")
+			condArgs = append(condArgs, path, only)
 		} else {
 			cond = append(cond, "json_extract(data, ?) IS NOT NULL")
 			condArgs = append(condArgs, path)
@@ -222,7 +296,7 @@ func (tx *Tx) rewriteReferences(cls string, fields []string, renames map[string]
 		}
 		for _, in := range hits {
 			after = in.ID
-			n, err := tx.rewriteInstance(sch, in, fields, renames)
+			n, err := tx.rewriteInstance(sch, in, fields, rename)
 			if err != nil {
 				return changed, err
 			}
@@ -234,15 +308,15 @@ func (tx *Tx) rewriteReferences(cls string, fields []string, renames map[string]
 	}
 }
 
-// rewriteInstance applies renames to fields of in and, when a value changed, writes
+// rewriteInstance applies rename to fields of in and, when a value changed, writes
 // the new data with an "update" revision. It returns the number of values changed.
-func (tx *Tx) rewriteInstance(sch *Schema, in *Instance, fields []string, renames map[string]string) (int, error) {
+func (tx *Tx) rewriteInstance(sch *Schema, in *Instance, fields []string, rename func(string) (string, bool)) (int, error) {
 	var data map[string]any
 	n := 0
 	for _, field := range fields {
 		switch v := in.Data[field].(type) {
 		case string:
-			if to, ok := renames[v]; ok {
+			if to, ok := rename(v); ok {
 				if data == nil {
 					data = cloneMap(in.Data)
 				}
@@ -256,7 +330,7 @@ func (tx *Tx) rewriteInstance(sch *Schema, in *Instance, fields []string, rename
 				if !ok {
 					continue
 				}
-				if to, ok := renames[s]; ok {
+				if to, ok := rename(s); ok {
 					if l == nil {
 						l = append([]any(nil), v...)
 					}
@@ -280,6 +354,9 @@ func (tx *Tx) rewriteInstance(sch *Schema, in *Instance, fields []string, rename
 	next.UpdatedAt = tx.db.now()
 	if _, err := tx.exec("UPDATE instances SET data = ?, updated_at = ? WHERE id = ?", mustJSON(data), next.UpdatedAt, in.ID); err != nil {
 		return 0, fmt.Errorf("rewrite references in %s %s: %w", in.Classname, in.Keyname, err)
+	}
+	if tx.NoRevisions { // skip building the revision documents (migrations rewrite many)
+		return n, nil
 	}
 	if err := tx.revision(in.Classname, in.Keyname, "update", instanceDoc(sch, in, ""), instanceDoc(sch, &next, "")); err != nil {
 		return 0, err
