@@ -48,6 +48,7 @@ const testSchemas = `
   keyname: site
   displayname: Sites
   city: {dataformat: string}
+  note: {dataformat: string}
 `
 
 // logRecord is one record a logRecorder saw, attributes rendered as text.
@@ -162,11 +163,14 @@ func templatePath() (string, error) {
 	return template.path, template.err
 }
 
-// TestMain removes the template database after the tests.
+// TestMain removes the template and benchmark databases after the run.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if template.path != "" {
 		os.RemoveAll(filepath.Dir(template.path))
+	}
+	if benchFiles.dir != "" {
+		os.RemoveAll(benchFiles.dir)
 	}
 	os.Exit(code)
 }
@@ -377,8 +381,17 @@ func dumpData(tb testing.TB, db *store.DB) map[string]string {
 	return out
 }
 
-// instanceRows maps keyname to the full row (all columns) of every instance of cls.
-func instanceRows(tb testing.TB, db *store.DB, cls string) map[string]string {
+// instRow is a stored instance row, every column as stored.
+type instRow struct {
+	ID               int64
+	Displayname      string
+	Enabled          int64
+	Data             string
+	Created, Updated string
+}
+
+// instanceRows maps keyname to the stored row of every instance of cls.
+func instanceRows(tb testing.TB, db *store.DB, cls string) map[string]instRow {
 	tb.Helper()
 	rows, err := db.Reader().QueryContext(context.Background(), `SELECT id, keyname, displayname, is_enabled, data,
 		created_at, updated_at FROM instances WHERE classname = ? ORDER BY id`, cls)
@@ -386,14 +399,14 @@ func instanceRows(tb testing.TB, db *store.DB, cls string) map[string]string {
 		tb.Fatalf("read %s: %v", cls, err)
 	}
 	defer rows.Close()
-	out := map[string]string{}
+	out := map[string]instRow{}
 	for rows.Next() {
-		var id, enabled int64
-		var key, disp, data, created, updated string
-		if err := rows.Scan(&id, &key, &disp, &enabled, &data, &created, &updated); err != nil {
+		var r instRow
+		var key string
+		if err := rows.Scan(&r.ID, &key, &r.Displayname, &r.Enabled, &r.Data, &r.Created, &r.Updated); err != nil {
 			tb.Fatalf("read %s: %v", cls, err)
 		}
-		out[key] = fmt.Sprintf("id=%d displayname=%q enabled=%d data=%s created=%s updated=%s", id, disp, enabled, data, created, updated)
+		out[key] = r
 	}
 	if err := rows.Err(); err != nil {
 		tb.Fatalf("read %s: %v", cls, err)
@@ -530,21 +543,41 @@ const markerPipeline = `
 - field_append: ['', note, X]
 `
 
-// checkMarkedOnce verifies that every one of the n hosts got exactly one marker, and
-// that the task wrote exactly one update revision per host.
-func checkMarkedOnce(tb testing.TB, db *store.DB, handle string, n int) {
+// checkMarkedOnce verifies that every one of the n instances of cls got exactly one
+// marker, and that the task wrote exactly one update revision for each.
+func checkMarkedOnce(tb testing.TB, db *store.DB, handle, cls string, n int) {
 	tb.Helper()
-	if got, want := queryInt(tb, db, "SELECT count(*) FROM instances WHERE classname = 'host'"), n; got != want {
-		tb.Fatalf("hosts: %d, want %d", got, want)
+	if got, want := queryInt(tb, db, "SELECT count(*) FROM instances WHERE classname = ?", cls), n; got != want {
+		tb.Fatalf("%s instances: %d, want %d", cls, got, want)
 	}
-	if got, want := queryInt(tb, db, "SELECT count(*) FROM instances WHERE classname = 'host' AND data ->> 'note' = 'nX'"), n; got != want {
-		bad := queryString(tb, db, "SELECT group_concat(keyname || '=' || (data ->> 'note')) FROM (SELECT * FROM instances WHERE classname = 'host' AND data ->> 'note' != 'nX' LIMIT 5)")
-		tb.Fatalf("hosts with exactly one marker: %d, want %d (e.g. %s)", got, want, bad)
+	if got, want := markedCount(tb, db, cls), n; got != want {
+		bad := queryString(tb, db, `SELECT group_concat(keyname || '=' || (data ->> 'note')) FROM (SELECT * FROM instances
+			WHERE classname = ? AND data ->> 'note' != 'nX' LIMIT 5)`, cls)
+		tb.Fatalf("%s instances with exactly one marker: %d, want %d (e.g. %s)", cls, got, want, bad)
 	}
-	if got, want := queryInt(tb, db, "SELECT count(*) FROM revisions WHERE classname = 'host' AND author = ?", "task:"+handle), n; got != want {
-		tb.Fatalf("revisions by task:%s: %d, want %d", handle, got, want)
+	if got, want := queryInt(tb, db, "SELECT count(*) FROM revisions WHERE classname = ? AND author = ?", cls, "task:"+handle), n; got != want {
+		tb.Fatalf("%s revisions by task:%s: %d, want %d", cls, handle, got, want)
 	}
-	if got, want := queryInt(tb, db, "SELECT count(DISTINCT keyname) FROM revisions WHERE classname = 'host' AND action = 'update' AND author = ?", "task:"+handle), n; got != want {
-		tb.Fatalf("hosts with an update revision: %d, want %d", got, want)
+	if got, want := queryInt(tb, db, `SELECT count(DISTINCT keyname) FROM revisions WHERE classname = ? AND action = 'update'
+		AND author = ?`, cls, "task:"+handle), n; got != want {
+		tb.Fatalf("%s instances with an update revision: %d, want %d", cls, got, want)
 	}
+}
+
+// markedCount counts the instances of cls whose note holds exactly one marker.
+func markedCount(tb testing.TB, db *store.DB, cls string) int {
+	tb.Helper()
+	return queryInt(tb, db, "SELECT count(*) FROM instances WHERE classname = ? AND data ->> 'note' = 'nX'", cls)
+}
+
+// taskColumn reads one column of a task row as text.
+func taskColumn(tb testing.TB, db *store.DB, handle, column string) string {
+	tb.Helper()
+	return queryString(tb, db, "SELECT "+column+" FROM tasks WHERE handle = ?", handle)
+}
+
+// progressDone reads a task's progress_done.
+func progressDone(tb testing.TB, db *store.DB, handle string) int {
+	tb.Helper()
+	return queryInt(tb, db, "SELECT progress_done FROM tasks WHERE handle = ?", handle)
 }

@@ -28,12 +28,20 @@ type pipelineRun struct {
 	rules  *rules.Pipeline
 	res    *Result
 	now    time.Time
+	// renamed is set when a rename (which rewrites references in other instances)
+	// was applied in the current batch.
+	renamed bool
 }
 
 // runPipeline processes the task's schemas in batches from its checkpoint. It returns
 // the final status and error text, or status "" when the task was interrupted
 // (shutdown or lost lease) and stays resumable.
 func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *store.Auth) (string, string) {
+	// The set-up and each batch run to their end even when ctx ends (shutdown): a
+	// cancelled query would otherwise fail the task, while the loop below hands it
+	// back to the queue between batches.
+	shutdown := ctx.Err
+	ctx = context.WithoutCancel(ctx)
 	auth, err := r.db.Refresh(ctx, stored)
 	if err != nil {
 		return StatusFailed, store.ErrorMessage(err)
@@ -79,8 +87,8 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 	}
 	batchNo := 0
 	for cp.Schema < len(p.Schemas) {
-		if ctx.Err() != nil {
-			r.release(context.WithoutCancel(ctx), t.Handle)
+		if shutdown() != nil {
+			r.release(ctx, t.Handle)
 			return "", ""
 		}
 		cancel, ok, err := x.batch(ctx, &cp)
@@ -123,7 +131,15 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 	if err != nil {
 		return false, false, err
 	}
+	x.renamed = false
 	for _, in := range batch {
+		if x.renamed {
+			// A rename earlier in this batch may have rewritten references this
+			// instance holds: work on its stored state, not the batch's snapshot.
+			if in, err = tx.Instance(name, in.Keyname); err != nil {
+				return false, false, err
+			}
+		}
 		if err := x.process(tx, s, in); err != nil {
 			return false, false, err
 		}
@@ -222,6 +238,11 @@ func (x *pipelineRun) process(tx *store.Tx, s *store.Schema, in *store.Instance)
 	case "delete":
 		if !store.CanWrite(x.auth, s, "delete") {
 			x.fail(in, store.Errorf(store.EForbidden, "permission denied: delete of %s", s.Keyname))
+			return nil
+		}
+		if s.Keyname == "_user" && in.Keyname == "admin" {
+			// As in a load: bulk_delete_disabled would otherwise remove the locked account.
+			x.fail(in, store.Errorf(store.EForbidden, "the admin account cannot be deleted"))
 			return nil
 		}
 		if !dry {
@@ -338,6 +359,7 @@ func (x *pipelineRun) update(tx *store.Tx, s *store.Schema, in *store.Instance, 
 			x.fail(in, err)
 			return nil
 		}
+		x.renamed = !x.p.DryRun
 	} else if !x.p.DryRun {
 		if err := tx.WriteInstance(s, in, next, "update"); err != nil {
 			return err

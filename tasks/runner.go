@@ -115,7 +115,7 @@ func (r *Runner) execute(ctx context.Context, handle string) {
 			r.finish(context.WithoutCancel(ctx), handle, StatusFailed, "internal error")
 		}
 	}()
-	t, p, auth, err := r.load(ctx, handle)
+	t, p, auth, err := r.load(context.WithoutCancel(ctx), handle)
 	if err != nil {
 		r.log.Error("load task", "handle", handle, "error", err)
 		r.finish(context.WithoutCancel(ctx), handle, StatusFailed, "internal error")

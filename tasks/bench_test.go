@@ -1,0 +1,306 @@
+package tasks_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"dataservice/store"
+	"dataservice/tasks"
+)
+
+// benchSchema is the schema of the benchmark instances: six string fields.
+const benchSchema = `
+- classname: _schema
+  keyname: item
+  f1: {dataformat: string}
+  f2: {dataformat: string}
+  f3: {dataformat: string}
+  f4: {dataformat: string}
+  f5: {dataformat: string}
+  f6: {dataformat: string}
+`
+
+// benchPipeline has the five rules of the benchmark: lower, set with a condition,
+// regexp_sub, copy and delete. Every instance changes.
+const benchPipeline = `
+- field_lower: ['', f1]
+- set_condition: [odd, field_match, f2, '[13579]$']
+- field_set: [odd, f3, odd]
+- field_regexp_sub: ['', f4, '-', '_']
+- field_copy: ['', f5, f6]
+- field_delete: ['', f2]
+`
+
+// benchData is the data of instance i: about 200 bytes of JSON.
+func benchData(i int) string {
+	return fmt.Sprintf(`{"f1":"Host-%07d-ABCDEF","f2":"value-%07d","f3":"three-%07d","f4":"a-b-c-d-%07d","f5":"copy-me-%07d-xyz","f6":"old-value-%07d-tail"}`,
+		i, i, i, i, i, i)
+}
+
+// benchFiles caches one database file per instance count for the whole run; each
+// benchmark iteration works on a copy.
+var benchFiles struct {
+	mu    sync.Mutex
+	dir   string
+	paths map[int]string
+}
+
+// benchDB returns the path of a bootstrapped database holding n item instances and
+// the bench pipeline.
+func benchDB(b *testing.B, n int) string {
+	b.Helper()
+	benchFiles.mu.Lock()
+	defer benchFiles.mu.Unlock()
+	if p, ok := benchFiles.paths[n]; ok {
+		return p
+	}
+	if benchFiles.dir == "" {
+		dir, err := os.MkdirTemp("", "tasks-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchFiles.dir, benchFiles.paths = dir, map[int]string{}
+	}
+	path := filepath.Join(benchFiles.dir, fmt.Sprintf("items-%d.db", n))
+	copyFile(b, newDBFile(b), path)
+	ctx := context.Background()
+	db, err := store.Open(ctx, path, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mustLoad(b, db, benchSchema)
+	addPipeline(b, db, "bench", benchPipeline, "")
+	start := time.Now()
+	err = db.WithTx(ctx, func(tx *store.Tx) error {
+		st, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
+			created_at, updated_at) VALUES('item', ?, '', 1, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for i := 0; i < n; i++ {
+			if _, err := st.ExecContext(ctx, fmt.Sprintf("item-%07d", i), benchData(i), oldTime, oldTime); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("built %d instances in %v", n, time.Since(start).Round(time.Millisecond))
+	benchFiles.paths[n] = path
+	return path
+}
+
+func copyFile(tb testing.TB, src, dst string) {
+	tb.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		tb.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// resetPeakRSS frees what the heap can give back and resets the kernel's peak RSS
+// counter (Linux ≥ 4.0), so peakRSS measures only what follows.
+func resetPeakRSS() {
+	runtime.GC()
+	debug.FreeOSMemory()
+	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSS reads VmHWM (peak resident set size) in MB, or -1 where there is no /proc.
+func peakRSS() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return float64(kb) / 1024
+		}
+	}
+	return -1
+}
+
+// benchSizes are the instance counts: 100k, and 1M with BENCH_1M=1.
+func benchSizes() []int {
+	if os.Getenv("BENCH_1M") != "" {
+		return []int{100_000, 1_000_000}
+	}
+	return []int{100_000}
+}
+
+// BenchmarkPipeline runs the five-rule pipeline over every item (real run and dry
+// run) and, for comparison, the physical floor: a plain keyset scan plus a prepared
+// UPDATE of each row with a payload of the same size, in batches of the same size
+// ("floor"), and the same plus the revision row every change also writes
+// ("floor-rev": a prepared INSERT with before and after payloads).
+func BenchmarkPipeline(b *testing.B) {
+	const batch = 500
+	for _, n := range benchSizes() {
+		for _, mode := range []string{"real", "dry", "floor", "floor-rev"} {
+			b.Run(fmt.Sprintf("n=%d/%s", n, mode), func(b *testing.B) {
+				src := benchDB(b, n)
+				b.ResetTimer()
+				var peak float64
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					path := filepath.Join(b.TempDir(), "run.db")
+					copyFile(b, src, path)
+					db, err := store.Open(context.Background(), path, store.Options{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					resetPeakRSS()
+					b.StartTimer()
+					switch mode {
+					case "floor", "floor-rev":
+						floorPass(b, db, batch, mode == "floor-rev")
+					default:
+						r := tasks.New(db, tasks.Options{BatchSize: batch, Workers: 1})
+						h, err := r.Submit(context.Background(), tasks.Params{Pipeline: "bench", Schemas: []string{"item"},
+							DryRun: mode == "dry", Auth: store.SystemAuth(), OwnerType: "api", OwnerID: "system"})
+						if err != nil {
+							b.Fatal(err)
+						}
+						if err := r.RunOne(context.Background(), h); err != nil {
+							b.Fatal(err)
+						}
+						b.StopTimer()
+						task, err := r.Get(context.Background(), h)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if task.Status != tasks.StatusSucceeded || task.Result.Updated != int64(n) {
+							b.Fatalf("task %s: %+v", task.Status, task.Result)
+						}
+					}
+					b.StopTimer()
+					peak = max(peak, peakRSS())
+					db.Close()
+					os.Remove(path)
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "instances/s")
+				b.ReportMetric(peak, "peak-RSS-MB")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+	}
+}
+
+// floorPass is the physical floor of a pipeline run: read every row of the class in
+// id order in batches and write each back with a prepared UPDATE (same payload size),
+// and with revisions a revision row holding the old and new payloads, one
+// transaction per batch.
+func floorPass(b *testing.B, db *store.DB, batch int, revisions bool) {
+	ctx := context.Background()
+	var after int64
+	now := time.Now().UTC().Format(time.RFC3339)
+	for done := false; !done; {
+		err := db.WithTx(ctx, func(tx *store.Tx) error {
+			rows, err := tx.QueryContext(ctx, "SELECT id, data FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?", "item", after, batch)
+			if err != nil {
+				return err
+			}
+			type item struct {
+				id   int64
+				data string
+			}
+			items := make([]item, 0, batch)
+			for rows.Next() {
+				var it item
+				if err := rows.Scan(&it.id, &it.data); err != nil {
+					rows.Close()
+					return err
+				}
+				items = append(items, it)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			st, err := tx.PrepareContext(ctx, "UPDATE instances SET data = ?, updated_at = ? WHERE id = ?")
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			rev, err := tx.PrepareContext(ctx, `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
+				VALUES('item', ?, 'update', ?, ?, 'bench', ?)`)
+			if err != nil {
+				return err
+			}
+			defer rev.Close()
+			for _, it := range items {
+				data := strings.ToLower(it.data)
+				if _, err := st.ExecContext(ctx, data, now, it.id); err != nil {
+					return err
+				}
+				if revisions {
+					if _, err := rev.ExecContext(ctx, strconv.FormatInt(it.id, 10), it.data, data, now); err != nil {
+						return err
+					}
+				}
+				after = it.id
+			}
+			done = len(items) < batch
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSubmit measures how fast tasks enter the queue. The queue is emptied
+// (timer stopped) before it reaches QUEUE_MAX, so it holds 0 to 999 tasks.
+func BenchmarkSubmit(b *testing.B) {
+	db := openDB(b, newDBFile(b))
+	mustLoad(b, db, testSchemas)
+	addPipeline(b, db, "marker", markerPipeline, "")
+	r := tasks.New(db, tasks.Options{})
+	ctx := context.Background()
+	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host", "site"}, Auth: store.SystemAuth(), OwnerType: "api", OwnerID: "system"}
+	queued := 0
+	for b.Loop() {
+		if queued == 999 {
+			b.StopTimer()
+			execSQL(b, db, "UPDATE tasks SET status = 'succeeded' WHERE status = 'queued'")
+			queued = 0
+			b.StartTimer()
+		}
+		if _, err := r.Submit(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+		queued++
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+}

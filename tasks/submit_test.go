@@ -1,0 +1,161 @@
+package tasks_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"dataservice/store"
+	"dataservice/tasks"
+)
+
+func TestSubmitRejects(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	addPipeline(t, db, "marker", markerPipeline, "")
+	addPipeline(t, db, "guarded", markerPipeline, "p_special")
+	addPipeline(t, db, "broken", markerPipeline, "")
+	// Stored content is validated on load, so invalid content can only come from an
+	// older release or a direct edit of the file.
+	execSQL(t, db, `UPDATE instances SET data = json_set(data, '$.content', '- field_frobnicate: [x]')
+		WHERE classname = '_pipeline' AND keyname = 'broken'`)
+	mustLoad(t, db, `
+- classname: _permission
+  keyname: p_special
+- classname: _user
+  keyname: reader
+- classname: _user
+  keyname: writer
+- classname: _role
+  keyname: role_reader
+  permissions: [p_pipeline_run, p_data_read]
+  users: [reader]
+- classname: _role
+  keyname: role_writer
+  permissions: [p_pipeline_run, p_data_read, p_data_update]
+  users: [writer]
+`)
+	reader, err := db.UserAuth(ctx, "reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer, err := db.UserAuth(ctx, "writer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := &store.Auth{Kind: "user", Name: "nobody", Perms: []string{"p_pipeline_run"}}
+	many := make([]string, tasks.MaxSchemas+1)
+	for i := range many {
+		many[i] = "host"
+	}
+	r := newRunner(t, db, tasks.Options{})
+
+	for _, tc := range []struct {
+		name string
+		p    tasks.Params
+		code string
+		msg  string
+	}{
+		{"unknown pipeline is not found", tasks.Params{Pipeline: "nosuch", Schemas: []string{"host"}},
+			store.ENotFound, "pipeline not found"},
+		{"invalid content is rejected naming the rule", tasks.Params{Pipeline: "broken", Schemas: []string{"host"}},
+			store.EInvalid, `pipeline broken: invalid content: rule 1: unknown rule "field_frobnicate"`},
+		{"no schema is rejected", tasks.Params{Pipeline: "marker"},
+			store.EInvalid, "no schema given"},
+		{"unknown schema is rejected", tasks.Params{Pipeline: "marker", Schemas: []string{"host", "nosuch"}},
+			store.EInvalid, `unknown schema "nosuch"`},
+		{"built-in _apikey is not runnable", tasks.Params{Pipeline: "marker", Schemas: []string{"_apikey"}},
+			store.EInvalid, `schema "_apikey" cannot be run (built-in class)`},
+		{"built-in _pipeline is not runnable", tasks.Params{Pipeline: "marker", Schemas: []string{"_pipeline"}},
+			store.EInvalid, `schema "_pipeline" cannot be run (built-in class)`},
+		{"more than 64 schemas are rejected", tasks.Params{Pipeline: "marker", Schemas: many},
+			store.EInvalid, "too many schemas: 65 (at most 64)"},
+		{"missing run_permission is rejected", tasks.Params{Pipeline: "guarded", Schemas: []string{"host"}, Auth: writer},
+			store.EInvalid, "permission denied: pipeline guarded needs p_special"},
+		{"missing read permission is rejected", tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: nobody, DryRun: true},
+			store.EInvalid, "permission denied: reading host"},
+		{"missing update permission is rejected", tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: reader},
+			store.EInvalid, "permission denied: updating host"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.p.Auth == nil {
+				tc.p.Auth = store.SystemAuth()
+			}
+			h, err := r.Submit(ctx, tc.p)
+			var se *store.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("Submit = %q, %v; want a *store.Error", h, err)
+			}
+			if got, want := se.Code+": "+se.Message, tc.code+": "+tc.msg; got != want {
+				t.Fatalf("error %q, want %q", got, want)
+			}
+			if got, want := h, ""; got != want {
+				t.Errorf("handle %q, want none", got)
+			}
+		})
+	}
+	if got, want := queryInt(t, db, "SELECT count(*) FROM tasks"), 0; got != want {
+		t.Fatalf("rejected submissions queued %d tasks", got)
+	}
+
+	t.Run("runnable submissions are queued", func(t *testing.T) {
+		for _, p := range []tasks.Params{
+			{Pipeline: "marker", Schemas: []string{"_user"}},
+			{Pipeline: "marker", Schemas: many[:tasks.MaxSchemas]},
+			{Pipeline: "marker", Schemas: []string{"host"}, Auth: reader, DryRun: true},
+			{Pipeline: "marker", Schemas: []string{"host"}, Auth: writer},
+			{Pipeline: "guarded", Schemas: []string{"host"}},
+		} {
+			if p.Auth == nil {
+				p.Auth = store.SystemAuth()
+			}
+			h, err := r.Submit(ctx, p)
+			if err != nil {
+				t.Fatalf("Submit %s on %d schema(s): %v", p.Pipeline, len(p.Schemas), err)
+			}
+			task := getTask(t, r, h)
+			if got, want := task.Status+" "+task.Pipeline, "queued "+p.Pipeline; got != want {
+				t.Errorf("task %s: %q, want %q", h, got, want)
+			}
+		}
+	})
+}
+
+func TestSubmitQueueFull(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	addPipeline(t, db, "marker", markerPipeline, "")
+	if err := db.SetConfig(ctx, map[string]string{"QUEUE_MAX": "3"}); err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, db, tasks.Options{})
+	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host"}}
+	var handles []string
+	for i := 0; i < 3; i++ {
+		handles = append(handles, submit(t, r, p))
+	}
+	t.Run("a submission beyond QUEUE_MAX unfinished tasks is rejected", func(t *testing.T) {
+		p.Auth = store.SystemAuth()
+		_, err := r.Submit(ctx, p)
+		var se *store.Error
+		if !errors.As(err, &se) {
+			t.Fatalf("Submit: %v, want a *store.Error", err)
+		}
+		if got, want := se.Code+": "+se.Message, "invalid: task queue is full (3 unfinished tasks, QUEUE_MAX 3)"; got != want {
+			t.Fatalf("error %q, want %q", got, want)
+		}
+		if got, want := queryInt(t, db, "SELECT count(*) FROM tasks"), 3; got != want {
+			t.Fatalf("tasks: %d, want %d", got, want)
+		}
+	})
+	t.Run("a finished task frees its place", func(t *testing.T) {
+		if _, err := r.Cancel(ctx, handles[0]); err != nil {
+			t.Fatal(err)
+		}
+		h := submit(t, r, p)
+		if !strings.Contains(h, "-") {
+			t.Fatalf("handle %q is not a UUID", h)
+		}
+	})
+}
