@@ -352,6 +352,9 @@ func decodeData(s string) (map[string]any, error) {
 	if s == "" {
 		return m, nil
 	}
+	if fm, ok := decodeFlat(s); ok {
+		return fm, nil
+	}
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
 	if err := dec.Decode(&m); err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -20,6 +21,8 @@ type Instance struct {
 	Data        map[string]any
 	CreatedAt   string
 	UpdatedAt   string
+	// raw is Data as read from the file (reused for the revision's "before").
+	raw string
 }
 
 const instanceCols = "id, classname, keyname, displayname, is_enabled, data, created_at, updated_at"
@@ -37,7 +40,7 @@ func scanInstance(r scanner) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	in.Data = data
+	in.Data, in.raw = data, raw
 	return in, nil
 }
 
@@ -276,8 +279,20 @@ func (tx *Tx) WriteInstance(s *Schema, old, in *Instance, action string) error {
 // write would; values under keys that are not fields are kept as stored, scratch keys
 // (starting with _) dropped.
 func (tx *Tx) PrepareInstance(s *Schema, in *Instance) error {
+	return tx.PrepareChanges(s, in, nil)
+}
+
+// PrepareChanges is PrepareInstance that trusts the values equal to old's stored ones
+// (they were validated when written): a pipeline run validates only what its rules changed.
+func (tx *Tx) PrepareChanges(s *Schema, in, old *Instance) error {
 	data := make(map[string]any, len(in.Data))
 	for k, v := range in.Data {
+		if old != nil {
+			if ov, ok := old.Data[k]; ok && reflect.DeepEqual(ov, v) {
+				data[k] = v
+				continue
+			}
+		}
 		f := s.Field(k)
 		if f == nil {
 			if strings.HasPrefix(k, "_") {
@@ -357,8 +372,15 @@ func (tx *Tx) write(s *Schema, old, in *Instance, action string, ifAbsent bool) 
 		in.ID, _ = res.LastInsertId()
 		in.CreatedAt, in.UpdatedAt = now, now
 	} else {
-		_, err := tx.exec(`UPDATE instances SET keyname = ?, displayname = ?, is_enabled = ?, data = ?, updated_at = ?
-			WHERE id = ?`, in.Keyname, in.Displayname, in.IsEnabled, data, now, old.ID)
+		// Naming keyname in SET makes SQLite maintain its index even when the value is
+		// the same: only a rename names it.
+		q, args := `UPDATE instances SET displayname = ?, is_enabled = ?, data = ?, updated_at = ? WHERE id = ?`,
+			[]any{in.Displayname, in.IsEnabled, data, now, old.ID}
+		if in.Keyname != old.Keyname {
+			q, args = `UPDATE instances SET keyname = ?, displayname = ?, is_enabled = ?, data = ?, updated_at = ?
+			WHERE id = ?`, []any{in.Keyname, in.Displayname, in.IsEnabled, data, now, old.ID}
+		}
+		_, err := tx.exec(q, args...)
 		if err != nil {
 			if strings.Contains(err.Error(), "UNIQUE") {
 				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
@@ -372,7 +394,11 @@ func (tx *Tx) write(s *Schema, old, in *Instance, action string, ifAbsent bool) 
 	} else if old.Keyname != in.Keyname {
 		tx.forget()
 	}
-	if err := tx.revision(in.Classname, in.Keyname, action, instanceDoc(s, old, ""), instanceDoc(s, in, data)); err != nil {
+	before := ""
+	if old != nil {
+		before = instanceDoc(s, old, old.raw)
+	}
+	if err := tx.revision(in.Classname, in.Keyname, action, before, instanceDoc(s, in, data)); err != nil {
 		return false, err
 	}
 	_, err := tx.collectIPs(s, in)
@@ -385,7 +411,7 @@ func (tx *Tx) DeleteInstance(s *Schema, in *Instance) error {
 		return fmt.Errorf("delete %s %s: %w", in.Classname, in.Keyname, err)
 	}
 	tx.forget()
-	return tx.revision(in.Classname, in.Keyname, "delete", instanceDoc(s, in, ""), "")
+	return tx.revision(in.Classname, in.Keyname, "delete", instanceDoc(s, in, in.raw), "")
 }
 
 // SearchInstances returns a page of instances of s in id order whose keyname,

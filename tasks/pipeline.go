@@ -321,17 +321,21 @@ func (x *pipelineRun) update(tx *store.Tx, s *store.Schema, in *store.Instance, 
 			delete(next.Data, f.Keyname)
 		}
 	}
-	if err := tx.PrepareInstance(s, next); err != nil {
+	// Only the values the rules changed are validated again.
+	if err := tx.PrepareChanges(s, next, in); err != nil {
 		if store.ErrorCode(err) == store.EInternal {
 			return err
 		}
 		x.fail(in, err)
 		return nil
 	}
-	changedFields := map[string]FieldChange{}
+	var changedFields map[string]FieldChange
 	for _, f := range s.Fields {
 		o, n := in.Data[f.Keyname], next.Data[f.Keyname]
 		if !reflect.DeepEqual(o, n) {
+			if changedFields == nil {
+				changedFields = map[string]FieldChange{}
+			}
 			changedFields[f.Keyname] = FieldChange{Old: o, New: n}
 		}
 	}

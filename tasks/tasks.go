@@ -36,7 +36,7 @@ const MaxSchemas = 64
 type Options struct {
 	Logger  *slog.Logger
 	Workers int
-	// BatchSize is the number of instances per committed batch (default 500).
+	// BatchSize is the number of instances per committed batch (default 1000).
 	BatchSize int
 	// Lease is how long a running task stays claimed without a committed batch; a task
 	// whose runner died is taken over after it (default 30s).
@@ -65,7 +65,7 @@ func New(db *store.DB, o Options) *Runner {
 		o.Workers = 2
 	}
 	if o.BatchSize <= 0 {
-		o.BatchSize = 500
+		o.BatchSize = 1000
 	}
 	if o.Lease <= 0 {
 		o.Lease = 30 * time.Second
