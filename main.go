@@ -189,11 +189,11 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 	var ready atomic.Bool
-	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers})
+	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease})
 	srv := &http.Server{
 		Handler: server.New(server.Options{DB: db, Runner: runner, Logger: log, BaseURL: s.BaseURL,
 			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load}),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.ReadHeaderTimeout,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      5 * time.Minute,
 		IdleTimeout:       2 * time.Minute,

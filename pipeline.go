@@ -79,7 +79,7 @@ func (c *cli) pipeline(ctx context.Context, args []string) error {
 	if len(names) == 0 {
 		return fmt.Errorf("--schema is required")
 	}
-	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers})
+	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease})
 	handle, err := runner.Submit(ctx, tasks.Params{Pipeline: fs.Arg(0), Schemas: names, DryRun: *dryrun,
 		Auth: store.SystemAuth(), OwnerType: "cli", OwnerID: "system"})
 	if err != nil {

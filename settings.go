@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -27,9 +28,15 @@ type settings struct {
 	APIKeySecret  string
 	AdminPassword string
 	Workers       int
-	LogLevel      slog.Level
-	LogFormat     string
-	Backup        bool
+	// TaskLease is SERVICE_TASK_LEASE: how long a task a dead process held stays
+	// claimed (hidden setting, no flag; tests and operators who need a faster takeover).
+	TaskLease time.Duration
+	LogLevel  slog.Level
+	LogFormat string
+	Backup    bool
+	// ReadHeaderTimeout is SERVICE_READ_HEADER_TIMEOUT: how long a client may take to
+	// send its request headers (hidden setting, no flag, default 10s; tests shorten it).
+	ReadHeaderTimeout time.Duration
 }
 
 // settingFlags registers the flags that override settings; which flags a command
@@ -90,6 +97,13 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 		errs = append(errs, fmt.Sprintf("SERVICE_WORKERS %q: not an integer from 1 to 64", workers))
 	}
 	s.Workers = n
+	if v := getenv("SERVICE_TASK_LEASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > time.Hour {
+			errs = append(errs, fmt.Sprintf("SERVICE_TASK_LEASE %q: not a duration from 1s to 1h", v))
+		}
+		s.TaskLease = d
+	}
 	level := pick(f.logLevel, "SERVICE_LOG_LEVEL", "info")
 	if err := s.LogLevel.UnmarshalText([]byte(level)); err != nil {
 		errs = append(errs, fmt.Sprintf("SERVICE_LOG_LEVEL %q: not debug, info, warn or error", level))
@@ -103,6 +117,12 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 	case "off":
 	default:
 		errs = append(errs, fmt.Sprintf("SERVICE_BACKUP %q: not on or off", b))
+	}
+	rht := pick("", "SERVICE_READ_HEADER_TIMEOUT", "10s")
+	if d, err := time.ParseDuration(rht); err != nil || d < 100*time.Millisecond || d > 10*time.Minute {
+		errs = append(errs, fmt.Sprintf("SERVICE_READ_HEADER_TIMEOUT %q: not a duration from 100ms to 10m", rht))
+	} else {
+		s.ReadHeaderTimeout = d
 	}
 	if strings.TrimSpace(s.Version) == "" {
 		errs = append(errs, "SERVICE_VERSION: empty")
