@@ -7,12 +7,16 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/crypto/argon2"
 )
+
+// kdfSlots bounds concurrent argon2id derivations (two per CPU).
+var kdfSlots = make(chan struct{}, 2*runtime.NumCPU())
 
 // argon2id parameters: the OWASP baseline (19 MiB, 2 passes, 1 lane).
 const (
@@ -29,7 +33,9 @@ func HashSecret(secret string) string {
 	if _, err := rand.Read(salt); err != nil {
 		panic("crypto/rand failed: " + err.Error())
 	}
+	kdfSlots <- struct{}{}
 	key := argon2.IDKey([]byte(secret), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	<-kdfSlots
 	b64 := base64.RawStdEncoding
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime,
 		argonThreads, b64.EncodeToString(salt), b64.EncodeToString(key))
@@ -118,7 +124,11 @@ func IsSecretHash(s string) bool {
 // An empty or unparsable hash never matches.
 func VerifySecret(secret, stored string) bool {
 	if h, ok := parseArgon(stored); ok {
+		// Each derivation takes its memory parameter (19 MiB here): bound how many run at
+		// once, so a burst of wrong passwords queues instead of exhausting memory.
+		kdfSlots <- struct{}{}
 		key := argon2.IDKey([]byte(secret), h.salt, h.time, h.memory, h.threads, uint32(len(h.key)))
+		<-kdfSlots
 		return subtle.ConstantTimeCompare(key, h.key) == 1
 	}
 	if salt, digest, ok := parseSHA256(stored); ok {
