@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"unicode/utf8"
 )
 
 // ConfigDef is a configuration entry defined in code.
@@ -51,8 +52,17 @@ func ValidateConfig(key, value string) error {
 			return Errorf(EInvalid, "configuration %s: %d is outside %d..%d", key, n, d.Min, d.Max)
 		}
 	}
-	if key == "CSV_DELIMITER" && len([]rune(value)) != 1 {
-		return Errorf(EInvalid, "configuration CSV_DELIMITER: must be exactly one character")
+	if key == "CSV_DELIMITER" {
+		r := []rune(value)
+		if len(r) != 1 {
+			return Errorf(EInvalid, "configuration CSV_DELIMITER: must be exactly one character")
+		}
+		// The characters no CSV reader can split on: /api/rawfile/ would refuse every
+		// request that relies on the configured delimiter.
+		switch r[0] {
+		case '"', '\r', '\n', 0, utf8.RuneError:
+			return Errorf(EInvalid, "configuration CSV_DELIMITER: %q cannot be a delimiter (quote, newline, NUL or U+FFFD)", value)
+		}
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 var (
@@ -43,8 +44,11 @@ func ParseDocumentLenient(name string, data []byte) ([]*Entry, []string, error) 
 			line := bytes.TrimRight(lines[at], "\r")
 			if sm := missingSpace.FindSubmatch(line); sm != nil {
 				lines[at] = []byte(string(sm[1]) + ": " + string(sm[2]))
-				warnings = append(warnings, fmt.Sprintf("%s: line %d: no space after ':' in %q; read as %q",
-					name, at+1, line, lines[at]))
+				// The warning names the key, never the value: the value may be a plain
+				// secret (a "password:..." line), and warnings reach replies and logs.
+				key := strings.TrimPrefix(strings.TrimSpace(string(sm[1])), "- ")
+				warnings = append(warnings, fmt.Sprintf("%s: line %d: no space after ':' after key %q; read as if there were one",
+					name, at+1, key))
 				fixed = true
 				break
 			}

@@ -163,6 +163,12 @@ func (db *DB) VerifySecretCached(name, secret, stored string) bool {
 		return true
 	}
 	if !VerifySecret(secret, stored) {
+		if _, argon := parseArgon(stored); !argon {
+			// A legacy $sha256$ (or unparsable) hash fails in microseconds: pay the
+			// argon2id run an unknown key pays, so a refusal's cost does not tell an
+			// existing key or login from an unknown one.
+			VerifySecret(secret, dummyHash())
+		}
 		return false
 	}
 	db.verify.Store(k, struct{}{})
