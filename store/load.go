@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -366,7 +367,9 @@ func resolveKeyname(s *Schema, e *Entry) error {
 			e.Displayname, e.HasDisplayname = e.Keyname, true
 			e.Keyname, _ = HexIP(e.Keyname)
 		case isHexIP(e.Keyname):
-			// An existing instance named by its derived keyname.
+			// Named by its derived keyname: the address is derived back, so a new
+			// instance never lacks its displayname.
+			e.Displayname, e.HasDisplayname = dottedOfHex(e.Keyname), true
 		default:
 			return Errorf(EInvalid, "%s: keyname %q: keyname mode hexip needs an IPv4 address in displayname or keyname", s.Keyname, e.Keyname)
 		}
@@ -544,4 +547,10 @@ func CanRead(auth *Auth, s *Schema) bool {
 		return auth.Has(s.PRead)
 	}
 	return auth.Has("p_data_read")
+}
+
+// dottedOfHex is the dotted IPv4 address of a hexip keyname (8 lowercase hex digits).
+func dottedOfHex(h string) string {
+	n, _ := strconv.ParseUint(h, 16, 32)
+	return fmt.Sprintf("%d.%d.%d.%d", n>>24, n>>16&255, n>>8&255, n&255)
 }

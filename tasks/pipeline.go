@@ -353,6 +353,11 @@ func (x *pipelineRun) update(tx *store.Tx, s *store.Schema, in *store.Instance, 
 		x.fail(in, store.Errorf(store.EForbidden, "permission denied: renaming needs p_keyname_rename"))
 		return nil
 	}
+	if renamed && s.Keyname == "_user" && in.Keyname == "admin" {
+		// The start-up sequence manages the account by this login.
+		x.fail(in, store.Errorf(store.EForbidden, "the admin account cannot be renamed"))
+		return nil
+	}
 	change := Change{Classname: in.Classname, Keyname: in.Keyname, Action: "update", Fields: changedFields}
 	if renamed {
 		change.NewKey = newKey

@@ -552,6 +552,19 @@ func TestPipelineOverUsers(t *testing.T) {
 			t.Fatalf("users left %s, want %s", got, want)
 		}
 	})
+	t.Run("a rename of the admin account is refused", func(t *testing.T) {
+		addPipeline(t, db, "rename_all", "- field_append: ['', keyname, _old]\n", "")
+		res := mustSucceed(t, runPipeline(t, r, "rename_all", false, "_user"))
+		if got, want := counts(res), counts(&tasks.Result{Scanned: 2, Updated: 1, Errors: 1}); got != want {
+			t.Fatalf("counts:\n got %s\nwant %s\nerrors %v", got, want, res.ErrorMessages)
+		}
+		if got, want := strings.Join(res.ErrorMessages, "; "), "_user admin: the admin account cannot be renamed"; got != want {
+			t.Fatalf("errors %q, want %q", got, want)
+		}
+		if got, want := queryString(t, db, "SELECT group_concat(keyname, ',') FROM (SELECT keyname FROM instances WHERE classname = '_user' ORDER BY keyname)"), "admin,alice_old"; got != want {
+			t.Fatalf("users %s, want %s", got, want)
+		}
+	})
 }
 
 func TestPipelineEntryPermissions(t *testing.T) {

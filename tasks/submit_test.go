@@ -16,6 +16,8 @@ func TestSubmitRejects(t *testing.T) {
 	addPipeline(t, db, "marker", markerPipeline, "")
 	addPipeline(t, db, "guarded", markerPipeline, "p_special")
 	addPipeline(t, db, "broken", markerPipeline, "")
+	addPipeline(t, db, "off", markerPipeline, "")
+	execSQL(t, db, `UPDATE instances SET is_enabled = 0 WHERE classname = '_pipeline' AND keyname = 'off'`)
 	// Stored content is validated on load, so invalid content can only come from an
 	// older release or a direct edit of the file.
 	execSQL(t, db, `UPDATE instances SET data = json_set(data, '$.content', '- field_frobnicate: [x]')
@@ -61,6 +63,8 @@ func TestSubmitRejects(t *testing.T) {
 			store.ENotFound, "pipeline not found"},
 		{"invalid content is rejected naming the rule", tasks.Params{Pipeline: "broken", Schemas: []string{"host"}},
 			store.EInvalid, `pipeline broken: invalid content: rule 1: unknown rule "field_frobnicate"`},
+		{"a disabled pipeline is rejected", tasks.Params{Pipeline: "off", Schemas: []string{"host"}},
+			store.EInvalid, "pipeline off is disabled"},
 		{"no schema is rejected", tasks.Params{Pipeline: "marker"},
 			store.EInvalid, "no schema given"},
 		{"unknown schema is rejected", tasks.Params{Pipeline: "marker", Schemas: []string{"host", "nosuch"}},
@@ -158,4 +162,14 @@ func TestSubmitQueueFull(t *testing.T) {
 			t.Fatalf("handle %q is not a UUID", h)
 		}
 	})
+}
+
+func TestSubmitWithoutAuthIsRejected(t *testing.T) {
+	db := newDB(t)
+	addPipeline(t, db, "marker", markerPipeline, "")
+	r := newRunner(t, db, tasks.Options{})
+	_, err := r.Submit(context.Background(), tasks.Params{Pipeline: "marker", Schemas: []string{"host"}})
+	if got, want := store.ErrorMessage(err), "no authorisation context"; got != want {
+		t.Fatalf("Submit without Auth: %q, want %q", got, want)
+	}
 }

@@ -200,6 +200,12 @@ func (r *Runner) Submit(ctx context.Context, p Params) (string, error) {
 // checkRun applies the submission rules: valid content, runnable schemas, the
 // pipeline's run_permission and the schema permissions the run needs.
 func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []string, dryrun bool, auth *store.Auth) error {
+	if auth == nil {
+		return store.Errorf(store.EInvalid, "no authorisation context")
+	}
+	if !pl.IsEnabled {
+		return store.Errorf(store.EInvalid, "pipeline %s is disabled", pl.Keyname)
+	}
 	if _, err := rules.Parse(pl.Content); err != nil {
 		return store.Errorf(store.EInvalid, "pipeline %s: invalid content: %v", pl.Keyname, err)
 	}
