@@ -398,7 +398,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 	// Refusals.
 	for _, a := range []auth{bearerAuth("ops", "0ps-Pl41n-S3cretX"), bearerAuth("ops", "wrong"), basicAuth("bob", "wrong"),
 		basicAuth("bob", "0ps-Pl41n-S3cret"), serviceKeyAuth("nobody", "B0b-Pl41n-Passw0rd"), bearerAuth("legacy", "wrong")} {
-		s.wantErr(401, "invalid credentials", "GET", "/api/instances/_user/", a, "")
+		s.wantErr(401, "authentication required", "GET", "/api/instances/_user/", a, "")
 	}
 	s.wantErr(403, "permission denied", "GET", "/api/instances/_apikey/", bearerAuth("kyle", plain[len(plain)-1]), "")
 	s.stop()
@@ -694,9 +694,9 @@ func TestAccessControl(t *testing.T) {
 				r.Header.Set("X-Forwarded-For", "10.1.2.3")
 				r.Header.Set("X-Real-IP", "10.1.2.3")
 			}} {
-				s.wantErr(401, "invalid credentials", "GET", "/api/version/", a, "")
-				s.wantErr(401, "invalid credentials", "POST", "/api/load/", a, "- {classname: server, keyname: srv7}\n")
-				s.wantErr(401, "invalid credentials", "POST", "/api/conf/", a, `{"QUEUE_MAX": "5"}`)
+				s.wantErr(401, "authentication required", "GET", "/api/version/", a, "")
+				s.wantErr(401, "authentication required", "POST", "/api/load/", a, "- {classname: server, keyname: srv7}\n")
+				s.wantErr(401, "authentication required", "POST", "/api/conf/", a, `{"QUEUE_MAX": "5"}`)
 			}
 			if after := snapshotTables(t, db); after != before {
 				t.Fatalf("refused key %s changed the tables", k.key)

@@ -17,8 +17,6 @@ import (
 // principal is what the authorisation step yields for a request.
 type principal struct {
 	allowed bool
-	// presented is true when credentials were sent (a refusal is then "invalid credentials").
-	presented bool
 	auth      *store.Auth
 }
 
@@ -50,11 +48,9 @@ func principalOf(r *http.Request) *principal {
 func (s *server) denied(w http.ResponseWriter, r *http.Request, perms ...string) bool {
 	p := principalOf(r)
 	if !p.allowed {
-		msg := "authentication required"
-		if p.presented {
-			msg = "invalid credentials"
-		}
-		s.writeError(w, r, http.StatusUnauthorized, msg)
+		// One message for missing, wrong, disabled, expired and filtered credentials
+		// (SPEC §8.1's 401 message): it never says which part failed.
+		s.writeError(w, r, http.StatusUnauthorized, "authentication required")
 		return true
 	}
 	for _, perm := range perms {
@@ -90,12 +86,12 @@ func (s *server) principalFor(r *http.Request) *principal {
 	case strings.EqualFold(scheme, "Basic"):
 		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
 		if err != nil {
-			return &principal{presented: true}
+			return &principal{}
 		}
 		login, password, ok := strings.Cut(string(raw), ":")
 		return s.userPrincipal(ctx, login, password, ok)
 	case h != "":
-		return &principal{presented: true}
+		return &principal{}
 	}
 	return &principal{}
 }
@@ -114,7 +110,7 @@ func validCredential(key, secret string) bool {
 }
 
 func (s *server) keyPrincipal(ctx context.Context, r *http.Request, key, secret string, ok bool) *principal {
-	refused := &principal{presented: true}
+	refused := &principal{}
 	if !ok {
 		return refused
 	}
@@ -130,11 +126,11 @@ func (s *server) keyPrincipal(ctx context.Context, r *http.Request, key, secret 
 		return refused
 	}
 	s.touchKey(ctx, in)
-	return &principal{allowed: true, presented: true, auth: auth}
+	return &principal{allowed: true, auth: auth}
 }
 
 func (s *server) userPrincipal(ctx context.Context, login, password string, ok bool) *principal {
-	refused := &principal{presented: true}
+	refused := &principal{}
 	if !ok || !validCredential(login, password) {
 		return refused
 	}
@@ -151,7 +147,7 @@ func (s *server) userPrincipal(ctx context.Context, login, password string, ok b
 	if err != nil {
 		return refused
 	}
-	return &principal{allowed: true, presented: true, auth: auth}
+	return &principal{allowed: true, auth: auth}
 }
 
 // clientAllowed applies a key's ip_filter (empty = any address).

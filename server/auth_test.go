@@ -51,7 +51,7 @@ func TestAuthRefused(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+" is 401", func(t *testing.T) {
-			wantError(t, e.get("/api/version/", tc.c), 401, "invalid credentials")
+			wantError(t, e.get("/api/version/", tc.c), 401, "authentication required")
 		})
 	}
 	t.Run("no credentials is 401 authentication required", func(t *testing.T) {
@@ -102,7 +102,7 @@ func TestAuthAccepted(t *testing.T) {
 		})
 	}
 	t.Run("bad bearer is refused even with a good X-Service-Key", func(t *testing.T) {
-		wantError(t, e.get("/api/version/", both(bearer("good", "wrong"), serviceKey("good", "s3cret-good"))), 401, "invalid credentials")
+		wantError(t, e.get("/api/version/", both(bearer("good", "wrong"), serviceKey("good", "s3cret-good"))), 401, "authentication required")
 	})
 }
 
@@ -119,7 +119,7 @@ func TestAuthSecretForms(t *testing.T) {
 		object(t, e.get("/api/version/", plain), 200)
 	})
 	t.Run("plain-text secret rejects a wrong one", func(t *testing.T) {
-		wantError(t, e.get("/api/version/", bearer("plain", "s3cret-plainx")), 401, "invalid credentials")
+		wantError(t, e.get("/api/version/", bearer("plain", "s3cret-plainx")), 401, "authentication required")
 	})
 
 	hash := sha256Hash([]byte{0x01, 0x02, 0xfe}, "legacy-secret")
@@ -131,10 +131,10 @@ func TestAuthSecretForms(t *testing.T) {
 		object(t, e.get("/api/version/", bearer("legacy", "legacy-secret")), 200)
 	})
 	t.Run("sha256 secret rejects a wrong one", func(t *testing.T) {
-		wantError(t, e.get("/api/version/", bearer("legacy", "legacy-secreT")), 401, "invalid credentials")
+		wantError(t, e.get("/api/version/", bearer("legacy", "legacy-secreT")), 401, "authentication required")
 	})
 	t.Run("the hash itself is not a secret", func(t *testing.T) {
-		wantError(t, e.get("/api/version/", bearer("legacy", hash)), 401, "invalid credentials")
+		wantError(t, e.get("/api/version/", bearer("legacy", hash)), 401, "authentication required")
 	})
 }
 

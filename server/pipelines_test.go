@@ -113,7 +113,7 @@ func TestPipelineRunCheckOrder(t *testing.T) {
 		// 1. p_pipeline_run (denied: 401 without credentials, 401 for bad ones, 403 without the permission).
 		{"no credentials is 401", "POST", "/api/pipelines/upper/?schema=server", noCred, 401, "authentication required"},
 		{"no credentials on GET is 401 not 405", "GET", "/api/pipelines/nope/", noCred, 401, "authentication required"},
-		{"wrong secret is 401", "POST", "/api/pipelines/upper/?schema=server", badCred, 401, "invalid credentials"},
+		{"wrong secret is 401", "POST", "/api/pipelines/upper/?schema=server", badCred, 401, "authentication required"},
 		{"no p_pipeline_run on GET is 403 not 405", "GET", "/api/pipelines/upper/?schema=server", e.noPerm, 403, "permission denied"},
 		{"no p_pipeline_run on DELETE is 403 not 405", "DELETE", "/api/pipelines/nope/", e.noPerm, 403, "permission denied"},
 		{"no p_pipeline_run on TRACE is 403 not 405", "TRACE", "/api/pipelines/nope/", e.noPerm, 403, "permission denied"},
