@@ -17,7 +17,7 @@ import (
 // principal is what the authorisation step yields for a request.
 type principal struct {
 	allowed bool
-	auth      *store.Auth
+	auth    *store.Auth
 }
 
 // readOnly reports whether the credentials cannot change anything.

@@ -378,7 +378,6 @@ func TestPipelineRunIdentifier(t *testing.T) {
 		{"a keyname runs that pipeline", "upper", "upper"},
 		{"the id of upper runs upper", strconv.FormatInt(e.instanceID("_pipeline", "upper"), 10), "upper"},
 		{"surrounding whitespace is trimmed", "%20upper%09", "upper"},
-		{"a disabled pipeline is still found", "dormant", "dormant"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -395,6 +394,9 @@ func TestPipelineRunIdentifier(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a disabled pipeline is found but its submission is refused", func(t *testing.T) {
+		wantError(t, e.post("/api/pipelines/dormant/?schema=server", e.run, nil), 400, "pipeline dormant is disabled")
+	})
 }
 
 // TestPipelineList covers GET /api/pipelines/: the gate, the method rule and the body.
