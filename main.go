@@ -150,17 +150,22 @@ func (c *cli) open(ctx context.Context, f *settingFlags, skipStart bool) (*store
 	if skipStart {
 		return db, s, log, nil
 	}
-	err = bootstrap.Run(ctx, db, bootstrap.Options{Version: s.Version, VersionDate: s.VersionDate,
-		APIKeySecret: s.APIKeySecret, AdminPassword: s.AdminPassword, Backup: s.Backup,
-		Init: builtin.Init(), Logger: log})
-	if err != nil {
+	if err := startUp(ctx, db, s, log); err != nil {
 		db.Close()
-		if errors.Is(err, bootstrap.ErrRefused) {
-			return nil, nil, nil, err
-		}
-		return nil, nil, nil, fmt.Errorf("start-up: %w", err)
+		return nil, nil, nil, err
 	}
 	return db, s, log, nil
+}
+
+// startUp runs the start-up sequence with the settings; a refusal is returned as is.
+func startUp(ctx context.Context, db *store.DB, s *settings, log *slog.Logger) error {
+	err := bootstrap.Run(ctx, db, bootstrap.Options{Version: s.Version, VersionDate: s.VersionDate,
+		APIKeySecret: s.APIKeySecret, AdminPassword: s.AdminPassword, Backup: s.Backup,
+		Init: builtin.Init(), Logger: log})
+	if err != nil && !errors.Is(err, bootstrap.ErrRefused) {
+		return fmt.Errorf("start-up: %w", err)
+	}
+	return err
 }
 
 func (c *cli) serve(ctx context.Context, args []string) error {
@@ -204,15 +209,9 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "db", s.DB, "version", s.Version)
 
-	err = bootstrap.Run(ctx, db, bootstrap.Options{Version: s.Version, VersionDate: s.VersionDate,
-		APIKeySecret: s.APIKeySecret, AdminPassword: s.AdminPassword, Backup: s.Backup,
-		Init: builtin.Init(), Logger: log})
-	if err != nil {
+	if err := startUp(ctx, db, s, log); err != nil {
 		srv.Close()
-		if errors.Is(err, bootstrap.ErrRefused) {
-			return err
-		}
-		return fmt.Errorf("start-up: %w", err)
+		return err
 	}
 	ready.Store(true)
 	runCtx, stopRunner := context.WithCancel(context.WithoutCancel(ctx))

@@ -67,6 +67,17 @@ func (s *server) loadOptions(w http.ResponseWriter, r *http.Request) (store.Load
 	return opts, true
 }
 
+// loadRequest reads the load options and the body of a load request; it answers
+// any 4xx itself.
+func (s *server) loadRequest(w http.ResponseWriter, r *http.Request) (store.LoadOptions, []byte, bool) {
+	opts, ok := s.loadOptions(w, r)
+	if !ok {
+		return opts, nil, false
+	}
+	body, ok := s.readBody(w, r)
+	return opts, body, ok
+}
+
 // writeGate applies an endpoint's permissions, then refuses read-only keys.
 func (s *server) writeGate(w http.ResponseWriter, r *http.Request, perms ...string) bool {
 	if s.denied(w, r, perms...) {
@@ -84,11 +95,7 @@ func (s *server) load(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	if !s.writeGate(w, r, "p_api_load") {
 		return
 	}
-	opts, ok := s.loadOptions(w, r)
-	if !ok {
-		return
-	}
-	body, ok := s.readBody(w, r)
+	opts, body, ok := s.loadRequest(w, r)
 	if !ok {
 		return
 	}
@@ -145,11 +152,7 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		s.writeError(w, r, http.StatusBadRequest, "encoding must be utf-8 or iso-8859-1")
 		return
 	}
-	opts, ok := s.loadOptions(w, r)
-	if !ok {
-		return
-	}
-	body, ok := s.readBody(w, r)
+	opts, body, ok := s.loadRequest(w, r)
 	if !ok {
 		return
 	}
