@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"dataservice/store"
 )
 
 // syncBuffer is a goroutine-safe buffer for a running command's output.
@@ -310,5 +312,86 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "msg=stopped") {
 		t.Fatalf("no clean stop in the log: %s", stderr.String())
+	}
+}
+
+func TestPipelineCommands(t *testing.T) {
+	env := testEnv(t)
+	if code, _, stderr := runCLI(t, env, "load", "examples"); code != 0 {
+		t.Fatalf("load: %s", stderr)
+	}
+	code, out, _ := runCLI(t, env, "pipeline", "list")
+	if code != 0 || !regexp.MustCompile(`(?m)^\d+\tbulk_delete_disabled\trun_permission=-$`).MatchString(out) ||
+		!strings.Contains(out, "\tnormalize_servers\trun_permission=p_pipeline_run") {
+		t.Fatalf("pipeline list: exit %d, %q", code, out)
+	}
+	t.Run("run --wait prints progress lines and the result", func(t *testing.T) {
+		code, out, stderr := runCLI(t, env, "pipeline", "run", "bulk_delete_disabled", "--schema", "server, site", "--wait")
+		if code != 0 {
+			t.Fatalf("exit %d: %s %s", code, out, stderr)
+		}
+		for _, want := range []string{"succeeded 100.0% 304/304", "scanned 304, updated 0, deleted 30, disabled 0, enabled 0, unchanged 274, discarded 0, errors 0"} {
+			if !strings.Contains(out, want) {
+				t.Fatalf("output %q lacks %q", out, want)
+			}
+		}
+		_, exported, _ := runCLI(t, env, "export", "--schema", "server", "--format", "json")
+		if n := strings.Count(exported, `"classname": "server"`); n != 270 {
+			t.Fatalf("%d servers left, want 270", n)
+		}
+	})
+	t.Run("a refused submission exits 1 with the reason", func(t *testing.T) {
+		code, _, stderr := runCLI(t, env, "pipeline", "run", "bulk_delete_disabled", "--schema", "nosuch", "--wait")
+		if code != 1 || !strings.Contains(stderr, `unknown schema "nosuch"`) {
+			t.Fatalf("exit %d, %q", code, stderr)
+		}
+	})
+	t.Run("load --pipeline applies the rules before loading", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "s.yml")
+		doc := "- {classname: server, keyname: srvx1, hostname: LOUD.Example, env: prod}\n"
+		if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, stderr := runCLI(t, env, "load", "--pipeline", "normalize_servers", file); code != 0 || !strings.Contains(out, "created 1,") {
+			t.Fatalf("load: exit %d %q %s", code, out, stderr)
+		}
+		_, got, _ := runCLI(t, env, "export", "--schema", "server", "--format", "json")
+		if !strings.Contains(got, `"hostname": "loud.example"`) || !strings.Contains(got, `"description": "production server"`) {
+			t.Fatalf("srvx1 not transformed: %s", got[strings.Index(got, "srvx1")-40:])
+		}
+	})
+}
+
+func TestIPAMCollect(t *testing.T) {
+	env := testEnv(t)
+	if code, _, stderr := runCLI(t, env, "load", "examples"); code != 0 {
+		t.Fatalf("load: %s", stderr)
+	}
+	// Loading already collected every management address.
+	if code, out, _ := runCLI(t, env, "ipam", "collect"); code != 0 || out != "collected 0 new ipam_ip instances\n" {
+		t.Fatalf("collect after load: exit %d, %q", code, out)
+	}
+	_, exported, _ := runCLI(t, env, "export", "--schema", "ipam_ip", "--format", "json")
+	if n := strings.Count(exported, `"collected": true`); n != 300 {
+		t.Fatalf("%d collected addresses, want 300", n)
+	}
+	if !strings.Contains(exported, `"keyname": "0a010002"`) || !strings.Contains(exported, `"displayname": "10.1.0.2"`) {
+		t.Fatalf("srv001's address 10.1.0.2 is not collected as 0a010002")
+	}
+	// Addresses stored without collection (an older release) are collected by the command.
+	db, err := store.Open(context.Background(), env["SERVICE_DB"], store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.WithTx(context.Background(), func(tx *store.Tx) error {
+		_, err := tx.ExecContext(context.Background(), "DELETE FROM instances WHERE classname = 'ipam_ip'")
+		return err
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCLI(t, env, "ipam", "collect"); code != 0 || out != "collected 300 new ipam_ip instances\n" {
+		t.Fatalf("collect over stored data: exit %d, %q", code, out)
 	}
 }
