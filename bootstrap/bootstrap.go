@@ -122,12 +122,12 @@ func (s *starter) run(ctx context.Context) error {
 	if final == s.o.Version {
 		return s.db.SetRegistry(ctx, store.RegLastStart, now)
 	}
+	// The seed's step 6 records the failure and logs it; it does not stop the start.
+	// (The last migration step sets DB_VERSION to SERVICE_VERSION, so this is reached
+	// only if the registry is changed behind the sequence's back.)
 	s.log.Log(ctx, LevelCritical, "stored data version differs from code version after migrations",
 		"db_version", final, "service_version", s.o.Version)
-	if err := s.db.SetRegistry(ctx, store.RegLastStartFailed, now); err != nil {
-		return err
-	}
-	return fmt.Errorf("DB_VERSION %s differs from SERVICE_VERSION %s", final, s.o.Version)
+	return s.db.SetRegistry(ctx, store.RegLastStartFailed, now)
 }
 
 // failed logs a critical message for a failed step, records LAST_START_FAILED and
