@@ -508,6 +508,9 @@ func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance) (*Instance, erro
 			}
 			v = norm
 		}
+		if f.Dataformat == "secret" && old != nil && sameSecret(v, old.Data[k]) {
+			continue // the plain text given is the one stored: keep its hash (no change)
+		}
 		nv, present, err := f.normalize(v, tx)
 		if err != nil {
 			return nil, err
@@ -553,4 +556,16 @@ func CanRead(auth *Auth, s *Schema) bool {
 func dottedOfHex(h string) string {
 	n, _ := strconv.ParseUint(h, 16, 32)
 	return fmt.Sprintf("%d.%d.%d.%d", n>>24, n>>16&255, n>>8&255, n&255)
+}
+
+// sameSecret reports whether v is plain text that verifies against the stored hash, so
+// loading the same password or key secret again changes nothing. (It costs the one
+// argon2id run that hashing the value again would cost.)
+func sameSecret(v, stored any) bool {
+	plain, ok := v.(string)
+	hash, _ := stored.(string)
+	if !ok || plain == "" || hash == "" || IsSecretHash(plain) {
+		return false
+	}
+	return VerifySecret(plain, hash)
 }
