@@ -58,6 +58,11 @@ func CheckKeyname(k string) error {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
 			return Errorf(EInvalid, "keyname %q contains whitespace or a control character", k)
 		}
+		// Format characters (bidi overrides, zero-width joiners and spaces) make two
+		// different keynames look the same, or one look like another.
+		if unicode.Is(unicode.Cf, r) {
+			return Errorf(EInvalid, "keyname %q contains an invisible format character (U+%04X)", k, r)
+		}
 	}
 	return nil
 }
