@@ -185,8 +185,13 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 				return nil, false, f.invalid("%v", err)
 			}
 		}
-		if f.Dataformat == "secret" && !IsSecretHash(text) {
-			text = HashSecret(text)
+		if f.Dataformat == "secret" {
+			if err := checkHashText(text); err != nil {
+				return nil, false, f.invalid("%s", ErrorMessage(err))
+			}
+			if !IsSecretHash(text) {
+				text = HashSecret(text)
+			}
 		}
 		return text, true, nil
 	case "boolean":
