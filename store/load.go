@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -263,7 +264,7 @@ func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
 		discard, err := opts.Transform(e)
 		e.transformed = true
 		if err != nil {
-			return "", Errorf(EInvalid, "%v", err)
+			return "", Errorf(EInvalid, "%s", tx.transformMessage(e, err))
 		}
 		if discard {
 			return OutSkipped, nil
@@ -282,6 +283,26 @@ func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
 		return "", fmt.Errorf("entry failed after writing: %w", err)
 	}
 	return outcome, err
+}
+
+// transformMessage is the message of a load-time pipeline's failure on e. When e's
+// class has secret fields, a value the rule quoted is left out: it may be a plain
+// secret, copied to any field by an earlier rule.
+func (tx *Tx) transformMessage(e *Entry, err error) string {
+	var r interface{ Redacted() string }
+	if !errors.As(err, &r) {
+		return err.Error()
+	}
+	s, serr := tx.Schema(e.Classname)
+	if serr != nil {
+		return r.Redacted()
+	}
+	for _, f := range s.Fields {
+		if f.Dataformat == "secret" {
+			return r.Redacted()
+		}
+	}
+	return err.Error()
 }
 
 // classPermission is the permission a load needs for a built-in class, or "".

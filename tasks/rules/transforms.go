@@ -253,7 +253,7 @@ func toInt(v any) (any, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("cannot convert %q to int", textOf(v))
+	return nil, &ValueError{Value: textOf(v), Want: "int"}
 }
 
 // toFloat converts v to a finite float64; nil stays nil, booleans are 1
@@ -275,7 +275,7 @@ func toFloat(v any) (any, error) {
 			return f, nil
 		}
 	}
-	return nil, fmt.Errorf("cannot convert %q to float", textOf(v))
+	return nil, &ValueError{Value: textOf(v), Want: "float"}
 }
 
 // toString converts v to its text; nil becomes "".
