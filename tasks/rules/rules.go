@@ -57,6 +57,8 @@ type rule struct {
 	// touchesClass is set when the rule names the "classname" field, so
 	// Apply must verify afterwards that classname did not change.
 	touchesClass bool
+	// grows is set for rules whose output Apply bounds (spec.grows).
+	grows bool
 }
 
 // classnameKey is the field that rules may not change.
@@ -114,6 +116,11 @@ func (p *Pipeline) Apply(e Entry, now time.Time) (discard bool, err error) {
 		if err := r.act(e, now); err != nil {
 			return false, &RuleError{Pos: r.pos, Task: r.task, Err: err}
 		}
+		if r.grows {
+			if err := checkSizes(e); err != nil {
+				return false, &RuleError{Pos: r.pos, Task: r.task, Err: err}
+			}
+		}
 		if r.touchesClass {
 			if err := checkClassname(e, origClass, hadClass); err != nil {
 				return false, fmt.Errorf("rule %d: %s: %w", r.pos, r.task, err)
@@ -121,6 +128,31 @@ func (p *Pipeline) Apply(e Entry, now time.Time) (discard bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// MaxValueBytes bounds a value a rule produces (a multi-valued field: its items'
+// total): past it the entry fails, so rules that double a value cannot exhaust memory.
+const MaxValueBytes = 1 << 20
+
+// checkSizes refuses an entry holding a value larger than MaxValueBytes.
+func checkSizes(e Entry) error {
+	for k, v := range e {
+		n := 0
+		switch x := v.(type) {
+		case string:
+			n = len(x)
+		case []any:
+			for _, it := range x {
+				if s, ok := it.(string); ok {
+					n += len(s)
+				}
+			}
+		}
+		if n > MaxValueBytes {
+			return fmt.Errorf("field %q: the value grew to %d bytes (at most %d)", k, n, MaxValueBytes)
+		}
+	}
+	return nil
 }
 
 // RuleError is a rule's failure on one entry.
