@@ -7,13 +7,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
+	"dataservice/rules"
 	"dataservice/store"
-	"dataservice/tasks/rules"
 )
 
 // readBody reads the whole (size-limited) body; it answers 413 or 400 itself.
@@ -55,14 +54,12 @@ func (s *server) loadOptions(w http.ResponseWriter, r *http.Request) (store.Load
 			s.writeError(w, r, http.StatusForbidden, "permission denied")
 			return opts, false
 		}
-		compiled, err := rules.Parse(pl.Content)
+		tf, err := rules.LoadTransform(pl.Content, s.db.Now)
 		if err != nil {
 			s.writeError(w, r, http.StatusBadRequest, "pipeline "+pl.Keyname+": invalid content: "+err.Error())
 			return opts, false
 		}
-		opts.Transform = func(e *store.Entry) (bool, error) {
-			return compiled.Apply(rules.Entry(e.Fields), time.Now().UTC())
-		}
+		opts.Transform = tf
 	}
 	return opts, true
 }
