@@ -12,7 +12,8 @@ import (
 	"dataservice/tasks/rules"
 )
 
-// pipelineTransform compiles a stored pipeline for use at load time (SPEC §6.4).
+// pipelineTransform compiles a stored pipeline for use at load time: its rules are
+// applied to each incoming entry, then the entry's _action drives the loader.
 func pipelineTransform(ctx context.Context, db *store.DB, name string) (func(*store.Entry) (bool, error), error) {
 	pl, err := db.PipelineByName(ctx, name)
 	if err != nil {

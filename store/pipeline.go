@@ -16,7 +16,7 @@ func CheckPipeline(content string) error {
 	return err
 }
 
-// NormalizePipelineContent converts pipeline content to the flat rule list (SPEC §5.7):
+// NormalizePipelineContent converts pipeline content to the flat rule list:
 // content that parses as a list is returned byte for byte; a mapping with `tasks:`
 // becomes that list (the deprecated keys csv_delimiter, encoding, keyfield and
 // classname are dropped with the wrapper); anything else becomes "[]". changed
