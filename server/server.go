@@ -26,6 +26,8 @@ type Options struct {
 	Ready func() bool
 	// MaxBody bounds request bodies (default 32 MiB).
 	MaxBody int64
+	// MaxEntries bounds the entries of one load or rawfile request (default 100000).
+	MaxEntries int
 }
 
 type server struct {
@@ -37,6 +39,7 @@ type server struct {
 	date    string
 	ready   func() bool
 	maxBody int64
+	maxEnt  int
 
 	lastUsedMu sync.Mutex
 	lastUsed   map[string]time.Time // API key -> last time last_used was written
@@ -51,10 +54,13 @@ func New(o Options) http.Handler {
 	if o.MaxBody <= 0 {
 		o.MaxBody = 32 << 20
 	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
 	if o.Ready == nil {
 		o.Ready = func() bool { return true }
 	}
 	s := &server{db: o.DB, runner: o.Runner, log: o.Logger, baseURL: o.BaseURL, version: o.Version,
-		date: o.VersionDate, ready: o.Ready, maxBody: o.MaxBody, lastUsed: map[string]time.Time{}}
+		date: o.VersionDate, ready: o.Ready, maxBody: o.MaxBody, maxEnt: o.MaxEntries, lastUsed: map[string]time.Time{}}
 	return s.routes()
 }
