@@ -26,6 +26,11 @@ type Options struct {
 	Ready func() bool
 	// MaxBody bounds request bodies (default 32 MiB).
 	MaxBody int64
+	// AccessLog writes one info line per request (method, route, status, duration,
+	// bytes, credential kind and name; never secrets).
+	AccessLog bool
+	// OnRequest, when set, is called once per finished request (metrics).
+	OnRequest func(RequestInfo)
 }
 
 type server struct {
@@ -41,6 +46,10 @@ type server struct {
 	lastUsedMu sync.Mutex
 	lastUsed   map[string]time.Time // API key -> last time last_used was written
 	inflight   atomic.Int64
+
+	accessLog bool
+	onRequest func(RequestInfo)
+	router    *recRouter
 }
 
 // New returns the API handler.
@@ -55,6 +64,7 @@ func New(o Options) http.Handler {
 		o.Ready = func() bool { return true }
 	}
 	s := &server{db: o.DB, runner: o.Runner, log: o.Logger, baseURL: o.BaseURL, version: o.Version,
-		date: o.VersionDate, ready: o.Ready, maxBody: o.MaxBody, lastUsed: map[string]time.Time{}}
-	return s.routes()
+		date: o.VersionDate, ready: o.Ready, maxBody: o.MaxBody, lastUsed: map[string]time.Time{},
+		accessLog: o.AccessLog, onRequest: o.OnRequest}
+	return s.observe(s.routes())
 }
