@@ -86,8 +86,15 @@ func (r *LoadResult) Add(r2 *LoadResult) {
 	r.Disabled += r2.Disabled
 	r.Skipped += r2.Skipped
 	r.Errors += r2.Errors
-	r.Messages = append(r.Messages, r2.Messages...)
+	for _, m := range r2.Messages {
+		if len(r.Messages) < MaxErrorMessages {
+			r.Messages = append(r.Messages, m)
+		}
+	}
 }
+
+// MaxErrorMessages bounds the error messages a load result lists; Errors counts all.
+const MaxErrorMessages = 100
 
 func (r *LoadResult) count(outcome string) {
 	switch outcome {
@@ -110,6 +117,9 @@ func (r *LoadResult) count(outcome string) {
 
 func (r *LoadResult) fail(e *Entry, err error) {
 	r.Errors++
+	if len(r.Messages) >= MaxErrorMessages {
+		return
+	}
 	cls, key := e.Classname, e.Keyname
 	if cls == "" || key == "" {
 		// prepare failed or a keyname mode rewrote nothing yet: name the entry as written.
