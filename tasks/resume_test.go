@@ -172,9 +172,7 @@ func TestHelperProcess(t *testing.T) {
 }
 
 func TestResumeAfterKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a child process")
-	}
+	testkit.Slow(t)
 	const n = 20000
 	path := newDBFile(t)
 	db := openDB(t, path)

@@ -10,6 +10,7 @@ package testkit
 
 import (
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -36,3 +37,12 @@ const (
 // OldTime is the created_at/updated_at of rows tests insert by SQL, so any later
 // write shows as a changed updated_at.
 const OldTime = "2020-01-01T00:00:00Z"
+
+// Slow marks one of the slow crash and hostile-input tests: `go test -short` skips
+// it, saying so; plain `go test ./...` runs it.
+func Slow(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("slow crash/hostile test: skipped with -short; plain go test ./... runs it")
+	}
+}
