@@ -356,8 +356,8 @@ func TestConf(t *testing.T) {
 			for _, c := range reply.Configuration {
 				found = found || (c.Keyname == "CSV_DELIMITER" && c.Value == ";")
 			}
-			if !found || reply.Count.String() != "6" || len(reply.Configuration) != 6 {
-				t.Fatalf("configuration = %+v (count %s), want 6 entries with CSV_DELIMITER ;", reply.Configuration, reply.Count)
+			if !found || reply.Count.String() != "7" || len(reply.Configuration) != 7 {
+				t.Fatalf("configuration = %+v (count %s), want 7 entries with CSV_DELIMITER ;", reply.Configuration, reply.Count)
 			}
 		})
 	}
