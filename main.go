@@ -181,7 +181,7 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease})
 	srv := &http.Server{
 		Handler: server.New(server.Options{DB: db, Runner: runner, Logger: log, BaseURL: s.BaseURL,
-			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load}),
+			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load, AccessLog: s.AccessLog}),
 		ReadHeaderTimeout: s.ReadHeaderTimeout,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      5 * time.Minute,

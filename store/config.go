@@ -28,6 +28,8 @@ var ConfigDefs = []ConfigDef{
 	{Keyname: "DATA_MAX_SIZE", Default: "500", Description: "largest page size of instance lists", Int: true, Min: 1, Max: 100000},
 	{Keyname: "TASK_RETENTION_DAYS", Default: "30", Description: "days finished tasks are kept", Int: true, Min: 1, Max: 36500},
 	{Keyname: "QUEUE_MAX", Default: "1000", Description: "most unfinished tasks the queue accepts", Int: true, Min: 1, Max: 1000000},
+	{Keyname: "CONSOLE_SESSION_IDLE_MINUTES", Default: "60", Description: "web console: minutes without a request after which a session ends", Int: true, Min: 1, Max: 525600},
+	{Keyname: "CONSOLE_SESSION_MAX_HOURS", Default: "12", Description: "web console: hours after sign-in after which a session ends", Int: true, Min: 1, Max: 8760},
 }
 
 func configDef(key string) (ConfigDef, bool) {

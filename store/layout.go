@@ -121,6 +121,21 @@ CREATE TABLE schema_generation (
 );
 INSERT INTO schema_generation(id, generation) VALUES(1, 0);
 `,
+	// 3: web console sessions. Only a hash of the token is stored; times are Unix seconds.
+	`
+CREATE TABLE sessions (
+	id         INTEGER PRIMARY KEY,
+	token_hash TEXT NOT NULL UNIQUE,
+	user_id    INTEGER NOT NULL,
+	login      TEXT NOT NULL,
+	csrf       TEXT NOT NULL,
+	address    TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	last_seen  INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+);
+CREATE INDEX sessions_user ON sessions(user_id);
+`,
 }
 
 // migrateLayout applies the layout changes the file has not seen yet, each in its own

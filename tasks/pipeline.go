@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"dataservice/rules"
 	"dataservice/store"
-	"dataservice/tasks/rules"
 )
 
 // checkpoint is where a pipeline run resumes: the schema index and the last instance
