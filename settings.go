@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"dataservice/bootstrap"
 )
 
 // Compiled-in code version; build.sh sets them with -ldflags -X.
@@ -124,8 +126,8 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 	} else {
 		s.ReadHeaderTimeout = d
 	}
-	if strings.TrimSpace(s.Version) == "" {
-		errs = append(errs, "SERVICE_VERSION: empty")
+	if err := bootstrap.CheckVersion(s.Version); err != nil {
+		errs = append(errs, "SERVICE_VERSION "+err.Error())
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("invalid settings:\n  %s", strings.Join(errs, "\n  "))
