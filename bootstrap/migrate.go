@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"dataservice/rules"
 	"dataservice/store"
 )
 
@@ -224,7 +225,7 @@ func (s *starter) rewritePipelines(tx *store.Tx) error {
 		for _, in := range batch {
 			after = in.ID
 			content, _ := in.Data["content"].(string)
-			norm, changed := store.NormalizePipelineContent(content)
+			norm, changed := rules.Normalize(content)
 			if !changed {
 				continue
 			}

@@ -433,6 +433,7 @@ func (s *Schema) applyField(name string, attrs map[string]any, pos int) (bool, e
 	case action == "update" && f == nil:
 		return false, Errorf(ENotFound, "schema %s: field %s not found", s.Keyname, name)
 	}
+	existed := f != nil
 	if f == nil {
 		f = &Field{Classname: s.Keyname, Keyname: name, Dataformat: "string", CardinalMax: 1, IsEnabled: true,
 			Order: (pos + 1) * 10, Options: map[string]any{}}
@@ -455,6 +456,10 @@ func (s *Schema) applyField(name string, attrs map[string]any, pos int) (bool, e
 		case "dataformat":
 			if !dataformats[text] {
 				return false, Errorf(EInvalid, "schema %s: field %s: unknown dataformat %q", s.Keyname, name, text)
+			}
+			// Stored hashes would become readable values of the new dataformat.
+			if existed && f.Dataformat == "secret" && text != "secret" {
+				return false, Errorf(EInvalid, "schema %s: field %s: a secret field cannot change its dataformat (to %s)", s.Keyname, name, text)
 			}
 			f.Dataformat = text
 		case "dataformat_ext":
