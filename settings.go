@@ -151,3 +151,18 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 	}
 	return s, nil
 }
+
+// exposedWithoutBaseURL reports whether the server listens on an address other
+// machines can reach (not loopback) while SERVICE_BASE_URL is unset, so the URLs it
+// returns come from a header clients control.
+func exposedWithoutBaseURL(addr net.Addr, baseURL string) bool {
+	if baseURL != "" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -34,5 +35,29 @@ func TestServiceVersionIsCheckedBeforeOpening(t *testing.T) {
 				t.Fatalf("exit %d, want 0; stderr %s", code, stderr)
 			}
 		})
+	}
+}
+
+func TestExposedWithoutBaseURL(t *testing.T) {
+	cases := []struct {
+		addr, base string
+		want       bool
+	}{
+		{"127.0.0.1:8080", "", false},
+		{"[::1]:8080", "", false},
+		{"127.0.0.5:8080", "", false},
+		{"0.0.0.0:8080", "", true},
+		{"[::]:8080", "", true},
+		{"10.1.2.3:8080", "", true},
+		{"0.0.0.0:8080", "https://data.example.test", false},
+	}
+	for _, c := range cases {
+		addr, err := net.ResolveTCPAddr("tcp", c.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := exposedWithoutBaseURL(addr, c.base); got != c.want {
+			t.Errorf("exposedWithoutBaseURL(%s, %q) = %v, want %v", c.addr, c.base, got, c.want)
+		}
 	}
 }
