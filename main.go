@@ -197,7 +197,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease})
 	srv := &http.Server{
 		Handler: server.New(server.Options{DB: db, Runner: runner, Logger: log, BaseURL: s.BaseURL,
-			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load}),
+			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load, AccessLog: s.AccessLog}),
 		ReadHeaderTimeout: s.ReadHeaderTimeout,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      5 * time.Minute,
@@ -463,7 +463,8 @@ func newSecret() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// ipam runs "ipam collect": IP collection over all stored data (SPEC §10).
+// ipam runs "ipam collect": every stored ipv4 address without an ipam_ip instance
+// gets one, with collected: true.
 func (c *cli) ipam(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "collect" {
 		return fmt.Errorf("usage: dataservice ipam collect")

@@ -18,7 +18,8 @@ var (
 	versionDate = "2026-11-22"
 )
 
-// settings are the validated SERVICE_* settings (SPEC §1.2).
+// settings are the validated SERVICE_* settings: each is read from the environment,
+// a flag where there is one wins, and all are validated before anything is opened.
 type settings struct {
 	DB            string
 	Listen        string
@@ -37,6 +38,10 @@ type settings struct {
 	// ReadHeaderTimeout is SERVICE_READ_HEADER_TIMEOUT: how long a client may take to
 	// send its request headers (hidden setting, no flag, default 10s; tests shorten it).
 	ReadHeaderTimeout time.Duration
+	// AccessLog is SERVICE_ACCESS_LOG (on/off, default on): one info line per request.
+	AccessLog bool
+	// MetricsListen is SERVICE_METRICS_LISTEN: host:port of /metrics ("" = off).
+	MetricsListen string
 }
 
 // settingFlags registers the flags that override settings; which flags a command
@@ -123,6 +128,18 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 		errs = append(errs, fmt.Sprintf("SERVICE_READ_HEADER_TIMEOUT %q: not a duration from 100ms to 10m", rht))
 	} else {
 		s.ReadHeaderTimeout = d
+	}
+	switch v := strings.ToLower(pick("", "SERVICE_ACCESS_LOG", "on")); v {
+	case "on":
+		s.AccessLog = true
+	case "off":
+	default:
+		errs = append(errs, fmt.Sprintf("SERVICE_ACCESS_LOG %q: not on or off", v))
+	}
+	if s.MetricsListen = getenv("SERVICE_METRICS_LISTEN"); s.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(s.MetricsListen); err != nil {
+			errs = append(errs, fmt.Sprintf("SERVICE_METRICS_LISTEN %q: not host:port", s.MetricsListen))
+		}
 	}
 	if strings.TrimSpace(s.Version) == "" {
 		errs = append(errs, "SERVICE_VERSION: empty")

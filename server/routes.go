@@ -15,7 +15,7 @@ var allMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http
 // routes lists every route. The seed's pipeline paths take every method: the
 // permission check comes before the method check (seed: order of checks).
 func (s *server) routes() http.Handler {
-	r := httprouter.New()
+	r := s.newRouter()
 	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

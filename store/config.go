@@ -18,7 +18,9 @@ type ConfigDef struct {
 	Min, Max int
 }
 
-// ConfigDefs are the configuration entries this code defines (SPEC §9).
+// ConfigDefs are the configuration entries this code defines; the start-up step
+// "synchronise configuration" adds missing ones with their default, keeps stored
+// values and removes entries no longer listed here.
 var ConfigDefs = []ConfigDef{
 	{Keyname: "GLOBAL_APPNAME", Default: "dataservice", Description: "application name shown to users"},
 	{Keyname: "CSV_DELIMITER", Default: ";", Description: "default CSV delimiter of /api/rawfile/ (one character)"},

@@ -13,7 +13,8 @@ import (
 // layout is the append-only list of table-layout changes; PRAGMA user_version counts
 // how many have run. Never edit an entry once released: append a new one.
 var layout = []string{
-	// 1: the documented on-disk format (SPEC §2).
+	// 1: the documented on-disk format (users inspect the file with sqlite3: never
+	// rename these tables or columns).
 	`
 CREATE TABLE registry (
 	key   TEXT PRIMARY KEY,
