@@ -80,9 +80,15 @@ func New(o Options) *Console {
 	return c
 }
 
+// Router is where the console registers its routes (an httprouter.Router or a wrapper).
+type Router interface {
+	GET(path string, h httprouter.Handle)
+	POST(path string, h httprouter.Handle)
+}
+
 // Register adds the console's routes: "/" and "/data/private/..." are pages, /login
 // and /logout sign in and out, /static/ holds the CSS and JS.
-func (c *Console) Register(r *httprouter.Router) {
+func (c *Console) Register(r Router) {
 	static, _ := fs.Sub(staticFS, "static")
 	files := http.StripPrefix("/static/", http.FileServer(http.FS(static)))
 	r.GET("/static/*file", func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
