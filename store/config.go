@@ -26,6 +26,8 @@ var ConfigDefs = []ConfigDef{
 	{Keyname: "DATA_MAX_SIZE", Default: "500", Description: "largest page size of instance lists", Int: true, Min: 1, Max: 100000},
 	{Keyname: "TASK_RETENTION_DAYS", Default: "30", Description: "days finished tasks are kept", Int: true, Min: 1, Max: 36500},
 	{Keyname: "QUEUE_MAX", Default: "1000", Description: "most unfinished tasks the queue accepts", Int: true, Min: 1, Max: 1000000},
+	{Keyname: "BACKUP_INTERVAL_HOURS", Default: "0", Description: "hours between scheduled backups taken by serve (0 = off)", Int: true, Min: 0, Max: 8760},
+	{Keyname: "BACKUP_KEEP", Default: "7", Description: "scheduled backups kept; older ones are deleted", Int: true, Min: 1, Max: 1000},
 }
 
 func configDef(key string) (ConfigDef, bool) {
