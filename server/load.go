@@ -8,13 +8,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
+	"dataservice/rules"
 	"dataservice/store"
-	"dataservice/tasks/rules"
 )
 
 // readBody reads the whole (size-limited) body; it answers 413 or 400 itself.
@@ -56,14 +55,12 @@ func (s *server) loadOptions(w http.ResponseWriter, r *http.Request) (store.Load
 			s.writeError(w, r, http.StatusForbidden, "permission denied")
 			return opts, false
 		}
-		compiled, err := rules.Parse(pl.Content)
+		tf, err := rules.LoadTransform(pl.Content, s.db.Now)
 		if err != nil {
 			s.writeError(w, r, http.StatusBadRequest, "pipeline "+pl.Keyname+": invalid content: "+err.Error())
 			return opts, false
 		}
-		opts.Transform = func(e *store.Entry) (bool, error) {
-			return compiled.Apply(rules.Entry(e.Fields), time.Now().UTC())
-		}
+		opts.Transform = tf
 	}
 	return opts, true
 }
@@ -113,6 +110,9 @@ func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*stor
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	if s.onLoad != nil && !res.DryRun {
+		s.onLoad(res)
 	}
 	res.Warnings = warnings
 	if res.Messages == nil {
@@ -219,7 +219,12 @@ func parseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool, max
 		}
 	}
 	if keyCol < 0 {
-		return nil, errors.New("invalid CSV: no column named " + keyfield + " (keyfield)")
+		found := header
+		if len(found) > 20 {
+			found = append(found[:20:20], "...")
+		}
+		return nil, fmt.Errorf("invalid CSV: no column named %s (keyfield); the header has %s (split on %q: "+
+			"set delimiter= or the configuration CSV_DELIMITER)", keyfield, strings.Join(found, ", "), string(delim))
 	}
 	var out []*store.Entry
 	for {

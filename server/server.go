@@ -28,6 +28,13 @@ type Options struct {
 	MaxBody int64
 	// MaxEntries bounds the entries of one load or rawfile request (default 100000).
 	MaxEntries int
+	// AccessLog writes one info line per request (method, route, status, duration,
+	// bytes, credential kind and name; never secrets).
+	AccessLog bool
+	// OnRequest, when set, is called once per finished request (metrics).
+	OnRequest func(RequestInfo)
+	// OnLoad, when set, is given the result of every load that was not a dry run.
+	OnLoad func(*store.LoadResult)
 }
 
 type server struct {
@@ -44,6 +51,11 @@ type server struct {
 	lastUsedMu sync.Mutex
 	lastUsed   map[string]time.Time // API key -> last time last_used was written
 	inflight   atomic.Int64
+
+	accessLog bool
+	onRequest func(RequestInfo)
+	onLoad    func(*store.LoadResult)
+	router    *recRouter
 }
 
 // New returns the API handler.
@@ -61,6 +73,7 @@ func New(o Options) http.Handler {
 		o.Ready = func() bool { return true }
 	}
 	s := &server{db: o.DB, runner: o.Runner, log: o.Logger, baseURL: o.BaseURL, version: o.Version,
-		date: o.VersionDate, ready: o.Ready, maxBody: o.MaxBody, maxEnt: o.MaxEntries, lastUsed: map[string]time.Time{}}
-	return s.routes()
+		date: o.VersionDate, ready: o.Ready, maxBody: o.MaxBody, maxEnt: o.MaxEntries, lastUsed: map[string]time.Time{},
+		accessLog: o.AccessLog, onRequest: o.OnRequest, onLoad: o.OnLoad}
+	return s.observe(s.routes())
 }
