@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"dataservice/rules"
 )
@@ -144,11 +145,13 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 		}
 	}()
 	inBatch := 0
+	var began time.Time
 	begin := func() error {
 		var err error
 		if tx, err = db.Begin(ctx); err != nil {
 			return err
 		}
+		began = time.Now()
 		tx.NoRevisions, tx.Author = opts.NoRevisions, loadAuthor(opts)
 		return nil
 	}
@@ -183,7 +186,9 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 				res.fail(e, err)
 			}
 			inBatch++
-			if inBatch >= opts.BatchSize {
+			// A batch also commits once it has held the writer for a quarter of a second, so
+			// other writers never wait long behind a large load.
+			if inBatch >= opts.BatchSize || (!opts.DryRun && time.Since(began) > maxBatchTime) {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -214,6 +219,9 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 	}
 	return res, nil
 }
+
+// maxBatchTime is how long a load batch holds the writer before it commits.
+const maxBatchTime = 250 * time.Millisecond
 
 func loadAuthor(opts LoadOptions) string {
 	if opts.Author != "" {
