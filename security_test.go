@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -34,7 +35,7 @@ type secServer struct {
 	env    map[string]string
 	addr   string
 	base   string
-	stderr *syncBuffer
+	stderr *testkit.Buffer
 	cancel context.CancelFunc
 	done   chan int
 	rec    *recorder
@@ -69,7 +70,7 @@ var listeningRE = regexp.MustCompile(`msg=listening addr=(127\.0\.0\.1:\d+)`)
 func startServe(t *testing.T, env map[string]string) *secServer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &secServer{t: t, env: env, stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1), rec: &recorder{}}
+	s := &secServer{t: t, env: env, stderr: &testkit.Buffer{}, cancel: cancel, done: make(chan int, 1), rec: &recorder{}}
 	go func() { s.done <- run(ctx, []string{"serve"}, envOf(env), io.Discard, s.stderr) }()
 	t.Cleanup(func() { s.stop() })
 	deadline := time.Now().Add(30 * time.Second)
@@ -197,43 +198,19 @@ func (s *secServer) waitTask(handle string, a auth) map[string]any {
 // openDB opens the server's database file for direct SQL.
 func openDB(t *testing.T, env map[string]string) *store.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), env["SERVICE_DB"], store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return testkit.OpenFile(t, env["SERVICE_DB"])
 }
 
 // dumpTable renders every row of a query as text.
 func dumpTable(t *testing.T, db *store.DB, query string) string {
 	t.Helper()
-	rows, err := db.Reader().QueryContext(context.Background(), query)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
+	_, rows := testkit.Rows(t, db, query)
 	var b strings.Builder
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
+	for _, vals := range rows {
 		for _, v := range vals {
-			if bs, ok := v.([]byte); ok {
-				v = string(bs)
-			}
 			fmt.Fprintf(&b, "%v\t", v)
 		}
 		b.WriteString("\n")
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return b.String()
 }

@@ -3,7 +3,6 @@ package tasks_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -56,10 +55,7 @@ var newDBFile = testkit.MigratedFile
 
 // openDB opens the database file at path with the real clock (leases expire) and no
 // store log; it is closed when the test ends.
-func openDB(tb testing.TB, path string) *store.DB {
-	tb.Helper()
-	return testkit.Open(tb, path, testkit.Options{Logger: slog.New(slog.DiscardHandler), Clock: time.Now})
-}
+var openDB = testkit.OpenFile
 
 // newDB opens a fresh bootstrapped database (built-in definitions, configuration)
 // with the test schemas loaded.
