@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -471,15 +470,8 @@ func TestSecretsNeverLeave(t *testing.T) {
 	t.Logf("grepped %d places for %d plain secrets and %d stored hashes: %d leaks", len(corpus)+1, len(plain), len(hashes), leaks)
 }
 
-// allocated returns the bytes allocated in this process while fn runs: the server
-// runs in-process, and an argon2id verification allocates its 19 MiB.
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+// allocated returns the bytes allocated in this process while fn runs.
+var allocated = testkit.Allocated
 
 const argonBytes = 19 << 20
 

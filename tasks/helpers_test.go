@@ -250,13 +250,7 @@ func mustSucceed(tb testing.TB, t *tasks.Task) *tasks.Result {
 // waitFor polls cond until it holds, failing the test after waitLimit.
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("gave up after %v waiting for %s", waitLimit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(tb, waitLimit, what, cond)
 }
 
 // counts renders a result's counters, for comparisons.
