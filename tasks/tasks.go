@@ -45,6 +45,9 @@ type Options struct {
 	Poll time.Duration
 	// AfterBatch, when set, runs after each committed batch (tests inject crashes here).
 	AfterBatch func(handle string, batch int) error
+	// OnProcessed, when set, is told how many instances each committed pipeline batch
+	// processed (metrics).
+	OnProcessed func(n int)
 }
 
 // Runner submits and runs tasks.
