@@ -180,18 +180,13 @@ func (s *secServer) wantErr(status int, msg, method, path string, a auth, body s
 // waitTask polls a task until it is finished.
 func (s *secServer) waitTask(handle string, a auth) map[string]any {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m := s.want(http.StatusOK, "GET", "/api/tasks/"+handle+"/", a, "")
-		switch m["status"] {
-		case "succeeded", "failed", "cancelled":
-			return m
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("task %s still %v", handle, m["status"])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var m map[string]any
+	testkit.WaitFor(s.t, 30*time.Second, "task "+handle+" to finish", func() bool {
+		m = s.want(http.StatusOK, "GET", "/api/tasks/"+handle+"/", a, "")
+		status, _ := m["status"].(string)
+		return finalStatus(status)
+	})
+	return m
 }
 
 // openDB opens the server's database file for direct SQL.

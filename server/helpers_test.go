@@ -267,20 +267,15 @@ func object(t *testing.T, r reply, status int) map[string]any {
 // waitTask polls the task until it is finished, within a deadline.
 func (e *env) waitTask(handle string) *tasks.Task {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		task, err := e.runner.Get(context.Background(), handle)
-		if err != nil {
+	var task *tasks.Task
+	testkit.WaitFor(e.t, 20*time.Second, "task "+handle+" to finish", func() bool {
+		var err error
+		if task, err = e.runner.Get(context.Background(), handle); err != nil {
 			e.t.Fatalf("get task %s: %v", handle, err)
 		}
-		if task.Finished() {
-			return task
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("task %s still %s after the deadline", handle, task.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return task.Finished()
+	})
+	return task
 }
 
 // serverSchema is a user schema with instances, used by most tests.
