@@ -88,18 +88,11 @@ func addPipeline(tb testing.TB, db *store.DB, name, content, runPermission strin
 // row is an instance the tests insert by SQL.
 type row = testkit.Row
 
-// The shared helpers of the test kit, under the names these tests use.
-var (
-	// insertRows inserts instances by SQL in one transaction (much faster than a
-	// load; the values must be valid for the schema).
-	insertRows = testkit.InsertInstances
-	// execSQL runs statements in one write transaction.
-	execSQL  = testkit.ExecAll
-	queryInt = testkit.QueryInt
-	// queryString reads one text value (NULL reads as "<null>").
-	queryString = testkit.QueryString
-	instance    = testkit.Instance
-)
+// insertRows inserts instances by SQL in one transaction (much faster than a load;
+// the values must be valid for the schema).
+var insertRows = testkit.InsertInstances
+
+var queryInt = testkit.QueryInt
 
 // dumpTable renders every row of table, in rowid order, one line per row.
 func dumpTable(tb testing.TB, db *store.DB, table string) string {
@@ -282,7 +275,7 @@ func checkMarkedOnce(tb testing.TB, db *store.DB, handle, cls string, n int) {
 		tb.Fatalf("%s instances: %d, want %d", cls, got, want)
 	}
 	if got, want := markedCount(tb, db, cls), n; got != want {
-		bad := queryString(tb, db, `SELECT group_concat(keyname || '=' || (data ->> 'note')) FROM (SELECT * FROM instances
+		bad := testkit.QueryString(tb, db, `SELECT group_concat(keyname || '=' || (data ->> 'note')) FROM (SELECT * FROM instances
 			WHERE classname = ? AND data ->> 'note' != 'nX' LIMIT 5)`, cls)
 		tb.Fatalf("%s instances with exactly one marker: %d, want %d (e.g. %s)", cls, got, want, bad)
 	}
@@ -304,7 +297,7 @@ func markedCount(tb testing.TB, db *store.DB, cls string) int {
 // taskColumn reads one column of a task row as text.
 func taskColumn(tb testing.TB, db *store.DB, handle, column string) string {
 	tb.Helper()
-	return queryString(tb, db, "SELECT "+column+" FROM tasks WHERE handle = ?", handle)
+	return testkit.QueryString(tb, db, "SELECT "+column+" FROM tasks WHERE handle = ?", handle)
 }
 
 // progressDone reads a task's progress_done.
