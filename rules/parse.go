@@ -129,6 +129,9 @@ type spec struct {
 	oldForm  bool // a list of exactly min items is the form without COND
 	kind     ruleKind
 	build    func(a *args) (action, error) // kindAction only
+	// grows marks rules whose output can be longer than their input and the content
+	// (merge, join, append, prefix, regexp substitution): Apply bounds their output.
+	grows bool
 }
 
 // compileRule compiles one rule node.
@@ -180,7 +183,7 @@ func (c *compiler) compileRule(n *yaml.Node) (rule, error) {
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", r.task, err)
 	}
-	r.act, r.touchesClass = act, a.touchesClass
+	r.act, r.touchesClass, r.grows = act, a.touchesClass, sp.grows
 	return r, nil
 }
 

@@ -153,6 +153,17 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	return &Tx{Tx: tx, db: db, ctx: ctx, schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}, nil
 }
 
+// BeginRead starts a transaction on the read pool: it sees one snapshot, never waits
+// for or holds the writer, and any write in it fails. Dry runs that write nothing
+// (a pipeline's dry-run batch) use it, so real writers never wait behind them.
+func (db *DB) BeginRead(ctx context.Context) (*Tx, error) {
+	tx, err := db.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin read: %w", err)
+	}
+	return &Tx{Tx: tx, db: db, ctx: ctx, schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}, nil
+}
+
 // DB is the database the transaction belongs to.
 func (tx *Tx) DB() *DB { return tx.db }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -159,7 +160,7 @@ func ParseDocument(name string, data []byte) ([]*Entry, error) {
 			break
 		}
 		if err != nil {
-			return nil, Errorf(EInvalid, "%s: invalid YAML/JSON: %v", name, err)
+			return nil, Errorf(EInvalid, "%s: invalid YAML/JSON: %s", name, yamlErrorText(err))
 		}
 		if len(root.Content) == 0 {
 			continue
@@ -195,6 +196,19 @@ func ParseDocument(name string, data []byte) ([]*Entry, error) {
 		}
 	}
 	return out, nil
+}
+
+// yamlAnchor matches the anchor name the YAML parser quotes in its errors. An unquoted
+// value starting with '*' is read as an alias, so the "anchor" may be a plain password.
+var yamlAnchor = regexp.MustCompile(`anchor '[^']*'`)
+
+// yamlErrorText is the parser's message without text taken from the document.
+func yamlErrorText(err error) string {
+	msg := yamlAnchor.ReplaceAllString(err.Error(), "anchor (name not shown)")
+	if strings.Contains(msg, "unknown anchor") {
+		msg += " (a value starting with '*' must be quoted)"
+	}
+	return msg
 }
 
 func (d *decoder) spend() error {
