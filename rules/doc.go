@@ -30,6 +30,7 @@
 // of the number or boolean YAML reads: the first rule below sets the text
 // "1e3", the second the integer 5.
 //
+//	# the text "1e3", then the integer 5
 //	- field_set: ["", serial, 1e3]
 //	- field_set: ["", n, 5]
 //
