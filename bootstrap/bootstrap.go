@@ -41,6 +41,9 @@ type Options struct {
 	// Init is the built-in init directory.
 	Init   fs.FS
 	Logger *slog.Logger
+	// OnBlock, when set, is told each step that changed the data version: "bootstrap"
+	// and every migration block that ran (metrics).
+	OnBlock func(name string)
 	// Sleep waits before a refused start exits (tests shorten it).
 	Sleep func(ctx context.Context, d time.Duration)
 }
@@ -99,6 +102,7 @@ func (s *starter) run(ctx context.Context) error {
 		if err := s.bootstrap(ctx); err != nil {
 			return s.failed(ctx, "bootstrap", err)
 		}
+		s.ran("bootstrap")
 	}
 	// 3. Synchronise configuration.
 	if err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.SyncConfig() }); err != nil {
@@ -134,6 +138,13 @@ func (s *starter) run(ctx context.Context) error {
 	s.log.Log(ctx, LevelCritical, "stored data version differs from code version after migrations",
 		"db_version", final, "service_version", s.o.Version)
 	return s.db.SetRegistry(ctx, store.RegLastStartFailed, now)
+}
+
+// ran reports a step that ran to the OnBlock hook.
+func (s *starter) ran(name string) {
+	if s.o.OnBlock != nil {
+		s.o.OnBlock(name)
+	}
 }
 
 // failed logs a critical message for a failed step, records LAST_START_FAILED and

@@ -72,10 +72,7 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 		s.log.Warn("stored data is newer than this code", "db_version", dbv, "service_version", s.o.Version)
 	}
 	if present && stored != s.o.Version && s.o.Backup {
-		dest := fmt.Sprintf("%s.%s.%s.bak", s.db.Path(), stored, time.Now().UTC().Format("20060102T150405.000Z"))
-		for i := 2; fileExists(dest); i++ {
-			dest = fmt.Sprintf("%s.%s.%s-%d.bak", s.db.Path(), stored, time.Now().UTC().Format("20060102T150405.000Z"), i)
-		}
+		dest := backupName(s.db.Path(), stored, time.Now(), ".bak")
 		if err := s.db.Backup(ctx, dest); err != nil {
 			return s.failed(ctx, "backup", err)
 		}
@@ -101,6 +98,7 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 			return s.failed(ctx, "migration block "+b.version, err)
 		}
 		s.log.Info("migration block done", "block", b.version)
+		s.ran(b.version)
 	}
 	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
 		if err := tx.SetRegistry(store.RegDBVersion, s.o.Version); err != nil {
