@@ -191,7 +191,7 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 	}
 	vals := posted(r, sch)
 	d.Displayname = r.PostFormValue("displayname")
-	d.Enabled = r.PostFormValue("is_enabled") == "true"
+	d.Enabled = checked(r, "is_enabled")
 	d.Fields = c.formFields(ctx, sch, vals)
 	m := map[string]any{"classname": sch.Keyname, "keyname": in.Keyname, "displayname": d.Displayname,
 		"is_enabled": d.Enabled, "_action": "update"}

@@ -139,7 +139,7 @@ func posted(r *http.Request, sch *store.Schema) map[string]any {
 		vals := r.PostForm["f_"+f.Keyname]
 		switch {
 		case f.Dataformat == "boolean":
-			out[f.Keyname] = len(vals) > 0 && vals[len(vals)-1] == "true"
+			out[f.Keyname] = checked(r, "f_"+f.Keyname)
 		case f.Dataformat == "secret":
 			if len(vals) > 0 && vals[0] != "" {
 				out[f.Keyname] = vals[0]
@@ -201,7 +201,7 @@ func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch
 	vals := posted(r, sch)
 	d.Keyname = strings.TrimSpace(r.PostFormValue("keyname"))
 	d.Displayname = r.PostFormValue("displayname")
-	d.Enabled = r.PostFormValue("is_enabled") == "true"
+	d.Enabled = checked(r, "is_enabled")
 	d.Fields = c.formFields(ctx, sch, vals)
 	m := map[string]any{"classname": sch.Keyname, "keyname": d.Keyname, "displayname": d.Displayname,
 		"is_enabled": d.Enabled, "_action": "create"}
@@ -246,4 +246,14 @@ func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *f
 		status = http.StatusBadRequest
 	}
 	c.render(w, r, q, status, "form", title, d)
+}
+
+// checked reads a checkbox that follows a hidden "false" input of the same name.
+func checked(r *http.Request, name string) bool {
+	for _, v := range r.PostForm[name] {
+		if v == "true" {
+			return true
+		}
+	}
+	return false
 }
