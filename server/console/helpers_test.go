@@ -38,6 +38,12 @@ type env struct {
 
 func newEnv(t testing.TB, baseURL string) *env {
 	t.Helper()
+	return newEnvWith(t, baseURL, nil)
+}
+
+// newEnvWith is newEnv with the handler wrapped (benchmarks time the server with it).
+func newEnvWith(t testing.TB, baseURL string, wrap func(http.Handler) http.Handler) *env {
+	t.Helper()
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(tbWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "console.db"), store.Options{Logger: logger})
@@ -49,8 +55,12 @@ func newEnv(t testing.TB, baseURL string) *env {
 		Init: builtin.Init(), AdminPassword: adminPassword, Logger: logger}); err != nil {
 		t.Fatalf("bootstrap: %v", err)
 	}
-	srv := httptest.NewServer(server.New(server.Options{DB: db, Logger: logger, BaseURL: baseURL,
-		Version: "4.9.0", VersionDate: "2026-11-22"}))
+	var h http.Handler = server.New(server.Options{DB: db, Logger: logger, BaseURL: baseURL,
+		Version: "4.9.0", VersionDate: "2026-11-22"})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &env{t: t, db: db, srv: srv}
 }
