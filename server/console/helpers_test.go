@@ -108,6 +108,7 @@ func (b *browser) do(method, path string, form url.Values, hdr map[string]string
 	if err != nil {
 		b.e.t.Fatal(err)
 	}
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8") // as browsers send
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if b.origin != "" {
