@@ -196,7 +196,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Click("#confirm-rename", chromedp.ByID),
 		chromedp.WaitVisible("#rename-report", chromedp.ByID),
 	)
-	if s := textOf("#rename-report"); !strings.Contains(s, "3 reference(s) followed") {
+	if s := textOf("#rename-report"); !strings.Contains(s, "3 instance(s) referring to it followed") {
 		t.Fatalf("rename report: %q", s)
 	}
 	run("renamed detail",

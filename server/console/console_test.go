@@ -269,7 +269,8 @@ func TestBrowseAndEdit(t *testing.T) {
 	p = b.post("/data/private/site/paris/?do=rename", url.Values{"csrf": {tok}, "new_keyname": {"lyon"}})
 	want(t, p, http.StatusConflict, "already exists")
 	p = b.post("/data/private/site/paris/?do=rename", url.Values{"csrf": {tok}, "new_keyname": {"paris-1"}})
-	want(t, p, 200, `id="rename-report"`, "2 reference(s) followed")
+	want(t, p, 200, `id="rename-report"`, "2 instance(s) referring to it followed")
+	want(t, b.get("/data/private/site/paris-1/"), 200, "Referenced by", `href="/data/private/rack/r1/"`)
 	for _, k := range []string{"r1", "r3"} {
 		if in, _ := e.db.Instance(context.Background(), "rack", k); in.Data["site"] != "paris-1" {
 			t.Fatalf("%s site after rename: %v", k, in.Data["site"])

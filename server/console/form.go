@@ -203,27 +203,26 @@ func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch
 	d.Displayname = r.PostFormValue("displayname")
 	d.Enabled = checked(r, "is_enabled")
 	d.Fields = c.formFields(ctx, sch, vals)
-	m := map[string]any{"classname": sch.Keyname, "keyname": d.Keyname, "displayname": d.Displayname,
-		"is_enabled": d.Enabled, "_action": "create"}
-	if d.Keyname == "" && d.Displayname != "" && strings.HasPrefix(sch.KeynameMode, "hexip") {
-		delete(m, "keyname") // derived from the address in displayname
+	key := d.Keyname
+	if key == "" && strings.HasPrefix(sch.KeynameMode, "hexip") {
+		// The keyname is derived from the address in displayname.
+		if hex, err := store.HexIP(strings.TrimSpace(d.Displayname)); err == nil {
+			key = hex
+		}
 	}
-	for k, v := range vals {
-		m[k] = v
-	}
-	if d.Keyname != "" {
-		if in, err := c.db.Instance(ctx, sch.Keyname, d.Keyname); err == nil && in != nil {
+	if key != "" {
+		if _, err := c.db.Instance(ctx, sch.Keyname, key); err == nil {
 			d.KeyError = "an instance with this keyname exists already"
 			c.render(w, r, q, http.StatusConflict, "form", "New "+sch.Keyname, d)
 			return
 		}
 	}
-	e := store.NewEntry(m)
-	if _, err := c.apply(ctx, q.auth, e); err != nil {
+	next := wanted(sch, nil, key, d.Displayname, d.Enabled, vals)
+	if _, err := c.apply(ctx, q.auth, sch, nil, next, store.ActionCreate); err != nil {
 		c.formError(w, r, q, &d, "New "+sch.Keyname, err)
 		return
 	}
-	http.Redirect(w, r, link(sch.Keyname, e.Keyname)+"?done=created", http.StatusSeeOther)
+	http.Redirect(w, r, link(sch.Keyname, key)+"?done=created", http.StatusSeeOther)
 }
 
 // formError re-renders a form with the store's error next to its field.
