@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -145,4 +148,53 @@ func TestUserAndPermissionCommands(t *testing.T) {
 			t.Fatalf("permission list lacks %s with what it gates:\n%s", want, out)
 		}
 	}
+}
+
+// TestPipelineRunWaitInterrupt: an interrupt (the context ends, as on the first
+// Ctrl-C) while waiting cancels the task, says so, and exits 1; the task is cancelled,
+// not left queued for the next serve.
+func TestPipelineRunWaitInterrupt(t *testing.T) {
+	env := testEnv(t)
+	// Several batches of 1000, so the task cannot finish before the interrupt lands.
+	var doc strings.Builder
+	doc.WriteString("- {classname: _schema, keyname: vm, ram: {dataformat: int}}\n")
+	for i := 0; i < 5000; i++ {
+		fmt.Fprintf(&doc, "- {classname: vm, keyname: vm%04d, ram: %d, is_enabled: %v}\n", i, i, i%2 == 0)
+	}
+	file := filepath.Join(t.TempDir(), "vm.yml")
+	if err := os.WriteFile(file, []byte(doc.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, env, "load", file); code != 0 {
+		t.Fatalf("load: %s", stderr)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &interruptWriter{cancel: cancel}
+	var errb bytes.Buffer
+	code := run(ctx, []string{"pipeline", "run", "bulk_delete_disabled", "--schema", "vm", "--wait"}, envOf(env), out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "interrupted: cancelling task") {
+		t.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
+	}
+	handle := regexp.MustCompile(`task (\S+) submitted`).FindStringSubmatch(out.String())
+	if handle == nil || !strings.Contains(out.String(), "task "+handle[1]+" cancelled") {
+		t.Fatalf("output %q", out.String())
+	}
+	if _, got, _ := runCLI(t, env, "task", "list", "--status", "queued"); strings.Contains(got, handle[1]) {
+		t.Fatalf("the task is still queued: %q", got)
+	}
+}
+
+// interruptWriter cancels its context once "submitted" is written: the interrupt
+// arrives while the command waits for its task.
+type interruptWriter struct {
+	bytes.Buffer
+	cancel func()
+}
+
+func (w *interruptWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(" submitted")) {
+		w.cancel()
+	}
+	return w.Buffer.Write(p)
 }
