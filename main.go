@@ -141,9 +141,14 @@ func checkDBPath(path string) error {
 
 // startUp runs the start-up sequence with the settings; a refusal is returned as is.
 func startUp(ctx context.Context, db *store.DB, s *settings, log *slog.Logger) error {
+	return startUpWith(ctx, db, s, log, nil)
+}
+
+// startUpWith is startUp telling onBlock each step that changed the data version.
+func startUpWith(ctx context.Context, db *store.DB, s *settings, log *slog.Logger, onBlock func(string)) error {
 	err := bootstrap.Run(ctx, db, bootstrap.Options{Version: s.Version, VersionDate: s.VersionDate,
 		APIKeySecret: s.APIKeySecret, AdminPassword: s.AdminPassword, Backup: s.Backup,
-		Init: builtin.Init(), Logger: log})
+		Init: builtin.Init(), Logger: log, OnBlock: onBlock})
 	if err != nil && !errors.Is(err, bootstrap.ErrRefused) {
 		return fmt.Errorf("start-up: %w", err)
 	}
@@ -178,10 +183,18 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	}
 	defer db.Close()
 	var ready atomic.Bool
-	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease})
+	m, err := c.startMetrics(ctx, s, db, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease,
+		OnProcessed: m.processedHook()})
+	m.setRunner(runner)
 	srv := &http.Server{
 		Handler: server.New(server.Options{DB: db, Runner: runner, Logger: log, BaseURL: s.BaseURL,
-			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load, AccessLog: s.AccessLog}),
+			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load, AccessLog: s.AccessLog,
+			OnRequest: m.requestHook(), OnLoad: m.loadHook()}),
 		ReadHeaderTimeout: s.ReadHeaderTimeout,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      5 * time.Minute,
@@ -192,13 +205,20 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "db", s.DB, "version", s.Version)
+	if exposedWithoutBaseURL(ln.Addr(), s.BaseURL) {
+		log.Warn("listening on a non-loopback address without SERVICE_BASE_URL: task_url is built from each request's Host header; set SERVICE_BASE_URL to the address clients use",
+			"addr", ln.Addr().String())
+	}
 
-	if err := startUp(ctx, db, s, log); err != nil {
+	started, blocks := time.Now(), []string(nil)
+	if err := startUpWith(ctx, db, s, log, func(b string) { blocks = append(blocks, b) }); err != nil {
 		srv.Close()
 		return err
 	}
+	m.startedUp(time.Since(started), blocks)
 	ready.Store(true)
 	runCtx, stopRunner := context.WithCancel(context.WithoutCancel(ctx))
+	go bootstrap.BackupLoop(runCtx, db, backupTick, log, m.backupHook())
 	runnerDone := make(chan struct{})
 	go func() {
 		defer close(runnerDone)

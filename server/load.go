@@ -111,6 +111,9 @@ func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*stor
 		s.fail(w, r, err)
 		return
 	}
+	if s.onLoad != nil && !res.DryRun {
+		s.onLoad(res)
+	}
 	res.Warnings = warnings
 	if res.Messages == nil {
 		res.Messages = []store.EntryError{}
