@@ -479,7 +479,8 @@ func newSecret() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// ipam runs "ipam collect": IP collection over all stored data (SPEC §10).
+// ipam runs "ipam collect": every stored ipv4 address without an ipam_ip instance
+// gets one, with collected: true.
 func (c *cli) ipam(ctx context.Context, args []string) error {
 	if len(args) == 0 || args[0] != "collect" {
 		return fmt.Errorf("usage: dataservice ipam collect")

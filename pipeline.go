@@ -7,24 +7,23 @@ import (
 	"strings"
 	"time"
 
+	"dataservice/rules"
 	"dataservice/store"
 	"dataservice/tasks"
-	"dataservice/tasks/rules"
 )
 
-// pipelineTransform compiles a stored pipeline for use at load time (SPEC §6.4).
-func pipelineTransform(ctx context.Context, db *store.DB, name string) (func(*store.Entry) (bool, error), error) {
+// pipelineTransform compiles a stored pipeline for use at load time: its rules run on
+// each entry before the entry is loaded.
+func pipelineTransform(ctx context.Context, db *store.DB, name string) (rules.Transform, error) {
 	pl, err := db.PipelineByName(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %q not found", name)
 	}
-	compiled, err := rules.Parse(pl.Content)
+	tf, err := rules.LoadTransform(pl.Content, db.Now)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s: %v", name, err)
 	}
-	return func(e *store.Entry) (bool, error) {
-		return compiled.Apply(rules.Entry(e.Fields), time.Now().UTC())
-	}, nil
+	return tf, nil
 }
 
 // pipeline runs "pipeline list" and "pipeline run NAME --schema a,b [--dryrun] [--wait]".

@@ -18,7 +18,8 @@ var (
 	versionDate = "2026-11-22"
 )
 
-// settings are the validated SERVICE_* settings (SPEC §1.2).
+// settings are the validated SERVICE_* settings: each is read from the environment,
+// a flag where there is one wins, and all are validated before anything is opened.
 type settings struct {
 	DB            string
 	Listen        string

@@ -347,7 +347,8 @@ func writeFile(t *testing.T, dir, name, content string) {
 }
 
 // initDir builds a real init directory: a copy of the built-in files plus files that
-// show the order and the filters of the bootstrap (SPEC §4.4).
+// show the order and the filters of the bootstrap: files load in name order, symlinks,
+// invalid YAML and empty files are handled without stopping start-up.
 func initDir(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"dataservice/rules"
 	"dataservice/store"
 )
 
@@ -184,7 +185,7 @@ func (s *starter) block460(tx *store.Tx) error {
 		for _, in := range batch {
 			after = in.ID
 			content, _ := in.Data["content"].(string)
-			norm, changed := store.NormalizePipelineContent(content)
+			norm, changed := rules.Normalize(content)
 			if !changed {
 				continue
 			}

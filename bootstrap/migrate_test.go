@@ -201,7 +201,8 @@ func TestMigrate450(t *testing.T) {
 	})
 }
 
-// Pipeline contents of the 4.6.0 rewrite (SPEC §5.7).
+// Pipeline contents of the 4.6.0 rewrite: a list is kept byte for byte, a mapping with
+// tasks: becomes that list, anything else becomes [].
 const (
 	flatContent = "# already a flat list: kept byte for byte\n- field_lower: email\n-   field_set: ['', role, user]   # odd spacing\n"
 	wrapContent = `csv_delimiter: ";"

@@ -52,7 +52,7 @@ func (s *server) denied(w http.ResponseWriter, r *http.Request, perms ...string)
 	p := principalOf(r)
 	if !p.allowed {
 		// One message for missing, wrong, disabled, expired and filtered credentials
-		// (SPEC §8.1's 401 message): it never says which part failed.
+		// (a 401 always says "authentication required"): it never says which part failed.
 		s.writeError(w, r, http.StatusUnauthorized, "authentication required")
 		return true
 	}

@@ -31,7 +31,8 @@ func (s *server) visibleTask(r *http.Request, handle string) (*tasks.Task, error
 	return nil, notFound
 }
 
-// shown fills a task's empty result lists, so replies carry [] rather than null (SPEC §8.3).
+// shown fills a task's empty result lists, so replies carry [] rather than null
+// (changes and error_messages are always lists in the task detail).
 func shown(t *tasks.Task) *tasks.Task {
 	if t.Result != nil {
 		if t.Result.Changes == nil {

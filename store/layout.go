@@ -13,7 +13,8 @@ import (
 // layout is the append-only list of table-layout changes; PRAGMA user_version counts
 // how many have run. Never edit an entry once released: append a new one.
 var layout = []string{
-	// 1: the documented on-disk format (SPEC §2).
+	// 1: the documented on-disk format (users inspect the file with sqlite3: never
+	// rename these tables or columns).
 	`
 CREATE TABLE registry (
 	key   TEXT PRIMARY KEY,
@@ -119,6 +120,21 @@ CREATE TABLE schema_generation (
 	generation INTEGER NOT NULL
 );
 INSERT INTO schema_generation(id, generation) VALUES(1, 0);
+`,
+	// 3: web console sessions. Only a hash of the token is stored; times are Unix seconds.
+	`
+CREATE TABLE sessions (
+	id         INTEGER PRIMARY KEY,
+	token_hash TEXT NOT NULL UNIQUE,
+	user_id    INTEGER NOT NULL,
+	login      TEXT NOT NULL,
+	csrf       TEXT NOT NULL,
+	address    TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	last_seen  INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+);
+CREATE INDEX sessions_user ON sessions(user_id);
 `,
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"dataservice/rules"
 )
 
 // Load outcomes, counted in LoadResult.
@@ -35,7 +37,7 @@ type LoadOptions struct {
 	NoRevisions bool
 	// Transform runs on each entry before it is loaded (a load-time pipeline); it
 	// may change the entry in place or discard it.
-	Transform func(e *Entry) (discard bool, err error)
+	Transform rules.Transform
 	// BatchSize is the number of entries per committed transaction (default 1000).
 	BatchSize int
 }
@@ -83,8 +85,15 @@ func (r *LoadResult) Add(r2 *LoadResult) {
 	r.Disabled += r2.Disabled
 	r.Skipped += r2.Skipped
 	r.Errors += r2.Errors
-	r.Messages = append(r.Messages, r2.Messages...)
+	for _, m := range r2.Messages {
+		if len(r.Messages) < MaxErrorMessages {
+			r.Messages = append(r.Messages, m)
+		}
+	}
 }
+
+// MaxErrorMessages bounds the error messages a load result lists; Errors counts all.
+const MaxErrorMessages = 100
 
 func (r *LoadResult) count(outcome string) {
 	switch outcome {
@@ -107,6 +116,9 @@ func (r *LoadResult) count(outcome string) {
 
 func (r *LoadResult) fail(e *Entry, err error) {
 	r.Errors++
+	if len(r.Messages) >= MaxErrorMessages {
+		return
+	}
 	cls, key := e.Classname, e.Keyname
 	if cls == "" || key == "" {
 		// prepare failed or a keyname mode rewrote nothing yet: name the entry as written.
@@ -250,7 +262,7 @@ func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
 		if err := e.prepare(""); err != nil {
 			return "", err
 		}
-		discard, err := opts.Transform(e)
+		discard, err := opts.Transform(e.Fields)
 		e.transformed = true
 		if err != nil {
 			return "", Errorf(EInvalid, "%v", err)
@@ -502,8 +514,8 @@ func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance) (*Instance, erro
 		v := e.Fields[k]
 		if s.Keyname == "_pipeline" && k == "content" {
 			text, _ := scalarText(v)
-			norm, _ := NormalizePipelineContent(text)
-			if err := CheckPipeline(norm); err != nil {
+			norm, _ := rules.Normalize(text)
+			if err := rules.Check(norm); err != nil {
 				return nil, Errorf(EInvalid, "content: %v", err)
 			}
 			v = norm

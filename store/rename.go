@@ -248,7 +248,7 @@ const rewriteBatch = 1000
 // rewriteReferences rewrites fields of the instances of cls, a page of instances at a
 // time (memory does not grow with the number of instances); only (when set) restricts
 // the scan to instances holding that value. Only the data changes: the rewritten
-// instance keeps its ipv4 values, so nothing is collected (SPEC §10 collects addresses
+// instance keeps its ipv4 values, so nothing is collected (IP collection runs for addresses
 // when they are written; a reference rewrite writes none).
 func (tx *Tx) rewriteReferences(cls string, fields []string, only string, rename func(string) (string, bool)) (int, error) {
 	sch, err := tx.Schema(cls)

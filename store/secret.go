@@ -41,6 +41,28 @@ func HashSecret(secret string) string {
 		argonThreads, b64.EncodeToString(salt), b64.EncodeToString(key))
 }
 
+// The bounds of argon2id parameters a stored hash may have (about 0.3 s and 64 MiB
+// per verification): a hash beyond them never verifies and is refused at load.
+const (
+	MaxArgonMemory  = 64 * 1024 // KiB
+	MaxArgonTime    = 4
+	MaxArgonThreads = 4
+)
+
+// checkHashText refuses text that is written as an argon2id hash ("$argon2id$...") but
+// is not one this store verifies, so it is neither stored as a hash that never
+// verifies nor hashed as if it were a plain secret. The message never quotes the text.
+func checkHashText(text string) error {
+	if !strings.HasPrefix(text, "$argon2id$") {
+		return nil
+	}
+	if _, ok := parseArgon(text); ok {
+		return nil
+	}
+	return Errorf(EInvalid, "an argon2id hash must have version 19, m <= %d (KiB), t <= %d, p <= %d, "+
+		"a salt of 8 bytes or more and a key of 16 to 64 bytes", MaxArgonMemory, MaxArgonTime, MaxArgonThreads)
+}
+
 type argonHash struct {
 	memory  uint32
 	time    uint32
@@ -79,8 +101,10 @@ func parseArgon(s string) (argonHash, bool) {
 			return h, false
 		}
 	}
-	// Refuse parameters that would let a stored hash exhaust the machine (1 GiB, 16 passes).
-	if h.memory == 0 || h.memory > 1<<20 || h.time == 0 || h.time > 16 || h.threads == 0 {
+	// Refuse parameters that would let a stored hash exhaust the machine: a login
+	// against it would run that derivation.
+	if h.memory == 0 || h.memory > MaxArgonMemory || h.time == 0 || h.time > MaxArgonTime ||
+		h.threads == 0 || h.threads > MaxArgonThreads {
 		return h, false
 	}
 	var err error

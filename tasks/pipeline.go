@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"dataservice/rules"
 	"dataservice/store"
-	"dataservice/tasks/rules"
 )
 
 // checkpoint is where a pipeline run resumes: the schema index and the last instance
@@ -213,7 +213,8 @@ func (x *pipelineRun) record(c Change) {
 	}
 }
 
-// process applies the rules to one instance and acts on the outcome (SPEC §6.3).
+// process applies the rules to one instance and acts on the outcome: discarded,
+// noop/init (unchanged), delete, enable/disable, create/update (written back), or error.
 // A returned error is internal and fails the batch; entry problems are counted.
 func (x *pipelineRun) process(tx *store.Tx, s *store.Schema, in *store.Instance) error {
 	x.res.Scanned++

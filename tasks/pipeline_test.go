@@ -16,7 +16,8 @@ import (
 var outcomeKinds = []string{"noop", "init", "keep", "upd", "del", "ena", "dis", "disc",
 	"ren", "renupd", "etoint", "evalid", "eclass", "ecoll", "ecollupd", "off", "eaction", "ebool"}
 
-// outcomePipeline gives each kind of host its outcome (SPEC §6.3).
+// outcomePipeline gives each kind of host its outcome (discarded, unchanged, deleted,
+// disabled, enabled, updated, renamed, or an error of each kind).
 const outcomePipeline = `
 - set_condition: [noop, field_match, kind, '^noop$']
 - field_set: [noop, _action, noop]

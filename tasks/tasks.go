@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"dataservice/rules"
 	"dataservice/store"
-	"dataservice/tasks/rules"
 )
 
 // Task statuses.
