@@ -49,6 +49,7 @@ commands:
   pipeline list | pipeline run NAME --schema a,b [--dryrun] [--wait]
   ipam collect               create the missing ipam_ip instances for every stored ipv4 value
   backup FILE                consistent online copy of the database
+  restore FILE               replace the (stopped) database with a backup; the next start migrates it
   version                    print SERVICE_VERSION and SERVICE_VERSION_DATE
 
 Run "dataservice COMMAND --help" for a command's flags.
@@ -82,6 +83,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = c.apikey(ctx, args)
 	case "backup":
 		err = c.backup(ctx, args)
+	case "restore":
+		err = c.restore(ctx, args)
 	case "pipeline":
 		err = c.pipeline(ctx, args)
 	case "ipam":
