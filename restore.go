@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"dataservice/store"
@@ -78,6 +79,15 @@ func (c *cli) restore(ctx context.Context, args []string) error {
 	}
 	if err := os.Chmod(partial, 0o600); err != nil {
 		return err
+	}
+	// Run as root next to a service user's database (systemd DynamicUser): the restored
+	// file keeps the current file's owner, or the service could not open it.
+	if st, err := os.Stat(dbPath); err == nil && os.Geteuid() == 0 {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			if err := os.Chown(partial, int(sys.Uid), int(sys.Gid)); err != nil {
+				return err
+			}
+		}
 	}
 
 	unlock, err := store.LockExclusive(dbPath)
