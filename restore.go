@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"dataservice/store"
 )
 
@@ -19,20 +21,17 @@ import (
 // checked first (integrity_check, a readable registry, DB_VERSION not newer than this
 // code); it refuses while any process has the database open; the current file is kept
 // as <db>.before-restore.<timestamp>; the swap is one rename. The next start migrates.
-func (c *cli) restore(ctx context.Context, args []string) error {
-	var f settingFlags
-	fs := c.flags("restore", &f)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("usage: dataservice restore FILE")
-	}
-	s, err := loadSettings(c.getenv, &f)
+func setupRestore(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, false)
+	return func(ctx context.Context, args []string) error { return c.restore(ctx, args[0]) }
+}
+
+func (c *cli) restore(ctx context.Context, file string) error {
+	s, err := loadSettings(c.getenv, &c.sf)
 	if err != nil {
 		return err
 	}
-	src, err := filepath.Abs(fs.Arg(0))
+	src, err := filepath.Abs(file)
 	if err != nil {
 		return err
 	}

@@ -92,8 +92,10 @@ func (s *starter) run(ctx context.Context) error {
 	}
 	present := dbv != "" && dbv != "0"
 	s.log.Info("start-up", "db_version", dbv, "service_version", s.o.Version, "instance_uuid", uid)
-	if present && dbv < "4.0.0" {
-		return s.refuse(ctx, dbv)
+	if present {
+		s.warnVersionOrder(dbv)
+	} else {
+		s.warnVersionOrder("")
 	}
 	// 2. Bootstrap an empty database.
 	if !present {
@@ -106,7 +108,11 @@ func (s *starter) run(ctx context.Context) error {
 	if err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.SyncConfig() }); err != nil {
 		return s.failed(ctx, "configuration", err)
 	}
-	// 4. Migrations.
+	// 4. Migrations. Their first row refuses data older than 4.0.0; configuration has
+	// been synchronised by then (seed order), the registry is left as it was.
+	if present && dbv < "4.0.0" {
+		return s.refuse(ctx, dbv)
+	}
 	if err := s.migrate(ctx, dbv, present); err != nil {
 		return err
 	}

@@ -43,12 +43,13 @@ func TestSyncConfig(t *testing.T) {
 		"DATA_MAX_SIZE=500 (default 500)",
 		"GLOBAL_APPNAME=dataservice (default dataservice)",
 		"QUEUE_MAX=1000 (default 1000)",
+		"QUEUE_MAX_PER_OWNER=100 (default 100)",
 		"TASK_RETENTION_DAYS=30 (default 30)",
 	}, "\n")
 	if got := configText(t, db); got != want {
 		t.Fatalf("configuration after the first sync:\n%s\nwant:\n%s", got, want)
 	}
-	if got, want := len(store.ConfigDefs), 10; got != want {
+	if got, want := len(store.ConfigDefs), 13; got != want {
 		t.Fatalf("ConfigDefs: got %d entries, want %d", got, want)
 	}
 

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,37 +30,24 @@ func (d *Doc) Set(k string, v any) {
 
 // MarshalJSON writes the keys in order.
 func (d *Doc) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('{')
+	buf := make([]byte, 0, 64*len(d.Keys)+2)
+	buf = append(buf, '{')
 	for i, k := range d.Keys {
 		if i > 0 {
-			buf.WriteByte(',')
+			buf = append(buf, ',')
 		}
-		kb, _ := json.Marshal(k)
-		buf.Write(kb)
-		buf.WriteByte(':')
-		vb, err := json.Marshal(d.Vals[k])
-		if err != nil {
+		buf = appendJSONString(buf, k)
+		buf = append(buf, ':')
+		var err error
+		if buf, err = appendJSON(buf, d.Vals[k]); err != nil {
 			return nil, err
 		}
-		buf.Write(vb)
 	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return append(buf, '}'), nil
 }
 
 // MarshalYAML writes the keys in order.
-func (d *Doc) MarshalYAML() (any, error) {
-	n := &yaml.Node{Kind: yaml.MappingNode}
-	for _, k := range d.Keys {
-		var v yaml.Node
-		if err := v.Encode(d.Vals[k]); err != nil {
-			return nil, err
-		}
-		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, &v)
-	}
-	return n, nil
-}
+func (d *Doc) MarshalYAML() (any, error) { return d.yamlNode() }
 
 // InstanceDoc renders an instance in the load format: header keys, then the schema's
 // fields in order, with external fields computed and secrets left out.
@@ -143,7 +129,22 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 		schemas = append(schemas, s)
 	}
 	first := true
-	emit := func(v any) error {
+	// YAML items are encoded in batches, each batch one block sequence: their
+	// concatenation is the one sequence of the export.
+	var batch yaml.Node
+	flush := func() error {
+		if len(batch.Content) == 0 {
+			return nil
+		}
+		b, err := yaml.Marshal(&batch)
+		batch.Content = batch.Content[:0]
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	emit := func(v *Doc) error {
 		if format == "json" {
 			b, err := json.MarshalIndent(v, "  ", "  ")
 			if err != nil {
@@ -158,12 +159,16 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 			return err
 		}
 		first = false
-		b, err := yaml.Marshal([]any{v})
+		n, err := v.yamlNode()
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(b)
-		return err
+		batch.Kind = yaml.SequenceNode
+		batch.Content = append(batch.Content, n)
+		if len(batch.Content) >= 256 {
+			return flush()
+		}
+		return nil
 	}
 	// Definitions first, so every instance's schema exists when the output is loaded.
 	for _, s := range schemas {
@@ -178,6 +183,9 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 		if err != nil {
 			return err
 		}
+	}
+	if err := flush(); err != nil {
+		return err
 	}
 	if format == "json" {
 		if first {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -286,53 +287,6 @@ func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
 	return outcome, err
 }
 
-// classPermission is the permission a load needs for a built-in class, or "".
-func classPermission(cls string) string {
-	switch cls {
-	case "_schema":
-		return "p_schema_import"
-	case "_permission":
-		return "p_permission_import"
-	case "_user", "_group", "_role":
-		return "p_user_import"
-	case "_home":
-		return "p_home_import"
-	}
-	return ""
-}
-
-// dataPermission is the permission a write of kind op ("create", "update", "delete")
-// to an instance of s needs.
-func dataPermission(s *Schema, op string) string {
-	var own string
-	switch op {
-	case "create":
-		own = s.PCreate
-	case "update":
-		own = s.PUpdate
-	case "delete":
-		own = s.PDelete
-	}
-	if own != "" {
-		return own
-	}
-	return "p_data_" + op
-}
-
-// CanWrite reports whether auth may make a write of kind op to instances of s.
-func CanWrite(auth *Auth, s *Schema, op string) bool {
-	if auth == nil {
-		return true
-	}
-	if p := classPermission(s.Keyname); p != "" {
-		return auth.Has(p)
-	}
-	if auth.Has("p_data_admin") || (s.PAdmin != "" && auth.Has(s.PAdmin)) {
-		return true
-	}
-	return auth.Has(dataPermission(s, op))
-}
-
 func (tx *Tx) applyEntry(e *Entry, opts LoadOptions) (string, error) {
 	if opts.Auth != nil && opts.Auth.ReadOnly {
 		return "", Errorf(EForbidden, "read-only credentials cannot load")
@@ -410,22 +364,21 @@ func isHexIP(s string) bool {
 	return true
 }
 
-// putInstance applies an instance entry of schema s.
+// putInstance applies an instance entry of schema s: it builds the new state from the
+// entry and the stored object and hands it to the apply path.
 func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error) {
 	if err := resolveKeyname(s, e); err != nil {
 		return "", err
 	}
+	ao := ApplyOptions{Auth: opts.Auth, System: opts.System}
 	// Insert first while entries keep being new (an initial load): one statement
 	// instead of a lookup and an insert. When the keyname exists, or the entry is not
 	// valid as a new object, the lookup path below decides with the stored object.
-	if e.Action == "create" && !tx.sawExisting && CanWrite(opts.Auth, s, "create") {
+	if e.Action == ActionCreate && !tx.sawExisting && CanWrite(opts.Auth, s, OpCreate) {
 		if next, err := tx.buildInstance(s, e, nil); err == nil {
-			inserted, err := tx.insertIfAbsent(s, next)
-			if err != nil {
-				return "", err
-			}
-			if inserted {
-				return OutCreated, nil
+			out, err := tx.Apply(tx.ctx, Write{Schema: s, New: next, Action: ActionCreate, validated: true, ifAbsent: true}, ao)
+			if !errors.Is(err, errExists) {
+				return out.Result, err
 			}
 			tx.sawExisting = true
 		}
@@ -434,60 +387,47 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 	if err != nil && !IsNotFound(err) {
 		return "", err
 	}
-	op := map[string]string{"create": "update", "update": "update", "init": "create", "delete": "delete",
-		"enable": "update", "disable": "update", "noop": ""}[e.Action]
-	if old == nil && (e.Action == "create" || e.Action == "init") {
-		op = "create"
-	}
-	if op != "" && old == nil && e.Action != "create" && e.Action != "init" {
-		if e.Action == "delete" {
-			return OutUnchanged, nil
-		}
-		return "", Errorf(ENotFound, "%s %q not found", s.Keyname, e.Keyname)
-	}
-	if op != "" && !CanWrite(opts.Auth, s, op) {
-		return "", Errorf(EForbidden, "permission denied: %s of %s", op, s.Keyname)
-	}
-	switch e.Action {
-	case "noop":
-		return OutSkipped, nil
-	case "delete":
-		if s.Keyname == "_user" && e.Keyname == "admin" && !opts.System {
-			return "", Errorf(EForbidden, "the admin account cannot be deleted")
-		}
-		return OutDeleted, tx.DeleteInstance(s, old)
-	case "init":
-		if old != nil {
-			return OutUnchanged, nil
-		}
-	case "enable", "disable":
-		want := e.Action == "enable"
-		if old.IsEnabled == want {
-			return OutUnchanged, nil
-		}
-		next := *old
-		next.IsEnabled = want
-		if err := tx.writeInstance(s, old, &next, e.Action); err != nil {
+	w := Write{Schema: s, Old: old, New: &Instance{Classname: s.Keyname, Keyname: e.Keyname}, Action: e.Action, validated: true}
+	// A load is refused before the entry is looked at when the caller may not make
+	// the write its action asks for, whatever the stored object holds.
+	if op := loadOp(e.Action, old); op != "" && (old != nil || e.Action == ActionCreate || e.Action == ActionInit) {
+		if err := authorizeWrite(opts.Auth, s, op); err != nil {
 			return "", err
 		}
-		return map[bool]string{true: OutEnabled, false: OutDisabled}[want], nil
 	}
-	next, err := tx.buildInstance(s, e, old)
-	if err != nil {
-		return "", err
+	switch e.Action {
+	case ActionCreate, ActionUpdate, ActionInit:
+		if old != nil || e.Action != ActionUpdate {
+			if e.Action == ActionInit && old != nil {
+				break
+			}
+			if w.New, err = tx.buildInstance(s, e, old); err != nil {
+				return "", err
+			}
+		}
 	}
-	if old != nil && old.Displayname == next.Displayname && old.IsEnabled == next.IsEnabled &&
-		mustJSON(old.Data) == mustJSON(next.Data) {
-		return OutUnchanged, nil
+	out, err := tx.Apply(tx.ctx, w, ao)
+	return out.Result, err
+}
+
+// loadOp is the kind of write an entry's action asks of a stored object old (nil:
+// none), or "" when it writes nothing.
+func loadOp(action string, old *Instance) string {
+	switch action {
+	case ActionCreate, ActionInit:
+		if old == nil {
+			return OpCreate
+		}
+		if action == ActionInit {
+			return OpCreate
+		}
+		return OpUpdate
+	case ActionUpdate, ActionEnable, ActionDisable:
+		return OpUpdate
+	case ActionDelete:
+		return OpDelete
 	}
-	action, outcome := "update", OutUpdated
-	if old == nil {
-		action, outcome = "create", OutCreated
-	}
-	if err := tx.writeInstance(s, old, next, action); err != nil {
-		return "", err
-	}
-	return outcome, nil
+	return ""
 }
 
 // buildInstance merges the entry into old (nil: a new object with the fields'
@@ -547,21 +487,6 @@ func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance) (*Instance, erro
 		return nil, err
 	}
 	return next, nil
-}
-
-// CanRead reports whether auth may read instances of s: the schema's p_read, else
-// p_data_read (p_data_admin and the schema's p_admin also grant it).
-func CanRead(auth *Auth, s *Schema) bool {
-	if auth == nil {
-		return true
-	}
-	if auth.Has("p_data_admin") || (s.PAdmin != "" && auth.Has(s.PAdmin)) {
-		return true
-	}
-	if s.PRead != "" {
-		return auth.Has(s.PRead)
-	}
-	return auth.Has("p_data_read")
 }
 
 // dottedOfHex is the dotted IPv4 address of a hexip keyname (8 lowercase hex digits).
