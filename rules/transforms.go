@@ -12,8 +12,11 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/language"
 )
 
 // specs is the table of transformation rules (set_condition is separate).
@@ -25,8 +28,9 @@ var specs = map[string]spec{
 	"field_rename":       {min: 2, max: 2, oldForm: true, build: buildCopy(true)},
 	"field_delete":       {min: 1, max: -1, build: buildDelete},
 	"field_keep":         {min: 1, max: -1, build: buildKeep},
-	"field_lower":        {min: 1, max: -1, build: buildText(strings.ToLower)},
-	"field_upper":        {min: 1, max: -1, build: buildText(strings.ToUpper)},
+	"field_add":          {min: 1, max: -1, build: buildAdd},
+	"field_lower":        {min: 1, max: -1, build: buildText(lowerText)},
+	"field_upper":        {min: 1, max: -1, build: buildText(upperText)},
 	"field_nospace":      {min: 1, max: -1, build: buildText(noSpace)},
 	"field_toint":        {min: 1, max: -1, build: buildConvert(toInt)},
 	"field_tofloat":      {min: 1, max: -1, build: buildConvert(toFloat)},
@@ -115,8 +119,50 @@ func buildDelete(a *args) (action, error) {
 	}, nil
 }
 
+// buildAdd: field_add FIELD... sets each FIELD to the empty string, as the
+// reference application's 3.15 rule does (a value already there is replaced).
+func buildAdd(a *args) (action, error) {
+	fields, err := a.names(0)
+	if err != nil {
+		return nil, err
+	}
+	return func(e Entry, _ time.Time) error {
+		for _, f := range fields {
+			e[f] = ""
+		}
+		return nil
+	}, nil
+}
+
+// upperText and lowerText use full Unicode case mapping (Straße -> STRASSE, final
+// sigma), with a fast path for ASCII text, where it equals the simple mapping. A
+// Caser holds state, so each call makes its own.
+func upperText(s string) string {
+	if isASCII(s) {
+		return strings.ToUpper(s)
+	}
+	return cases.Upper(language.Und).String(s)
+}
+
+func lowerText(s string) string {
+	if isASCII(s) {
+		return strings.ToLower(s)
+	}
+	return cases.Lower(language.Und).String(s)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // buildKeep: field_keep FIELD... removes every other field except the
-// identity keys and keys starting with "_".
+// identity keys and keys starting with "_" (the scratch space of pipelines,
+// _action included), which it always keeps.
 func buildKeep(a *args) (action, error) {
 	fields, err := a.names(0)
 	if err != nil {

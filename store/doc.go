@@ -307,7 +307,20 @@ func (d *decoder) value(n *yaml.Node) (any, error) {
 	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
 }
 
+// scalarValue is the value of a scalar node. A scalar YAML resolves to a number or a
+// boolean is that typed value only when its text is the value's canonical text (5,
+// 1.5, true); otherwise it stays the text the file says (1e3, 0o17, 0815, 1.50,
+// True), so a string field stores exactly what was written and typed fields parse
+// the text. Quoted scalars are always text.
 func scalarValue(n *yaml.Node) any {
+	v := typedScalar(n)
+	if t, ok := scalarText(v); ok && v != nil && t != n.Value {
+		return n.Value
+	}
+	return v
+}
+
+func typedScalar(n *yaml.Node) any {
 	switch n.ShortTag() {
 	case "!!null":
 		return nil
