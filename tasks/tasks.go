@@ -138,18 +138,18 @@ const maxListed = 100
 
 // Task is a task as the API shows it.
 type Task struct {
-	Handle     string   `json:"handle" yaml:"handle"`
-	Kind       string   `json:"kind" yaml:"kind"`
-	Pipeline   string   `json:"pipeline" yaml:"pipeline"`
-	Schemas    []string `json:"schemas" yaml:"schemas"`
-	DryRun     bool     `json:"dryrun" yaml:"dryrun"`
-	Status     string   `json:"status" yaml:"status"`
-	OwnerType  string   `json:"owner_type" yaml:"owner_type"`
-	OwnerID    string   `json:"owner_id" yaml:"owner_id"`
+	Handle    string   `json:"handle" yaml:"handle"`
+	Kind      string   `json:"kind" yaml:"kind"`
+	Pipeline  string   `json:"pipeline" yaml:"pipeline"`
+	Schemas   []string `json:"schemas" yaml:"schemas"`
+	DryRun    bool     `json:"dryrun" yaml:"dryrun"`
+	Status    string   `json:"status" yaml:"status"`
+	OwnerType string   `json:"owner_type" yaml:"owner_type"`
+	OwnerID   string   `json:"owner_id" yaml:"owner_id"`
 	// Submitter is the credential that submitted the task ("apikey:NAME", "user:LOGIN"
 	// or "system"): keys without a user share the owner id "system", so visibility
 	// and cancel follow the submitter.
-	Submitter string `json:"-" yaml:"-"`
+	Submitter  string   `json:"-" yaml:"-"`
 	CreatedAt  string   `json:"created_at" yaml:"created_at"`
 	StartedAt  *string  `json:"started_at" yaml:"started_at"`
 	FinishedAt *string  `json:"finished_at" yaml:"finished_at"`
