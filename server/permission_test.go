@@ -107,9 +107,16 @@ func TestPermissionDocsMatchTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	names := []string{}
 	for _, m := range regexp.MustCompile(`keyname: (p_[a-z_]+)`).FindAllStringSubmatch(string(builtin), -1) {
-		if !strings.Contains(string(doc), "| `"+m[1]+"` |") {
-			t.Errorf("docs/permissions.md does not describe %s", m[1])
+		names = append(names, m[1])
+	}
+	for _, p := range store.CodePermissions() {
+		names = append(names, p.Keyname)
+	}
+	for _, name := range names {
+		if !strings.Contains(string(doc), "| `"+name+"` |") {
+			t.Errorf("docs/permissions.md does not describe %s", name)
 		}
 	}
 }
