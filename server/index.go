@@ -1,7 +1,6 @@
 package server
 
 import (
-	"html/template"
 	"net/http"
 	"strings"
 
@@ -32,31 +31,16 @@ var apiEndpoints = []endpoint{
 
 const apiDocs = "docs/api.md in the source tree (also docs/pipelines.md, docs/loading.md, docs/users.md, docs/configuration.md)"
 
-var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>dataservice</title></head>
-<body>
-<h1>dataservice</h1>
-<p>This is the HTTP API of dataservice. Every <code>/api/</code> endpoint except
-<code>/api/ping/</code> needs credentials: an API key
-(<code>Authorization: Bearer KEYNAME:SECRET</code>) or a user's Basic authentication.</p>
-<table>
-{{range .}}<tr><td>{{.Method}}</td><td><code>{{.Path}}</code></td><td>{{.Doc}}</td></tr>
-{{end}}</table>
-<p>Documentation: ` + apiDocs + `.</p>
-</body></html>
-`))
-
-// index: GET / — a short page (HTML for browsers, else JSON) pointing at the API.
-func (s *server) index(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	if strings.Contains(r.Header.Get("Accept"), "text/html") {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		if err := indexPage.Execute(w, apiEndpoints); err != nil {
-			s.log.Warn("write index page", "error", err)
+// index: GET / — the web console's dashboard for browsers (a request accepting HTML),
+// else the API index as JSON (or YAML).
+func (s *server) index(dashboard httprouter.Handle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if strings.Contains(r.Header.Get("Accept"), "text/html") {
+			dashboard(w, r, ps)
+			return
 		}
-		return
+		s.apiIndex(w, r, nil)
 	}
-	s.apiIndex(w, r, nil)
 }
 
 // apiIndex: GET /api/ — the endpoints and where the documentation is, as JSON (or YAML).

@@ -30,10 +30,20 @@ type env struct {
 
 func newEnv(t testing.TB, baseURL string) *env {
 	t.Helper()
+	return newEnvWith(t, baseURL, nil)
+}
+
+// newEnvWith is newEnv with the handler wrapped (benchmarks time the server with it).
+func newEnvWith(t testing.TB, baseURL string, wrap func(http.Handler) http.Handler) *env {
+	t.Helper()
 	st := testkit.NewStack(t, testkit.StackOptions{AdminPassword: adminPassword, NoRunner: true,
 		Handler: func(db *store.DB, _ *tasks.Runner) http.Handler {
-			return server.New(server.Options{DB: db, Logger: testkit.Logger(t, slog.LevelWarn), BaseURL: baseURL,
+			var h http.Handler = server.New(server.Options{DB: db, Logger: testkit.Logger(t, slog.LevelWarn), BaseURL: baseURL,
 				Version: testkit.Version, VersionDate: testkit.VersionDate})
+			if wrap != nil {
+				h = wrap(h)
+			}
+			return h
 		}})
 	return &env{t: t, db: st.DB, srv: st.Server}
 }
@@ -74,6 +84,7 @@ func (b *browser) do(method, path string, form url.Values, hdr map[string]string
 	if err != nil {
 		b.e.t.Fatal(err)
 	}
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8") // as browsers send
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if b.origin != "" {
