@@ -44,9 +44,20 @@ func TestIndex(t *testing.T) {
 		})
 	}
 	t.Run("/ is the web console for browsers", func(t *testing.T) {
-		r := e.do(http.MethodGet, "/", func(req *http.Request) { req.Header.Set("Accept", "text/html,*/*") }, nil)
-		if r.status != http.StatusSeeOther || r.header.Get("Location") != "/login?next=%2F" {
-			t.Fatalf("status %d, location %q: %s", r.status, r.header.Get("Location"), r.body)
+		req, err := http.NewRequest(http.MethodGet, e.srv.URL+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", "text/html,*/*")
+		client := *e.srv.Client()
+		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login?next=%2F" {
+			t.Fatalf("status %d, location %q", resp.StatusCode, resp.Header.Get("Location"))
 		}
 	})
 	t.Run("other paths stay 404", func(t *testing.T) {
