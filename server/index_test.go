@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// TestIndex: GET /api/ answers without credentials, points at the endpoints and the
-// docs, and reveals nothing (no version). GET / is the web console's.
+// TestIndex: GET / and GET /api/ answer without credentials, point at the endpoints
+// and the docs, and reveal nothing (no version).
 func TestIndex(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
-	for _, path := range []string{"/api/"} {
+	for _, path := range []string{"/", "/api/"} {
 		t.Run(path+" is a JSON index", func(t *testing.T) {
 			r := e.get(path, noCred)
 			if r.status != 200 {
@@ -43,10 +43,21 @@ func TestIndex(t *testing.T) {
 			}
 		})
 	}
-	t.Run("/ is the web console, which asks a stranger to sign in", func(t *testing.T) {
-		r := e.do(http.MethodGet, "/", func(req *http.Request) { req.Header.Set("Accept", "text/html,*/*") }, nil)
-		if r.status != http.StatusSeeOther || !strings.HasPrefix(r.header.Get("Location"), "/login") {
-			t.Fatalf("status %d, Location %q: %s", r.status, r.header.Get("Location"), r.body)
+	t.Run("/ is the web console for browsers", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodGet, e.srv.URL+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", "text/html,*/*")
+		client := *e.srv.Client()
+		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login?next=%2F" {
+			t.Fatalf("status %d, location %q", resp.StatusCode, resp.Header.Get("Location"))
 		}
 	})
 	t.Run("other paths stay 404", func(t *testing.T) {
