@@ -11,30 +11,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
-
-// syncBuffer is a goroutine-safe buffer for a running command's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func envOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
@@ -212,7 +194,7 @@ func TestServeEndToEnd(t *testing.T) {
 	env["SERVICE_LOG_LEVEL"] = "info"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"serve"}, envOf(env), io.Discard, &stderr) }()
 

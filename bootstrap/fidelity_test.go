@@ -9,25 +9,14 @@ import (
 	"time"
 
 	"dataservice/bootstrap"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
 // renameInstance renames an instance the way a user does (a cascading rename).
 func renameInstance(t *testing.T, db *store.DB, cls, from, to string) {
 	t.Helper()
-	err := db.WithTx(context.Background(), func(tx *store.Tx) error {
-		s, err := tx.Schema(cls)
-		if err != nil {
-			return err
-		}
-		in, err := tx.Instance(cls, from)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Rename(s, in, to)
-		return err
-	})
-	if err != nil {
+	if _, err := testkit.Rename(t, db, "", cls, from, to); err != nil {
 		t.Fatalf("rename %s %s -> %s: %v", cls, from, to, err)
 	}
 }
@@ -50,9 +39,9 @@ func TestMigrate490RerunKeepsUserRenames(t *testing.T) {
 	// The user moves the subnet to another CIDR; every later start re-runs 4.9.0.
 	renameInstance(t, db, "ipam_subnet", "10.10.0.0/16", "10.11.0.0/16")
 	for i := 0; i < 2; i++ {
-		rec.reset()
+		rec.Reset()
 		run(t, db, o)
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.9.0"; got != want {
+		if got, want := strings.Join(blocksStarted(rec), ","), "4.9.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
 		if instance(t, db, "ipam_subnet", "10.10.0.0/16") != nil || instance(t, db, "ipam_subnet", "10.11.0.0/16") == nil {
@@ -106,7 +95,7 @@ func TestMigrate490NonTextSubnetIsWarnedAndSkipped(t *testing.T) {
 	run(t, db, options(t, rec))
 
 	var warned []string
-	for _, e := range rec.find(slog.LevelWarn, "4.9.0: subnet field is not text; instance left as is") {
+	for _, e := range rec.Find(slog.LevelWarn, "4.9.0: subnet field is not text; instance left as is") {
 		warned = append(warned, e.Attrs["keyname"]+"="+e.Attrs["subnet"])
 	}
 	if got, want := strings.Join(warned, ","), `list-net=["10.5.0.0/16"],number-net=42,bool-net=true`; got != want {
@@ -134,7 +123,7 @@ func TestMigrate460RerunKeepsUserChanges(t *testing.T) {
 	o := options(t, rec)
 	o.Version = "4.6.0-RC2"
 	run(t, db, o)
-	if got, want := strings.Join(rec.blocksStarted(), ","), "4.6.0,4.8.0,4.9.0"; got != want {
+	if got, want := strings.Join(blocksStarted(rec), ","), "4.6.0,4.8.0,4.9.0"; got != want {
 		t.Fatalf("blocks = %s, want %s", got, want)
 	}
 
@@ -219,7 +208,7 @@ func TestMigrate460WithoutPipelineSchema(t *testing.T) {
 	if got, want := dbVersion(t, db), testVersion; got != want {
 		t.Fatalf("DB_VERSION = %q, want %q", got, want)
 	}
-	if got := len(rec.find(slog.LevelWarn, "4.6.0: schema _pipeline not found; no pipeline to rewrite")); got != 1 {
+	if got := len(rec.Find(slog.LevelWarn, "4.6.0: schema _pipeline not found; no pipeline to rewrite")); got != 1 {
 		t.Fatalf("missing-schema warnings = %d, want 1", got)
 	}
 }
@@ -281,12 +270,12 @@ func TestRunWarnsWhenVersionsOrderDifferentlyAsText(t *testing.T) {
 			o := options(t, rec)
 			o.Version = c.code
 			run(t, db, o)
-			w := rec.find(slog.LevelWarn, msgStored)
+			w := rec.Find(slog.LevelWarn, msgStored)
 			if got := len(w) == 1; got != c.stored1 || len(w) > 1 {
 				t.Fatalf("stored/code warnings = %+v, want %v", w, c.stored1)
 			}
 			var blocks string
-			if b := rec.find(slog.LevelWarn, msgBlocks); len(b) == 1 {
+			if b := rec.Find(slog.LevelWarn, msgBlocks); len(b) == 1 {
 				blocks = b[0].Attrs["blocks"]
 			}
 			if blocks != c.blocks {

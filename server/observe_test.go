@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -10,26 +9,16 @@ import (
 	"sync"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/server"
 )
 
 // lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+type lockedBuffer struct{ testkit.Buffer }
 
 func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(l.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -127,7 +116,7 @@ func TestAccessLogOneLinePerRequestWithoutSecrets(t *testing.T) {
 			t.Errorf("line %d: duration %v", i, l["duration"])
 		}
 	}
-	all := buf.b.String()
+	all := buf.String()
 	for _, secret := range []string{"s3cret-logkey", "wrong-secret-xyz", "pw-loguser", "bad-password-xyz", "only-a-secret-xyz"} {
 		if strings.Contains(all, secret) {
 			t.Errorf("log contains the secret %q", secret)

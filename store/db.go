@@ -23,6 +23,8 @@ type DB struct {
 	w    *sql.DB
 	r    *sql.DB
 	log  *slog.Logger
+	// inUse holds the shared in-use lock on the database file while it is open.
+	inUse *os.File
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 
@@ -80,21 +82,28 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	} else if !os.IsExist(err) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	inUse, err := holdShared(ctx, abs)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	w, err := sql.Open("sqlite", dsn(abs, false))
 	if err != nil {
+		inUse.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{path: abs, w: w, log: opts.Logger, Now: time.Now}
+	db := &DB{path: abs, w: w, log: opts.Logger, Now: time.Now, inUse: inUse}
 	if err := db.migrateLayout(ctx); err != nil {
 		w.Close()
+		inUse.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	r, err := sql.Open("sqlite", dsn(abs, true))
 	if err != nil {
 		w.Close()
+		inUse.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(opts.ReadConns)
@@ -106,13 +115,17 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 // Path is the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
 
-// Close closes both pools.
+// Close closes both pools, then releases the in-use lock.
 func (db *DB) Close() error {
 	err := db.w.Close()
 	if db.r != nil {
 		if rerr := db.r.Close(); err == nil {
 			err = rerr
 		}
+	}
+	if db.inUse != nil {
+		db.inUse.Close()
+		db.inUse = nil
 	}
 	return err
 }
@@ -149,6 +162,17 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return &Tx{Tx: tx, db: db, ctx: ctx, schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}, nil
+}
+
+// BeginRead starts a transaction on the read pool: it sees one snapshot, never waits
+// for or holds the writer, and any write in it fails. Dry runs that write nothing
+// (a pipeline's dry-run batch) use it, so real writers never wait behind them.
+func (db *DB) BeginRead(ctx context.Context) (*Tx, error) {
+	tx, err := db.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin read: %w", err)
 	}
 	return &Tx{Tx: tx, db: db, ctx: ctx, schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}, nil
 }
