@@ -45,8 +45,10 @@ func TestIndex(t *testing.T) {
 	}
 	t.Run("/ is the web console for browsers", func(t *testing.T) {
 		r := e.do(http.MethodGet, "/", func(req *http.Request) { req.Header.Set("Accept", "text/html,*/*") }, nil)
-		if r.status != http.StatusSeeOther || r.header.Get("Location") != "/login?next=%2F" {
-			t.Fatalf("status %d, location %q: %s", r.status, r.header.Get("Location"), r.body)
+		// Without a session the dashboard sends the browser to the sign-in page.
+		if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") ||
+			!strings.Contains(string(r.body), `<form method="post" action="/login">`) {
+			t.Fatalf("status %d, %s: %s", r.status, r.header.Get("Content-Type"), r.body)
 		}
 	})
 	t.Run("other paths stay 404", func(t *testing.T) {
