@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"dataservice/internal/testkit"
-	"dataservice/store"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -361,18 +360,9 @@ func TestIPAMCollect(t *testing.T) {
 		t.Fatalf("srv001's address 10.1.0.2 is not collected as 0a010002")
 	}
 	// Addresses stored without collection (an older release) are collected by the command.
-	db, err := store.Open(context.Background(), env["SERVICE_DB"], store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.WithTx(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.ExecContext(context.Background(), "DELETE FROM instances WHERE classname = 'ipam_ip'")
-		return err
-	})
+	db := testkit.OpenFile(t, env["SERVICE_DB"])
+	testkit.Exec(t, db, "DELETE FROM instances WHERE classname = 'ipam_ip'")
 	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if code, out, _ := runCLI(t, env, "ipam", "collect"); code != 0 || out != "collected 300 new ipam_ip instances\n" {
 		t.Fatalf("collect over stored data: exit %d, %q", code, out)
 	}

@@ -13,7 +13,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,15 +46,7 @@ func TestMain(m *testing.M) {
 // else a fixed value, so a failing run can be replayed. It is logged.
 func reliabilitySeed(t *testing.T, def uint64) *rand.Rand {
 	t.Helper()
-	seed := def
-	if v := os.Getenv("RELIABILITY_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("RELIABILITY_SEED %q: %v", v, err)
-		}
-		seed = n
-	}
-	t.Logf("seed %d (replay with RELIABILITY_SEED=%d)", seed, seed)
+	seed := testkit.Seed(t, "RELIABILITY_SEED", def)
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 

@@ -22,9 +22,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -935,16 +933,8 @@ func (e *hostileEnv) checkLog(t *testing.T) {
 }
 
 func hostileSeedValue(t *testing.T) uint64 {
-	seed := hostileSeed
-	if v := os.Getenv("DATASERVICE_HOSTILE_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("DATASERVICE_HOSTILE_SEED %q: %v", v, err)
-		}
-		seed = n
-	}
-	t.Logf("hostile input seed %d (set DATASERVICE_HOSTILE_SEED to change it)", seed)
-	return seed
+	t.Helper()
+	return testkit.Seed(t, "DATASERVICE_HOSTILE_SEED", hostileSeed)
 }
 
 func histogram(m map[int]int) string {

@@ -44,11 +44,20 @@ func TestIndex(t *testing.T) {
 		})
 	}
 	t.Run("/ is the web console for browsers", func(t *testing.T) {
-		r := e.do(http.MethodGet, "/", func(req *http.Request) { req.Header.Set("Accept", "text/html,*/*") }, nil)
-		// Without a session the dashboard sends the browser to the sign-in page.
-		if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") ||
-			!strings.Contains(string(r.body), `<form method="post" action="/login">`) {
-			t.Fatalf("status %d, %s: %s", r.status, r.header.Get("Content-Type"), r.body)
+		req, err := http.NewRequest(http.MethodGet, e.srv.URL+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", "text/html,*/*")
+		client := *e.srv.Client()
+		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login?next=%2F" {
+			t.Fatalf("status %d, location %q", resp.StatusCode, resp.Header.Get("Location"))
 		}
 	})
 	t.Run("other paths stay 404", func(t *testing.T) {

@@ -35,9 +35,8 @@ func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
 func observed(t *testing.T, e *env, accessLog bool, hook func(server.RequestInfo)) (*httptest.Server, *lockedBuffer) {
 	buf := &lockedBuffer{}
 	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv := httptest.NewServer(server.New(server.Options{DB: e.db, Runner: e.runner, Logger: log,
-		Version: "4.9.0", VersionDate: "2026-11-22", AccessLog: accessLog, OnRequest: hook}))
-	t.Cleanup(srv.Close)
+	srv := testkit.Serve(t, server.New(server.Options{DB: e.db, Runner: e.runner, Logger: log,
+		Version: "4.9.0", VersionDate: "2026-11-22", AccessLog: accessLog, OnRequest: hook}), nil)
 	return srv, buf
 }
 

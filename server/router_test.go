@@ -3,7 +3,6 @@ package server_test
 import (
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -46,10 +45,9 @@ func TestPanicIsInternalError(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	reader := e.key("reader", keySpec{perms: []string{"p_data_access"}})
 	var logs testkit.Buffer
-	srv := httptest.NewServer(server.New(server.Options{DB: e.db, Runner: e.runner,
+	srv := testkit.Serve(t, server.New(server.Options{DB: e.db, Runner: e.runner,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Version: "4.9.0",
-		Ready: func() bool { panic("readiness exploded: detail-1234") }}))
-	t.Cleanup(srv.Close)
+		Ready: func() bool { panic("readiness exploded: detail-1234") }}), nil)
 	pe := &env{t: t, db: e.db, runner: e.runner, srv: srv}
 	for _, tc := range []struct {
 		name string

@@ -151,6 +151,9 @@ type Tx struct {
 	Author string
 	// writes counts the statements exec ran (every instance, revision and permission write).
 	writes int
+	// compareSecrets lets buildInstance keep a stored hash when the plain secret given
+	// verifies against it (the loader sets it for callers holding every permission).
+	compareSecrets bool
 	// sawExisting turns the loader's insert-first path off once an entry existed.
 	sawExisting bool
 	// known caches instances known to exist ("class\x00key"); dropped on delete and rename.

@@ -399,6 +399,10 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 		return "", err
 	}
 	ao := ApplyOptions{Auth: opts.Auth, System: opts.System}
+	// Only a caller holding every permission learns whether a plain secret it gives is
+	// the stored one (as "unchanged"): for anyone else a given plain secret is always a
+	// change, so a load (dry run or not) is no oracle on secrets.
+	tx.compareSecrets = opts.Auth == nil || opts.Auth.HasAll()
 	// Insert first while entries keep being new (an initial load): one statement
 	// instead of a lookup and an insert. When the keyname exists, or the entry is not
 	// valid as a new object, the lookup path below decides with the stored object.
@@ -488,7 +492,7 @@ func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance) (*Instance, erro
 			}
 			v = norm
 		}
-		if f.Dataformat == "secret" && old != nil && sameSecret(v, old.Data[k]) {
+		if f.Dataformat == "secret" && old != nil && tx.compareSecrets && sameSecret(v, old.Data[k]) {
 			continue // the plain text given is the one stored: keep its hash (no change)
 		}
 		nv, present, err := f.normalize(v, tx)
