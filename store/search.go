@@ -50,6 +50,9 @@ func sortColumn(s *Schema, sort string) (string, error) {
 	if desc {
 		expr += " DESC"
 	}
+	if col == "keyname" {
+		return expr, nil // unique in its class: the index gives the order, no tie to break
+	}
 	return expr + ", i.id", nil
 }
 
