@@ -49,7 +49,7 @@ func TestSyncConfig(t *testing.T) {
 	if got := configText(t, db); got != want {
 		t.Fatalf("configuration after the first sync:\n%s\nwant:\n%s", got, want)
 	}
-	if got, want := len(store.ConfigDefs), 13; got != want {
+	if got, want := len(store.ConfigDefs), 11; got != want {
 		t.Fatalf("ConfigDefs: got %d entries, want %d", got, want)
 	}
 
