@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -101,13 +102,24 @@ func (c *cli) printTask(t *tasks.Task) {
 			fmt.Fprintf(c.stdout, "error: %s\n", m)
 		}
 	}
-	for _, ch := range t.Result.Changes {
+	const shownChanges = 10
+	for i, ch := range t.Result.Changes {
+		if i == shownChanges {
+			fmt.Fprintf(c.stdout, "... %d more changes recorded (GET /api/tasks/%s/ lists up to 100)\n",
+				len(t.Result.Changes)-shownChanges, t.Handle)
+			break
+		}
 		line := fmt.Sprintf("change: %s %s %s", ch.Action, ch.Classname, ch.Keyname)
 		if ch.NewKey != "" {
 			line += " -> " + ch.NewKey
 		}
-		for f, v := range ch.Fields {
-			line += fmt.Sprintf(" %s: %v -> %v", f, v.Old, v.New)
+		fields := make([]string, 0, len(ch.Fields))
+		for f := range ch.Fields {
+			fields = append(fields, f)
+		}
+		sort.Strings(fields)
+		for _, f := range fields {
+			line += fmt.Sprintf(" %s: %v -> %v", f, orDash(ch.Fields[f].Old), orDash(ch.Fields[f].New))
 		}
 		fmt.Fprintln(c.stdout, line)
 	}

@@ -95,7 +95,7 @@ func (s *starter) run(ctx context.Context) error {
 	if present {
 		s.warnVersionOrder(dbv)
 	} else {
-		s.warnVersionOrder("")
+		s.warnVersionOrder("") // the code version against the blocks only
 	}
 	// 2. Bootstrap an empty database.
 	if !present {

@@ -35,6 +35,12 @@ func (s *server) routes() http.Handler {
 		s.writeError(w, req, http.StatusInternalServerError, "internal error")
 	}
 
+	// The web console: "/" (browsers; other clients get the API index), "/data/private/...",
+	// /login, /logout and /static/. It has its own sessions; a session cookie never
+	// authenticates /api/, and the console never accepts API credentials.
+	con := console.New(console.Options{DB: s.db, Logger: s.log, BaseURL: s.baseURL, Ready: s.ready})
+	con.Register(r)
+	r.GET("/", s.index(con.Dashboard()))
 	r.GET("/api/", s.apiIndex)
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
@@ -55,9 +61,6 @@ func (s *server) routes() http.Handler {
 	r.POST("/api/rawfile/", s.api(s.rawfile))
 	r.GET("/api/conf/", s.api(s.confGet))
 	r.POST("/api/conf/", s.api(s.confPost))
-	// The web console: "/", "/data/private/...", /login, /logout and /static/. It has
-	// its own sessions; a session cookie never authenticates /api/.
-	console.New(console.Options{DB: s.db, Logger: s.log, BaseURL: s.baseURL, Ready: s.ready}).Register(r)
 	return r
 }
 

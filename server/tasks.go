@@ -25,7 +25,7 @@ func (s *server) visibleTask(r *http.Request, handle string) (*tasks.Task, error
 		return nil, err
 	}
 	p := principalOf(r)
-	if p.auth.HasAll() || (t.OwnerType == "api" && t.OwnerID == p.ownerID()) {
+	if p.auth.HasAll() || (t.OwnerType == "api" && t.OwnerID == p.ownerID() && t.Submitter == tasks.SubmitterOf(p.auth)) {
 		return t, nil
 	}
 	return nil, notFound
@@ -108,11 +108,11 @@ func (s *server) taskList(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		limit = n
 	}
 	p := principalOf(r)
-	ownerType, ownerID := "api", p.ownerID()
+	ownerType, ownerID, submitter := "api", p.ownerID(), p.auth
 	if p.auth.HasAll() {
-		ownerType, ownerID = "", ""
+		ownerType, ownerID, submitter = "", "", nil
 	}
-	list, err := s.runner.List(r.Context(), ownerType, ownerID, status, limit)
+	list, err := s.runner.ListSubmitted(r.Context(), ownerType, ownerID, submitter, status, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return

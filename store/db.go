@@ -151,6 +151,9 @@ type Tx struct {
 	Author string
 	// writes counts the statements exec ran (every instance, revision and permission write).
 	writes int
+	// compareSecrets lets buildInstance keep a stored hash when the plain secret given
+	// verifies against it (the loader sets it for callers holding every permission).
+	compareSecrets bool
 	// sawExisting turns the loader's insert-first path off once an entry existed.
 	sawExisting bool
 	// known caches instances known to exist ("class\x00key"); dropped on delete and rename.
@@ -162,6 +165,17 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return &Tx{Tx: tx, db: db, ctx: ctx, schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}, nil
+}
+
+// BeginRead starts a transaction on the read pool: it sees one snapshot, never waits
+// for or holds the writer, and any write in it fails. Dry runs that write nothing
+// (a pipeline's dry-run batch) use it, so real writers never wait behind them.
+func (db *DB) BeginRead(ctx context.Context) (*Tx, error) {
+	tx, err := db.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin read: %w", err)
 	}
 	return &Tx{Tx: tx, db: db, ctx: ctx, schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}, nil
 }
