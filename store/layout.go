@@ -176,15 +176,6 @@ CREATE TRIGGER instances_search_update AFTER UPDATE OF keyname, displayname, dat
 		VALUES(NEW.id, NEW.keyname, NEW.displayname, NEW.data);
 END;
 `,
-	// 5: built-in permissions added after the seed's data-version blocks (whose table
-	// is fixed): every file gets them once, whatever its DB_VERSION. A new file gets the
-	// same rows again from 00_permission.yml at bootstrap, which leaves them unchanged.
-	`
-INSERT OR IGNORE INTO permissions(keyname, displayname, description, is_builtin) VALUES
-	('p_pipeline_admin', 'Pipeline admin', 'Create, update, enable, disable and delete pipelines (_pipeline)', 1),
-	('p_dataview_import', 'Dataview import', 'Create, update and delete dataviews (_dataview) by load', 1),
-	('p_enumerate_import', 'Enumeration import', 'Create, update and delete enumerations (_enumerate) by load', 1);
-`,
 }
 
 // migrateLayout applies the layout changes the file has not seen yet, each in its own
