@@ -54,7 +54,7 @@ func Reload(tx *store.Tx, fsys fs.FS, file string, items []string, action string
 			missing = append(missing, it)
 		}
 	}
-	res, err := tx.Load(pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
+	res, err := tx.Load(tx.Context(), pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}

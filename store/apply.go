@@ -63,12 +63,11 @@ var errExists = errors.New("instance exists")
 // Apply applies one write in its own transaction (the console's single-instance
 // create, edit, delete, enable, disable and rename).
 func (db *DB) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
-	tx, err := db.Begin(ctx)
+	tx, err := db.BeginAs(ctx, Revisions{Author: opts.Auth.Author()})
 	if err != nil {
 		return Outcome{}, err
 	}
 	defer tx.Rollback()
-	tx.Author = opts.Auth.Author()
 	out, err := tx.Apply(ctx, w, opts)
 	if err != nil {
 		return Outcome{}, err

@@ -245,10 +245,10 @@ func instanceDoc(s *Schema, in *Instance, dataJSON string) string {
 
 // revision writes one revisions row unless the transaction suppresses them.
 func (tx *Tx) revision(cls, key, action, before, after string) error {
-	if tx.NoRevisions {
+	if tx.rev.Off {
 		return nil
 	}
-	author := tx.Author
+	author := tx.rev.Author
 	if author == "" {
 		author = "system"
 	}

@@ -138,6 +138,7 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 	}
 	res := &LoadResult{DryRun: opts.DryRun}
 	var tx *Tx
+	var l *loader
 	defer func() {
 		if tx != nil {
 			tx.Rollback()
@@ -146,10 +147,10 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 	inBatch := 0
 	begin := func() error {
 		var err error
-		if tx, err = db.Begin(ctx); err != nil {
+		if tx, err = db.BeginAs(ctx, Revisions{Author: loadAuthor(opts), Off: opts.NoRevisions}); err != nil {
 			return err
 		}
-		tx.NoRevisions, tx.Author = opts.NoRevisions, loadAuthor(opts)
+		l = &loader{tx: tx, opts: opts}
 		return nil
 	}
 	flush := func() error {
@@ -171,7 +172,7 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 					return err
 				}
 			}
-			outcome, err := tx.loadEntry(e, opts)
+			outcome, err := l.loadEntry(ctx, e)
 			switch {
 			case err == nil:
 				res.count(outcome)
@@ -223,20 +224,18 @@ func loadAuthor(opts LoadOptions) string {
 }
 
 // Load loads entries inside the caller's transaction (used by start-up blocks so a
-// block is one transaction). The second pass runs as in DB.Load. NoRevisions and the
-// author apply for the duration of the call; DryRun and BatchSize are the caller's
-// business (it owns the transaction).
-func (tx *Tx) Load(entries []*Entry, opts LoadOptions) (*LoadResult, error) {
-	prevNo, prevAuthor := tx.NoRevisions, tx.Author
-	defer func() { tx.NoRevisions, tx.Author = prevNo, prevAuthor }()
-	tx.NoRevisions = tx.NoRevisions || opts.NoRevisions
-	tx.Author = loadAuthor(opts)
+// block is one transaction). The second pass runs as in DB.Load. Its revisions name
+// the load's author and are left out when the transaction or the load says so;
+// DryRun and BatchSize are the caller's business (it owns the transaction).
+func (tx *Tx) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*LoadResult, error) {
+	tx = tx.withRevisions(Revisions{Author: loadAuthor(opts), Off: tx.rev.Off || opts.NoRevisions})
+	l := &loader{tx: tx, opts: opts}
 	res := &LoadResult{DryRun: opts.DryRun}
 	list, last := entries, false
 	for len(list) > 0 {
 		var retry []*Entry
 		for _, e := range list {
-			outcome, err := tx.loadEntry(e, opts)
+			outcome, err := l.loadEntry(ctx, e)
 			switch {
 			case err == nil:
 				res.count(outcome)
@@ -255,8 +254,17 @@ func (tx *Tx) Load(entries []*Entry, opts LoadOptions) (*LoadResult, error) {
 	return res, nil
 }
 
+// loader applies load entries in one transaction.
+type loader struct {
+	tx   *Tx
+	opts LoadOptions
+	// sawExisting turns the insert-first path off once an entry existed.
+	sawExisting bool
+}
+
 // loadEntry applies one entry inside a savepoint so a failure leaves nothing behind.
-func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
+func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
+	tx, opts := l.tx, l.opts
 	// The transform changes the entry in place: an entry retried by the second pass
 	// has been transformed already.
 	if opts.Transform != nil && !e.transformed {
@@ -280,14 +288,15 @@ func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
 	// an entry ever fail after writing, the failure is made internal: the caller then
 	// rolls the whole batch back, which keeps every entry atomic.
 	written := tx.writes
-	outcome, err := tx.applyEntry(e, opts)
+	outcome, err := l.applyEntry(ctx, e)
 	if err != nil && tx.writes != written && ErrorCode(err) != EInternal {
 		return "", fmt.Errorf("entry failed after writing: %w", err)
 	}
 	return outcome, err
 }
 
-func (tx *Tx) applyEntry(e *Entry, opts LoadOptions) (string, error) {
+func (l *loader) applyEntry(ctx context.Context, e *Entry) (string, error) {
+	tx, opts := l.tx, l.opts
 	if opts.Auth != nil && opts.Auth.ReadOnly {
 		return "", Errorf(EForbidden, "read-only credentials cannot load")
 	}
@@ -311,7 +320,7 @@ func (tx *Tx) applyEntry(e *Entry, opts LoadOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return tx.putInstance(s, e, opts)
+	return l.putInstance(ctx, s, e)
 }
 
 // resolveKeyname applies the schema's keyname mode to the entry's keyname and displayname.
@@ -366,7 +375,8 @@ func isHexIP(s string) bool {
 
 // putInstance applies an instance entry of schema s: it builds the new state from the
 // entry and the stored object and hands it to the apply path.
-func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error) {
+func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, error) {
+	tx, opts := l.tx, l.opts
 	if err := resolveKeyname(s, e); err != nil {
 		return "", err
 	}
@@ -374,13 +384,13 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 	// Insert first while entries keep being new (an initial load): one statement
 	// instead of a lookup and an insert. When the keyname exists, or the entry is not
 	// valid as a new object, the lookup path below decides with the stored object.
-	if e.Action == ActionCreate && !tx.sawExisting && CanWrite(opts.Auth, s, OpCreate) {
+	if e.Action == ActionCreate && !l.sawExisting && CanWrite(opts.Auth, s, OpCreate) {
 		if next, err := tx.buildInstance(s, e, nil); err == nil {
-			out, err := tx.Apply(tx.ctx, Write{Schema: s, New: next, Action: ActionCreate, validated: true, ifAbsent: true}, ao)
+			out, err := tx.Apply(ctx, Write{Schema: s, New: next, Action: ActionCreate, validated: true, ifAbsent: true}, ao)
 			if !errors.Is(err, errExists) {
 				return out.Result, err
 			}
-			tx.sawExisting = true
+			l.sawExisting = true
 		}
 	}
 	old, err := tx.Instance(s.Keyname, e.Keyname)
@@ -406,7 +416,7 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 			}
 		}
 	}
-	out, err := tx.Apply(tx.ctx, w, ao)
+	out, err := tx.Apply(ctx, w, ao)
 	return out.Result, err
 }
 

@@ -22,8 +22,7 @@ const renameDoc = `
 func rename(tb testing.TB, db *store.DB, cls, from, to string) (*store.RenameReport, error) {
 	tb.Helper()
 	var rep *store.RenameReport
-	err := db.WithTx(context.Background(), func(tx *store.Tx) error {
-		tx.Author = "user:renamer"
+	err := db.WithTxAs(context.Background(), store.Revisions{Author: "user:renamer"}, func(tx *store.Tx) error {
 		s, err := tx.Schema(cls)
 		if err != nil {
 			return err

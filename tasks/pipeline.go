@@ -116,12 +116,11 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 // that also records the checkpoint, counters and lease. ok is false when the lease was lost.
 func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok bool, err error) {
 	r := x.r
-	tx, err := r.db.Begin(ctx)
+	tx, err := r.db.BeginAs(ctx, store.Revisions{Author: "task:" + x.handle})
 	if err != nil {
 		return false, false, err
 	}
 	defer tx.Rollback()
-	tx.Author = "task:" + x.handle
 	name := x.p.Schemas[cp.Schema]
 	s, err := tx.Schema(name)
 	if err != nil {

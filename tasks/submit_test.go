@@ -173,3 +173,43 @@ func TestSubmitWithoutAuthIsRejected(t *testing.T) {
 		t.Fatalf("Submit without Auth: %q, want %q", got, want)
 	}
 }
+
+func TestSubmitTx(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	addPipeline(t, db, "marker", markerPipeline, "")
+	r := newRunner(t, db, tasks.Options{})
+	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: store.SystemAuth()}
+	t.Run("a rolled-back transaction queues nothing", func(t *testing.T) {
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.SubmitTx(ctx, tx, p); err != nil {
+			t.Fatal(err)
+		}
+		tx.Rollback()
+		if got, want := queryInt(t, db, "SELECT count(*) FROM tasks"), 0; got != want {
+			t.Fatalf("tasks: %d, want %d", got, want)
+		}
+	})
+	t.Run("a committed transaction queues the task with its other writes", func(t *testing.T) {
+		var handle string
+		err := db.WithTx(ctx, func(tx *store.Tx) error {
+			var err error
+			if handle, err = r.SubmitTx(ctx, tx, p); err != nil {
+				return err
+			}
+			return tx.SetRegistry("SUBMIT_TX_TEST", handle)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := queryString(t, db, "SELECT value FROM registry WHERE key = 'SUBMIT_TX_TEST'"), handle; got != want {
+			t.Fatalf("registry: %q, want %q", got, want)
+		}
+		if got, want := getTask(t, r, handle).Status, tasks.StatusQueued; got != want {
+			t.Fatalf("status: %s, want %s", got, want)
+		}
+	})
+}

@@ -161,40 +161,75 @@ func now() string { return time.Now().UTC().Format(time.RFC3339) }
 // Submit validates a pipeline run and queues it, returning its handle at once.
 // Validation failures are *store.Error with a message fit for the caller.
 func (r *Runner) Submit(ctx context.Context, p Params) (string, error) {
+	sub, err := r.prepare(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	if err := r.db.WithTx(ctx, func(tx *store.Tx) error { return r.insert(ctx, tx, sub) }); err != nil {
+		return "", err
+	}
+	r.wakeUp()
+	return sub.handle, nil
+}
+
+// SubmitTx is Submit inside the caller's transaction: the task is queued when tx
+// commits and not at all when it rolls back. The pipeline and its schemas are read as
+// committed (outside tx).
+func (r *Runner) SubmitTx(ctx context.Context, tx *store.Tx, p Params) (string, error) {
+	sub, err := r.prepare(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	if err := r.insert(ctx, tx, sub); err != nil {
+		return "", err
+	}
+	r.wakeUp()
+	return sub.handle, nil
+}
+
+// submission is a checked task ready to be queued.
+type submission struct {
+	handle, params, auth, ownerType, ownerID string
+}
+
+// prepare applies the submission rules and builds the task's row.
+func (r *Runner) prepare(ctx context.Context, p Params) (*submission, error) {
 	pl, err := r.db.PipelineByName(ctx, p.Pipeline)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := r.checkRun(ctx, pl, p.Schemas, p.DryRun, p.Auth); err != nil {
-		return "", err
+		return nil, err
 	}
-	handle := uuid.NewString()
 	pj, _ := json.Marshal(params{Pipeline: pl.Keyname, Schemas: p.Schemas, DryRun: p.DryRun, Content: pl.Content})
 	aj, _ := json.Marshal(p.Auth)
+	return &submission{handle: uuid.NewString(), params: string(pj), auth: string(aj), ownerType: p.OwnerType, ownerID: p.OwnerID}, nil
+}
+
+// insert queues sub unless the queue already holds QUEUE_MAX unfinished tasks.
+func (r *Runner) insert(ctx context.Context, tx *store.Tx, sub *submission) error {
 	max := r.db.ConfigInt(ctx, "QUEUE_MAX")
-	err = r.db.WithTx(ctx, func(tx *store.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").Scan(&n); err != nil {
-			return fmt.Errorf("count tasks: %w", err)
-		}
-		if n >= max {
-			return store.Errorf(store.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO tasks(handle, kind, params, auth, owner_type, owner_id, status, created_at)
-			VALUES(?, 'pipeline', ?, ?, ?, ?, 'queued', ?)`, handle, string(pj), string(aj), p.OwnerType, p.OwnerID, now())
-		if err != nil {
-			return fmt.Errorf("insert task: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return "", err
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").Scan(&n); err != nil {
+		return fmt.Errorf("count tasks: %w", err)
 	}
+	if n >= max {
+		return store.Errorf(store.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO tasks(handle, kind, params, auth, owner_type, owner_id, status, created_at)
+		VALUES(?, 'pipeline', ?, ?, ?, ?, 'queued', ?)`, sub.handle, sub.params, sub.auth, sub.ownerType, sub.ownerID, now())
+	if err != nil {
+		return fmt.Errorf("insert task: %w", err)
+	}
+	return nil
+}
+
+// wakeUp tells an idle worker that a task is queued.
+func (r *Runner) wakeUp() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
-	return handle, nil
 }
 
 // checkRun applies the submission rules: valid content, runnable schemas, the
