@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,57 +10,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 )
-
-// Doc is an object in the load format with its keys in order.
-type Doc struct {
-	Keys []string
-	Vals map[string]any
-}
-
-// Set appends or replaces key.
-func (d *Doc) Set(k string, v any) {
-	if d.Vals == nil {
-		d.Vals = map[string]any{}
-	}
-	if _, ok := d.Vals[k]; !ok {
-		d.Keys = append(d.Keys, k)
-	}
-	d.Vals[k] = v
-}
-
-// MarshalJSON writes the keys in order.
-func (d *Doc) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	for i, k := range d.Keys {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		kb, _ := json.Marshal(k)
-		buf.Write(kb)
-		buf.WriteByte(':')
-		vb, err := json.Marshal(d.Vals[k])
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(vb)
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
-}
-
-// MarshalYAML writes the keys in order.
-func (d *Doc) MarshalYAML() (any, error) {
-	n := &yaml.Node{Kind: yaml.MappingNode}
-	for _, k := range d.Keys {
-		var v yaml.Node
-		if err := v.Encode(d.Vals[k]); err != nil {
-			return nil, err
-		}
-		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, &v)
-	}
-	return n, nil
-}
 
 // InstanceDoc renders an instance in the load format: header keys, then the schema's
 // fields in order, with external fields computed and secrets left out.

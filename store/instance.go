@@ -357,7 +357,7 @@ func (tx *Tx) write(s *Schema, old, in *Instance, action, data string, ifAbsent 
 		}
 		res, err := tx.exec(q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
 		if err != nil {
-			if strings.Contains(err.Error(), "UNIQUE") {
+			if isUnique(err) {
 				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
 			}
 			return false, fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
@@ -378,7 +378,7 @@ func (tx *Tx) write(s *Schema, old, in *Instance, action, data string, ifAbsent 
 		}
 		_, err := tx.exec(q, args...)
 		if err != nil {
-			if strings.Contains(err.Error(), "UNIQUE") {
+			if isUnique(err) {
 				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
 			}
 			return false, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)

@@ -58,7 +58,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 	if err != nil {
 		return StatusFailed, err.Error()
 	}
-	x := &pipelineRun{r: r, handle: t.Handle, p: p, auth: auth, rules: compiled, res: t.Result, now: time.Now().UTC()}
+	x := &pipelineRun{r: r, handle: t.Handle, p: p, auth: auth, rules: compiled, res: t.Result, now: r.db.Now().UTC()}
 	if x.res == nil {
 		x.res = &Result{}
 	}

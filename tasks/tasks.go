@@ -156,7 +156,8 @@ func (t *Task) Finished() bool {
 	return t.Status == StatusSucceeded || t.Status == StatusFailed || t.Status == StatusCancelled
 }
 
-func now() string { return time.Now().UTC().Format(time.RFC3339) }
+// now is the time recorded in task rows, from the database's clock.
+func (r *Runner) now() string { return r.db.Now().UTC().Format(time.RFC3339) }
 
 // Submit validates a pipeline run and queues it, returning its handle at once.
 // Validation failures are *store.Error with a message fit for the caller.
@@ -208,7 +209,7 @@ func (r *Runner) prepare(ctx context.Context, p Params) (*submission, error) {
 
 // insert queues sub unless the queue already holds QUEUE_MAX unfinished tasks.
 func (r *Runner) insert(ctx context.Context, tx *store.Tx, sub *submission) error {
-	max := r.db.ConfigInt(ctx, "QUEUE_MAX")
+	max := r.db.ConfigInt(ctx, store.ConfigQueueMax)
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").Scan(&n); err != nil {
 		return fmt.Errorf("count tasks: %w", err)
@@ -217,7 +218,7 @@ func (r *Runner) insert(ctx context.Context, tx *store.Tx, sub *submission) erro
 		return store.Errorf(store.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO tasks(handle, kind, params, auth, owner_type, owner_id, status, created_at)
-		VALUES(?, 'pipeline', ?, ?, ?, ?, 'queued', ?)`, sub.handle, sub.params, sub.auth, sub.ownerType, sub.ownerID, now())
+		VALUES(?, 'pipeline', ?, ?, ?, ?, 'queued', ?)`, sub.handle, sub.params, sub.auth, sub.ownerType, sub.ownerID, r.now())
 	if err != nil {
 		return fmt.Errorf("insert task: %w", err)
 	}
@@ -365,7 +366,7 @@ func (r *Runner) List(ctx context.Context, ownerType, ownerID, status string, li
 func (r *Runner) Cancel(ctx context.Context, handle string) (*Task, error) {
 	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'cancelled', finished_at = ?
-			WHERE handle = ? AND status = 'queued'`, now(), handle); err != nil {
+			WHERE handle = ? AND status = 'queued'`, r.now(), handle); err != nil {
 			return fmt.Errorf("cancel task: %w", err)
 		}
 		_, err := tx.ExecContext(ctx, "UPDATE tasks SET cancel_requested = 1 WHERE handle = ? AND status = 'running'", handle)
@@ -382,8 +383,8 @@ func (r *Runner) Cancel(ctx context.Context, handle string) (*Task, error) {
 
 // Purge deletes finished tasks older than TASK_RETENTION_DAYS.
 func (r *Runner) Purge(ctx context.Context) (int64, error) {
-	days := r.db.ConfigInt(ctx, "TASK_RETENTION_DAYS")
-	cutoff := time.Now().UTC().AddDate(0, 0, -days).Format(time.RFC3339)
+	days := r.db.ConfigInt(ctx, store.ConfigTaskRetentionDays)
+	cutoff := r.db.Now().UTC().AddDate(0, 0, -days).Format(time.RFC3339)
 	var n int64
 	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE status IN ('succeeded', 'failed', 'cancelled')
