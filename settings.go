@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"dataservice/bootstrap"
 )
 
 // Compiled-in code version; build.sh sets them with -ldflags -X.
@@ -141,11 +143,26 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 			errs = append(errs, fmt.Sprintf("SERVICE_METRICS_LISTEN %q: not host:port", s.MetricsListen))
 		}
 	}
-	if strings.TrimSpace(s.Version) == "" {
-		errs = append(errs, "SERVICE_VERSION: empty")
+	if err := bootstrap.CheckVersion(s.Version); err != nil {
+		errs = append(errs, "SERVICE_VERSION "+err.Error())
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("invalid settings:\n  %s", strings.Join(errs, "\n  "))
 	}
 	return s, nil
+}
+
+// exposedWithoutBaseURL reports whether the server listens on an address other
+// machines can reach (not loopback) while SERVICE_BASE_URL is unset, so the URLs it
+// returns come from a header clients control.
+func exposedWithoutBaseURL(addr net.Addr, baseURL string) bool {
+	if baseURL != "" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }

@@ -138,10 +138,10 @@ func (s *server) keyPrincipal(ctx context.Context, r *http.Request, key, secret 
 	if in != nil {
 		stored, _ = in.Data["secret"].(string)
 	}
-	// Verify before looking at the other checks, so an unknown, disabled or expired key
-	// costs the same work as a wrong secret.
-	good := s.db.VerifySecretCached("apikey:"+key, secret, stored)
-	if err != nil || !good || !clientAllowed(r, in.Data["ip_filter"]) {
+	// An unknown, disabled, expired or filtered key costs one full verification, as a
+	// wrong secret does, even when its secret is right (and was cached before).
+	usable := err == nil && clientAllowed(r, in.Data["ip_filter"])
+	if !s.db.CheckCredential("apikey:"+key, secret, stored, usable) {
 		return refused
 	}
 	s.touchKey(ctx, in)
@@ -158,8 +158,7 @@ func (s *server) userPrincipal(ctx context.Context, login, password string, ok b
 	if err == nil {
 		stored, _ = u.Data["password"].(string)
 	}
-	good := s.db.VerifySecretCached("user:"+login, password, stored)
-	if err != nil || !good || !u.IsEnabled {
+	if !s.db.CheckCredential("user:"+login, password, stored, err == nil && u.IsEnabled) {
 		return refused
 	}
 	auth, err := s.db.UserAuth(ctx, login)

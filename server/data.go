@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -148,14 +149,46 @@ func (s *server) instances(w http.ResponseWriter, r *http.Request, ps httprouter
 		}
 		page = n
 	}
-	list, total, err := s.db.SearchInstances(r.Context(), sch, q.Get("search"), (page-1)*size, size)
+	lq := store.ListQuery{Search: q.Get("search"), Offset: (page - 1) * size, Limit: size}
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			s.writeError(w, r, http.StatusBadRequest, "after must be the non-negative integer cursor of a previous page")
+			return
+		}
+		if q.Get("page") != "" {
+			s.writeError(w, r, http.StatusBadRequest, "page and after cannot be combined")
+			return
+		}
+		lq.After, lq.Offset, page = n, 0, 0
+	}
+	switch q.Get("count") {
+	case "":
+	case "exact":
+		lq.ExactCount = true
+	default:
+		s.writeError(w, r, http.StatusBadRequest, "count must be exact")
+		return
+	}
+	res, err := s.db.ListInstances(r.Context(), sch, lq)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	docs := make([]*store.Doc, 0, len(list))
-	for _, in := range list {
+	docs := make([]*store.Doc, 0, len(res.Instances))
+	for _, in := range res.Instances {
 		docs = append(docs, s.db.InstanceDoc(r.Context(), sch, in))
 	}
-	s.reply(w, r, http.StatusOK, instanceListReply{Count: total, Page: page, Size: size, Instances: docs})
+	if !res.CountExact {
+		w.Header().Set("X-Count-Exact", "false")
+	}
+	if res.Next != 0 {
+		next := url.Values{"after": {strconv.FormatInt(res.Next, 10)}, "size": {strconv.Itoa(size)}}
+		if lq.Search != "" {
+			next.Set("search", lq.Search)
+		}
+		w.Header().Set("X-Next-After", strconv.FormatInt(res.Next, 10))
+		w.Header().Set("Link", "<"+r.URL.Path+"?"+next.Encode()+`>; rel="next"`)
+	}
+	s.reply(w, r, http.StatusOK, instanceListReply{Count: res.Count, Page: page, Size: size, Instances: docs})
 }

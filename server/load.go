@@ -112,6 +112,9 @@ func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*stor
 		s.fail(w, r, err)
 		return
 	}
+	if s.onLoad != nil && !res.DryRun {
+		s.onLoad(res)
+	}
 	res.Warnings = warnings
 	if res.Messages == nil {
 		res.Messages = []store.EntryError{}
@@ -217,7 +220,12 @@ func parseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool, max
 		}
 	}
 	if keyCol < 0 {
-		return nil, errors.New("invalid CSV: no column named " + keyfield + " (keyfield)")
+		found := header
+		if len(found) > 20 {
+			found = append(found[:20:20], "...")
+		}
+		return nil, fmt.Errorf("invalid CSV: no column named %s (keyfield); the header has %s (split on %q: "+
+			"set delimiter= or the configuration CSV_DELIMITER)", keyfield, strings.Join(found, ", "), string(delim))
 	}
 	var out []*store.Entry
 	for {

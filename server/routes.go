@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
+
+	"dataservice/server/console"
 )
 
 var allMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
@@ -33,6 +35,7 @@ func (s *server) routes() http.Handler {
 		s.writeError(w, req, http.StatusInternalServerError, "internal error")
 	}
 
+	r.GET("/api/", s.apiIndex)
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	r.GET("/api/ping/", s.ping)
@@ -50,6 +53,9 @@ func (s *server) routes() http.Handler {
 	r.POST("/api/rawfile/", s.api(s.rawfile))
 	r.GET("/api/conf/", s.api(s.confGet))
 	r.POST("/api/conf/", s.api(s.confPost))
+	// The web console: "/", "/data/private/...", /login, /logout and /static/. It has
+	// its own sessions; a session cookie never authenticates /api/.
+	console.New(console.Options{DB: s.db, Logger: s.log, BaseURL: s.baseURL, Ready: s.ready}).Register(r)
 	return r
 }
 

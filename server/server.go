@@ -33,6 +33,8 @@ type Options struct {
 	AccessLog bool
 	// OnRequest, when set, is called once per finished request (metrics).
 	OnRequest func(RequestInfo)
+	// OnLoad, when set, is given the result of every load that was not a dry run.
+	OnLoad func(*store.LoadResult)
 }
 
 type server struct {
@@ -52,6 +54,7 @@ type server struct {
 
 	accessLog bool
 	onRequest func(RequestInfo)
+	onLoad    func(*store.LoadResult)
 	router    *recRouter
 }
 
@@ -71,6 +74,6 @@ func New(o Options) http.Handler {
 	}
 	s := &server{db: o.DB, runner: o.Runner, log: o.Logger, baseURL: o.BaseURL, version: o.Version,
 		date: o.VersionDate, ready: o.Ready, maxBody: o.MaxBody, maxEnt: o.MaxEntries, lastUsed: map[string]time.Time{},
-		accessLog: o.AccessLog, onRequest: o.OnRequest}
+		accessLog: o.AccessLog, onRequest: o.OnRequest, onLoad: o.OnLoad}
 	return s.observe(s.routes())
 }

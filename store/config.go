@@ -21,14 +21,17 @@ type ConfigDef struct {
 // Configuration keys. Code reads configuration through these names only: an unknown
 // key is logged as an internal error rather than silently read as empty or 0.
 const (
-	ConfigAppName            = "GLOBAL_APPNAME"
-	ConfigCSVDelimiter       = "CSV_DELIMITER"
-	ConfigDataDefaultSize    = "DATA_DEFAULT_SIZE"
-	ConfigDataMaxSize        = "DATA_MAX_SIZE"
-	ConfigTaskRetentionDays  = "TASK_RETENTION_DAYS"
-	ConfigQueueMax           = "QUEUE_MAX"
-	ConfigSessionIdleMinutes = "CONSOLE_SESSION_IDLE_MINUTES"
-	ConfigSessionMaxHours    = "CONSOLE_SESSION_MAX_HOURS"
+	ConfigAppName             = "GLOBAL_APPNAME"
+	ConfigCSVDelimiter        = "CSV_DELIMITER"
+	ConfigDataDefaultSize     = "DATA_DEFAULT_SIZE"
+	ConfigDataMaxSize         = "DATA_MAX_SIZE"
+	ConfigTaskRetentionDays   = "TASK_RETENTION_DAYS"
+	ConfigQueueMax            = "QUEUE_MAX"
+	ConfigSessionIdleMinutes  = "CONSOLE_SESSION_IDLE_MINUTES"
+	ConfigSessionMaxHours     = "CONSOLE_SESSION_MAX_HOURS"
+	ConfigQueueMaxPerOwner    = "QUEUE_MAX_PER_OWNER"
+	ConfigBackupIntervalHours = "BACKUP_INTERVAL_HOURS"
+	ConfigBackupKeep          = "BACKUP_KEEP"
 )
 
 // ConfigDefs are the configuration entries this code defines; the start-up step
@@ -43,6 +46,9 @@ var ConfigDefs = []ConfigDef{
 	{Keyname: ConfigQueueMax, Default: "1000", Description: "most unfinished tasks the queue accepts", Int: true, Min: 1, Max: 1000000},
 	{Keyname: ConfigSessionIdleMinutes, Default: "60", Description: "web console: minutes without a request after which a session ends", Int: true, Min: 1, Max: 525600},
 	{Keyname: ConfigSessionMaxHours, Default: "12", Description: "web console: hours after sign-in after which a session ends", Int: true, Min: 1, Max: 8760},
+	{Keyname: ConfigQueueMaxPerOwner, Default: "100", Description: "most unfinished tasks one submitting credential (user or API key) may have queued or running", Int: true, Min: 1, Max: 1000000},
+	{Keyname: ConfigBackupIntervalHours, Default: "0", Description: "hours between scheduled backups taken by serve (0 = off)", Int: true, Min: 0, Max: 8760},
+	{Keyname: ConfigBackupKeep, Default: "7", Description: "scheduled backups kept; older ones are deleted", Int: true, Min: 1, Max: 1000},
 }
 
 func configDef(key string) (ConfigDef, bool) {

@@ -36,6 +36,8 @@ func TestSyncConfig(t *testing.T) {
 	db := newTestDB(t)
 	syncConfig(t, db)
 	want := strings.Join([]string{
+		"BACKUP_INTERVAL_HOURS=0 (default 0)",
+		"BACKUP_KEEP=7 (default 7)",
 		"CONSOLE_SESSION_IDLE_MINUTES=60 (default 60)",
 		"CONSOLE_SESSION_MAX_HOURS=12 (default 12)",
 		"CSV_DELIMITER=; (default ;)",
@@ -43,12 +45,13 @@ func TestSyncConfig(t *testing.T) {
 		"DATA_MAX_SIZE=500 (default 500)",
 		"GLOBAL_APPNAME=dataservice (default dataservice)",
 		"QUEUE_MAX=1000 (default 1000)",
+		"QUEUE_MAX_PER_OWNER=100 (default 100)",
 		"TASK_RETENTION_DAYS=30 (default 30)",
 	}, "\n")
 	if got := configText(t, db); got != want {
 		t.Fatalf("configuration after the first sync:\n%s\nwant:\n%s", got, want)
 	}
-	if got, want := len(store.ConfigDefs), 8; got != want {
+	if got, want := len(store.ConfigDefs), 11; got != want {
 		t.Fatalf("ConfigDefs: got %d entries, want %d", got, want)
 	}
 
@@ -154,12 +157,13 @@ func TestConfigKeysAreDefined(t *testing.T) {
 	}
 	for _, k := range []string{store.ConfigAppName, store.ConfigCSVDelimiter, store.ConfigDataDefaultSize,
 		store.ConfigDataMaxSize, store.ConfigTaskRetentionDays, store.ConfigQueueMax,
-		store.ConfigSessionIdleMinutes, store.ConfigSessionMaxHours} {
+		store.ConfigSessionIdleMinutes, store.ConfigSessionMaxHours, store.ConfigQueueMaxPerOwner,
+		store.ConfigBackupIntervalHours, store.ConfigBackupKeep} {
 		if !defined[k] {
 			t.Errorf("configuration key constant %q has no ConfigDefs entry", k)
 		}
 	}
-	if got, want := len(defined), 8; got != want {
+	if got, want := len(defined), 11; got != want {
 		t.Errorf("ConfigDefs: %d entries, want %d (one constant each)", got, want)
 	}
 }

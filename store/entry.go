@@ -1,11 +1,7 @@
 package store
 
 import (
-	"bytes"
-	"encoding/json"
 	"strings"
-
-	"gopkg.in/yaml.v3"
 )
 
 // Entry is one object of a load document: its keys in Fields, their order in Order,
@@ -159,34 +155,21 @@ func (d *Doc) Set(k string, v any) {
 
 // MarshalJSON writes the keys in order.
 func (d *Doc) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('{')
+	buf := make([]byte, 0, 64*len(d.Keys)+2)
+	buf = append(buf, '{')
 	for i, k := range d.Keys {
 		if i > 0 {
-			buf.WriteByte(',')
+			buf = append(buf, ',')
 		}
-		kb, _ := json.Marshal(k)
-		buf.Write(kb)
-		buf.WriteByte(':')
-		vb, err := json.Marshal(d.Vals[k])
-		if err != nil {
+		buf = appendJSONString(buf, k)
+		buf = append(buf, ':')
+		var err error
+		if buf, err = appendJSON(buf, d.Vals[k]); err != nil {
 			return nil, err
 		}
-		buf.Write(vb)
 	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return append(buf, '}'), nil
 }
 
 // MarshalYAML writes the keys in order.
-func (d *Doc) MarshalYAML() (any, error) {
-	n := &yaml.Node{Kind: yaml.MappingNode}
-	for _, k := range d.Keys {
-		var v yaml.Node
-		if err := v.Encode(d.Vals[k]); err != nil {
-			return nil, err
-		}
-		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}, &v)
-	}
-	return n, nil
-}
+func (d *Doc) MarshalYAML() (any, error) { return d.yamlNode() }

@@ -91,7 +91,22 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 		schemas = append(schemas, s)
 	}
 	first := true
-	emit := func(v any) error {
+	// YAML items are encoded in batches, each batch one block sequence: their
+	// concatenation is the one sequence of the export.
+	var batch yaml.Node
+	flush := func() error {
+		if len(batch.Content) == 0 {
+			return nil
+		}
+		b, err := yaml.Marshal(&batch)
+		batch.Content = batch.Content[:0]
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	emit := func(v *Doc) error {
 		if format == "json" {
 			b, err := json.MarshalIndent(v, "  ", "  ")
 			if err != nil {
@@ -106,12 +121,16 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 			return err
 		}
 		first = false
-		b, err := yaml.Marshal([]any{v})
+		n, err := v.yamlNode()
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(b)
-		return err
+		batch.Kind = yaml.SequenceNode
+		batch.Content = append(batch.Content, n)
+		if len(batch.Content) >= 256 {
+			return flush()
+		}
+		return nil
 	}
 	// Definitions first, so every instance's schema exists when the output is loaded.
 	for _, s := range schemas {
@@ -126,6 +145,9 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 		if err != nil {
 			return err
 		}
+	}
+	if err := flush(); err != nil {
+		return err
 	}
 	if format == "json" {
 		if first {

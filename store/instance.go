@@ -139,10 +139,14 @@ func eachInstance(next func(after int64) ([]*Instance, error), fn func(*Instance
 	}
 }
 
-// CountInstances counts the instances of cls.
+// CountInstances is the number of instances of cls, kept by the write transactions
+// (table instance_counts), so it costs one lookup whatever the number.
 func (db *DB) CountInstances(ctx context.Context, cls string) (int, error) {
 	var n int
-	err := db.r.QueryRowContext(ctx, "SELECT count(*) FROM instances WHERE classname = ?", cls).Scan(&n)
+	err := db.r.QueryRowContext(ctx, "SELECT n FROM instance_counts WHERE classname = ?", cls).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
 	if err != nil {
 		return 0, fmt.Errorf("count %s: %w", cls, err)
 	}
@@ -408,45 +412,6 @@ func (tx *Tx) DeleteInstance(s *Schema, in *Instance) error {
 	}
 	tx.forget()
 	return tx.revision(in.Classname, in.Keyname, "delete", instanceDoc(s, in, in.raw), "")
-}
-
-// SearchInstances returns a page of instances of s in id order whose keyname,
-// displayname or data contains search (case-insensitive for ASCII), and the total
-// number of matches. Data is not searched in schemas with secret fields, so a search
-// can never probe a hash.
-func (db *DB) SearchInstances(ctx context.Context, s *Schema, search string, offset, limit int) ([]*Instance, int, error) {
-	cls := s.Keyname
-	where := "classname = ?"
-	args := []any{cls}
-	if search != "" {
-		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(search) + "%"
-		where += ` AND (keyname LIKE ? ESCAPE '\' OR displayname LIKE ? ESCAPE '\'`
-		args = append(args, pat, pat)
-		if !s.hasSecrets() {
-			where += ` OR data LIKE ? ESCAPE '\'`
-			args = append(args, pat)
-		}
-		where += ")"
-	}
-	var total int
-	if err := db.r.QueryRowContext(ctx, "SELECT count(*) FROM instances WHERE "+where, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("search %s: %w", cls, err)
-	}
-	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceCols+" FROM instances WHERE "+where+
-		" ORDER BY id LIMIT ? OFFSET ?", append(args, limit, offset)...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("search %s: %w", cls, err)
-	}
-	defer rows.Close()
-	var out []*Instance
-	for rows.Next() {
-		in, err := scanInstance(rows)
-		if err != nil {
-			return nil, 0, fmt.Errorf("search %s: %w", cls, err)
-		}
-		out = append(out, in)
-	}
-	return out, total, rows.Err()
 }
 
 func (s *Schema) hasSecrets() bool {

@@ -136,6 +136,46 @@ CREATE TABLE sessions (
 );
 CREATE INDEX sessions_user ON sessions(user_id);
 `,
+	// 4: per-schema instance counts and a trigram full-text index of keyname,
+	// displayname and data, both kept by triggers in the transactions that write
+	// instances (so every write path keeps them), and built here for existing files.
+	`
+CREATE TABLE instance_counts (
+	classname TEXT PRIMARY KEY,
+	n         INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO instance_counts(classname, n) SELECT classname, count(*) FROM instances GROUP BY classname;
+CREATE TRIGGER instances_count_insert AFTER INSERT ON instances BEGIN
+	INSERT INTO instance_counts(classname, n) VALUES(NEW.classname, 1)
+		ON CONFLICT(classname) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER instances_count_delete AFTER DELETE ON instances BEGIN
+	UPDATE instance_counts SET n = n - 1 WHERE classname = OLD.classname;
+END;
+CREATE TRIGGER instances_count_move AFTER UPDATE OF classname ON instances
+	WHEN NEW.classname <> OLD.classname BEGIN
+	UPDATE instance_counts SET n = n - 1 WHERE classname = OLD.classname;
+	INSERT INTO instance_counts(classname, n) VALUES(NEW.classname, 1)
+		ON CONFLICT(classname) DO UPDATE SET n = n + 1;
+END;
+CREATE VIRTUAL TABLE instances_search USING fts5(keyname, displayname, data,
+	content='instances', content_rowid='id', tokenize='trigram');
+INSERT INTO instances_search(instances_search) VALUES('rebuild');
+CREATE TRIGGER instances_search_insert AFTER INSERT ON instances BEGIN
+	INSERT INTO instances_search(rowid, keyname, displayname, data)
+		VALUES(NEW.id, NEW.keyname, NEW.displayname, NEW.data);
+END;
+CREATE TRIGGER instances_search_delete AFTER DELETE ON instances BEGIN
+	INSERT INTO instances_search(instances_search, rowid, keyname, displayname, data)
+		VALUES('delete', OLD.id, OLD.keyname, OLD.displayname, OLD.data);
+END;
+CREATE TRIGGER instances_search_update AFTER UPDATE OF keyname, displayname, data ON instances BEGIN
+	INSERT INTO instances_search(instances_search, rowid, keyname, displayname, data)
+		VALUES('delete', OLD.id, OLD.keyname, OLD.displayname, OLD.data);
+	INSERT INTO instances_search(rowid, keyname, displayname, data)
+		VALUES(NEW.id, NEW.keyname, NEW.displayname, NEW.data);
+END;
+`,
 }
 
 // migrateLayout applies the layout changes the file has not seen yet, each in its own

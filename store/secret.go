@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -168,23 +169,55 @@ func VerifySecret(secret, stored string) bool {
 // costs the same work as a wrong secret.
 var dummyHash = sync.OnceValue(func() string { return HashSecret("dataservice-dummy") })
 
-// VerifySecretCached is VerifySecret with an in-memory cache of successful
-// verifications keyed by a hash of (name, secret, stored hash): a change of the
-// stored hash misses the cache. stored == "" pays a full verification and fails.
+// VerifySecretCached is CheckCredential for a credential that is otherwise usable.
 func (db *DB) VerifySecretCached(name, secret, stored string) bool {
-	if stored == "" {
-		VerifySecret(secret, dummyHash())
+	return db.CheckCredential(name, secret, stored, true)
+}
+
+// guessSlots bound the derivations of credentials not verified before (unknown keys,
+// wrong secrets, first logins, refused keys): at most half the CPUs, so callers whose
+// credentials are in the cache keep the other half during a burst of bogus ones.
+var guessSlots = make(chan struct{}, max(1, runtime.NumCPU()/2))
+
+// guessWaiting counts callers waiting for a guess slot. Beyond maxGuessWaiting a
+// credential that is not in the cache is refused without any work: the refusal does
+// not depend on the secret, and a burst cannot pile up goroutines and memory.
+var guessWaiting atomic.Int64
+
+const maxGuessWaiting = 64
+
+// CheckCredential reports whether secret is the credential name's secret (stored is
+// its stored hash) and the credential may be used (usable: it exists, is enabled, not
+// expired, the client address passes its filter). Successful checks are cached in
+// memory, keyed by a hash of (name, secret, stored hash): a change of the stored hash
+// misses the cache. Every refusal costs one full argon2id derivation, whatever the
+// secret: a correct secret on a disabled, expired, filtered or unknown credential costs
+// what a wrong one costs, so timing does not tell a right secret.
+func (db *DB) CheckCredential(name, secret, stored string, usable bool) bool {
+	usable = usable && stored != ""
+	var k string
+	if usable {
+		sum := sha256.New()
+		for _, p := range []string{name, secret, stored} {
+			sum.Write([]byte(strconv.Itoa(len(p))))
+			sum.Write([]byte{0})
+			sum.Write([]byte(p))
+		}
+		k = string(sum.Sum(nil))
+		if _, ok := db.verify.Load(k); ok {
+			return true
+		}
+	}
+	if guessWaiting.Add(1) > maxGuessWaiting {
+		guessWaiting.Add(-1)
 		return false
 	}
-	sum := sha256.New()
-	for _, p := range []string{name, secret, stored} {
-		sum.Write([]byte(strconv.Itoa(len(p))))
-		sum.Write([]byte{0})
-		sum.Write([]byte(p))
-	}
-	k := string(sum.Sum(nil))
-	if _, ok := db.verify.Load(k); ok {
-		return true
+	guessSlots <- struct{}{}
+	guessWaiting.Add(-1)
+	defer func() { <-guessSlots }()
+	if !usable {
+		VerifySecret(secret, dummyHash())
+		return false
 	}
 	if !VerifySecret(secret, stored) {
 		if _, argon := parseArgon(stored); !argon {

@@ -160,6 +160,9 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 	if err := tx.Commit(); err != nil {
 		return false, false, err
 	}
+	if r.o.OnProcessed != nil {
+		r.o.OnProcessed(len(batch))
+	}
 	return flag == 1, true, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -231,7 +232,7 @@ func TestPipelineOutcomes(t *testing.T) {
 				if got != want {
 					t.Fatalf("%s (upd): %s, want %s", key, got, want)
 				}
-				if in.UpdatedAt == oldTime {
+				if in.UpdatedAt == testkit.OldTime {
 					t.Fatalf("%s (upd): updated_at not changed", key)
 				}
 			case "ena", "dis", "off":

@@ -45,6 +45,9 @@ type Options struct {
 	Poll time.Duration
 	// AfterBatch, when set, runs after each committed batch (tests inject crashes here).
 	AfterBatch func(handle string, batch int) error
+	// OnProcessed, when set, is told how many instances each committed pipeline batch
+	// processed (metrics).
+	OnProcessed func(n int)
 }
 
 // Runner submits and runs tasks.
@@ -191,6 +194,7 @@ func (r *Runner) SubmitTx(ctx context.Context, tx *store.Tx, p Params) (string, 
 // submission is a checked task ready to be queued.
 type submission struct {
 	handle, params, auth, ownerType, ownerID string
+	authKind, authName                       string
 }
 
 // prepare applies the submission rules and builds the task's row.
@@ -204,18 +208,31 @@ func (r *Runner) prepare(ctx context.Context, p Params) (*submission, error) {
 	}
 	pj, _ := json.Marshal(params{Pipeline: pl.Keyname, Schemas: p.Schemas, DryRun: p.DryRun, Content: pl.Content})
 	aj, _ := json.Marshal(p.Auth)
-	return &submission{handle: uuid.NewString(), params: string(pj), auth: string(aj), ownerType: p.OwnerType, ownerID: p.OwnerID}, nil
+	return &submission{handle: uuid.NewString(), params: string(pj), auth: string(aj), ownerType: p.OwnerType,
+		ownerID: p.OwnerID, authKind: p.Auth.Kind, authName: p.Auth.Name}, nil
 }
 
-// insert queues sub unless the queue already holds QUEUE_MAX unfinished tasks.
+// insert queues sub unless the queue already holds QUEUE_MAX unfinished tasks, or
+// QUEUE_MAX_PER_OWNER of the submitting credential's.
 func (r *Runner) insert(ctx context.Context, tx *store.Tx, sub *submission) error {
 	max := r.db.ConfigInt(ctx, store.ConfigQueueMax)
+	perOwner := r.db.ConfigInt(ctx, store.ConfigQueueMaxPerOwner)
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").Scan(&n); err != nil {
 		return fmt.Errorf("count tasks: %w", err)
 	}
 	if n >= max {
 		return store.Errorf(store.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
+	}
+	// The owner is the submitting credential (the stored authorisation context's
+	// kind and name): keys without a user all own tasks as "system" otherwise.
+	var mine int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')
+		AND json_extract(auth, '$.kind') = ? AND json_extract(auth, '$.name') = ?`, sub.authKind, sub.authName).Scan(&mine); err != nil {
+		return fmt.Errorf("count tasks: %w", err)
+	}
+	if perOwner > 0 && mine >= perOwner {
+		return store.Errorf(store.EInvalid, "task queue is full for this owner (%d unfinished tasks, QUEUE_MAX_PER_OWNER %d)", mine, perOwner)
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO tasks(handle, kind, params, auth, owner_type, owner_id, status, created_at)
 		VALUES(?, 'pipeline', ?, ?, ?, ?, 'queued', ?)`, sub.handle, sub.params, sub.auth, sub.ownerType, sub.ownerID, r.now())

@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// SearchCountSlack bounds the counting of a search's matches: without ListQuery.ExactCount
+// a search counts at most offset + limit + SearchCountSlack matches.
+const SearchCountSlack = 1000
+
+// ListQuery selects a page of a schema's instances, in id order.
+type ListQuery struct {
+	// Search keeps the instances whose keyname, displayname or data (not searched in
+	// schemas with secret fields) contains it, case-insensitive for ASCII.
+	Search string
+	// After is a keyset cursor: only instances with an id above it (0: from the start).
+	After int64
+	// Offset skips that many matches (page numbers), Limit is the page size.
+	Offset, Limit int
+	// ExactCount counts every match of a search, however many.
+	ExactCount bool
+}
+
+// ListResult is a page of instances.
+type ListResult struct {
+	Instances []*Instance
+	// Count is the number of instances of the schema, or of a search's matches (see
+	// ListQuery.ExactCount); CountExact is false when the count stopped at its bound.
+	Count      int
+	CountExact bool
+	// Next is the cursor (ListQuery.After) of the following page, 0 when this is the last.
+	Next int64
+}
+
+const instanceColsI = "i.id, i.classname, i.keyname, i.displayname, i.is_enabled, i.data, i.created_at, i.updated_at"
+
+// ListInstances returns a page of the instances of s. Without a search the count is
+// the maintained per-schema count. A search of three characters or more is answered
+// from the trigram index (its candidates re-checked with LIKE, so the matches are
+// exactly LIKE's); a shorter one scans the schema's rows.
+func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListResult, error) {
+	cls := s.Keyname
+	if q.Limit < 0 || q.Offset < 0 {
+		return nil, Errorf(EInvalid, "negative page size or offset")
+	}
+	res := &ListResult{CountExact: true}
+	from, where, idCol := "instances i", "i.classname = ?", "i.id"
+	args := []any{cls}
+	if q.Search == "" {
+		n, err := db.CountInstances(ctx, cls)
+		if err != nil {
+			return nil, err
+		}
+		res.Count = n
+	} else {
+		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
+		like := `(i.keyname LIKE ? ESCAPE '\' OR i.displayname LIKE ? ESCAPE '\'`
+		likeArgs := []any{pat, pat}
+		cols := "{keyname displayname}"
+		if !s.hasSecrets() {
+			like += ` OR i.data LIKE ? ESCAPE '\'`
+			likeArgs = append(likeArgs, pat)
+			cols = "{keyname displayname data}"
+		}
+		like += ")"
+		if utf8.RuneCountInString(q.Search) >= 3 {
+			// The index drives: its rowids come in order, each joined to its row.
+			from, idCol = "instances_search s CROSS JOIN instances i", "s.rowid"
+			where = "instances_search MATCH ? AND i.id = s.rowid AND i.classname = ?"
+			args = []any{cols + ` : "` + strings.ReplaceAll(q.Search, `"`, `""`) + `"`, cls}
+		}
+		where += " AND " + like
+		args = append(args, likeArgs...)
+		countQ, countArgs := "SELECT count(*) FROM "+from+" WHERE "+where, args
+		bound := q.Offset + q.Limit + SearchCountSlack
+		if !q.ExactCount {
+			countQ = "SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?)"
+			countArgs = append(append([]any{}, args...), bound+1)
+		}
+		if err := db.r.QueryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {
+			return nil, fmt.Errorf("search %s: %w", cls, err)
+		}
+		if !q.ExactCount && res.Count > bound {
+			res.Count, res.CountExact = bound, false
+		}
+	}
+	if q.After > 0 {
+		where += " AND " + idCol + " > ?"
+		args = append(args, q.After)
+	}
+	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM "+from+" WHERE "+where+
+		" ORDER BY "+idCol+" LIMIT ? OFFSET ?", append(args, q.Limit+1, q.Offset)...)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", cls, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		in, err := scanInstance(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", cls, err)
+		}
+		res.Instances = append(res.Instances, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list %s: %w", cls, err)
+	}
+	if q.Limit > 0 && len(res.Instances) > q.Limit {
+		res.Instances = res.Instances[:q.Limit]
+		res.Next = res.Instances[len(res.Instances)-1].ID
+	}
+	return res, nil
+}
+
+// SearchInstances returns a page of instances of s in id order whose keyname,
+// displayname or data contains search (see ListInstances), and the number of matches.
+func (db *DB) SearchInstances(ctx context.Context, s *Schema, search string, offset, limit int) ([]*Instance, int, error) {
+	res, err := db.ListInstances(ctx, s, ListQuery{Search: search, Offset: offset, Limit: limit})
+	if err != nil {
+		return nil, 0, err
+	}
+	return res.Instances, res.Count, nil
+}
