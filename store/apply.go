@@ -120,6 +120,9 @@ func (tx *Tx) applyDelete(w Write, opts ApplyOptions) (Outcome, error) {
 	if err := authorizeWrite(opts.Auth, s, OpDelete); err != nil {
 		return Outcome{}, err
 	}
+	if err := tx.containGrant(opts.Auth, s, old, nil); err != nil {
+		return Outcome{}, err
+	}
 	if isAdminAccount(s, old) && !opts.System {
 		return Outcome{}, Errorf(EForbidden, "the admin account cannot be deleted")
 	}
@@ -142,6 +145,9 @@ func (tx *Tx) applyEnabled(w Write, opts ApplyOptions) (Outcome, error) {
 		return Outcome{Result: OutUnchanged}, nil
 	}
 	if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
+		return Outcome{}, err
+	}
+	if err := tx.containGrant(opts.Auth, s, old, nil); err != nil {
 		return Outcome{}, err
 	}
 	if !opts.DryRun {
@@ -168,6 +174,9 @@ func (tx *Tx) applyCreate(w Write, opts ApplyOptions) (Outcome, error) {
 		*w.New = *next
 	}
 	if err := authorizeWrite(opts.Auth, s, OpCreate); err != nil {
+		return Outcome{}, err
+	}
+	if err := tx.containGrant(opts.Auth, s, nil, next); err != nil {
 		return Outcome{}, err
 	}
 	if opts.DryRun {
@@ -202,6 +211,12 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 		if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
 			return Outcome{}, err
 		}
+	}
+	if err := tx.containGrant(opts.Auth, s, old, next); err != nil {
+		return Outcome{}, err
+	}
+	if err := tx.containGrant(opts.Auth, s, old, next); err != nil {
+		return Outcome{}, err
 	}
 	if renamed {
 		if !canRename(opts.Auth) {
@@ -258,7 +273,7 @@ func (tx *Tx) validateNew(s *Schema, next *Instance) (*Instance, error) {
 	if err := resolveKeyname(s, e); err != nil {
 		return nil, err
 	}
-	return tx.buildInstance(s, e, nil)
+	return tx.buildInstance(s, e, nil, false)
 }
 
 // entryOfInstance is the load entry that creates in.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"dataservice/rules"
 )
@@ -145,12 +146,14 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 		}
 	}()
 	inBatch := 0
+	var began time.Time
 	begin := func() error {
 		var err error
 		if tx, err = db.BeginAs(ctx, Revisions{Author: loadAuthor(opts), Off: opts.NoRevisions}); err != nil {
 			return err
 		}
 		l = &loader{tx: tx, opts: opts}
+		began = time.Now()
 		return nil
 	}
 	flush := func() error {
@@ -184,7 +187,9 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 				res.fail(e, err)
 			}
 			inBatch++
-			if inBatch >= opts.BatchSize {
+			// A batch also commits once it has held the writer for a quarter of a second, so
+			// other writers never wait long behind a large load.
+			if inBatch >= opts.BatchSize || (!opts.DryRun && time.Since(began) > maxBatchTime) {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -215,6 +220,9 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 	}
 	return res, nil
 }
+
+// maxBatchTime is how long a load batch holds the writer before it commits.
+const maxBatchTime = 250 * time.Millisecond
 
 func loadAuthor(opts LoadOptions) string {
 	if opts.Author != "" {
@@ -274,7 +282,7 @@ func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
 		discard, err := opts.Transform(e.Fields)
 		e.transformed = true
 		if err != nil {
-			return "", Errorf(EInvalid, "%v", err)
+			return "", Errorf(EInvalid, "%s", tx.transformMessage(e, err))
 		}
 		if discard {
 			return OutSkipped, nil
@@ -293,6 +301,26 @@ func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
 		return "", fmt.Errorf("entry failed after writing: %w", err)
 	}
 	return outcome, err
+}
+
+// transformMessage is the message of a load-time pipeline's failure on e. When e's
+// class has secret fields, a value the rule quoted is left out: it may be a plain
+// secret, copied to any field by an earlier rule.
+func (tx *Tx) transformMessage(e *Entry, err error) string {
+	var r interface{ Redacted() string }
+	if !errors.As(err, &r) {
+		return err.Error()
+	}
+	s, serr := tx.Schema(e.Classname)
+	if serr != nil {
+		return r.Redacted()
+	}
+	for _, f := range s.Fields {
+		if f.Dataformat == "secret" {
+			return r.Redacted()
+		}
+	}
+	return err.Error()
 }
 
 func (l *loader) applyEntry(ctx context.Context, e *Entry) (string, error) {
@@ -381,11 +409,15 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 		return "", err
 	}
 	ao := ApplyOptions{Auth: opts.Auth, System: opts.System}
+	// Only a caller holding every permission learns whether a plain secret it gives is
+	// the stored one (as "unchanged"): for anyone else a given plain secret is always a
+	// change, so a load (dry run or not) is no oracle on secrets.
+	compareSecrets := opts.Auth == nil || opts.Auth.HasAll()
 	// Insert first while entries keep being new (an initial load): one statement
 	// instead of a lookup and an insert. When the keyname exists, or the entry is not
 	// valid as a new object, the lookup path below decides with the stored object.
 	if e.Action == ActionCreate && !l.sawExisting && CanWrite(opts.Auth, s, OpCreate) {
-		if next, err := tx.buildInstance(s, e, nil); err == nil {
+		if next, err := tx.buildInstance(s, e, nil, compareSecrets); err == nil {
 			out, err := tx.Apply(ctx, Write{Schema: s, New: next, Action: ActionCreate, validated: true, ifAbsent: true}, ao)
 			if !errors.Is(err, errExists) {
 				return out.Result, err
@@ -411,7 +443,7 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 			if e.Action == ActionInit && old != nil {
 				break
 			}
-			if w.New, err = tx.buildInstance(s, e, old); err != nil {
+			if w.New, err = tx.buildInstance(s, e, old, compareSecrets); err != nil {
 				return "", err
 			}
 		}
@@ -441,8 +473,9 @@ func loadOp(action string, old *Instance) string {
 }
 
 // buildInstance merges the entry into old (nil: a new object with the fields'
-// defaults) and validates every value.
-func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance) (*Instance, error) {
+// defaults) and validates every value. With compareSecrets, a plain secret that verifies
+// against the stored hash keeps it (no change).
+func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance, compareSecrets bool) (*Instance, error) {
 	next := &Instance{Classname: s.Keyname, Keyname: e.Keyname, IsEnabled: true, Data: map[string]any{}}
 	if old != nil {
 		next.Displayname, next.IsEnabled, next.Data = old.Displayname, old.IsEnabled, cloneMap(old.Data)
@@ -470,7 +503,7 @@ func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance) (*Instance, erro
 			}
 			v = norm
 		}
-		if f.Dataformat == "secret" && old != nil && sameSecret(v, old.Data[k]) {
+		if f.Dataformat == "secret" && old != nil && compareSecrets && sameSecret(v, old.Data[k]) {
 			continue // the plain text given is the one stored: keep its hash (no change)
 		}
 		nv, present, err := f.normalize(v, tx)
