@@ -2,9 +2,11 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -199,5 +201,77 @@ func TestDatabasePathProblems(t *testing.T) {
 	env["SERVICE_DB"] = t.TempDir()
 	if code, _, stderr := runCLI(t, env, "migrate"); code != 1 || !strings.Contains(stderr, "is a directory") {
 		t.Fatalf("directory: exit %d, %q", code, stderr)
+	}
+}
+
+// TestReadOnlyDatabaseReads: a database file this user may not write is read (export,
+// list commands, migrate --status) without the start-up sequence, and commands that
+// write name the problem. As root (who may write any file) the commands run in a
+// child process as uid/gid 65534.
+func TestReadOnlyDatabaseReads(t *testing.T) {
+	env := testEnv(t)
+	if code, _, stderr := runCLI(t, env, "load", "examples"); code != 0 {
+		t.Fatalf("load: %s", stderr)
+	}
+	dir := filepath.Dir(env["SERVICE_DB"])
+	before, err := os.ReadFile(env["SERVICE_DB"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(env["SERVICE_DB"], 0o444); err != nil {
+		t.Fatal(err)
+	}
+	runAs := func(args ...string) (int, string, string) {
+		if os.Geteuid() != 0 {
+			return runCLI(t, env, args...)
+		}
+		// The child must reach the file: open the directories on the way for reading.
+		for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(dir, "dataservice.test")
+		data, err := os.ReadFile(exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, append([]string{"-test.run=^$", "--"}, args...)...)
+		cmd.Env = []string{"DATASERVICE_TEST_MAIN=1", "SERVICE_DB=" + env["SERVICE_DB"], "SERVICE_LOG_LEVEL=warn",
+			"SERVICE_ADMIN_PASSWORD=" + env["SERVICE_ADMIN_PASSWORD"]}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err = cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, out.String(), errb.String()
+	}
+	for _, args := range [][]string{{"export", "--schema", "site"}, {"migrate", "--status"}, {"apikey", "list"},
+		{"pipeline", "list"}, {"permission", "list"}, {"user", "list"}, {"task", "list"}} {
+		code, out, stderr := runAs(args...)
+		warned := strings.Contains(stderr, "database file is read-only") || args[0] == "migrate" // runs no start-up
+		if code != 0 || (out == "" && args[0] != "task") || !warned {
+			t.Fatalf("%v: exit %d, %q %q", args, code, out, stderr)
+		}
+	}
+	code, _, stderr := runAs("apikey", "create", "k", "--permissions", "p_data_access")
+	if code != 1 || !strings.Contains(stderr, "permission denied: the file is read-only for this user") {
+		t.Fatalf("write on a read-only file: exit %d, %q", code, stderr)
+	}
+	after, _ := os.ReadFile(env["SERVICE_DB"])
+	if string(before) != string(after) {
+		t.Fatal("the read-only database file changed")
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"time"
@@ -14,9 +15,13 @@ import (
 )
 
 // taskRunner opens the database and returns a Runner over it (only to read, cancel
-// and follow tasks: it never starts workers).
-func (c *cli) taskRunner(ctx context.Context) (*store.DB, *tasks.Runner, error) {
-	db, s, log, err := c.open(ctx, false)
+// and follow tasks: it never starts workers); readOnly accepts a read-only file.
+func (c *cli) taskRunner(ctx context.Context, readOnly bool) (*store.DB, *tasks.Runner, error) {
+	open := func() (*store.DB, *settings, *slog.Logger, error) { return c.open(ctx, false) }
+	if readOnly {
+		open = func() (*store.DB, *settings, *slog.Logger, error) { return c.openRead(ctx) }
+	}
+	db, s, log, err := open()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -36,7 +41,7 @@ func setupTaskList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) er
 		if *limit < 1 || *limit > 1000 {
 			return &usageError{c.find("task list"), fmt.Sprintf("--limit %d: not from 1 to 1000", *limit)}
 		}
-		db, runner, err := c.taskRunner(ctx)
+		db, runner, err := c.taskRunner(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -66,7 +71,7 @@ func setupTaskList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) er
 func setupTaskShow(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, true)
 	return func(ctx context.Context, args []string) error {
-		db, runner, err := c.taskRunner(ctx)
+		db, runner, err := c.taskRunner(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -135,7 +140,7 @@ func deref(p *string) any {
 func setupTaskCancel(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, true)
 	return func(ctx context.Context, args []string) error {
-		db, runner, err := c.taskRunner(ctx)
+		db, runner, err := c.taskRunner(ctx, false)
 		if err != nil {
 			return err
 		}
@@ -170,7 +175,7 @@ func setupTaskWait(c *cli, fs *pflag.FlagSet) func(context.Context, []string) er
 		}
 		pw := newProgressWriter(c.stdout)
 		c.stderr = pw.logs(c.stderr)
-		db, runner, err := c.taskRunner(ctx)
+		db, runner, err := c.taskRunner(ctx, true)
 		if err != nil {
 			return err
 		}

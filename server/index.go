@@ -27,6 +27,7 @@ var apiEndpoints = []endpoint{
 	{"GET", "/api/tasks/?status=&limit=", "your tasks; /api/tasks/HANDLE/ one task, POST .../cancel/ cancels it"},
 	{"GET", "/api/conf/", "configuration entries; POST /api/conf/ changes them"},
 	{"GET", "/healthz", "200 while alive; /readyz 200 once start-up is done"},
+	{"GET", "/api/openapi.json", "OpenAPI 3.1 description of every route; /api/docs/ renders it"},
 }
 
 const apiDocs = "docs/api.md in the source tree (also docs/pipelines.md, docs/loading.md, docs/users.md, docs/configuration.md)"

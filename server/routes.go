@@ -45,6 +45,8 @@ func (s *server) routes() http.Handler {
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	r.GET("/api/ping/", s.ping)
+	r.GET("/api/openapi.json", s.openAPI)
+	r.GET("/api/docs/*file", s.apiDocs)
 	r.GET("/api/version/", s.api(s.versionInfo))
 	for _, m := range allMethods {
 		r.Handle(m, "/api/pipelines/*rest", s.api(s.pipelines))

@@ -41,6 +41,10 @@ type Options struct {
 	Logger *slog.Logger
 	// ReadConns is the size of the read pool (default 4).
 	ReadConns int
+	// ReadOnly opens an existing file for reading only (SQLite mode=ro): nothing is
+	// created, migrated or written, and every write fails. For files the process may
+	// not write (a read-only copy, another user's file): reads still work.
+	ReadOnly bool
 }
 
 func dsn(path string, readOnly bool) string {
@@ -74,6 +78,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	if st, err := os.Stat(abs); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("open database %s: is a directory", path)
+	}
+	if opts.ReadOnly {
+		return openReadOnly(ctx, abs, path, opts)
 	}
 	// A new database file is created owner-only before SQLite opens it: SQLite gives
 	// the -wal and -shm files the mode of the database file.
@@ -112,13 +119,44 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
+// openReadOnly opens abs with mode=ro for both pools; its table layout must be current.
+func openReadOnly(ctx context.Context, abs, path string, opts Options) (*DB, error) {
+	if _, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	// A WAL database read without write access needs its -shm file, which only a
+	// writer creates. Without a -wal file no writer is active (a clean close removes
+	// it), so the file is read as immutable; otherwise through the writer's -shm.
+	ro := "&mode=ro"
+	if _, err := os.Stat(abs + "-wal"); os.IsNotExist(err) {
+		ro = "&immutable=1"
+	}
+	r, err := sql.Open("sqlite", dsn(abs, true)+ro)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opts.ReadConns)
+	r.SetMaxIdleConns(opts.ReadConns)
+	var have int
+	if err := r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
+	}
+	if have != len(layout) {
+		r.Close()
+		return nil, fmt.Errorf("open database %s read-only: table layout version %d, this program needs %d "+
+			"(open it once with write access to update it)", path, have, len(layout))
+	}
+	return &DB{path: abs, w: r, r: r, log: opts.Logger, Now: time.Now}, nil
+}
+
 // Path is the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
 
 // Close closes both pools, then releases the in-use lock.
 func (db *DB) Close() error {
 	err := db.w.Close()
-	if db.r != nil {
+	if db.r != nil && db.r != db.w {
 		if rerr := db.r.Close(); err == nil {
 			err = rerr
 		}

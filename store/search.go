@@ -22,6 +22,38 @@ type ListQuery struct {
 	Offset, Limit int
 	// ExactCount counts every match of a search, however many.
 	ExactCount bool
+	// Sort orders the page by a column instead of id: keyname, displayname, is_enabled,
+	// created_at, updated_at or a field of the schema, "-" first for descending (ties
+	// in id order). After is ignored when sorting. A field sort reads every match.
+	Sort string
+}
+
+// sortColumn is the ORDER BY expression of ListQuery.Sort, or "" for id order.
+func sortColumn(s *Schema, sort string) (string, error) {
+	col, desc := strings.CutPrefix(sort, "-")
+	var expr string
+	switch col {
+	case "", "id":
+		if desc {
+			return "", Errorf(EInvalid, "cannot sort by %q", sort)
+		}
+		return "", nil
+	case "keyname", "displayname", "is_enabled", "created_at", "updated_at":
+		expr = "i." + col
+	default:
+		f := s.Field(col)
+		if f == nil || f.Dataformat == "secret" || !fieldNameRE.MatchString(col) {
+			return "", Errorf(EInvalid, "cannot sort by %q", col)
+		}
+		expr = "json_extract(i.data, '$." + col + "')"
+	}
+	if desc {
+		expr += " DESC"
+	}
+	if col == "keyname" {
+		return expr, nil // unique in its class: the index gives the order, no tie to break
+	}
+	return expr + ", i.id", nil
 }
 
 // ListResult is a page of instances.
@@ -31,7 +63,8 @@ type ListResult struct {
 	// ListQuery.ExactCount); CountExact is false when the count stopped at its bound.
 	Count      int
 	CountExact bool
-	// Next is the cursor (ListQuery.After) of the following page, 0 when this is the last.
+	// Next is the cursor (ListQuery.After) of the following page, 0 when this is the last
+	// or the page is sorted.
 	Next int64
 }
 
@@ -45,6 +78,10 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	cls := s.Keyname
 	if q.Limit < 0 || q.Offset < 0 {
 		return nil, Errorf(EInvalid, "negative page size or offset")
+	}
+	order, err := sortColumn(s, q.Sort)
+	if err != nil {
+		return nil, err
 	}
 	res := &ListResult{CountExact: true}
 	from, where, idCol := "instances i", "i.classname = ?", "i.id"
@@ -87,12 +124,15 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 			res.Count, res.CountExact = bound, false
 		}
 	}
-	if q.After > 0 {
+	if q.After > 0 && order == "" {
 		where += " AND " + idCol + " > ?"
 		args = append(args, q.After)
 	}
+	if order == "" {
+		order = idCol
+	}
 	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM "+from+" WHERE "+where+
-		" ORDER BY "+idCol+" LIMIT ? OFFSET ?", append(args, q.Limit+1, q.Offset)...)
+		" ORDER BY "+order+" LIMIT ? OFFSET ?", append(args, q.Limit+1, q.Offset)...)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
 	}
@@ -109,7 +149,9 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	}
 	if q.Limit > 0 && len(res.Instances) > q.Limit {
 		res.Instances = res.Instances[:q.Limit]
-		res.Next = res.Instances[len(res.Instances)-1].ID
+		if q.Sort == "" || q.Sort == "id" {
+			res.Next = res.Instances[len(res.Instances)-1].ID
+		}
 	}
 	return res, nil
 }

@@ -59,6 +59,8 @@ func BenchmarkPages100k(b *testing.B) {
 		{"list_first_page", "/data/private/host/"},
 		{"list_page_400", "/data/private/host/?page=400"},
 		{"list_search", "/data/private/host/?search=host09999"},
+		{"list_sorted_by_keyname_desc", "/data/private/host/?sort=-keyname"},
+		{"list_sorted_by_field", "/data/private/host/?sort=cores"},
 		{"detail", "/data/private/host/host054321/"},
 		{"detail_referenced_by_1000", "/data/private/site/site042/"},
 		{"dashboard", "/"},

@@ -222,6 +222,17 @@ func TestBrowseAndEdit(t *testing.T) {
 	lacks(t, p, `href="/data/private/rack/r1/"`)
 	want(t, b.get("/data/private/rack/?size=1&page=2"), 200, "page 2 of 2", "r2")
 
+	// Sorting by a column, on the server: units descending puts r2 (48) before r1 (42).
+	p = b.get("/data/private/rack/?sort=-units")
+	want(t, p, 200, `class="desc"`)
+	if i1, i2 := strings.Index(p.body, "/data/private/rack/r1/"), strings.Index(p.body, "/data/private/rack/r2/"); i2 < 0 || i1 < i2 {
+		t.Fatalf("sort=-units: r1 at %d, r2 at %d", i1, i2)
+	}
+	p = b.get("/data/private/rack/?sort=units&size=1")
+	want(t, p, 200, "r1")
+	lacks(t, p, `href="/data/private/rack/r2/"`)
+	want(t, b.get("/data/private/rack/?sort=nosuchfield"), http.StatusBadRequest, "cannot sort")
+
 	// Detail: references as links, referenced-by, revisions.
 	want(t, b.get("/data/private/site/paris/"), 200, `href="/data/private/rack/r1/"`, "Referenced by", "create")
 
