@@ -123,7 +123,7 @@ func (s *server) instances(w http.ResponseWriter, r *http.Request, ps httprouter
 			s.fail(w, r, err)
 			return
 		}
-		s.reply(w, r, http.StatusOK, s.db.InstanceDoc(r.Context(), sch, in))
+		s.reply(w, r, http.StatusOK, s.db.InstanceDocAs(r.Context(), principalOf(r).auth, sch, in))
 		return
 	}
 	q := r.URL.Query()
@@ -177,7 +177,7 @@ func (s *server) instances(w http.ResponseWriter, r *http.Request, ps httprouter
 	}
 	docs := make([]*store.Doc, 0, len(res.Instances))
 	for _, in := range res.Instances {
-		docs = append(docs, s.db.InstanceDoc(r.Context(), sch, in))
+		docs = append(docs, s.db.InstanceDocAs(r.Context(), principalOf(r).auth, sch, in))
 	}
 	if !res.CountExact {
 		w.Header().Set("X-Count-Exact", "false")

@@ -226,6 +226,9 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 			// The start-up sequence manages the account by this login.
 			return Outcome{}, Errorf(EForbidden, "the admin account cannot be renamed")
 		}
+		if err := tx.checkRenameReach(opts.Auth, s, old); err != nil {
+			return Outcome{}, err
+		}
 		return Outcome{Result: OutUpdated, Renamed: true}, tx.applyRename(ctx, s, old, next, data, changed, opts.DryRun)
 	}
 	if !opts.DryRun {

@@ -14,6 +14,12 @@ import (
 // InstanceDoc renders an instance in the load format: header keys, then the schema's
 // fields in order, with external fields computed and secrets left out.
 func (db *DB) InstanceDoc(ctx context.Context, s *Schema, in *Instance) *Doc {
+	return db.InstanceDocAs(ctx, nil, s, in)
+}
+
+// InstanceDocAs is InstanceDoc as auth reads it: an external field shows a value only
+// when auth may read every schema the value is read from (nil: every permission).
+func (db *DB) InstanceDocAs(ctx context.Context, auth *Auth, s *Schema, in *Instance) *Doc {
 	d := &Doc{}
 	d.Set("classname", in.Classname)
 	d.Set("keyname", in.Keyname)
@@ -24,7 +30,7 @@ func (db *DB) InstanceDoc(ctx context.Context, s *Schema, in *Instance) *Doc {
 		case "secret":
 			continue
 		case "external":
-			if v := db.external(ctx, s, in, f, 0); v != nil {
+			if v := db.external(ctx, auth, s, in, f, 0); v != nil {
 				d.Set(f.Keyname, v)
 			}
 			continue
@@ -38,7 +44,7 @@ func (db *DB) InstanceDoc(ctx context.Context, s *Schema, in *Instance) *Doc {
 
 // external computes an external field: the REMOTE_FIELD of the instance referenced by
 // the single-valued schema field PARENT_FIELD.
-func (db *DB) external(ctx context.Context, s *Schema, in *Instance, f *Field, depth int) any {
+func (db *DB) external(ctx context.Context, auth *Auth, s *Schema, in *Instance, f *Field, depth int) any {
 	w := strings.Fields(f.DataformatExt)
 	if len(w) < 2 || depth > 4 {
 		return nil
@@ -53,7 +59,7 @@ func (db *DB) external(ctx context.Context, s *Schema, in *Instance, f *Field, d
 		return nil
 	}
 	ts, err := db.Schema(ctx, target[0])
-	if err != nil {
+	if err != nil || !CanRead(auth, ts) {
 		return nil
 	}
 	rin, err := db.Instance(ctx, target[0], ref)
@@ -71,7 +77,7 @@ func (db *DB) external(ctx context.Context, s *Schema, in *Instance, f *Field, d
 		return nil
 	}
 	if rf.Dataformat == "external" {
-		return db.external(ctx, ts, rin, rf, depth+1)
+		return db.external(ctx, auth, ts, rin, rf, depth+1)
 	}
 	return rin.Data[rf.Keyname]
 }

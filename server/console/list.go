@@ -173,7 +173,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *stor
 		base.Set("sort", sort)
 	}
 	for _, in := range res.Instances {
-		doc := c.db.InstanceDoc(ctx, sch, in)
+		doc := c.db.InstanceDocAs(ctx, q.auth, sch, in)
 		rw := row{Link: link(sch.Keyname, in.Keyname), Enabled: in.IsEnabled}
 		for _, col := range view.Columns {
 			rw.Cells = append(rw.Cells, cellOf(sch, col, doc.Vals[col]))
@@ -312,7 +312,7 @@ func (c *Console) export(w http.ResponseWriter, r *http.Request, q *req, sch *st
 			return
 		}
 		for _, in := range res.Instances {
-			docs = append(docs, c.db.InstanceDoc(ctx, sch, in))
+			docs = append(docs, c.db.InstanceDocAs(ctx, q.auth, sch, in))
 		}
 		if len(res.Instances) < batch {
 			break
