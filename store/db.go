@@ -137,15 +137,9 @@ func openReadOnly(ctx context.Context, abs, path string, opts Options) (*DB, err
 	}
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
-	var have int
-	if err := r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+	if err := checkLayout(ctx, r); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
-	}
-	if have != len(layout) {
-		r.Close()
-		return nil, fmt.Errorf("open database %s read-only: table layout version %d, this program needs %d "+
-			"(open it once with write access to update it)", path, have, len(layout))
 	}
 	return &DB{path: abs, w: r, r: r, log: opts.Logger, Now: time.Now}, nil
 }

@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -14,7 +17,10 @@ import (
 // how many have run. Never edit an entry once released: append a new one.
 var layout = []string{
 	// 1: the documented on-disk format (users inspect the file with sqlite3: never
-	// rename these tables or columns).
+	// rename these tables or columns). As released, this step also created the tasks
+	// table and its indexes tasks_status and tasks_owner; the tasks package owns that
+	// table now (its own layout step 1 creates it where missing, so files made before
+	// and after this change end in the same layout).
 	`
 CREATE TABLE registry (
 	key   TEXT PRIMARY KEY,
@@ -87,30 +93,6 @@ CREATE TABLE revisions (
 	created_at TEXT NOT NULL
 );
 CREATE INDEX revisions_object ON revisions(classname, keyname, id);
-CREATE TABLE tasks (
-	handle         TEXT PRIMARY KEY,
-	kind           TEXT NOT NULL,
-	params         TEXT NOT NULL DEFAULT '{}',
-	auth           TEXT NOT NULL DEFAULT '{}',
-	owner_type     TEXT NOT NULL DEFAULT '',
-	owner_id       TEXT NOT NULL DEFAULT '',
-	status         TEXT NOT NULL,
-	progress_total INTEGER NOT NULL DEFAULT 0,
-	progress_done  INTEGER NOT NULL DEFAULT 0,
-	checkpoint     TEXT NOT NULL DEFAULT '{}',
-	result         TEXT NOT NULL DEFAULT '{}',
-	error          TEXT,
-	created_at     TEXT NOT NULL,
-	started_at     TEXT,
-	finished_at    TEXT,
-	-- Set by a cancel request for a running task; the runner stops after its batch.
-	cancel_requested INTEGER NOT NULL DEFAULT 0,
-	-- The runner holding a running task, and until when (renewed with every batch).
-	lease_owner    TEXT NOT NULL DEFAULT '',
-	lease_until    TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX tasks_status ON tasks(status, created_at);
-CREATE INDEX tasks_owner ON tasks(owner_type, owner_id, created_at);
 `,
 	// 2: a counter of committed schema changes, so every process's schema cache sees
 	// changes made by the others.
@@ -176,15 +158,80 @@ CREATE TRIGGER instances_search_update AFTER UPDATE OF keyname, displayname, dat
 		VALUES(NEW.id, NEW.keyname, NEW.displayname, NEW.data);
 END;
 `,
+	// 5: the layout versions of the packages that own tables of their own (see
+	// RegisterLayout); store's own version stays in PRAGMA user_version.
+	`
+CREATE TABLE layout_versions (
+	owner   TEXT PRIMARY KEY,
+	version INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
 }
 
-// migrateLayout applies the layout changes the file has not seen yet, each in its own
-// transaction together with its user_version bump. The version is read inside the
-// (immediate) transaction so two processes opening a new file do not both apply a change.
+// owned holds the layout steps other packages registered for their own tables, by
+// owner. Like store's own list, each owner's list is append-only; layout_versions
+// records how many of its steps a file has run.
+var owned = struct {
+	sync.Mutex
+	steps map[string][]string
+}{steps: map[string][]string{}}
+
+// RegisterLayout registers the table-layout steps of a package that owns tables of its
+// own (the task queue owns the tasks table), so that Open brings them up to date after
+// store's own layout, each step in its own transaction with its version bump. Steps
+// are SQL scripts in order; the list only ever grows (never edit a released step:
+// append one). A package calls it once, from a package-level variable or init, so
+// every program that links the package gets its tables; registering an owner twice
+// panics, as sql.Register does for a driver.
+func RegisterLayout(owner string, steps ...string) {
+	owned.Lock()
+	defer owned.Unlock()
+	if owner == "" || len(steps) == 0 {
+		panic("store: RegisterLayout needs an owner and at least one step")
+	}
+	if _, dup := owned.steps[owner]; dup {
+		panic("store: RegisterLayout called twice for " + owner)
+	}
+	owned.steps[owner] = steps
+}
+
+// ownedLayouts returns the registered owners in name order (a stable order for
+// migration) with their steps.
+func ownedLayouts() (owners []string, steps map[string][]string) {
+	owned.Lock()
+	defer owned.Unlock()
+	steps = make(map[string][]string, len(owned.steps))
+	for o, s := range owned.steps {
+		owners = append(owners, o)
+		steps[o] = s
+	}
+	sort.Strings(owners)
+	return owners, steps
+}
+
+// migrateLayout applies the layout changes the file has not seen yet: store's own,
+// then every registered owner's, each in its own transaction together with its
+// version bump. The version is read inside the (immediate) transaction so two
+// processes opening a new file do not both apply a change.
 func (db *DB) migrateLayout(ctx context.Context) error {
+	if err := db.retryBusy(ctx, db.migrateLayoutStep); err != nil {
+		return err
+	}
+	owners, steps := ownedLayouts()
+	for _, owner := range owners {
+		step := func(ctx context.Context) (bool, error) { return db.migrateOwnedStep(ctx, owner, steps[owner]) }
+		if err := db.retryBusy(ctx, step); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retryBusy runs step until it reports done or fails.
+func (db *DB) retryBusy(ctx context.Context, step func(context.Context) (bool, error)) error {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		done, err := db.migrateLayoutStep(ctx)
+		done, err := step(ctx)
 		if isBusy(err) && time.Now().Before(deadline) {
 			// Processes opening a new file together all switch it to WAL on connect;
 			// SQLite answers some of them SQLITE_BUSY at once, without the busy
@@ -228,6 +275,74 @@ func (db *DB) migrateLayoutStep(ctx context.Context) (done bool, err error) {
 		return false, fmt.Errorf("layout %d: %w", have+1, err)
 	}
 	return false, nil
+}
+
+// migrateOwnedStep applies the next of owner's steps the file has not run.
+func (db *DB) migrateOwnedStep(ctx context.Context, owner string, steps []string) (done bool, err error) {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("layout of %s: %w", owner, err)
+	}
+	defer tx.Rollback()
+	have, err := ownedVersion(ctx, tx, owner)
+	if err != nil {
+		return false, err
+	}
+	if have > len(steps) {
+		return false, fmt.Errorf("table layout version %d of %s is newer than this program knows (%d)", have, owner, len(steps))
+	}
+	if have == len(steps) {
+		return true, nil
+	}
+	if _, err := tx.ExecContext(ctx, steps[have]); err != nil {
+		return false, fmt.Errorf("layout %d of %s: %w", have+1, owner, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO layout_versions(owner, version) VALUES(?, ?)
+		ON CONFLICT(owner) DO UPDATE SET version = excluded.version`, owner, have+1); err != nil {
+		return false, fmt.Errorf("layout %d of %s: %w", have+1, owner, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("layout %d of %s: %w", have+1, owner, err)
+	}
+	return false, nil
+}
+
+// ownedVersion is how many of owner's layout steps the file has run (0: none).
+func ownedVersion(ctx context.Context, q querier, owner string) (int, error) {
+	var have int
+	err := q.QueryRowContext(ctx, "SELECT version FROM layout_versions WHERE owner = ?", owner).Scan(&have)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read layout version of %s: %w", owner, err)
+	}
+	return have, nil
+}
+
+// checkLayout reports whether a file opened read-only has the layout this program
+// needs: store's own and every registered owner's, none older and none newer.
+func checkLayout(ctx context.Context, r *sql.DB) error {
+	var have int
+	if err := r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+		return err
+	}
+	if have != len(layout) {
+		return fmt.Errorf("table layout version %d, this program needs %d "+
+			"(open it once with write access to update it)", have, len(layout))
+	}
+	owners, steps := ownedLayouts()
+	for _, owner := range owners {
+		have, err := ownedVersion(ctx, r, owner)
+		if err != nil {
+			return err
+		}
+		if have != len(steps[owner]) {
+			return fmt.Errorf("table layout version %d of %s, this program needs %d "+
+				"(open it once with write access to update it)", have, owner, len(steps[owner]))
+		}
+	}
+	return nil
 }
 
 // isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
