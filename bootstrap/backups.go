@@ -125,7 +125,7 @@ func BackupLoop(ctx context.Context, db *store.DB, tick time.Duration, log *slog
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
-		file, err := ScheduledBackup(ctx, db, time.Now(), log)
+		file, err := ScheduledBackup(ctx, db, db.Now(), log)
 		if err != nil && ctx.Err() == nil {
 			log.Error("scheduled backup failed", "error", err)
 		}

@@ -132,7 +132,7 @@ func (s *starter) run(ctx context.Context) error {
 		return s.failed(ctx, "keys and admin", err)
 	}
 	// 6. LAST_START or LAST_START_FAILED.
-	now := time.Now().UTC().Format(time.RFC3339)
+	now := s.db.Now().UTC().Format(time.RFC3339)
 	final, _ := s.db.Registry(ctx, store.RegDBVersion)
 	if final == s.o.Version {
 		return s.db.SetRegistry(ctx, store.RegLastStart, now)
@@ -156,7 +156,7 @@ func (s *starter) ran(name string) {
 // returns the error.
 func (s *starter) failed(ctx context.Context, step string, err error) error {
 	s.log.Log(ctx, LevelCritical, "start-up step failed", "step", step, "error", err)
-	if rerr := s.db.SetRegistry(ctx, store.RegLastStartFailed, time.Now().UTC().Format(time.RFC3339)); rerr != nil {
+	if rerr := s.db.SetRegistry(ctx, store.RegLastStartFailed, s.db.Now().UTC().Format(time.RFC3339)); rerr != nil {
 		s.log.Error("record LAST_START_FAILED", "error", rerr)
 	}
 	return fmt.Errorf("%s: %w", step, err)

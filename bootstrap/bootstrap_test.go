@@ -48,9 +48,10 @@ const bulkDeleteContent = "- set_condition: [disabled, is_false, is_enabled]\n- 
 func TestRunEmptyDatabase(t *testing.T) {
 	db := newDB(t)
 	rec := &testkit.Recorder{}
-	before := time.Now().UTC().Truncate(time.Second)
+	// LAST_START is read from the database's clock (a ticking clock here).
+	before := db.Now().UTC().Truncate(time.Second)
 	run(t, db, options(t, rec))
-	after := time.Now().UTC()
+	after := db.Now().UTC()
 	reg := registry(t, db)
 
 	t.Run("registry holds DB_VERSION, its date, LAST_START and INSTANCE_UUID only", func(t *testing.T) {

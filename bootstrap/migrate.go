@@ -72,7 +72,7 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 		s.log.Warn("stored data is newer than this code", "db_version", dbv, "service_version", s.o.Version)
 	}
 	if present && stored != s.o.Version && s.o.Backup {
-		dest := backupName(s.db.Path(), stored, time.Now(), ".bak")
+		dest := backupName(s.db.Path(), stored, s.db.Now(), ".bak")
 		if err := s.db.Backup(ctx, dest); err != nil {
 			return s.failed(ctx, "backup", err)
 		}

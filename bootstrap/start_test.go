@@ -135,7 +135,8 @@ func TestRunRefusesDataOlderThan400(t *testing.T) {
 }
 
 func TestRunBackup(t *testing.T) {
-	bakName := regexp.MustCompile(`^data\.db\.4\.5\.0\.\d{8}T\d{6}\.\d{3}Z\.bak$`)
+	// The timestamp is the database's clock (the tests' ticking clock starts 2026-02-03).
+	bakName := regexp.MustCompile(`^data\.db\.4\.5\.0\.20260203T\d{6}\.\d{3}Z\.bak$`)
 
 	t.Run("DB at 4.5.0 with Backup is copied before migrating", func(t *testing.T) {
 		db, rec := migratedDB(t)

@@ -221,7 +221,8 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 	return res, nil
 }
 
-// maxBatchTime is how long a load batch holds the writer before it commits.
+// maxBatchTime is how long a load batch holds the writer before it commits, measured
+// on the process's monotonic clock (a duration no row records, so not db.Now).
 const maxBatchTime = 250 * time.Millisecond
 
 func loadAuthor(opts LoadOptions) string {

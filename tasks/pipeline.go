@@ -180,7 +180,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 	var flag int
 	err = tx.QueryRowContext(ctx, `UPDATE tasks SET checkpoint = ?, result = ?, progress_done = ?, lease_until = ?
 		WHERE handle = ? AND lease_owner = ? AND status = 'running' RETURNING cancel_requested`,
-		string(cpj), string(rj), x.res.Scanned, leaseTime(time.Now().Add(r.o.Lease)), x.handle, r.id).Scan(&flag)
+		string(cpj), string(rj), x.res.Scanned, leaseTime(r.db.Now().Add(r.o.Lease)), x.handle, r.id).Scan(&flag)
 	if err != nil {
 		// No row: another runner took the task over; this batch must not commit.
 		return false, false, nil
@@ -207,7 +207,9 @@ func recheck(ctx context.Context, db *store.DB, stored *store.Auth) (*store.Auth
 	return auth, nil
 }
 
-// maxBatchTime is how long a batch runs before it commits what it has done.
+// maxBatchTime is how long a batch runs before it commits what it has done. It is
+// measured on the process's monotonic clock (time.Since), not the database's clock:
+// it bounds how long the batch holds the writer, a duration no row records.
 const maxBatchTime = 250 * time.Millisecond
 
 // entryOf builds the rule entry of an instance; secret fields are left out (a rule

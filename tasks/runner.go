@@ -84,9 +84,9 @@ func (r *Runner) work(ctx context.Context, only string) {
 
 // claim takes one queued task, or a running one whose lease expired, with one UPDATE ... RETURNING.
 func (r *Runner) claim(ctx context.Context, only string) (string, error) {
-	// Leases measure real time between processes (the wall clock); started_at is
-	// recorded with the database's clock like every other time a row holds.
-	ts := time.Now().UTC()
+	// Leases are instants of the database's clock like every other time a row holds
+	// (in production it is the wall clock, which every process sharing the file reads).
+	ts := r.db.Now().UTC()
 	cond := "(status = 'queued' OR (status = 'running' AND lease_until < ?))"
 	args := []any{r.id, leaseTime(ts.Add(r.o.Lease)), r.now(), leaseTime(ts)}
 	q := `UPDATE tasks SET status = 'running', lease_owner = ?, lease_until = ?, started_at = COALESCE(started_at, ?)
