@@ -242,8 +242,10 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 // applyRename writes the other changes and the cascading rename atomically.
 func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, data string, changed, dryRun bool) error {
 	newKey := next.Keyname
+	// The stored instance is old: rename it by its ID, whatever ID the caller left
+	// in next (a state built from a form has none).
 	at := *next
-	at.Keyname = old.Keyname
+	at.ID, at.Keyname = old.ID, old.Keyname
 	if dryRun {
 		return tx.CheckRename(s, &at, newKey)
 	}

@@ -111,3 +111,52 @@ func TestApply(t *testing.T) {
 		absent(t, db, "server", "web")
 	})
 }
+
+// A caller may build the new state from scratch (its ID left zero, as a form post
+// does): the rename still renames the stored instance, found by the old state's ID,
+// and rewrites the references to it.
+func TestApplyRenameWithoutNewID(t *testing.T) {
+	ctx := context.Background()
+	db := newTestDB(t)
+	mustLoad(t, db, serverSchema+`
+- {classname: site, keyname: berlin, city: Berlin}
+- {classname: site, keyname: paris, city: Paris}
+- {classname: server, keyname: web, site: berlin}
+- {classname: server, keyname: db, site: paris}
+`, store.LoadOptions{})
+	sch, err := db.Schema(ctx, "site")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := userAuth("p_data_admin", "p_keyname_rename")
+	for _, tc := range []struct {
+		name, from, to, city string
+	}{
+		{"keyname only", "berlin", "bln", "Berlin"},
+		{"keyname and a value", "paris", "par", "Paris, France"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := instance(t, db, "site", tc.from)
+			next := &store.Instance{Keyname: tc.to, IsEnabled: true, Data: map[string]any{"city": tc.city}}
+			out, err := db.Apply(ctx, store.Write{Schema: sch, Old: old, New: next, Action: store.ActionUpdate},
+				store.ApplyOptions{Auth: admin})
+			if err != nil || out.Result != store.OutUpdated || !out.Renamed {
+				t.Fatalf("got %+v, %v; want updated and renamed", out, err)
+			}
+			absent(t, db, "site", tc.from)
+			got := instance(t, db, "site", tc.to)
+			if got.ID != old.ID {
+				t.Fatalf("renamed instance has id %d, want %d", got.ID, old.ID)
+			}
+			if got, want := got.Data["city"], tc.city; got != want {
+				t.Fatalf("city: got %v, want %s", got, want)
+			}
+			if got, want := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'site'"), 2; got != want {
+				t.Fatalf("sites: got %d, want %d", got, want)
+			}
+			if got, want := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'server' AND json_extract(data, '$.site') = ?", tc.to), 1; got != want {
+				t.Fatalf("servers referencing %s: got %d, want %d", tc.to, got, want)
+			}
+		})
+	}
+}
