@@ -215,9 +215,6 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	if err := tx.containGrant(opts.Auth, s, old, next); err != nil {
 		return Outcome{}, err
 	}
-	if err := tx.containGrant(opts.Auth, s, old, next); err != nil {
-		return Outcome{}, err
-	}
 	if renamed {
 		if !canRename(opts.Auth) {
 			return Outcome{}, Errorf(EForbidden, "permission denied: renaming needs %s", PermKeynameRename)
