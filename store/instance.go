@@ -53,7 +53,7 @@ func notFoundInstance(cls, key string, err error) error {
 
 // Instance reads one instance through the read pool.
 func (db *DB) Instance(ctx context.Context, cls, key string) (*Instance, error) {
-	in, err := scanInstance(db.r.QueryRowContext(ctx, "SELECT "+instanceCols+
+	in, err := scanInstance(db.rqueryRow(ctx, "SELECT "+instanceCols+
 		" FROM instances WHERE classname = ? AND keyname = ?", cls, key))
 	if err != nil {
 		return nil, notFoundInstance(cls, key, err)
@@ -143,7 +143,7 @@ func eachInstance(next func(after int64) ([]*Instance, error), fn func(*Instance
 // (table instance_counts), so it costs one lookup whatever the number.
 func (db *DB) CountInstances(ctx context.Context, cls string) (int, error) {
 	var n int
-	err := db.r.QueryRowContext(ctx, "SELECT n FROM instance_counts WHERE classname = ?", cls).Scan(&n)
+	err := db.rqueryRow(ctx, "SELECT n FROM instance_counts WHERE classname = ?", cls).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}

@@ -120,7 +120,8 @@ CREATE TABLE schema_generation (
 );
 INSERT INTO schema_generation(id, generation) VALUES(1, 0);
 `,
-	// 3: per-schema instance counts and a trigram full-text index of keyname,
+	// 3: configuration changes bump the generation counter (configuration is cached
+	// with the schemas); per-schema instance counts and a trigram full-text index of keyname,
 	// displayname and data, both kept by triggers in the transactions that write
 	// instances (so every write path keeps them), and built here for existing files.
 	`
@@ -141,6 +142,16 @@ CREATE TRIGGER instances_count_move AFTER UPDATE OF classname ON instances
 	UPDATE instance_counts SET n = n - 1 WHERE classname = OLD.classname;
 	INSERT INTO instance_counts(classname, n) VALUES(NEW.classname, 1)
 		ON CONFLICT(classname) DO UPDATE SET n = n + 1;
+END;
+-- Configuration is cached in memory under the same generation counter as schemas.
+CREATE TRIGGER configuration_insert AFTER INSERT ON configuration BEGIN
+	UPDATE schema_generation SET generation = generation + 1;
+END;
+CREATE TRIGGER configuration_update AFTER UPDATE ON configuration BEGIN
+	UPDATE schema_generation SET generation = generation + 1;
+END;
+CREATE TRIGGER configuration_delete AFTER DELETE ON configuration BEGIN
+	UPDATE schema_generation SET generation = generation + 1;
 END;
 CREATE VIRTUAL TABLE instances_search USING fts5(keyname, displayname, data,
 	content='instances', content_rowid='id', tokenize='trigram');

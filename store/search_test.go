@@ -250,6 +250,7 @@ func TestCountsAndSearchIndexBuiltForExistingFiles(t *testing.T) {
 	for _, q := range []string{
 		"DROP TRIGGER instances_count_insert", "DROP TRIGGER instances_count_delete", "DROP TRIGGER instances_count_move",
 		"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete", "DROP TRIGGER instances_search_update",
+		"DROP TRIGGER configuration_insert", "DROP TRIGGER configuration_update", "DROP TRIGGER configuration_delete",
 		"DROP TABLE instances_search", "DROP TABLE instance_counts",
 		"INSERT INTO instances(classname, keyname, data, created_at, updated_at) VALUES('a', 'one', '{\"x\":\"needle\"}', '', ''), ('a', 'two', '{}', '', ''), ('b', 'three', '{}', '', '')",
 		"PRAGMA user_version = 2",
