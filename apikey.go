@@ -5,80 +5,123 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"dataservice/store"
 )
 
-// apikey runs "apikey create|list|revoke".
-func (c *cli) apikey(ctx context.Context, args []string) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("usage: dataservice apikey create|list|revoke ...")
+func setupAPIKeyCreate(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, true)
+	perms := fs.String("permissions", "", "comma-separated permissions (!p removes, role:NAME adds a role's)")
+	readonly := fs.Bool("readonly", false, "the key cannot change anything")
+	user := fs.String("user", "", "login the key acts for")
+	expires := fs.String("expires", "", "last valid day, YYYY-MM-DD")
+	return func(ctx context.Context, args []string) error {
+		return c.apikeyCreate(ctx, args[0], splitList(*perms), *readonly, *user, *expires)
 	}
-	sub, args := args[0], args[1:]
-	var f settingFlags
-	fs := c.flags("apikey "+sub, &f)
-	var perms, user, expires *string
-	var readonly *bool
-	if sub == "create" {
-		perms = fs.String("permissions", "", "comma-separated permissions (!p removes, role:NAME adds a role's)")
-		readonly = fs.Bool("readonly", false, "the key cannot change anything")
-		user = fs.String("user", "", "login the key acts for")
-		expires = fs.String("expires", "", "last valid day, YYYY-MM-DD")
+}
+
+func setupAPIKeyList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, true)
+	return func(ctx context.Context, _ []string) error {
+		db, _, _, err := c.open(ctx, false)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return c.apikeyList(ctx, db)
 	}
-	if err := fs.Parse(args); err != nil {
+}
+
+func setupAPIKeyRevoke(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, true)
+	return func(ctx context.Context, args []string) error {
+		db, _, _, err := c.open(ctx, false)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if _, err := db.Instance(ctx, "_apikey", args[0]); err != nil {
+			return fmt.Errorf("API key %q not found", args[0])
+		}
+		return c.loadOne(ctx, db, map[string]any{"classname": "_apikey", "keyname": args[0], "_action": "delete"},
+			"revoked")
+	}
+}
+
+// checkPermissionNames refuses unknown permission names (suggesting the closest) and
+// unknown roles in role:NAME entries.
+func checkPermissionNames(ctx context.Context, db *store.DB, list []string) error {
+	known, err := db.Permissions(ctx)
+	if err != nil {
 		return err
 	}
-	switch sub {
-	case "create", "revoke":
-		if fs.NArg() != 1 {
-			return fmt.Errorf("usage: dataservice apikey %s KEYNAME", sub)
-		}
-	case "list":
-		if fs.NArg() != 0 {
-			return fmt.Errorf("usage: dataservice apikey list")
-		}
-	default:
-		return fmt.Errorf("unknown apikey command %q (create, list, revoke)", sub)
+	names := make([]string, len(known))
+	set := map[string]bool{}
+	for i, p := range known {
+		names[i] = p.Keyname
+		set[p.Keyname] = true
 	}
-	db, _, _, err := c.open(ctx, &f, false)
+	for _, item := range list {
+		name := strings.TrimPrefix(item, "!")
+		if role, ok := strings.CutPrefix(name, "role:"); ok {
+			if _, err := db.Instance(ctx, "_role", role); err != nil {
+				return fmt.Errorf("unknown role %q in %q", role, item)
+			}
+			continue
+		}
+		if set[name] {
+			continue
+		}
+		msg := fmt.Sprintf("unknown permission %q", name)
+		if best := closest(name, names); best != "" {
+			msg += fmt.Sprintf("; did you mean %q?", best)
+		}
+		return fmt.Errorf("%s (\"dataservice permission list\" shows them all)", msg)
+	}
+	return nil
+}
+
+func (c *cli) apikeyCreate(ctx context.Context, key string, perms []string, readonly bool, user, expires string) error {
+	db, _, _, err := c.open(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	switch sub {
-	case "list":
-		return c.apikeyList(ctx, db)
-	case "revoke":
-		return c.loadOne(ctx, db, map[string]any{"classname": "_apikey", "keyname": fs.Arg(0), "_action": "delete"},
-			"revoked")
-	}
-	key := fs.Arg(0)
 	if _, err := db.Instance(ctx, "_apikey", key); err == nil {
 		return fmt.Errorf("API key %q already exists", key)
 	}
+	if err := checkPermissionNames(ctx, db, perms); err != nil {
+		return err
+	}
 	secret := newSecret()
-	entry := map[string]any{"classname": "_apikey", "keyname": key, "secret": secret, "is_readonly": *readonly,
+	entry := map[string]any{"classname": "_apikey", "keyname": key, "secret": secret, "is_readonly": readonly,
 		"_action": "init"}
-	if l := splitList(*perms); len(l) > 0 {
-		items := make([]any, len(l))
-		for i, p := range l {
+	if len(perms) > 0 {
+		items := make([]any, len(perms))
+		for i, p := range perms {
 			items[i] = p
 		}
 		entry["permissions"] = items
 	}
-	if *user != "" {
-		if _, err := db.Instance(ctx, "_user", *user); err != nil {
-			return fmt.Errorf("user %q not found", *user)
+	if user != "" {
+		if _, err := db.Instance(ctx, "_user", user); err != nil {
+			return fmt.Errorf("user %q not found", user)
 		}
-		entry["user"] = *user
+		entry["user"] = user
 	}
-	if *expires != "" {
-		entry["expires"] = *expires
+	if expires != "" {
+		entry["expires"] = expires
 	}
 	if err := c.loadOne(ctx, db, entry, ""); err != nil {
 		return err
 	}
 	fmt.Fprintf(c.stdout, "%s:%s\n", key, secret)
 	fmt.Fprintln(c.stderr, "store this secret now: it is shown only once")
+	if len(perms) == 0 {
+		fmt.Fprintln(c.stderr, "warning: the key has no permissions: it authenticates but every gated request is "+
+			"denied (give --permissions; see docs/users.md for ready-made sets)")
+	}
 	return nil
 }
 
@@ -92,9 +135,6 @@ func (c *cli) loadOne(ctx context.Context, db *store.DB, m map[string]any, done 
 		return fmt.Errorf("%s", res.Messages[0].Message)
 	}
 	if done != "" {
-		if res.Deleted == 0 {
-			return fmt.Errorf("API key %q not found", m["keyname"])
-		}
 		fmt.Fprintf(c.stdout, "%s %s\n", m["keyname"], done)
 	}
 	return nil

@@ -14,13 +14,27 @@ import (
 // compatDir holds the reference application's 3.15 demo files (beside the checkout in CI).
 const compatDir = "../shared/compat/cavaliba-3.15-demo"
 
+// requireCompatDir skips the test when the compat files are not beside the checkout (a
+// fresh clone has nothing there), unless DATASERVICE_REQUIRE_COMPAT=1 (set by .ci/run),
+// where their absence is a failure: CI must run the test.
+func requireCompatDir(t *testing.T) {
+	t.Helper()
+	_, err := os.Stat(compatDir)
+	if err == nil {
+		return
+	}
+	if os.Getenv("DATASERVICE_REQUIRE_COMPAT") == "1" {
+		t.Fatalf("compat files missing and DATASERVICE_REQUIRE_COMPAT=1 (CI keeps ../shared beside the checkout): %v", err)
+	}
+	t.Skipf("skipped: the reference application's demo files are not at %s (only CI has them; "+
+		"set DATASERVICE_REQUIRE_COMPAT=1 to make their absence a failure): %v", compatDir, err)
+}
+
 // TestCompatDemoLoads loads the reference application's demo files: every object is
 // created except the _sirene_* entries (one error each, naming the class), the exit
 // status is 1, and a second load changes nothing.
 func TestCompatDemoLoads(t *testing.T) {
-	if _, err := os.Stat(compatDir); err != nil {
-		t.Fatalf("compat files missing (CI keeps ../shared beside the checkout): %v", err)
-	}
+	requireCompatDir(t)
 	env := testEnv(t)
 	code, out, stderr := runCLI(t, env, "load", compatDir)
 	if code != 1 {

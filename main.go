@@ -37,88 +37,14 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage: dataservice [command] [flags]
-
-commands:
-  serve                      run the start-up sequence, then serve (default)
-  migrate [--status]         run the start-up sequence and exit; --status only reports
-  load FILE|DIR...           load YAML/JSON files [--action A] [--dryrun] [--pipeline NAME]
-  export --schema a,b        write instances in the load format [--format yaml|json]
-  apikey create KEYNAME --permissions p1,p2 [--readonly] [--user LOGIN] [--expires DATE]
-  apikey list | apikey revoke KEYNAME
-  pipeline list | pipeline run NAME --schema a,b [--dryrun] [--wait]
-  ipam collect               create the missing ipam_ip instances for every stored ipv4 value
-  backup FILE                consistent online copy of the database
-  version                    print SERVICE_VERSION and SERVICE_VERSION_DATE
-
-Run "dataservice COMMAND --help" for a command's flags.
-`
-
 // cli carries what every command needs.
 type cli struct {
-	getenv func(string) string
-	stdout io.Writer
-	stderr io.Writer
-}
-
-// run is the whole program: it returns the exit status.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	c := &cli{getenv: getenv, stdout: stdout, stderr: stderr}
-	cmd := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		cmd, args = args[0], args[1:]
-	}
-	var err error
-	switch cmd {
-	case "serve":
-		err = c.serve(ctx, args)
-	case "migrate":
-		err = c.migrate(ctx, args)
-	case "load":
-		err = c.load(ctx, args)
-	case "export":
-		err = c.export(ctx, args)
-	case "apikey":
-		err = c.apikey(ctx, args)
-	case "backup":
-		err = c.backup(ctx, args)
-	case "pipeline":
-		err = c.pipeline(ctx, args)
-	case "ipam":
-		err = c.ipam(ctx, args)
-	case "version":
-		err = c.version(args)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "dataservice: unknown command %q\n\n%s", cmd, usage)
-		return 2
-	}
-	var ee exitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, pflag.ErrHelp):
-		return 0
-	case errors.As(err, &ee):
-		return int(ee)
-	}
-	fmt.Fprintf(stderr, "dataservice %s: %v\n", cmd, err)
-	return 1
-}
-
-// exitError ends a command with a status and no further message.
-type exitError int
-
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
-// flags returns a flag set for a command with the common flags.
-func (c *cli) flags(name string, f *settingFlags) *pflag.FlagSet {
-	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
-	fs.SetOutput(c.stderr)
-	addCommonFlags(fs, f)
-	return fs
+	getenv   func(string) string
+	stdout   io.Writer
+	stderr   io.Writer
+	stdin    io.Reader
+	commands []command
+	sf       settingFlags // filled by the flags of the command being run
 }
 
 func (c *cli) logger(s *settings) *slog.Logger {
@@ -136,13 +62,31 @@ func (c *cli) logger(s *settings) *slog.Logger {
 	return slog.New(slog.NewTextHandler(c.stderr, opts))
 }
 
+// settingFlagNames are the flags that override SERVICE_* settings; an empty value is refused.
+var settingFlagNames = map[string]bool{"db": true, "listen": true, "base-url": true, "log-level": true,
+	"log-format": true, "backup": true, "workers": true}
+
+// dbFlags registers the settings flags of a command that opens the database;
+// withStartUp adds --backup, which only the start-up sequence reads.
+func (c *cli) dbFlags(fs *pflag.FlagSet, withStartUp bool) {
+	fs.StringVar(&c.sf.db, "db", "", "SQLite file (SERVICE_DB, default ./dataservice.db)")
+	fs.StringVar(&c.sf.logLevel, "log-level", "", "debug, info, warn or error (SERVICE_LOG_LEVEL)")
+	fs.StringVar(&c.sf.logFormat, "log-format", "", "text or json (SERVICE_LOG_FORMAT)")
+	if withStartUp {
+		fs.StringVar(&c.sf.backup, "backup", "", "on or off: copy the file before migrating (SERVICE_BACKUP)")
+	}
+}
+
 // open validates settings, opens the database and, unless skipStart, runs the start-up sequence.
-func (c *cli) open(ctx context.Context, f *settingFlags, skipStart bool) (*store.DB, *settings, *slog.Logger, error) {
-	s, err := loadSettings(c.getenv, f)
+func (c *cli) open(ctx context.Context, skipStart bool) (*store.DB, *settings, *slog.Logger, error) {
+	s, err := loadSettings(c.getenv, &c.sf)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	log := c.logger(s)
+	if err := checkDBPath(s.DB); err != nil {
+		return nil, nil, nil, err
+	}
 	db, err := store.Open(ctx, s.DB, store.Options{Logger: log})
 	if err != nil {
 		return nil, nil, nil, err
@@ -157,32 +101,77 @@ func (c *cli) open(ctx context.Context, f *settingFlags, skipStart bool) (*store
 	return db, s, log, nil
 }
 
+// checkDBPath names the usual reasons a database cannot be opened, which SQLite reports
+// only as "unable to open database file": a missing directory, a file that is a
+// directory, or no permission to the directory or the file.
+func checkDBPath(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("database %s: directory %s does not exist (create it first)", path, dir)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("database %s: permission denied on directory %s", path, dir)
+	case err != nil:
+		return fmt.Errorf("database %s: %w", path, err)
+	case !st.IsDir():
+		return fmt.Errorf("database %s: %s is not a directory", path, dir)
+	}
+	st, err = os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if syscall.Access(dir, 2|1) != nil { // W_OK|X_OK: the file must be created there
+			return fmt.Errorf("database %s: permission denied: cannot create files in directory %s", path, dir)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("database %s: %w", path, err)
+	case st.IsDir():
+		return fmt.Errorf("database %s: is a directory, not a file", path)
+	}
+	if syscall.Access(path, 4) != nil { // R_OK
+		return fmt.Errorf("database %s: permission denied: the file is not readable", path)
+	}
+	if syscall.Access(path, 2) != nil { // W_OK
+		return fmt.Errorf("database %s: permission denied: the file is read-only for this user "+
+			"(every command runs the start-up sequence, which writes; make it writable or work on a copy)", path)
+	}
+	return nil
+}
+
 // startUp runs the start-up sequence with the settings; a refusal is returned as is.
 func startUp(ctx context.Context, db *store.DB, s *settings, log *slog.Logger) error {
+	return startUpWith(ctx, db, s, log, nil)
+}
+
+// startUpWith is startUp telling onBlock each step that changed the data version.
+func startUpWith(ctx context.Context, db *store.DB, s *settings, log *slog.Logger, onBlock func(string)) error {
 	err := bootstrap.Run(ctx, db, bootstrap.Options{Version: s.Version, VersionDate: s.VersionDate,
 		APIKeySecret: s.APIKeySecret, AdminPassword: s.AdminPassword, Backup: s.Backup,
-		Init: builtin.Init(), Logger: log})
+		Init: builtin.Init(), Logger: log, OnBlock: onBlock})
 	if err != nil && !errors.Is(err, bootstrap.ErrRefused) {
 		return fmt.Errorf("start-up: %w", err)
 	}
 	return err
 }
 
-func (c *cli) serve(ctx context.Context, args []string) error {
-	var f settingFlags
-	fs := c.flags("serve", &f)
-	addServeFlags(fs, &f)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	s, err := loadSettings(c.getenv, &f)
+func setupServe(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, true)
+	fs.StringVar(&c.sf.listen, "listen", "", "HTTP listen address (SERVICE_LISTEN, default 127.0.0.1:8080)")
+	fs.StringVar(&c.sf.baseURL, "base-url", "", "absolute URL prefix of returned URLs (SERVICE_BASE_URL)")
+	fs.StringVar(&c.sf.workers, "workers", "", "concurrent task workers (SERVICE_WORKERS, default 2)")
+	return c.serve
+}
+
+func (c *cli) serve(ctx context.Context, _ []string) error {
+	s, err := loadSettings(c.getenv, &c.sf)
 	if err != nil {
 		return err
 	}
 	log := c.logger(s)
+	if err := checkDBPath(s.DB); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", s.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", s.Listen, err)
@@ -194,10 +183,18 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 	var ready atomic.Bool
-	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease})
+	m, err := c.startMetrics(ctx, s, db, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease,
+		OnProcessed: m.processedHook()})
+	m.setRunner(runner)
 	srv := &http.Server{
 		Handler: server.New(server.Options{DB: db, Runner: runner, Logger: log, BaseURL: s.BaseURL,
-			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load}),
+			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load, AccessLog: s.AccessLog,
+			OnRequest: m.requestHook(), OnLoad: m.loadHook()}),
 		ReadHeaderTimeout: s.ReadHeaderTimeout,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      5 * time.Minute,
@@ -208,13 +205,20 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "db", s.DB, "version", s.Version)
+	if exposedWithoutBaseURL(ln.Addr(), s.BaseURL) {
+		log.Warn("listening on a non-loopback address without SERVICE_BASE_URL: task_url is built from each request's Host header; set SERVICE_BASE_URL to the address clients use",
+			"addr", ln.Addr().String())
+	}
 
-	if err := startUp(ctx, db, s, log); err != nil {
+	started, blocks := time.Now(), []string(nil)
+	if err := startUpWith(ctx, db, s, log, func(b string) { blocks = append(blocks, b) }); err != nil {
 		srv.Close()
 		return err
 	}
+	m.startedUp(time.Since(started), blocks)
 	ready.Store(true)
 	runCtx, stopRunner := context.WithCancel(context.WithoutCancel(ctx))
+	go bootstrap.BackupLoop(runCtx, db, backupTick, log, m.backupHook())
 	runnerDone := make(chan struct{})
 	go func() {
 		defer close(runnerDone)
@@ -241,15 +245,14 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (c *cli) migrate(ctx context.Context, args []string) error {
-	var f settingFlags
-	fs := c.flags("migrate", &f)
-	status := fs.Bool("status", false, "only print DB_VERSION, SERVICE_VERSION and pending blocks")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if !*status {
-		db, s, _, err := c.open(ctx, &f, false)
+func setupMigrate(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, true)
+	status := fs.Bool("status", false, "only print DB_VERSION, SERVICE_VERSION and pending blocks; change nothing")
+	return func(ctx context.Context, _ []string) error {
+		if *status {
+			return c.migrateStatus(ctx)
+		}
+		db, s, _, err := c.open(ctx, false)
 		if err != nil {
 			return err
 		}
@@ -258,7 +261,31 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.stdout, "DB_VERSION %s (SERVICE_VERSION %s)\n", dbv, s.Version)
 		return nil
 	}
-	db, s, _, err := c.open(ctx, &f, true)
+}
+
+// migrateStatus reports and changes nothing: on a path with no database it creates none.
+func (c *cli) migrateStatus(ctx context.Context) error {
+	s, err := loadSettings(c.getenv, &c.sf)
+	if err != nil {
+		return err
+	}
+	path, missing := s.DB, false
+	if _, err := os.Stat(s.DB); errors.Is(err, os.ErrNotExist) {
+		// Nothing to create at the path: report what a new database would run, computed
+		// on a scratch file that is removed afterwards.
+		if err := checkDBPath(s.DB); err != nil {
+			return err
+		}
+		tmp, err := os.MkdirTemp("", "dataservice-status-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		path, missing = filepath.Join(tmp, "empty.db"), true
+	} else if err := checkDBPath(s.DB); err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, path, store.Options{Logger: c.logger(s)})
 	if err != nil {
 		return err
 	}
@@ -267,7 +294,10 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if dbv == "" {
+	switch {
+	case missing:
+		dbv = fmt.Sprintf("(none: no database at %s; the first start creates it)", s.DB)
+	case dbv == "":
 		dbv = "(none: empty database)"
 	}
 	fmt.Fprintf(c.stdout, "DB_VERSION: %s\nSERVICE_VERSION: %s\n", dbv, s.Version)
@@ -280,8 +310,9 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 }
 
 // readLoadFiles expands files and directories (their .yml, .yaml and .json files in
-// name order) and parses them; it returns the entries, per-file errors and warnings.
-func readLoadFiles(paths []string) ([]*store.Entry, []string, []string, error) {
+// name order) and checks that each parses; it returns the files, per-file errors and
+// warnings. Files that parse item by item are read again, item by item, by the load.
+func readLoadFiles(paths []string) ([]*loadFile, []string, []string, error) {
 	var files []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
@@ -308,55 +339,120 @@ func readLoadFiles(paths []string) ([]*store.Entry, []string, []string, error) {
 			files = append(files, filepath.Join(p, n))
 		}
 	}
-	var all []*store.Entry
+	var out []*loadFile
 	var problems, warnings []string
 	for _, f := range files {
+		lf := &loadFile{name: filepath.Base(f), path: f}
+		ok, err := checkStream(lf)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if ok {
+			out = append(out, lf)
+			continue
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		entries, warn, err := store.ParseDocumentLenient(filepath.Base(f), data)
+		entries, warn, err := store.ParseDocumentLenient(lf.name, data)
 		if err != nil {
 			problems = append(problems, store.ErrorMessage(err))
 			continue
 		}
 		warnings = append(warnings, warn...)
-		all = append(all, entries...)
+		lf.entries = entries
+		out = append(out, lf)
 	}
-	return all, problems, warnings, nil
+	return out, problems, warnings, nil
 }
 
-func (c *cli) load(ctx context.Context, args []string) error {
-	var f settingFlags
-	fs := c.flags("load", &f)
+// loadFile is a file to load: streamed (read item by item while loading, after a
+// first reading checked every item parses) or parsed whole into entries.
+type loadFile struct {
+	name, path string
+	stream     bool
+	entries    []*store.Entry
+}
+
+// checkStream reads the file item by item without keeping anything: true when the
+// whole file parses that way, so it can be loaded as it is read.
+func checkStream(lf *loadFile) (bool, error) {
+	f, err := os.Open(lf.path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	err = store.StreamDocument(lf.name, f, func(*store.Entry) error { return nil })
+	if errors.Is(err, store.ErrNotStreamable) {
+		return false, nil
+	}
+	lf.stream = err == nil
+	return lf.stream, err
+}
+
+// loadSource yields the entries of files in order, streaming those that stream.
+func loadSource(files []*loadFile) func(yield func(*store.Entry) error) error {
+	return func(yield func(*store.Entry) error) error {
+		for _, lf := range files {
+			if !lf.stream {
+				for _, e := range lf.entries {
+					if err := yield(e); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			f, err := os.Open(lf.path)
+			if err != nil {
+				return err
+			}
+			err = store.StreamDocument(lf.name, f, yield)
+			f.Close()
+			if errors.Is(err, store.ErrNotStreamable) {
+				return fmt.Errorf("%s: the file changed while it was loaded", lf.path)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+func setupLoad(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, true)
 	action := fs.String("action", "", "replace every entry's _action (create, update, init, delete, enable, disable, noop)")
 	dryrun := fs.Bool("dryrun", false, "report what would change, write nothing")
 	pipe := fs.String("pipeline", "", "apply this pipeline's rules to each entry before loading it")
-	if err := fs.Parse(args); err != nil {
-		return err
+	return func(ctx context.Context, args []string) error { return c.load(ctx, args, *action, *dryrun, *pipe) }
+}
+
+func (c *cli) load(ctx context.Context, args []string, action string, dryrun bool, pipe string) error {
+	switch action {
+	case "", "create", "update", "init", "delete", "enable", "disable", "noop":
+	default:
+		return &usageError{c.find("load"), fmt.Sprintf("--action %q: not create, update, init, delete, enable, disable or noop", action)}
 	}
-	if fs.NArg() == 0 {
-		return fmt.Errorf("no file or directory given")
-	}
-	entries, problems, warnings, err := readLoadFiles(fs.Args())
+	files, problems, warnings, err := readLoadFiles(args)
 	if err != nil {
 		return err
 	}
 	for _, w := range warnings {
 		fmt.Fprintf(c.stderr, "warning: %s\n", w)
 	}
-	db, _, _, err := c.open(ctx, &f, false)
+	db, _, _, err := c.open(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	opts := store.LoadOptions{Action: *action, DryRun: *dryrun}
-	if *pipe != "" {
-		if opts.Transform, err = pipelineTransform(ctx, db, *pipe); err != nil {
+	opts := store.LoadOptions{Action: action, DryRun: dryrun}
+	if pipe != "" {
+		if opts.Transform, err = pipelineTransform(ctx, db, pipe); err != nil {
 			return err
 		}
 	}
-	res, err := db.Load(ctx, entries, opts)
+	res, err := db.LoadStream(ctx, loadSource(files), opts)
 	if err != nil {
 		return err
 	}
@@ -367,7 +463,7 @@ func (c *cli) load(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.stderr, "error: %s\n", m)
 	}
 	prefix := ""
-	if *dryrun {
+	if dryrun {
 		prefix = "dry run: "
 	}
 	fmt.Fprintf(c.stdout, "%screated %d, updated %d, unchanged %d, deleted %d, enabled %d, disabled %d, skipped %d, errors %d\n",
@@ -379,68 +475,60 @@ func (c *cli) load(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (c *cli) export(ctx context.Context, args []string) error {
-	var f settingFlags
-	fs := c.flags("export", &f)
+func setupExport(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, true)
 	schemas := fs.String("schema", "", "comma-separated schema names")
 	all := fs.Bool("all", false, "every schema, built-in classes included (users, roles, keys without secrets...)")
 	format := fs.String("format", "yaml", "yaml or json")
-	if err := fs.Parse(args); err != nil {
-		return err
+	return func(ctx context.Context, _ []string) error { return c.export(ctx, *schemas, *all, *format) }
+}
+
+func (c *cli) export(ctx context.Context, schemas string, all bool, format string) error {
+	names := splitList(schemas)
+	if len(names) == 0 && !all {
+		return &usageError{c.find("export"), "--schema or --all is required"}
 	}
-	names := splitList(*schemas)
-	if len(names) == 0 && !*all {
-		return fmt.Errorf("--schema or --all is required")
+	if format != "yaml" && format != "json" {
+		return &usageError{c.find("export"), fmt.Sprintf("--format %q: yaml or json", format)}
 	}
-	if *format != "yaml" && *format != "json" {
-		return fmt.Errorf("--format %q: yaml or json", *format)
-	}
-	db, _, _, err := c.open(ctx, &f, false)
+	db, _, _, err := c.open(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if *all {
+	if all {
 		if names, err = db.SchemaNames(ctx); err != nil {
 			return err
 		}
 	}
-	return db.Export(ctx, c.stdout, names, *format)
+	return db.Export(ctx, c.stdout, names, format)
 }
 
-func (c *cli) backup(ctx context.Context, args []string) error {
-	var f settingFlags
-	fs := c.flags("backup", &f)
-	if err := fs.Parse(args); err != nil {
-		return err
+func setupBackup(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, false)
+	return func(ctx context.Context, args []string) error {
+		db, _, _, err := c.open(ctx, true)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if err := db.Backup(ctx, args[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "backup written to %s\n", args[0])
+		return nil
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("usage: dataservice backup FILE")
-	}
-	db, _, _, err := c.open(ctx, &f, true)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if err := db.Backup(ctx, fs.Arg(0)); err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "backup written to %s\n", fs.Arg(0))
-	return nil
 }
 
-func (c *cli) version(args []string) error {
-	var f settingFlags
-	fs := c.flags("version", &f)
-	if err := fs.Parse(args); err != nil {
-		return err
+func setupVersion(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	return func(context.Context, []string) error {
+		s, err := loadSettings(c.getenv, &c.sf)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "dataservice %s (%s)\n", s.Version, s.VersionDate)
+		return nil
 	}
-	s, err := loadSettings(c.getenv, &f)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(c.stdout, "dataservice %s (%s)\n", s.Version, s.VersionDate)
-	return nil
 }
 
 // splitList splits a comma-separated list, trimming items and dropping empty ones.
@@ -463,17 +551,15 @@ func newSecret() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// ipam runs "ipam collect": IP collection over all stored data (SPEC §10).
-func (c *cli) ipam(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] != "collect" {
-		return fmt.Errorf("usage: dataservice ipam collect")
-	}
-	var f settingFlags
-	fs := c.flags("ipam collect", &f)
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	db, _, _, err := c.open(ctx, &f, false)
+// ipamCollect runs "ipam collect": every stored ipv4 address without an ipam_ip instance
+// gets one, with collected: true.
+func setupIPAMCollect(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, true)
+	return c.ipamCollect
+}
+
+func (c *cli) ipamCollect(ctx context.Context, _ []string) error {
+	db, _, _, err := c.open(ctx, false)
 	if err != nil {
 		return err
 	}

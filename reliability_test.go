@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -29,6 +30,7 @@ import (
 // task runs over 50k instances, restarting it each time; the task resumes from its
 // checkpoint and every instance is transformed exactly once.
 func TestCrashDuringPipelineRun(t *testing.T) {
+	testkit.Slow(t)
 	const total, kills = 50000, 3
 	rng := reliabilitySeed(t, 1)
 	env := reliabilityEnv(t)
@@ -166,6 +168,7 @@ var backupNameRE = regexp.MustCompile(`\.(\d+\.\d+\.\d+)\.\d{8}T[\d.]+Z(-\d+)?\.
 // kill every block is wholly applied or wholly absent, as DB_VERSION says, and a last
 // `migrate` completes the upgrade.
 func TestCrashDuringMigration(t *testing.T) {
+	testkit.Slow(t)
 	const pipelines, ips, kills = 6000, 20000, 6
 	rng := reliabilitySeed(t, 2)
 	env := reliabilityEnv(t)
@@ -350,6 +353,7 @@ func TestCrashDuringMigration(t *testing.T) {
 // 30k entries: after each kill every entry is wholly loaded (its row, complete, and
 // its one revision) or wholly absent; posting the body again completes the load.
 func TestCrashDuringLoad(t *testing.T) {
+	testkit.Slow(t)
 	const entries, kills = 30000, 2
 	rng := reliabilitySeed(t, 3)
 	env := reliabilityEnv(t)
@@ -466,6 +470,7 @@ func TestConcurrentMigrateProcesses(t *testing.T) {
 // mentions a locked database, every submitted task is found and ends in a final
 // status, and the counts add up.
 func TestConcurrentClientsAndLoads(t *testing.T) {
+	testkit.Slow(t)
 	const clients, requests, existing = 50, 2000, 300
 	rng := reliabilitySeed(t, 4)
 	env := reliabilityEnv(t)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"dataservice/bootstrap"
 )
 
 // Compiled-in code version; build.sh sets them with -ldflags -X.
@@ -18,7 +20,8 @@ var (
 	versionDate = "2026-11-22"
 )
 
-// settings are the validated SERVICE_* settings (SPEC §1.2).
+// settings are the validated SERVICE_* settings: each is read from the environment,
+// a flag where there is one wins, and all are validated before anything is opened.
 type settings struct {
 	DB            string
 	Listen        string
@@ -37,6 +40,10 @@ type settings struct {
 	// ReadHeaderTimeout is SERVICE_READ_HEADER_TIMEOUT: how long a client may take to
 	// send its request headers (hidden setting, no flag, default 10s; tests shorten it).
 	ReadHeaderTimeout time.Duration
+	// AccessLog is SERVICE_ACCESS_LOG (on/off, default on): one info line per request.
+	AccessLog bool
+	// MetricsListen is SERVICE_METRICS_LISTEN: host:port of /metrics ("" = off).
+	MetricsListen string
 }
 
 // settingFlags registers the flags that override settings; which flags a command
@@ -124,11 +131,38 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 	} else {
 		s.ReadHeaderTimeout = d
 	}
-	if strings.TrimSpace(s.Version) == "" {
-		errs = append(errs, "SERVICE_VERSION: empty")
+	switch v := strings.ToLower(pick("", "SERVICE_ACCESS_LOG", "on")); v {
+	case "on":
+		s.AccessLog = true
+	case "off":
+	default:
+		errs = append(errs, fmt.Sprintf("SERVICE_ACCESS_LOG %q: not on or off", v))
+	}
+	if s.MetricsListen = getenv("SERVICE_METRICS_LISTEN"); s.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(s.MetricsListen); err != nil {
+			errs = append(errs, fmt.Sprintf("SERVICE_METRICS_LISTEN %q: not host:port", s.MetricsListen))
+		}
+	}
+	if err := bootstrap.CheckVersion(s.Version); err != nil {
+		errs = append(errs, "SERVICE_VERSION "+err.Error())
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("invalid settings:\n  %s", strings.Join(errs, "\n  "))
 	}
 	return s, nil
+}
+
+// exposedWithoutBaseURL reports whether the server listens on an address other
+// machines can reach (not loopback) while SERVICE_BASE_URL is unset, so the URLs it
+// returns come from a header clients control.
+func exposedWithoutBaseURL(addr net.Addr, baseURL string) bool {
+	if baseURL != "" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }

@@ -41,6 +41,9 @@ type Options struct {
 	// Init is the built-in init directory.
 	Init   fs.FS
 	Logger *slog.Logger
+	// OnBlock, when set, is told each step that changed the data version: "bootstrap"
+	// and every migration block that ran (metrics).
+	OnBlock func(name string)
 	// Sleep waits before a refused start exits (tests shorten it).
 	Sleep func(ctx context.Context, d time.Duration)
 }
@@ -89,20 +92,27 @@ func (s *starter) run(ctx context.Context) error {
 	}
 	present := dbv != "" && dbv != "0"
 	s.log.Info("start-up", "db_version", dbv, "service_version", s.o.Version, "instance_uuid", uid)
-	if present && dbv < "4.0.0" {
-		return s.refuse(ctx, dbv)
+	if present {
+		s.warnVersionOrder(dbv)
+	} else {
+		s.warnVersionOrder("")
 	}
 	// 2. Bootstrap an empty database.
 	if !present {
 		if err := s.bootstrap(ctx); err != nil {
 			return s.failed(ctx, "bootstrap", err)
 		}
+		s.ran("bootstrap")
 	}
 	// 3. Synchronise configuration.
 	if err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.SyncConfig() }); err != nil {
 		return s.failed(ctx, "configuration", err)
 	}
-	// 4. Migrations.
+	// 4. Migrations. Their first row refuses data older than 4.0.0; configuration has
+	// been synchronised by then (seed order), the registry is left as it was.
+	if present && dbv < "4.0.0" {
+		return s.refuse(ctx, dbv)
+	}
 	if err := s.migrate(ctx, dbv, present); err != nil {
 		return err
 	}
@@ -128,6 +138,13 @@ func (s *starter) run(ctx context.Context) error {
 	s.log.Log(ctx, LevelCritical, "stored data version differs from code version after migrations",
 		"db_version", final, "service_version", s.o.Version)
 	return s.db.SetRegistry(ctx, store.RegLastStartFailed, now)
+}
+
+// ran reports a step that ran to the OnBlock hook.
+func (s *starter) ran(name string) {
+	if s.o.OnBlock != nil {
+		s.o.OnBlock(name)
+	}
 }
 
 // failed logs a critical message for a failed step, records LAST_START_FAILED and

@@ -15,6 +15,7 @@ import (
 
 	"dataservice/bootstrap"
 	"dataservice/builtin"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -46,7 +47,7 @@ const bulkDeleteContent = "- set_condition: [disabled, is_false, is_enabled]\n- 
 
 func TestRunEmptyDatabase(t *testing.T) {
 	db := newDB(t)
-	rec := &logRecorder{}
+	rec := &testkit.Recorder{}
 	before := time.Now().UTC().Truncate(time.Second)
 	run(t, db, options(t, rec))
 	after := time.Now().UTC()
@@ -239,20 +240,20 @@ func TestRunEmptyDatabase(t *testing.T) {
 	})
 
 	t.Run("log shows one bootstrap, the blocks after 4.2.0 and no warning", func(t *testing.T) {
-		if got, want := len(rec.find(slog.LevelInfo, "bootstrap: empty database, loading built-in definitions")), 1; got != want {
+		if got, want := len(rec.Find(slog.LevelInfo, "bootstrap: empty database, loading built-in definitions")), 1; got != want {
 			t.Fatalf("bootstrap records = %d, want %d", got, want)
 		}
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
+		if got, want := strings.Join(blocksStarted(rec), ","), "4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
 			t.Fatalf("blocks run = %s, want %s", got, want)
 		}
-		if got := rec.atLeast(slog.LevelWarn); len(got) != 0 {
+		if got := rec.AtLeast(slog.LevelWarn); len(got) != 0 {
 			t.Fatalf("warnings or errors logged: %+v", got)
 		}
 	})
 
 	t.Run("second start changes nothing and keeps the INSTANCE_UUID", func(t *testing.T) {
 		before := snapshot(t, db)
-		rec2 := &logRecorder{}
+		rec2 := &testkit.Recorder{}
 		run(t, db, options(t, rec2))
 		if after := snapshot(t, db); after != before {
 			t.Fatalf("second start changed data: %s", diffLines(before, after))
@@ -264,10 +265,10 @@ func TestRunEmptyDatabase(t *testing.T) {
 		if _, ok := reg2[store.RegLastStartFailed]; ok {
 			t.Fatalf("LAST_START_FAILED set by a good start")
 		}
-		if got := rec2.find(slog.LevelInfo, "bootstrap: empty database, loading built-in definitions"); len(got) != 0 {
+		if got := rec2.Find(slog.LevelInfo, "bootstrap: empty database, loading built-in definitions"); len(got) != 0 {
 			t.Fatalf("second start bootstrapped again")
 		}
-		if got := rec2.blocksStarted(); len(got) != 0 {
+		if got := blocksStarted(rec2); len(got) != 0 {
 			t.Fatalf("second start ran blocks %v", got)
 		}
 	})
@@ -276,9 +277,9 @@ func TestRunEmptyDatabase(t *testing.T) {
 func TestRunBootstrapsDBVersionZero(t *testing.T) {
 	db := newDB(t)
 	setRegistry(t, db, store.RegDBVersion, "0")
-	rec := &logRecorder{}
+	rec := &testkit.Recorder{}
 	run(t, db, options(t, rec))
-	if got, want := len(rec.find(slog.LevelInfo, "bootstrap: empty database, loading built-in definitions")), 1; got != want {
+	if got, want := len(rec.Find(slog.LevelInfo, "bootstrap: empty database, loading built-in definitions")), 1; got != want {
 		t.Fatalf("bootstrap records = %d, want %d", got, want)
 	}
 	reg := registry(t, db)
@@ -298,7 +299,7 @@ func TestRunFailedBootstrapLeavesNothing(t *testing.T) {
 	// transaction: its failure must take them all back.
 	execSQL(t, db, `CREATE TRIGGER fail_role BEFORE INSERT ON instances WHEN NEW.keyname = 'role_admin'
 		BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
-	rec := &logRecorder{}
+	rec := &testkit.Recorder{}
 	o := options(t, rec)
 	err := bootstrap.Run(context.Background(), db, o)
 
@@ -306,7 +307,7 @@ func TestRunFailedBootstrapLeavesNothing(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "bootstrap: load 10_user.yml") || !strings.Contains(err.Error(), "injected failure") {
 			t.Fatalf("err = %v, want a bootstrap error loading 10_user.yml", err)
 		}
-		c := rec.atLeast(bootstrap.LevelCritical)
+		c := rec.AtLeast(bootstrap.LevelCritical)
 		if len(c) != 1 || c[0].Attrs["step"] != "bootstrap" {
 			t.Fatalf("critical records = %+v, want one for the bootstrap step", c)
 		}
@@ -347,7 +348,8 @@ func writeFile(t *testing.T, dir, name, content string) {
 }
 
 // initDir builds a real init directory: a copy of the built-in files plus files that
-// show the order and the filters of the bootstrap (SPEC §4.4).
+// show the order and the filters of the bootstrap: files load in name order, symlinks,
+// invalid YAML and empty files are handled without stopping start-up.
 func initDir(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
@@ -428,7 +430,7 @@ func TestInitFiles(t *testing.T) {
 func TestRunBootstrapFromDirectory(t *testing.T) {
 	dir := initDir(t)
 	db := newDB(t)
-	rec := &logRecorder{}
+	rec := &testkit.Recorder{}
 	o := options(t, rec)
 	o.Init = os.DirFS(dir)
 	run(t, db, o)
@@ -446,7 +448,7 @@ func TestRunBootstrapFromDirectory(t *testing.T) {
 		if got, want := count(t, db, "SELECT count(*) FROM schemas WHERE keyname = 'not_a_permission'"), 0; got != want {
 			t.Fatalf("schema not_a_permission rows = %d, want %d", got, want)
 		}
-		w := rec.find(slog.LevelWarn, "bootstrap: entry is not a permission, skipped")
+		w := rec.Find(slog.LevelWarn, "bootstrap: entry is not a permission, skipped")
 		if len(w) != 1 || w[0].Attrs["classname"] != "_schema" || w[0].Attrs["file"] != "00_permission.yml" {
 			t.Fatalf("warnings = %+v, want one for the _schema entry of 00_permission.yml", w)
 		}
@@ -467,7 +469,7 @@ func TestRunBootstrapFromDirectory(t *testing.T) {
 		if _, ok := permission(t, db, "p_invalid"); ok {
 			t.Fatalf("permission p_invalid was loaded")
 		}
-		errs := rec.find(slog.LevelError, "bootstrap: invalid built-in file skipped")
+		errs := rec.Find(slog.LevelError, "bootstrap: invalid built-in file skipped")
 		if len(errs) != 1 || errs[0].Attrs["file"] != "15_invalid.yml" {
 			t.Fatalf("records = %+v, want exactly one for 15_invalid.yml", errs)
 		}
@@ -476,17 +478,17 @@ func TestRunBootstrapFromDirectory(t *testing.T) {
 		mustInstance(t, db, "_pipeline", "bulk_delete_disabled")
 	})
 	t.Run("failed entry is logged and the rest of its file loads", func(t *testing.T) {
-		errs := rec.find(slog.LevelError, "bootstrap: built-in entry failed")
+		errs := rec.Find(slog.LevelError, "bootstrap: built-in entry failed")
 		if len(errs) != 1 || errs[0].Attrs["file"] != "18_bad_entry.yml" || !strings.Contains(errs[0].Attrs["entry"], "no_such_class") {
 			t.Fatalf("records = %+v, want exactly one for the no_such_class entry", errs)
 		}
 		mustPermission(t, db, "p_after_bad")
-		if got, want := len(rec.atLeast(slog.LevelError)), 2; got != want {
+		if got, want := len(rec.AtLeast(slog.LevelError)), 2; got != want {
 			t.Fatalf("error records = %d, want %d (invalid file, failed entry)", got, want)
 		}
 	})
 	t.Run("empty and comment-only files are skipped silently", func(t *testing.T) {
-		for _, e := range rec.all() {
+		for _, e := range rec.All() {
 			if f := e.Attrs["file"]; f == "16_empty.yml" || f == "17_comment.yml" {
 				t.Fatalf("record about %s: %+v", f, e)
 			}

@@ -10,13 +10,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"dataservice/bootstrap"
 	"dataservice/builtin"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -26,124 +25,30 @@ const (
 	testVersionDate = "2026-01-15"
 	// oldTime is the created_at/updated_at of rows the tests insert by SQL, so a
 	// rewrite by the start-up sequence shows as a changed updated_at.
-	oldTime = "2020-01-01T00:00:00Z"
+	oldTime = testkit.OldTime
 )
 
-// logEntry is one record a logRecorder saw, attributes rendered as text.
-type logEntry struct {
-	Level slog.Level
-	Msg   string
-	Attrs map[string]string
-}
-
-// logRecorder keeps every record of the loggers it hands out and echoes them to t.Log.
-type logRecorder struct {
-	mu      sync.Mutex
-	entries []logEntry
-}
-
-func (r *logRecorder) logger(tb testing.TB) *slog.Logger {
-	return slog.New(&recordHandler{rec: r, tb: tb})
-}
-
-// all returns a copy of the records seen so far.
-func (r *logRecorder) all() []logEntry {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]logEntry(nil), r.entries...)
-}
-
-// reset forgets the records seen so far.
-func (r *logRecorder) reset() {
-	r.mu.Lock()
-	r.entries = nil
-	r.mu.Unlock()
-}
-
-// find returns the records with that level and message.
-func (r *logRecorder) find(level slog.Level, msg string) []logEntry {
-	var out []logEntry
-	for _, e := range r.all() {
-		if e.Level == level && e.Msg == msg {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// atLeast returns the records at level or above.
-func (r *logRecorder) atLeast(level slog.Level) []logEntry {
-	var out []logEntry
-	for _, e := range r.all() {
-		if e.Level >= level {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // blocksStarted lists the "block" attribute of every "migration block start" record.
-func (r *logRecorder) blocksStarted() []string {
+func blocksStarted(r *testkit.Recorder) []string {
 	var out []string
-	for _, e := range r.find(slog.LevelInfo, "migration block start") {
+	for _, e := range r.Find(slog.LevelInfo, "migration block start") {
 		out = append(out, e.Attrs["block"])
 	}
 	return out
 }
 
-type recordHandler struct {
-	rec   *logRecorder
-	tb    testing.TB
-	attrs []slog.Attr
-}
-
-func (h *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
-	e := logEntry{Level: r.Level, Msg: r.Message, Attrs: map[string]string{}}
-	for _, a := range h.attrs {
-		e.Attrs[a.Key] = a.Value.Resolve().String()
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		e.Attrs[a.Key] = a.Value.Resolve().String()
-		return true
-	})
-	h.rec.mu.Lock()
-	h.rec.entries = append(h.rec.entries, e)
-	h.rec.mu.Unlock()
-	level := r.Level.String()
-	if r.Level >= bootstrap.LevelCritical {
-		level = "CRITICAL"
-	}
-	h.tb.Logf("%s %s %v", level, r.Message, e.Attrs)
-	return nil
-}
-
-func (h *recordHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &recordHandler{rec: h.rec, tb: h.tb, attrs: append(append([]slog.Attr(nil), h.attrs...), attrs...)}
-}
-
-func (h *recordHandler) WithGroup(string) slog.Handler { return h }
-
 // tickingClock is a fixed clock that moves one second at every reading, so any
 // write the start-up sequence makes shows in created_at/updated_at.
 func tickingClock() func() time.Time {
-	var n atomic.Int64
-	base := time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC)
-	return func() time.Time { return base.Add(time.Duration(n.Add(1)) * time.Second) }
+	return testkit.TickingClock(time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC))
 }
 
 // openDB opens (creating) the SQLite file at path with the ticking clock; it is
 // closed when the test ends.
 func openDB(tb testing.TB, path string) *store.DB {
 	tb.Helper()
-	db, err := store.Open(context.Background(), path, store.Options{})
-	if err != nil {
-		tb.Fatalf("open %s: %v", path, err)
-	}
-	db.Now = tickingClock()
-	tb.Cleanup(func() { db.Close() })
-	return db
+	return testkit.Open(tb, path, testkit.Options{Logger: slog.New(slog.DiscardHandler), Clock: tickingClock(),
+		IgnoreCloseError: true})
 }
 
 // newDB opens a new, empty database file in a fresh temporary directory.
@@ -155,12 +60,12 @@ func newDB(tb testing.TB) *store.DB {
 // options are the start-up options of the tests: the test version, the embedded
 // built-in files, no backup, the recorder's logger, and a Sleep that fails the test
 // (only a refused start may wait).
-func options(t *testing.T, rec *logRecorder) bootstrap.Options {
+func options(t *testing.T, rec *testkit.Recorder) bootstrap.Options {
 	return bootstrap.Options{
 		Version:     testVersion,
 		VersionDate: testVersionDate,
 		Init:        builtin.Init(),
-		Logger:      rec.logger(t),
+		Logger:      rec.Logger(t),
 		Sleep: func(ctx context.Context, d time.Duration) {
 			t.Errorf("Sleep(%v) called by a start that was not refused", d)
 		},
@@ -176,32 +81,18 @@ func run(t *testing.T, db *store.DB, o bootstrap.Options) {
 }
 
 // migratedDB is a new database after one start with the test version.
-func migratedDB(t *testing.T) (*store.DB, *logRecorder) {
+func migratedDB(t *testing.T) (*store.DB, *testkit.Recorder) {
 	t.Helper()
 	db := newDB(t)
-	rec := &logRecorder{}
+	rec := &testkit.Recorder{}
 	run(t, db, options(t, rec))
-	rec.reset()
+	rec.Reset()
 	return db, rec
 }
 
 // execSQL runs statements through one store transaction (how the tests build a
 // database in an older shape).
-func execSQL(t *testing.T, db *store.DB, stmts ...string) {
-	t.Helper()
-	ctx := context.Background()
-	err := db.WithTx(ctx, func(tx *store.Tx) error {
-		for _, q := range stmts {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return fmt.Errorf("%s: %w", q, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("exec: %v", err)
-	}
-}
+var execSQL = testkit.ExecAll
 
 // setRegistry writes one registry key through a store transaction.
 func setRegistry(t *testing.T, db *store.DB, key, value string) {
@@ -214,51 +105,22 @@ func setRegistry(t *testing.T, db *store.DB, key, value string) {
 // insertPermission adds a built-in permission row, as an older release had it.
 func insertPermission(t *testing.T, db *store.DB, key string) {
 	t.Helper()
-	err := db.WithTx(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.ExecContext(context.Background(),
-			"INSERT INTO permissions(keyname, displayname, description, is_builtin) VALUES(?, ?, '', 1)", key, key)
-		return err
-	})
-	if err != nil {
-		t.Fatalf("insert permission %s: %v", key, err)
-	}
+	testkit.Exec(t, db, "INSERT INTO permissions(keyname, displayname, description, is_builtin) VALUES(?, ?, '', 1)", key, key)
 }
 
 // insertInstance adds an instance row directly, bypassing validation, stamped oldTime.
 func insertInstance(t *testing.T, db *store.DB, cls, key string, data map[string]any) {
 	t.Helper()
-	raw, err := json.Marshal(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.WithTx(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.ExecContext(context.Background(), `INSERT INTO instances(classname, keyname, displayname,
-			is_enabled, data, created_at, updated_at) VALUES(?, ?, ?, 1, ?, ?, ?)`, cls, key, key, string(raw), oldTime, oldTime)
-		return err
-	})
-	if err != nil {
-		t.Fatalf("insert %s %s: %v", cls, key, err)
-	}
+	testkit.InsertInstances(t, db, cls, []testkit.Row{{Keyname: key, Displayname: key, Enabled: true, Data: data}})
 }
 
 // registry reads the whole registry table.
 func registry(t *testing.T, db *store.DB) map[string]string {
 	t.Helper()
-	rows, err := db.Reader().Query("SELECT key, value FROM registry")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
+	_, rows := testkit.Rows(t, db, "SELECT key, value FROM registry")
 	out := map[string]string{}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			t.Fatal(err)
-		}
-		out[k] = v
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+	for _, r := range rows {
+		out[r[0].(string)] = r[1].(string)
 	}
 	return out
 }
@@ -333,14 +195,7 @@ func field(in *store.Instance, name string) string {
 }
 
 // count runs a SELECT count(*) query.
-func count(t *testing.T, db *store.DB, query string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := db.Reader().QueryRow(query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
+var count = testkit.QueryInt
 
 // snapshot renders every row of the data tables (all but the registry), so two
 // snapshots are equal exactly when the start-up sequence wrote nothing in between.
@@ -348,32 +203,11 @@ func snapshot(t *testing.T, db *store.DB) string {
 	t.Helper()
 	var b strings.Builder
 	for _, table := range []string{"configuration", "schemas", "schema_fields", "instances", "permissions", "revisions"} {
-		rows, err := db.Reader().Query("SELECT * FROM " + table + " ORDER BY rowid")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
+		cols, rows := testkit.Rows(t, db, "SELECT * FROM "+table+" ORDER BY rowid")
 		fmt.Fprintf(&b, "== %s %v\n", table, cols)
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			for i, v := range vals {
-				if bs, ok := v.([]byte); ok {
-					vals[i] = string(bs)
-				}
-			}
+		for _, vals := range rows {
 			fmt.Fprintf(&b, "%q\n", vals)
 		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
 	}
 	return b.String()
 }
@@ -397,7 +231,8 @@ func diffLines(a, b string) string {
 }
 
 // assertRerunChangesNothing puts DB_VERSION back to from and starts again: running
-// the blocks a second time must leave every data row as it was (SPEC §5.1).
+// the blocks a second time must leave every data row as it was (every block is
+// idempotent, because release-candidate builds re-run their own block at each start).
 func assertRerunChangesNothing(t *testing.T, db *store.DB, o bootstrap.Options, from string) {
 	t.Helper()
 	before := snapshot(t, db)

@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -97,11 +98,19 @@ func (s *starter) block490(tx *store.Tx) error {
 	if err := s.reload(tx, "60_ipam.yml", []string{"_schema:ipam_subnet"}, ""); err != nil {
 		return err
 	}
+	sch, err := tx.Schema("ipam_subnet")
+	if err != nil {
+		return err
+	}
+	// Without the field definition (deleted by an earlier run of this block) any
+	// `subnet` value left in the data is not a field and is never read back: a re-run
+	// must not undo renames users made since.
+	hasField := sch.Field("subnet") != nil
 	renames := map[string]string{}
 	invalid := map[int64]bool{}
 	// Passes repeat while renames happen: a rename may free the CIDR another instance wants.
 	var conflicts map[int64]string
-	for progress := true; progress; {
+	for progress := hasField; progress; {
 		progress = false
 		conflicts = map[int64]string{}
 		var after int64
@@ -112,8 +121,19 @@ func (s *starter) block490(tx *store.Tx) error {
 			}
 			for _, in := range batch {
 				after = in.ID
-				cidr, _ := in.Data["subnet"].(string)
-				if cidr == "" || cidr == in.Keyname || invalid[in.ID] {
+				if invalid[in.ID] {
+					continue
+				}
+				cidr, text := in.Data["subnet"].(string)
+				if !text {
+					if raw, set := in.Data["subnet"].(json.RawMessage); set && string(raw) != "[]" {
+						s.log.Warn("4.9.0: subnet field is not text; instance left as is",
+							"keyname", in.Keyname, "subnet", string(raw))
+						invalid[in.ID] = true
+					}
+					continue
+				}
+				if cidr == "" || cidr == in.Keyname {
 					continue
 				}
 				if err := store.CheckIPv4(cidr, "subnet strict"); err != nil {

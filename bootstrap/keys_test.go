@@ -5,12 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
 func TestRunSeedsAPIKeySecret(t *testing.T) {
 	db := newDB(t)
-	rec := &logRecorder{}
+	rec := &testkit.Recorder{}
 	o := options(t, rec)
 	secret := func() string { return field(mustInstance(t, db, "_apikey", "api_builtin"), "secret") }
 	var first string
@@ -28,7 +29,7 @@ func TestRunSeedsAPIKeySecret(t *testing.T) {
 		if store.VerifySecret("second-secret", first) {
 			t.Fatalf("stored hash verifies another secret")
 		}
-		if got, want := len(rec.find(slog.LevelInfo, "built-in API key secret seeded")), 1; got != want {
+		if got, want := len(rec.Find(slog.LevelInfo, "built-in API key secret seeded")), 1; got != want {
 			t.Fatalf("seeded records = %d, want %d", got, want)
 		}
 	})
@@ -56,10 +57,10 @@ func TestRunSeedsAPIKeySecret(t *testing.T) {
 	})
 	t.Run("missing key is skipped with a warning", func(t *testing.T) {
 		execSQL(t, db, "DELETE FROM instances WHERE classname = '_apikey' AND keyname = 'api_builtin'")
-		rec.reset()
+		rec.Reset()
 		o.APIKeySecret = "third-secret"
 		run(t, db, o)
-		if got, want := len(rec.find(slog.LevelWarn, "built-in API key api_builtin not found: secret not seeded")), 1; got != want {
+		if got, want := len(rec.Find(slog.LevelWarn, "built-in API key api_builtin not found: secret not seeded")), 1; got != want {
 			t.Fatalf("warnings = %d, want %d", got, want)
 		}
 		if in := instance(t, db, "_apikey", "api_builtin"); in != nil {
@@ -75,7 +76,7 @@ func TestRunSeedsAPIKeySecret(t *testing.T) {
 
 func TestRunForcesAdminPassword(t *testing.T) {
 	db := newDB(t)
-	rec := &logRecorder{}
+	rec := &testkit.Recorder{}
 	o := options(t, rec)
 	admin := func() *store.Instance { return mustInstance(t, db, "_user", "admin") }
 	var hash string
@@ -91,13 +92,13 @@ func TestRunForcesAdminPassword(t *testing.T) {
 		if !a.IsEnabled {
 			t.Fatalf("admin is_enabled = false, want true")
 		}
-		if got, want := len(rec.find(slog.LevelInfo, "admin account activated")), 1; got != want {
+		if got, want := len(rec.Find(slog.LevelInfo, "admin account activated")), 1; got != want {
 			t.Fatalf("activation records = %d, want %d", got, want)
 		}
 	})
 	t.Run("password that verifies is left as stored", func(t *testing.T) {
 		before := admin()
-		rec.reset()
+		rec.Reset()
 		run(t, db, o)
 		after := admin()
 		if got, want := field(after, "password"), hash; got != want {
@@ -106,7 +107,7 @@ func TestRunForcesAdminPassword(t *testing.T) {
 		if got, want := after.UpdatedAt, before.UpdatedAt; got != want {
 			t.Fatalf("updated_at = %s, want unchanged %s", got, want)
 		}
-		if got := rec.find(slog.LevelInfo, "admin password set from SERVICE_ADMIN_PASSWORD"); len(got) != 0 {
+		if got := rec.Find(slog.LevelInfo, "admin password set from SERVICE_ADMIN_PASSWORD"); len(got) != 0 {
 			t.Fatalf("password set again: %+v", got)
 		}
 	})
@@ -139,7 +140,7 @@ func TestRunForcesAdminPassword(t *testing.T) {
 	})
 	t.Run("active account is locked when AdminPassword is empty", func(t *testing.T) {
 		o.AdminPassword = ""
-		rec.reset()
+		rec.Reset()
 		run(t, db, o)
 		a := admin()
 		if a.IsEnabled {
@@ -148,7 +149,7 @@ func TestRunForcesAdminPassword(t *testing.T) {
 		if got, want := field(a, "password"), hash; got != want {
 			t.Fatalf("password hash = %q, want unchanged %q", got, want)
 		}
-		if got, want := len(rec.find(slog.LevelWarn, "SERVICE_ADMIN_PASSWORD not set: admin account locked")), 1; got != want {
+		if got, want := len(rec.Find(slog.LevelWarn, "SERVICE_ADMIN_PASSWORD not set: admin account locked")), 1; got != want {
 			t.Fatalf("lock warnings = %d, want %d", got, want)
 		}
 	})
@@ -161,13 +162,13 @@ func TestRunForcesAdminPassword(t *testing.T) {
 	})
 	t.Run("missing account is skipped without error", func(t *testing.T) {
 		execSQL(t, db, "DELETE FROM instances WHERE classname = '_user' AND keyname = 'admin'")
-		rec.reset()
+		rec.Reset()
 		o.AdminPassword = "pw-three"
 		run(t, db, o)
 		if in := instance(t, db, "_user", "admin"); in != nil {
 			t.Fatalf("admin was recreated: %+v", in)
 		}
-		if got, want := len(rec.find(slog.LevelInfo, "no admin account: password step skipped")), 1; got != want {
+		if got, want := len(rec.Find(slog.LevelInfo, "no admin account: password step skipped")), 1; got != want {
 			t.Fatalf("skip records = %d, want %d", got, want)
 		}
 	})

@@ -17,6 +17,7 @@ import (
 
 	"dataservice/bootstrap"
 	"dataservice/builtin"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -212,7 +213,7 @@ func TestRunWaitsForTheLock(t *testing.T) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		t.Fatal(err)
 	}
-	rec := &logRecorder{}
+	rec := &testkit.Recorder{}
 
 	t.Run("start gives up when its context ends while another holds the lock", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -224,7 +225,7 @@ func TestRunWaitsForTheLock(t *testing.T) {
 		if got := registry(t, db); len(got) != 0 {
 			t.Fatalf("registry = %v, want empty", got)
 		}
-		if got := rec.all(); len(got) != 0 {
+		if got := rec.All(); len(got) != 0 {
 			t.Fatalf("start ran without the lock: %+v", got)
 		}
 	})

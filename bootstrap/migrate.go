@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"dataservice/rules"
 	"dataservice/store"
 )
 
@@ -71,10 +72,7 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 		s.log.Warn("stored data is newer than this code", "db_version", dbv, "service_version", s.o.Version)
 	}
 	if present && stored != s.o.Version && s.o.Backup {
-		dest := fmt.Sprintf("%s.%s.%s.bak", s.db.Path(), stored, time.Now().UTC().Format("20060102T150405.000Z"))
-		for i := 2; fileExists(dest); i++ {
-			dest = fmt.Sprintf("%s.%s.%s-%d.bak", s.db.Path(), stored, time.Now().UTC().Format("20060102T150405.000Z"), i)
-		}
+		dest := backupName(s.db.Path(), stored, time.Now(), ".bak")
 		if err := s.db.Backup(ctx, dest); err != nil {
 			return s.failed(ctx, "backup", err)
 		}
@@ -100,6 +98,7 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 			return s.failed(ctx, "migration block "+b.version, err)
 		}
 		s.log.Info("migration block done", "block", b.version)
+		s.ran(b.version)
 	}
 	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
 		if err := tx.SetRegistry(store.RegDBVersion, s.o.Version); err != nil {
@@ -116,7 +115,12 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 // reload runs Reload: missing or failing entries are logged and start-up goes on
 // (seed rule 2); any other error is returned and fails the block.
 func (s *starter) reload(tx *store.Tx, file string, items []string, action string) error {
-	err := Reload(tx, s.o.Init, file, items, action, s.log)
+	var err error
+	if action == "init" {
+		err = loadBuiltins(tx, s.o.Init, file, items, action, s.log)
+	} else {
+		err = Reload(tx, s.o.Init, file, items, action, s.log)
+	}
 	if errors.Is(err, ErrReloadEntries) {
 		s.log.Error("reload failed", "file", file, "error", err)
 		return nil
@@ -158,19 +162,52 @@ func (s *starter) block420(tx *store.Tx) error {
 	return nil
 }
 
+// The blocks' "add" steps create an object when it is missing and leave an existing
+// one exactly as it is (action init): a re-run of a block (a release candidate, or a
+// version that sorts lower as text) must not revert what users changed since.
+
 func (s *starter) block440(tx *store.Tx) error {
 	return s.reloads(tx,
-		reloadStep{"40_pipeline.yml", []string{"_pipeline:bulk_delete_disabled"}, ""},
-		reloadStep{"00_permission.yml", []string{"_permission:p_api_load", "_permission:p_api_rawfile"}, ""})
+		reloadStep{"40_pipeline.yml", []string{"_pipeline:bulk_delete_disabled"}, "init"},
+		reloadStep{"00_permission.yml", []string{"_permission:p_api_load", "_permission:p_api_rawfile"}, "init"})
 }
 
 func (s *starter) block450(tx *store.Tx) error {
-	return s.reload(tx, "00_permission.yml", []string{"_permission:p_api_conf"}, "")
+	return s.reload(tx, "00_permission.yml", []string{"_permission:p_api_conf"}, "init")
 }
 
+// block460 runs its four steps independently: a missing `_pipeline` schema skips the
+// rewrite only.
 func (s *starter) block460(tx *store.Tx) error {
+	if err := s.rewritePipelines(tx); err != nil {
+		return err
+	}
+	if err := s.setCodeEditorURL(tx); err != nil {
+		return err
+	}
+	return s.reloads(tx,
+		reloadStep{"00_permission.yml", []string{"_permission:p_code_editor"}, "init"},
+		reloadStep{"50_apikey.yml", []string{"_apikey:api_builtin"}, "init"})
+}
+
+// setCodeEditorURL updates the built-in `_home:code_editor` entry from its built-in
+// file, the url only: users may have changed its other fields. A missing entry is
+// logged as a failed reload (seed rule 2) and start-up goes on.
+func (s *starter) setCodeEditorURL(tx *store.Tx) error {
+	err := loadBuiltins(tx, s.o.Init, "20_home.yml", []string{"_home:code_editor"}, "update", s.log, "url")
+	if errors.Is(err, ErrReloadEntries) {
+		s.log.Error("reload failed", "file", "20_home.yml", "error", err)
+		return nil
+	}
+	return err
+}
+
+// rewritePipelines rewrites every `_pipeline` content to a flat rule list; without
+// the `_pipeline` schema there is nothing to rewrite.
+func (s *starter) rewritePipelines(tx *store.Tx) error {
 	sch, err := tx.Schema("_pipeline")
 	if store.IsNotFound(err) {
+		s.log.Warn("4.6.0: schema _pipeline not found; no pipeline to rewrite")
 		return nil
 	}
 	if err != nil {
@@ -186,7 +223,7 @@ func (s *starter) block460(tx *store.Tx) error {
 		for _, in := range batch {
 			after = in.ID
 			content, _ := in.Data["content"].(string)
-			norm, changed := store.NormalizePipelineContent(content)
+			norm, changed := rules.Normalize(content)
 			if !changed {
 				continue
 			}
@@ -203,10 +240,7 @@ func (s *starter) block460(tx *store.Tx) error {
 		}
 	}
 	s.log.Info("pipelines rewritten to flat rule lists", "count", rewritten)
-	return s.reloads(tx,
-		reloadStep{"20_home.yml", []string{"_home:code_editor"}, "update"},
-		reloadStep{"00_permission.yml", []string{"_permission:p_code_editor"}, ""},
-		reloadStep{"50_apikey.yml", []string{"_apikey:api_builtin"}, ""})
+	return nil
 }
 
 func fileExists(p string) bool {

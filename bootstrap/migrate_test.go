@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"dataservice/bootstrap"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -101,10 +102,10 @@ func TestMigrate420(t *testing.T) {
 		}
 	})
 	t.Run("every block runs once, without revision or error", func(t *testing.T) {
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.2.0,4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
+		if got, want := strings.Join(blocksStarted(rec), ","), "4.2.0,4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
-		if got := rec.atLeast(slog.LevelWarn); len(got) != 0 {
+		if got := rec.AtLeast(slog.LevelWarn); len(got) != 0 {
 			t.Fatalf("warnings or errors: %+v", got)
 		}
 		if got, want := count(t, db, "SELECT count(*) FROM revisions"), 0; got != want {
@@ -156,7 +157,7 @@ func TestMigrate440(t *testing.T) {
 		if _, ok := permission(t, db, "p_schema_create"); !ok {
 			t.Fatalf("p_schema_create was deleted: block 4.2.0 ran")
 		}
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
+		if got, want := strings.Join(blocksStarted(rec), ","), "4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
 		if got, want := count(t, db, "SELECT count(*) FROM revisions"), 0; got != want {
@@ -192,7 +193,7 @@ func TestMigrate450(t *testing.T) {
 		if in := instance(t, db, "_pipeline", "bulk_delete_disabled"); in != nil {
 			t.Fatalf("bulk_delete_disabled was added: block 4.4.0 ran")
 		}
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
+		if got, want := strings.Join(blocksStarted(rec), ","), "4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
 	})
@@ -201,7 +202,8 @@ func TestMigrate450(t *testing.T) {
 	})
 }
 
-// Pipeline contents of the 4.6.0 rewrite (SPEC §5.7).
+// Pipeline contents of the 4.6.0 rewrite: a list is kept byte for byte, a mapping with
+// tasks: becomes that list, anything else becomes [].
 const (
 	flatContent = "# already a flat list: kept byte for byte\n- field_lower: email\n-   field_set: ['', role, user]   # odd spacing\n"
 	wrapContent = `csv_delimiter: ";"
@@ -301,17 +303,17 @@ func TestMigrate460(t *testing.T) {
 		if _, ok := permission(t, db, "p_api_conf"); ok {
 			t.Fatalf("p_api_conf was added: block 4.5.0 ran")
 		}
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.6.0,4.8.0,4.9.0"; got != want {
+		if got, want := strings.Join(blocksStarted(rec), ","), "4.6.0,4.8.0,4.9.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
-		r := rec.find(slog.LevelInfo, "pipelines rewritten to flat rule lists")
+		r := rec.Find(slog.LevelInfo, "pipelines rewritten to flat rule lists")
 		if len(r) != 1 || r[0].Attrs["count"] != "5" {
 			t.Fatalf("rewrite records = %+v, want one with count 5", r)
 		}
 		if got, want := count(t, db, "SELECT count(*) FROM revisions"), 0; got != want {
 			t.Fatalf("revisions = %d, want %d", got, want)
 		}
-		if got := rec.atLeast(slog.LevelWarn); len(got) != 0 {
+		if got := rec.AtLeast(slog.LevelWarn); len(got) != 0 {
 			t.Fatalf("warnings or errors: %+v", got)
 		}
 	})
@@ -330,7 +332,7 @@ func TestMigrate460(t *testing.T) {
 
 func TestMigrateReleaseCandidateRerunsItsBlock(t *testing.T) {
 	db := newDB(t)
-	rec := &logRecorder{}
+	rec := &testkit.Recorder{}
 	o := options(t, rec)
 	o.Version = "4.6.0-RC1"
 	run(t, db, o)
@@ -350,7 +352,7 @@ func TestMigrateReleaseCandidateRerunsItsBlock(t *testing.T) {
 				execSQL(t, db, `UPDATE instances SET data = json_set(data, '$.content', 'tasks: [{field_noop: ""}]')
 					WHERE classname = '_pipeline' AND keyname = 'p_rc'`)
 			}
-			rec.reset()
+			rec.Reset()
 			run(t, db, o)
 			want := wrapFlattened
 			if i == 2 {
@@ -363,7 +365,7 @@ func TestMigrateReleaseCandidateRerunsItsBlock(t *testing.T) {
 			if _, ok := permission(t, db, "p_schema_create"); !ok {
 				t.Fatalf("p_schema_create was deleted: block 4.2.0 ran")
 			}
-			if got, want := strings.Join(rec.blocksStarted(), ","), "4.6.0,4.8.0,4.9.0"; got != want {
+			if got, want := strings.Join(blocksStarted(rec), ","), "4.6.0,4.8.0,4.9.0"; got != want {
 				t.Fatalf("blocks = %s, want %s", got, want)
 			}
 			if got, want := dbVersion(t, db), "4.6.0-RC1"; got != want {
@@ -405,7 +407,7 @@ func TestMigrateFailingBlockRollsBackAndStops(t *testing.T) {
 		if !strings.Contains(err.Error(), "migration block 4.4.0") || !strings.Contains(err.Error(), "injected failure") {
 			t.Fatalf("err = %v, want it to name block 4.4.0 and the failure", err)
 		}
-		c := rec.atLeast(bootstrap.LevelCritical)
+		c := rec.AtLeast(bootstrap.LevelCritical)
 		if len(c) != 1 || c[0].Attrs["step"] != "migration block 4.4.0" || !strings.Contains(c[0].Attrs["error"], "injected failure") {
 			t.Fatalf("critical records = %+v, want one naming the block and the error", c)
 		}
@@ -444,15 +446,15 @@ func TestMigrateFailingBlockRollsBackAndStops(t *testing.T) {
 				t.Fatalf("%s exists", p)
 			}
 		}
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.2.0,4.4.0"; got != want {
+		if got, want := strings.Join(blocksStarted(rec), ","), "4.2.0,4.4.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
 	})
 	t.Run("next start completes once the cause is gone", func(t *testing.T) {
 		execSQL(t, db, "DROP TRIGGER fail_insert", "DROP TRIGGER fail_update")
-		rec.reset()
+		rec.Reset()
 		run(t, db, o)
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
+		if got, want := strings.Join(blocksStarted(rec), ","), "4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
 		for _, p := range []string{"p_api_load", "p_api_conf", "p_code_editor"} {

@@ -27,6 +27,14 @@ func Reload(tx *store.Tx, fsys fs.FS, file string, items []string, action string
 	if action != "create" && action != "update" {
 		return fmt.Errorf("reload %s: action %q is not create or update", file, action)
 	}
+	return loadBuiltins(tx, fsys, file, items, action, log)
+}
+
+// loadBuiltins is Reload with any load action; the blocks' "add" steps use "init"
+// (create when missing, leave an existing object as it is). When fields are given,
+// only those fields of each entry are loaded (with its classname and keyname), so an
+// update touches nothing else.
+func loadBuiltins(tx *store.Tx, fsys fs.FS, file string, items []string, action string, log *slog.Logger, fields ...string) error {
 	data, err := fs.ReadFile(fsys, file)
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
@@ -44,6 +52,15 @@ func Reload(tx *store.Tx, fsys fs.FS, file string, items []string, action string
 	for _, e := range entries {
 		cls, key := e.Key()
 		if all || want[cls+":"+key] {
+			if len(fields) > 0 {
+				m := map[string]any{"classname": cls, "keyname": key}
+				for _, f := range fields {
+					if v, ok := e.Fields[f]; ok {
+						m[f] = v
+					}
+				}
+				e = store.NewEntry(m)
+			}
 			pick = append(pick, e)
 			delete(want, cls+":"+key)
 		}

@@ -10,21 +10,22 @@ import (
 
 	"dataservice/bootstrap"
 	"dataservice/builtin"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
 // reload runs bootstrap.Reload in one committed transaction and returns its error.
-func reload(t *testing.T, db *store.DB, rec *logRecorder, file string, items []string, action string) error {
+func reload(t *testing.T, db *store.DB, rec *testkit.Recorder, file string, items []string, action string) error {
 	t.Helper()
 	return reloadFS(t, db, rec, builtin.Init(), file, items, action)
 }
 
 // reloadFS is reload from another init directory.
-func reloadFS(t *testing.T, db *store.DB, rec *logRecorder, fsys fs.FS, file string, items []string, action string) error {
+func reloadFS(t *testing.T, db *store.DB, rec *testkit.Recorder, fsys fs.FS, file string, items []string, action string) error {
 	t.Helper()
 	var rerr error
 	err := db.WithTx(context.Background(), func(tx *store.Tx) error {
-		rerr = bootstrap.Reload(tx, fsys, file, items, action, rec.logger(t))
+		rerr = bootstrap.Reload(tx, fsys, file, items, action, rec.Logger(t))
 		return nil
 	})
 	if err != nil {
@@ -44,7 +45,7 @@ func TestReload(t *testing.T) {
 		if strings.Contains(err.Error(), "code_editor") {
 			t.Fatalf("err = %v names the item that was found", err)
 		}
-		logged := rec.find(slog.LevelError, "reload: entry not found in built-in file")
+		logged := rec.Find(slog.LevelError, "reload: entry not found in built-in file")
 		if len(logged) != 1 || logged[0].Attrs["entry"] != "_home:nope" || logged[0].Attrs["file"] != "20_home.yml" {
 			t.Fatalf("records = %+v, want one for _home:nope in 20_home.yml", logged)
 		}
@@ -68,7 +69,7 @@ func TestReload(t *testing.T) {
 		if in := instance(t, db, "_dataview", "user_default"); in != nil {
 			t.Fatalf("an entry of another file was loaded")
 		}
-		if got := rec.atLeast(slog.LevelWarn); len(got) != 0 {
+		if got := rec.AtLeast(slog.LevelWarn); len(got) != 0 {
 			t.Fatalf("warnings or errors: %+v", got)
 		}
 	})
@@ -86,7 +87,7 @@ func TestReload(t *testing.T) {
 		if got, want := field(mustInstance(t, db, "_home", "code_editor"), "url"), "/data/private/code_editor/"; got != want {
 			t.Fatalf("code_editor url = %q, want %q", got, want)
 		}
-		logged := rec.find(slog.LevelError, "reload: entry failed")
+		logged := rec.Find(slog.LevelError, "reload: entry failed")
 		if len(logged) != 1 || logged[0].Attrs["entry"] != "_home:revision" {
 			t.Fatalf("records = %+v, want one for _home:revision", logged)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dataservice/bootstrap"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -39,7 +40,7 @@ func TestPending(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			db := newDB(t)
 			if tt.stored != "" && tt.stored != "0" {
-				run(t, db, options(t, &logRecorder{}))
+				run(t, db, options(t, &testkit.Recorder{}))
 			}
 			if tt.stored != "" {
 				setRegistry(t, db, store.RegDBVersion, tt.stored)
@@ -78,7 +79,7 @@ func TestRunRefusesDataOlderThan400(t *testing.T) {
 	o.Backup = true
 	o.Sleep = func(ctx context.Context, d time.Duration) {
 		slept = append(slept, d)
-		criticalBeforeSleep = len(rec.atLeast(bootstrap.LevelCritical))
+		criticalBeforeSleep = len(rec.AtLeast(bootstrap.LevelCritical))
 	}
 	err := bootstrap.Run(context.Background(), db, o)
 
@@ -91,7 +92,7 @@ func TestRunRefusesDataOlderThan400(t *testing.T) {
 		}
 	})
 	t.Run("critical messages name 4.0.x and 4.1.x before the wait", func(t *testing.T) {
-		c := rec.atLeast(bootstrap.LevelCritical)
+		c := rec.AtLeast(bootstrap.LevelCritical)
 		if len(c) == 0 || criticalBeforeSleep != len(c) {
 			t.Fatalf("critical records = %d, %d of them before Sleep", len(c), criticalBeforeSleep)
 		}
@@ -122,7 +123,7 @@ func TestRunRefusesDataOlderThan400(t *testing.T) {
 		if d := snapshot(t, db); d != data {
 			t.Fatalf("data changed: %s", diffLines(data, d))
 		}
-		if got := rec.blocksStarted(); len(got) != 0 {
+		if got := blocksStarted(rec); len(got) != 0 {
 			t.Fatalf("blocks ran: %v", got)
 		}
 	})
@@ -148,7 +149,7 @@ func TestRunBackup(t *testing.T) {
 		if len(baks) != 1 || !bakName.MatchString(baks[0]) {
 			t.Fatalf("backup files = %v, want one data.db.4.5.0.<timestamp>.bak", baks)
 		}
-		logged := rec.find(slog.LevelInfo, "backup before migrating")
+		logged := rec.Find(slog.LevelInfo, "backup before migrating")
 		if len(logged) != 1 || logged[0].Attrs["file"] != filepath.Join(dir, baks[0]) {
 			t.Fatalf("backup records = %+v, want one naming %s", logged, baks[0])
 		}
@@ -174,7 +175,7 @@ func TestRunBackup(t *testing.T) {
 	})
 	t.Run("new and up-to-date databases are not copied", func(t *testing.T) {
 		db := newDB(t)
-		rec := &logRecorder{}
+		rec := &testkit.Recorder{}
 		o := options(t, rec)
 		o.Backup = true
 		run(t, db, o)
@@ -187,11 +188,11 @@ func TestRunBackup(t *testing.T) {
 		db, rec := migratedDB(t)
 		setRegistry(t, db, store.RegDBVersion, "4.9.1")
 		run(t, db, options(t, rec))
-		w := rec.find(slog.LevelWarn, "stored data is newer than this code")
+		w := rec.Find(slog.LevelWarn, "stored data is newer than this code")
 		if len(w) != 1 || w[0].Attrs["db_version"] != "4.9.1" || w[0].Attrs["service_version"] != testVersion {
 			t.Fatalf("warnings = %+v, want one naming 4.9.1 and %s", w, testVersion)
 		}
-		if got := rec.blocksStarted(); len(got) != 0 {
+		if got := blocksStarted(rec); len(got) != 0 {
 			t.Fatalf("blocks ran: %v", got)
 		}
 		// The seed's last step always sets DB_VERSION to SERVICE_VERSION.
@@ -237,13 +238,13 @@ func TestRunReloadFailureDoesNotStopStartup(t *testing.T) {
 		t.Fatalf("DB_VERSION = %q, want %q", got, want)
 	}
 	var entries []string
-	for _, e := range rec.find(slog.LevelError, "reload: entry not found in built-in file") {
+	for _, e := range rec.Find(slog.LevelError, "reload: entry not found in built-in file") {
 		entries = append(entries, e.Attrs["file"]+" "+e.Attrs["entry"])
 	}
 	if got, want := strings.Join(entries, ","), "20_home.yml _home:code_editor"; got != want {
 		t.Fatalf("not-found records = %q, want %q", got, want)
 	}
-	failed := rec.find(slog.LevelError, "reload failed")
+	failed := rec.Find(slog.LevelError, "reload failed")
 	if len(failed) != 1 || !strings.Contains(failed[0].Attrs["error"], "_home:code_editor not found") {
 		t.Fatalf("reload failed records = %+v", failed)
 	}

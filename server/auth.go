@@ -18,6 +18,9 @@ import (
 type principal struct {
 	allowed bool
 	auth    *store.Auth
+	// credKind and credName are what was presented ("apikey"/"basic", key name or
+	// login), for the access log; never the secret.
+	credKind, credName string
 }
 
 // readOnly reports whether the credentials cannot change anything.
@@ -49,7 +52,7 @@ func (s *server) denied(w http.ResponseWriter, r *http.Request, perms ...string)
 	p := principalOf(r)
 	if !p.allowed {
 		// One message for missing, wrong, disabled, expired and filtered credentials
-		// (SPEC §8.1's 401 message): it never says which part failed.
+		// (a 401 always says "authentication required"): it never says which part failed.
 		s.writeError(w, r, http.StatusUnauthorized, "authentication required")
 		return true
 	}
@@ -67,6 +70,7 @@ func (s *server) denied(w http.ResponseWriter, r *http.Request, perms ...string)
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := s.principalFor(r)
+		noteCredentials(r, p)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, p)))
 	})
 }
@@ -79,21 +83,36 @@ func (s *server) principalFor(r *http.Request) *principal {
 	switch {
 	case strings.EqualFold(scheme, "Bearer"):
 		key, secret, ok := ParseKeyCredential(rest, ":")
-		return s.keyPrincipal(ctx, r, key, secret, ok)
+		return presented(s.keyPrincipal(ctx, r, key, secret, ok), "apikey", key, ok)
 	case xk != "":
 		key, secret, ok := ParseKeyCredential(xk, " ")
-		return s.keyPrincipal(ctx, r, key, secret, ok)
+		return presented(s.keyPrincipal(ctx, r, key, secret, ok), "apikey", key, ok)
 	case strings.EqualFold(scheme, "Basic"):
 		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rest))
 		if err != nil {
-			return &principal{}
+			return &principal{credKind: "basic"}
 		}
 		login, password, ok := strings.Cut(string(raw), ":")
-		return s.userPrincipal(ctx, login, password, ok)
+		ok = ok && validCredential(login, password)
+		return presented(s.userPrincipal(ctx, login, password, ok), "basic", login, ok)
 	case h != "":
-		return &principal{}
+		return &principal{credKind: "other"}
 	}
 	return &principal{}
+}
+
+// presented notes the kind and, when the credentials were well-formed, the name
+// (key name or login) on p. A malformed credential's "name" may be a secret typed in
+// the wrong place, so it is not kept.
+func presented(p *principal, kind, name string, wellFormed bool) *principal {
+	p.credKind = kind
+	if wellFormed {
+		if len(name) > 64 {
+			name = name[:64]
+		}
+		p.credName = name
+	}
+	return p
 }
 
 // ParseKeyCredential splits API key credentials at sep: "KEYNAME:SECRET" (Bearer) or
@@ -119,10 +138,10 @@ func (s *server) keyPrincipal(ctx context.Context, r *http.Request, key, secret 
 	if in != nil {
 		stored, _ = in.Data["secret"].(string)
 	}
-	// Verify before looking at the other checks, so an unknown, disabled or expired key
-	// costs the same work as a wrong secret.
-	good := s.db.VerifySecretCached("apikey:"+key, secret, stored)
-	if err != nil || !good || !clientAllowed(r, in.Data["ip_filter"]) {
+	// An unknown, disabled, expired or filtered key costs one full verification, as a
+	// wrong secret does, even when its secret is right (and was cached before).
+	usable := err == nil && clientAllowed(r, in.Data["ip_filter"])
+	if !s.db.CheckCredential("apikey:"+key, secret, stored, usable) {
 		return refused
 	}
 	s.touchKey(ctx, in)
@@ -139,8 +158,7 @@ func (s *server) userPrincipal(ctx context.Context, login, password string, ok b
 	if err == nil {
 		stored, _ = u.Data["password"].(string)
 	}
-	good := s.db.VerifySecretCached("user:"+login, password, stored)
-	if err != nil || !good || !u.IsEnabled {
+	if !s.db.CheckCredential("user:"+login, password, stored, err == nil && u.IsEnabled) {
 		return refused
 	}
 	auth, err := s.db.UserAuth(ctx, login)

@@ -44,6 +44,8 @@ type envOptions struct {
 	BaseURL string
 	Ready   func() bool
 	MaxBody int64
+	// MaxEntries bounds the entries of a load request (0: the server's default).
+	MaxEntries int
 	// NoRunner leaves the task runner stopped, so submitted tasks stay queued.
 	NoRunner bool
 }
@@ -81,7 +83,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	runner := tasks.New(db, tasks.Options{Poll: 20 * time.Millisecond, Logger: logger})
 	srv := httptest.NewServer(server.New(server.Options{DB: db, Runner: runner, Logger: logger,
-		BaseURL: o.BaseURL, Version: "4.9.0", VersionDate: "2026-11-22", Ready: o.Ready, MaxBody: o.MaxBody}))
+		BaseURL: o.BaseURL, Version: "4.9.0", VersionDate: "2026-11-22", Ready: o.Ready, MaxBody: o.MaxBody,
+		MaxEntries: o.MaxEntries}))
 	t.Cleanup(srv.Close)
 	e := &env{t: t, db: db, runner: runner, srv: srv}
 	// Registered after srv.Close, so it runs first: the runner stops before the server

@@ -35,6 +35,7 @@ import (
 
 	"dataservice/bootstrap"
 	"dataservice/builtin"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -1092,6 +1093,7 @@ func (e *hostileEnv) hostileKeys() map[string]string {
 // both: no 5xx, no transport failure, every error a JSON or YAML {"error": message},
 // and no recovered panic or internal error in the server log.
 func TestHostileInput(t *testing.T) {
+	testkit.Slow(t)
 	e := newHostileEnv(t)
 	e.load(hostileFixture)
 	secrets := e.hostileKeys()

@@ -4,16 +4,16 @@ import (
 	"bytes"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
+	"dataservice/rules"
 	"dataservice/store"
-	"dataservice/tasks/rules"
 )
 
 // readBody reads the whole (size-limited) body; it answers 413 or 400 itself.
@@ -55,14 +55,12 @@ func (s *server) loadOptions(w http.ResponseWriter, r *http.Request) (store.Load
 			s.writeError(w, r, http.StatusForbidden, "permission denied")
 			return opts, false
 		}
-		compiled, err := rules.Parse(pl.Content)
+		tf, err := rules.LoadTransform(pl.Content, s.db.Now)
 		if err != nil {
 			s.writeError(w, r, http.StatusBadRequest, "pipeline "+pl.Keyname+": invalid content: "+err.Error())
 			return opts, false
 		}
-		opts.Transform = func(e *store.Entry) (bool, error) {
-			return compiled.Apply(rules.Entry(e.Fields), time.Now().UTC())
-		}
+		opts.Transform = tf
 	}
 	return opts, true
 }
@@ -99,7 +97,7 @@ func (s *server) load(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	if !ok {
 		return
 	}
-	entries, warnings, err := store.ParseDocumentLenient("body", body)
+	entries, warnings, err := store.ParseBody("body", body, s.maxEnt)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -112,6 +110,9 @@ func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*stor
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	if s.onLoad != nil && !res.DryRun {
+		s.onLoad(res)
 	}
 	res.Warnings = warnings
 	if res.Messages == nil {
@@ -156,7 +157,11 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	if !ok {
 		return
 	}
-	entries, err := ParseCSV(body, schema, keyfield, dr, encoding == "iso-8859-1" || encoding == "latin1")
+	entries, err := parseCSV(body, schema, keyfield, dr, encoding == "iso-8859-1" || encoding == "latin1", s.maxEnt)
+	if errors.Is(err, errTooManyRows) {
+		s.writeError(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("more than %d rows in one request; split the file", s.maxEnt))
+		return
+	}
 	if err != nil {
 		s.writeError(w, r, http.StatusBadRequest, err.Error())
 		return
@@ -167,6 +172,16 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 // ParseCSV turns a CSV body (header row first) into load entries of schema: the
 // keyfield column is the keyname; other columns are fields (empty cells clear them).
 func ParseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool) ([]*store.Entry, error) {
+	return parseCSV(body, schema, keyfield, delim, latin1, 0)
+}
+
+// DefaultMaxEntries is the default bound on the entries of one load or rawfile request.
+const DefaultMaxEntries = 100000
+
+var errTooManyRows = errors.New("too many rows")
+
+// parseCSV is ParseCSV with a bound on the rows (0: none).
+func parseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool, maxRows int) ([]*store.Entry, error) {
 	if latin1 {
 		var b strings.Builder
 		for _, c := range body {
@@ -204,7 +219,12 @@ func ParseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool) ([]
 		}
 	}
 	if keyCol < 0 {
-		return nil, errors.New("invalid CSV: no column named " + keyfield + " (keyfield)")
+		found := header
+		if len(found) > 20 {
+			found = append(found[:20:20], "...")
+		}
+		return nil, fmt.Errorf("invalid CSV: no column named %s (keyfield); the header has %s (split on %q: "+
+			"set delimiter= or the configuration CSV_DELIMITER)", keyfield, strings.Join(found, ", "), string(delim))
 	}
 	var out []*store.Entry
 	for {
@@ -214,6 +234,9 @@ func ParseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool) ([]
 		}
 		if err != nil {
 			return nil, errors.New("invalid CSV: " + err.Error())
+		}
+		if maxRows > 0 && len(out) >= maxRows {
+			return nil, errTooManyRows
 		}
 		e := &store.Entry{File: "csv", Index: len(out) + 1, Fields: map[string]any{"classname": schema}}
 		e.Order = append(e.Order, "classname")

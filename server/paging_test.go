@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -80,31 +79,13 @@ func TestInstancesKeysetPaging(t *testing.T) {
 	}
 }
 
-// lockedBuffer collects log output from concurrent handlers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestClientCancelNotLoggedAsError: a request whose client went away is not an
 // internal error: nothing is logged at ERROR for it.
 func TestClientCancelNotLoggedAsError(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	e.load(serverSchema)
 	reader := e.key("reader", keySpec{perms: []string{"p_data_access", "p_data_read"}})
-	var logs lockedBuffer
+	var logs syncBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := server.New(server.Options{DB: e.db, Logger: logger, Version: "4.9.0", VersionDate: "2026-11-22"})
 	// The key is verified (and cached) first, so the canceled request gets past authentication.

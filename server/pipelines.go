@@ -1,6 +1,7 @@
 package server
 
 import (
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -151,7 +152,8 @@ func (s *server) findPipeline(r *http.Request, ident string) (*store.Pipeline, e
 	return pl, err
 }
 
-// absURL makes an absolute URL from SERVICE_BASE_URL or the request's Host.
+// absURL makes an absolute URL from SERVICE_BASE_URL, else from the request's Host,
+// else (an HTTP/1.0 request without Host) from the address the request arrived on.
 func (s *server) absURL(r *http.Request, path string) string {
 	if s.baseURL != "" {
 		return s.baseURL + path
@@ -160,5 +162,13 @@ func (s *server) absURL(r *http.Request, path string) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host + path
+	host := r.Host
+	if host == "" {
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && a != nil {
+			host = a.String()
+		} else {
+			host = "localhost"
+		}
+	}
+	return scheme + "://" + host + path
 }

@@ -71,6 +71,7 @@ var statusOf = map[string]int{
 	store.EUnauthorized: http.StatusUnauthorized,
 	store.EForbidden:    http.StatusForbidden,
 	store.EInternal:     http.StatusInternalServerError,
+	store.ETooLarge:     http.StatusRequestEntityTooLarge,
 }
 
 // fail writes err: internal errors are logged and shown only as "internal error".

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
+
+	"dataservice/server/console"
 )
 
 var allMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
@@ -13,7 +15,7 @@ var allMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http
 // routes lists every route. The seed's pipeline paths take every method: the
 // permission check comes before the method check (seed: order of checks).
 func (s *server) routes() http.Handler {
-	r := httprouter.New()
+	r := s.newRouter()
 	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -33,6 +35,8 @@ func (s *server) routes() http.Handler {
 		s.writeError(w, req, http.StatusInternalServerError, "internal error")
 	}
 
+	r.GET("/", s.index)
+	r.GET("/api/", s.apiIndex)
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	r.GET("/api/ping/", s.ping)
@@ -50,6 +54,9 @@ func (s *server) routes() http.Handler {
 	r.POST("/api/rawfile/", s.api(s.rawfile))
 	r.GET("/api/conf/", s.api(s.confGet))
 	r.POST("/api/conf/", s.api(s.confPost))
+	// The web console: "/", "/data/private/...", /login, /logout and /static/. It has
+	// its own sessions; a session cookie never authenticates /api/.
+	console.New(console.Options{DB: s.db, Logger: s.log, BaseURL: s.baseURL, Ready: s.ready}).Register(r)
 	return r
 }
 

@@ -26,6 +26,15 @@ type Options struct {
 	Ready func() bool
 	// MaxBody bounds request bodies (default 32 MiB).
 	MaxBody int64
+	// MaxEntries bounds the entries of one load or rawfile request (default 100000).
+	MaxEntries int
+	// AccessLog writes one info line per request (method, route, status, duration,
+	// bytes, credential kind and name; never secrets).
+	AccessLog bool
+	// OnRequest, when set, is called once per finished request (metrics).
+	OnRequest func(RequestInfo)
+	// OnLoad, when set, is given the result of every load that was not a dry run.
+	OnLoad func(*store.LoadResult)
 }
 
 type server struct {
@@ -37,10 +46,16 @@ type server struct {
 	date    string
 	ready   func() bool
 	maxBody int64
+	maxEnt  int
 
 	lastUsedMu sync.Mutex
 	lastUsed   map[string]time.Time // API key -> last time last_used was written
 	inflight   atomic.Int64
+
+	accessLog bool
+	onRequest func(RequestInfo)
+	onLoad    func(*store.LoadResult)
+	router    *recRouter
 }
 
 // New returns the API handler.
@@ -51,10 +66,14 @@ func New(o Options) http.Handler {
 	if o.MaxBody <= 0 {
 		o.MaxBody = 32 << 20
 	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
 	if o.Ready == nil {
 		o.Ready = func() bool { return true }
 	}
 	s := &server{db: o.DB, runner: o.Runner, log: o.Logger, baseURL: o.BaseURL, version: o.Version,
-		date: o.VersionDate, ready: o.Ready, maxBody: o.MaxBody, lastUsed: map[string]time.Time{}}
-	return s.routes()
+		date: o.VersionDate, ready: o.Ready, maxBody: o.MaxBody, maxEnt: o.MaxEntries, lastUsed: map[string]time.Time{},
+		accessLog: o.AccessLog, onRequest: o.OnRequest, onLoad: o.OnLoad}
+	return s.observe(s.routes())
 }

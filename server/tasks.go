@@ -31,7 +31,8 @@ func (s *server) visibleTask(r *http.Request, handle string) (*tasks.Task, error
 	return nil, notFound
 }
 
-// shown fills a task's empty result lists, so replies carry [] rather than null (SPEC §8.3).
+// shown fills a task's empty result lists, so replies carry [] rather than null
+// (changes and error_messages are always lists in the task detail).
 func shown(t *tasks.Task) *tasks.Task {
 	if t.Result != nil {
 		if t.Result.Changes == nil {
@@ -44,6 +45,27 @@ func shown(t *tasks.Task) *tasks.Task {
 	return t
 }
 
+// taskView is a task as its detail shows it: when the run had errors, "errors" and the
+// first error messages come before everything else, so a task whose status is
+// "succeeded" (the seed's statuses are kept) while instances failed cannot be misread.
+type taskView struct {
+	Errors        *int64   `json:"errors,omitempty" yaml:"errors,omitempty"`
+	ErrorMessages []string `json:"error_messages,omitempty" yaml:"error_messages,omitempty"`
+	tasks.Task    `yaml:",inline"`
+}
+
+// errorsFirst wraps t in a taskView; at most the first 5 error messages are repeated
+// at the top (result.error_messages keeps up to 100).
+func errorsFirst(t *tasks.Task) *taskView {
+	v := &taskView{Task: *t}
+	if r := t.Result; r != nil && r.Errors > 0 {
+		n := r.Errors
+		v.Errors = &n
+		v.ErrorMessages = r.ErrorMessages[:min(5, len(r.ErrorMessages))]
+	}
+	return v
+}
+
 // taskDetail: GET /api/tasks/<handle>/ — the target of task_url.
 func (s *server) taskDetail(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	if s.denied(w, r, "p_pipeline_run") {
@@ -54,7 +76,7 @@ func (s *server) taskDetail(w http.ResponseWriter, r *http.Request, ps httproute
 		s.fail(w, r, err)
 		return
 	}
-	s.reply(w, r, http.StatusOK, shown(t))
+	s.reply(w, r, http.StatusOK, errorsFirst(shown(t)))
 }
 
 type taskListReply struct {
@@ -121,5 +143,5 @@ func (s *server) taskCancel(w http.ResponseWriter, r *http.Request, ps httproute
 		s.fail(w, r, err)
 		return
 	}
-	s.reply(w, r, http.StatusOK, shown(t))
+	s.reply(w, r, http.StatusOK, errorsFirst(shown(t)))
 }

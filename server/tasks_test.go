@@ -48,7 +48,8 @@ func (e *env) pollTask(path string, c cred) map[string]any {
 	}
 }
 
-// TestTaskDetail: the task_url target carries the fields of SPEC §8.3.
+// TestTaskDetail: the task_url target carries handle, kind, pipeline, schemas, dryrun,
+// status, owner, times, progress, result and error.
 func TestTaskDetail(t *testing.T) {
 	e := newTaskEnv(t, envOptions{})
 	rr := decodeRun(t, e.post("/api/pipelines/bulk_delete_disabled/?schema=server&dryrun=1", e.alice, nil))

@@ -18,7 +18,9 @@ type ConfigDef struct {
 	Min, Max int
 }
 
-// ConfigDefs are the configuration entries this code defines (SPEC §9).
+// ConfigDefs are the configuration entries this code defines; the start-up step
+// "synchronise configuration" adds missing ones with their default, keeps stored
+// values and removes entries no longer listed here.
 var ConfigDefs = []ConfigDef{
 	{Keyname: "GLOBAL_APPNAME", Default: "dataservice", Description: "application name shown to users"},
 	{Keyname: "CSV_DELIMITER", Default: ";", Description: "default CSV delimiter of /api/rawfile/ (one character)"},
@@ -26,6 +28,11 @@ var ConfigDefs = []ConfigDef{
 	{Keyname: "DATA_MAX_SIZE", Default: "500", Description: "largest page size of instance lists", Int: true, Min: 1, Max: 100000},
 	{Keyname: "TASK_RETENTION_DAYS", Default: "30", Description: "days finished tasks are kept", Int: true, Min: 1, Max: 36500},
 	{Keyname: "QUEUE_MAX", Default: "1000", Description: "most unfinished tasks the queue accepts", Int: true, Min: 1, Max: 1000000},
+	{Keyname: "CONSOLE_SESSION_IDLE_MINUTES", Default: "60", Description: "web console: minutes without a request after which a session ends", Int: true, Min: 1, Max: 525600},
+	{Keyname: "CONSOLE_SESSION_MAX_HOURS", Default: "12", Description: "web console: hours after sign-in after which a session ends", Int: true, Min: 1, Max: 8760},
+	{Keyname: "QUEUE_MAX_PER_OWNER", Default: "100", Description: "most unfinished tasks one submitting credential (user or API key) may have queued or running", Int: true, Min: 1, Max: 1000000},
+	{Keyname: "BACKUP_INTERVAL_HOURS", Default: "0", Description: "hours between scheduled backups taken by serve (0 = off)", Int: true, Min: 0, Max: 8760},
+	{Keyname: "BACKUP_KEEP", Default: "7", Description: "scheduled backups kept; older ones are deleted", Int: true, Min: 1, Max: 1000},
 }
 
 func configDef(key string) (ConfigDef, bool) {

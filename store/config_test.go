@@ -34,17 +34,22 @@ func TestSyncConfig(t *testing.T) {
 	db := newTestDB(t)
 	syncConfig(t, db)
 	want := strings.Join([]string{
+		"BACKUP_INTERVAL_HOURS=0 (default 0)",
+		"BACKUP_KEEP=7 (default 7)",
+		"CONSOLE_SESSION_IDLE_MINUTES=60 (default 60)",
+		"CONSOLE_SESSION_MAX_HOURS=12 (default 12)",
 		"CSV_DELIMITER=; (default ;)",
 		"DATA_DEFAULT_SIZE=200 (default 200)",
 		"DATA_MAX_SIZE=500 (default 500)",
 		"GLOBAL_APPNAME=dataservice (default dataservice)",
 		"QUEUE_MAX=1000 (default 1000)",
+		"QUEUE_MAX_PER_OWNER=100 (default 100)",
 		"TASK_RETENTION_DAYS=30 (default 30)",
 	}, "\n")
 	if got := configText(t, db); got != want {
 		t.Fatalf("configuration after the first sync:\n%s\nwant:\n%s", got, want)
 	}
-	if got, want := len(store.ConfigDefs), 6; got != want {
+	if got, want := len(store.ConfigDefs), 11; got != want {
 		t.Fatalf("ConfigDefs: got %d entries, want %d", got, want)
 	}
 

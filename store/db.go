@@ -112,6 +112,13 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if st, err := os.Stat(abs); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("open database %s: is a directory", path)
 	}
+	// A new database file is created owner-only before SQLite opens it: SQLite gives
+	// the -wal and -shm files the mode of the database file.
+	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !os.IsExist(err) {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	w, err := sql.Open("sqlite", dsn(abs, false))
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)

@@ -46,6 +46,26 @@ func TestOpen(t *testing.T) {
 			t.Fatalf("DB_VERSION after reopen: got %q (%v), want 4.9.0", got, err)
 		}
 	})
+	t.Run("the database, -wal and -shm files are owner-only", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "mode.db")
+		db, err := store.Open(ctx, path, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.SetRegistry(ctx, store.RegDBVersion, "4.9.0"); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.Mode().Perm(); got != 0o600 {
+				t.Fatalf("%s: mode %o, want 600", filepath.Base(p), got)
+			}
+		}
+	})
 	t.Run("a directory is refused", func(t *testing.T) {
 		if _, err := store.Open(ctx, t.TempDir(), store.Options{}); err == nil {
 			t.Fatal("open a directory: got no error")

@@ -132,7 +132,8 @@ func (e *Entry) prepare(action string) error {
 	return nil
 }
 
-// maxExpansion bounds the values aliases may expand to in one document (YAML bombs).
+// maxExpansion bounds the values aliases may expand to in one body, over all its
+// documents (YAML bombs).
 // Values written out in the document cost nothing: the parser holds them already.
 const maxExpansion = 100000
 
@@ -149,6 +150,8 @@ func ParseDocument(name string, data []byte) ([]*Entry, error) {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var out []*Entry
+	// One budget for the whole body: many small documents must not each spend a full one.
+	d := &decoder{budget: maxExpansion}
 	for {
 		var root yaml.Node
 		err := dec.Decode(&root)
@@ -162,7 +165,6 @@ func ParseDocument(name string, data []byte) ([]*Entry, error) {
 			continue
 		}
 		n := root.Content[0]
-		d := &decoder{budget: maxExpansion}
 		var items []*yaml.Node
 		switch n.Kind {
 		case yaml.SequenceNode:

@@ -288,3 +288,51 @@ func FuzzParseDocument(f *testing.F) {
 		}
 	})
 }
+
+// TestParseDocumentBudgetSpansDocuments: many small documents share one expansion
+// budget; each alone is within it.
+func TestParseDocumentBudgetSpansDocuments(t *testing.T) {
+	// One document: 4 levels of 10 aliases under a 10-value list = 10^5 values minus a bit.
+	doc := "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\na1: &a1 [*a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0]\n" +
+		"a2: &a2 [*a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1]\na3: [*a2, *a2, *a2, *a2, *a2]\nclassname: x\n"
+	if _, err := store.ParseDocument("one.yml", []byte(doc)); err != nil {
+		t.Fatalf("one document within the budget: %v", err)
+	}
+	many := strings.Repeat("---\n"+doc, 30)
+	_, err := store.ParseDocument("many.yml", []byte(many))
+	if err == nil || !strings.Contains(err.Error(), "alias bomb") {
+		t.Fatalf("30 documents each within the budget: got %v, want the alias bomb error", err)
+	}
+}
+
+// TestParseBodyJSONMatchesYAML: the streamed JSON decoding gives the entries the YAML
+// parser gives for the same JSON text.
+func TestParseBodyJSONMatchesYAML(t *testing.T) {
+	body := `[{"classname":"srv","keyname":"a","n":1,"f":1.5,"b":true,"z":null,"l":[1,"x",{"k":2}],"m":{"q":"r"},"n":2},{"keyname":"b","classname":"srv"}]`
+	got, _, err := store.ParseBody("b", []byte(body), 0)
+	if err != nil {
+		t.Fatalf("ParseBody: %v", err)
+	}
+	want, err := store.ParseDocument("b", []byte(body))
+	if err != nil {
+		t.Fatalf("ParseDocument: %v", err)
+	}
+	if g, w := fmt.Sprintf("%#v", entryShapes(got)), fmt.Sprintf("%#v", entryShapes(want)); g != w {
+		t.Fatalf("streamed JSON:\n%s\nYAML parser:\n%s", g, w)
+	}
+	if _, _, err := store.ParseBody("b", []byte(body), 1); store.ErrorCode(err) != store.ETooLarge {
+		t.Fatalf("two entries over a bound of one: got %v, want %s", err, store.ETooLarge)
+	}
+}
+
+func entryShapes(es []*store.Entry) []string {
+	var out []string
+	for _, e := range es {
+		s := fmt.Sprintf("%s %d %v:", e.File, e.Index, e.Order)
+		for _, k := range e.Order {
+			s += fmt.Sprintf(" %s=%#v", k, e.Fields[k])
+		}
+		out = append(out, s)
+	}
+	return out
+}

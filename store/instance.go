@@ -342,22 +342,18 @@ func checkCardinality(s *Schema, data map[string]any) error {
 
 // writeInstance inserts (old == nil) or updates the row and writes the revision.
 func (tx *Tx) writeInstance(s *Schema, old, in *Instance, action string) error {
-	_, err := tx.write(s, old, in, action, false)
+	_, err := tx.write(s, old, in, action, mustJSON(in.Data), false)
 	return err
-}
-
-// insertIfAbsent inserts in unless its keyname exists, in which case it writes nothing
-// and reports false.
-func (tx *Tx) insertIfAbsent(s *Schema, in *Instance) (bool, error) {
-	return tx.write(s, nil, in, "create", true)
 }
 
 const insertInstance = `INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
 	VALUES(?, ?, ?, ?, ?, ?, ?)`
 
-func (tx *Tx) write(s *Schema, old, in *Instance, action string, ifAbsent bool) (bool, error) {
+// write inserts (old == nil) or updates the row with data (in.Data encoded) and
+// writes the revision. With ifAbsent, an insert whose keyname exists writes nothing and
+// reports false.
+func (tx *Tx) write(s *Schema, old, in *Instance, action, data string, ifAbsent bool) (bool, error) {
 	now := tx.db.now()
-	data := mustJSON(in.Data)
 	if old == nil {
 		q := insertInstance
 		if ifAbsent {

@@ -19,7 +19,7 @@ func (s *Schema) ipv4AddressFields() []*Field {
 }
 
 // collectIPs creates, for every address in the ipv4 fields of in, the missing ipam_ip
-// instance with collected: true (SPEC §10). ipam_ip itself and schemas without ipv4
+// instance with collected: true (written addresses are collected). ipam_ip itself and schemas without ipv4
 // fields are left alone; so is everything when the ipam_ip schema does not exist.
 func (tx *Tx) collectIPs(s *Schema, in *Instance) (int, error) {
 	if s.Keyname == "ipam_ip" {

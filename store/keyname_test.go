@@ -25,6 +25,10 @@ func TestCheckKeyname(t *testing.T) {
 		{"control character is refused", "a\x01b", false},
 		{"DEL is refused", "a\x7fb", false},
 		{"invalid UTF-8 is refused", "a\xffb", false},
+		{"right-to-left override is refused", "admin\u202egpj", false},
+		{"zero-width space is refused", "ad\u200bmin", false},
+		{"zero-width joiner is refused", "a\u200db", false},
+		{"byte order mark is refused", "\ufeffadmin", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

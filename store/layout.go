@@ -13,7 +13,8 @@ import (
 // layout is the append-only list of table-layout changes; PRAGMA user_version counts
 // how many have run. Never edit an entry once released: append a new one.
 var layout = []string{
-	// 1: the documented on-disk format (SPEC §2).
+	// 1: the documented on-disk format (users inspect the file with sqlite3: never
+	// rename these tables or columns).
 	`
 CREATE TABLE registry (
 	key   TEXT PRIMARY KEY,
@@ -120,8 +121,22 @@ CREATE TABLE schema_generation (
 );
 INSERT INTO schema_generation(id, generation) VALUES(1, 0);
 `,
-	// 3: configuration changes bump the generation counter (configuration is cached
-	// with the schemas); per-schema instance counts and a trigram full-text index of keyname,
+	// 3: web console sessions. Only a hash of the token is stored; times are Unix seconds.
+	`
+CREATE TABLE sessions (
+	id         INTEGER PRIMARY KEY,
+	token_hash TEXT NOT NULL UNIQUE,
+	user_id    INTEGER NOT NULL,
+	login      TEXT NOT NULL,
+	csrf       TEXT NOT NULL,
+	address    TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	last_seen  INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL
+);
+CREATE INDEX sessions_user ON sessions(user_id);
+`,
+	// 4: per-schema instance counts and a trigram full-text index of keyname,
 	// displayname and data, both kept by triggers in the transactions that write
 	// instances (so every write path keeps them), and built here for existing files.
 	`
@@ -143,16 +158,6 @@ CREATE TRIGGER instances_count_move AFTER UPDATE OF classname ON instances
 	INSERT INTO instance_counts(classname, n) VALUES(NEW.classname, 1)
 		ON CONFLICT(classname) DO UPDATE SET n = n + 1;
 END;
--- Configuration is cached in memory under the same generation counter as schemas.
-CREATE TRIGGER configuration_insert AFTER INSERT ON configuration BEGIN
-	UPDATE schema_generation SET generation = generation + 1;
-END;
-CREATE TRIGGER configuration_update AFTER UPDATE ON configuration BEGIN
-	UPDATE schema_generation SET generation = generation + 1;
-END;
-CREATE TRIGGER configuration_delete AFTER DELETE ON configuration BEGIN
-	UPDATE schema_generation SET generation = generation + 1;
-END;
 CREATE VIRTUAL TABLE instances_search USING fts5(keyname, displayname, data,
 	content='instances', content_rowid='id', tokenize='trigram');
 INSERT INTO instances_search(instances_search) VALUES('rebuild');
@@ -169,6 +174,19 @@ CREATE TRIGGER instances_search_update AFTER UPDATE OF keyname, displayname, dat
 		VALUES('delete', OLD.id, OLD.keyname, OLD.displayname, OLD.data);
 	INSERT INTO instances_search(rowid, keyname, displayname, data)
 		VALUES(NEW.id, NEW.keyname, NEW.displayname, NEW.data);
+END;
+`,
+	// 5: configuration changes bump the generation counter: configuration is cached in
+	// memory with the schemas, and every process sees a change at its next read.
+	`
+CREATE TRIGGER configuration_insert AFTER INSERT ON configuration BEGIN
+	UPDATE schema_generation SET generation = generation + 1;
+END;
+CREATE TRIGGER configuration_update AFTER UPDATE ON configuration BEGIN
+	UPDATE schema_generation SET generation = generation + 1;
+END;
+CREATE TRIGGER configuration_delete AFTER DELETE ON configuration BEGIN
+	UPDATE schema_generation SET generation = generation + 1;
 END;
 `,
 }

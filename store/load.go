@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"dataservice/rules"
 )
 
 // Load outcomes, counted in LoadResult.
@@ -35,7 +38,7 @@ type LoadOptions struct {
 	NoRevisions bool
 	// Transform runs on each entry before it is loaded (a load-time pipeline); it
 	// may change the entry in place or discard it.
-	Transform func(e *Entry) (discard bool, err error)
+	Transform rules.Transform
 	// BatchSize is the number of entries per committed transaction (default 1000).
 	BatchSize int
 }
@@ -83,8 +86,15 @@ func (r *LoadResult) Add(r2 *LoadResult) {
 	r.Disabled += r2.Disabled
 	r.Skipped += r2.Skipped
 	r.Errors += r2.Errors
-	r.Messages = append(r.Messages, r2.Messages...)
+	for _, m := range r2.Messages {
+		if len(r.Messages) < MaxErrorMessages {
+			r.Messages = append(r.Messages, m)
+		}
+	}
 }
+
+// MaxErrorMessages bounds the error messages a load result lists; Errors counts all.
+const MaxErrorMessages = 100
 
 func (r *LoadResult) count(outcome string) {
 	switch outcome {
@@ -107,6 +117,9 @@ func (r *LoadResult) count(outcome string) {
 
 func (r *LoadResult) fail(e *Entry, err error) {
 	r.Errors++
+	if len(r.Messages) >= MaxErrorMessages {
+		return
+	}
 	cls, key := e.Classname, e.Keyname
 	if cls == "" || key == "" {
 		// prepare failed or a keyname mode rewrote nothing yet: name the entry as written.
@@ -120,6 +133,20 @@ func (r *LoadResult) fail(e *Entry, err error) {
 // atomically; a failed entry never stops the others. Entries that failed only for an
 // unresolved reference are retried once after all others.
 func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*LoadResult, error) {
+	return db.LoadStream(ctx, func(yield func(*Entry) error) error {
+		for _, e := range entries {
+			if err := yield(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, opts)
+}
+
+// LoadStream is Load over entries produced one at a time by source, which calls yield
+// for each (and returns yield's error when it fails): a document is loaded as it is
+// read, holding only the current batch and the entries waiting for a retry.
+func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions) (*LoadResult, error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 1000
 	}
@@ -148,37 +175,41 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 		return err
 	}
 	var retry []*Entry
-	pass := func(list []*Entry, second bool) error {
-		for _, e := range list {
-			if err := ctx.Err(); err != nil {
+	one := func(e *Entry, second bool) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if tx == nil {
+			if err := begin(); err != nil {
 				return err
 			}
-			if tx == nil {
-				if err := begin(); err != nil {
-					return err
-				}
-			}
-			outcome, err := tx.loadEntry(e, opts)
-			switch {
-			case err == nil:
-				res.count(outcome)
-			case !second && isUnresolved(err):
-				retry = append(retry, e)
-			case ErrorCode(err) == EInternal:
-				return fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
-			default:
-				res.fail(e, err)
-			}
-			inBatch++
-			if inBatch >= opts.BatchSize {
-				if err := flush(); err != nil {
-					return err
-				}
+		}
+		outcome, err := tx.loadEntry(e, opts)
+		switch {
+		case err == nil:
+			res.count(outcome)
+		case !second && isUnresolved(err):
+			retry = append(retry, e)
+		case ErrorCode(err) == EInternal:
+			return fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
+		default:
+			res.fail(e, err)
+		}
+		inBatch++
+		if inBatch >= opts.BatchSize {
+			return flush()
+		}
+		return nil
+	}
+	pass := func(list []*Entry, second bool) error {
+		for _, e := range list {
+			if err := one(e, second); err != nil {
+				return err
 			}
 		}
 		return nil
 	}
-	if err := pass(entries, false); err != nil {
+	if err := source(func(e *Entry) error { return one(e, false) }); err != nil {
 		return nil, err
 	}
 	// Retry passes go on while they resolve something, so chains of forward
@@ -250,7 +281,7 @@ func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
 		if err := e.prepare(""); err != nil {
 			return "", err
 		}
-		discard, err := opts.Transform(e)
+		discard, err := opts.Transform(e.Fields)
 		e.transformed = true
 		if err != nil {
 			return "", Errorf(EInvalid, "%v", err)
@@ -272,53 +303,6 @@ func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
 		return "", fmt.Errorf("entry failed after writing: %w", err)
 	}
 	return outcome, err
-}
-
-// classPermission is the permission a load needs for a built-in class, or "".
-func classPermission(cls string) string {
-	switch cls {
-	case "_schema":
-		return "p_schema_import"
-	case "_permission":
-		return "p_permission_import"
-	case "_user", "_group", "_role":
-		return "p_user_import"
-	case "_home":
-		return "p_home_import"
-	}
-	return ""
-}
-
-// dataPermission is the permission a write of kind op ("create", "update", "delete")
-// to an instance of s needs.
-func dataPermission(s *Schema, op string) string {
-	var own string
-	switch op {
-	case "create":
-		own = s.PCreate
-	case "update":
-		own = s.PUpdate
-	case "delete":
-		own = s.PDelete
-	}
-	if own != "" {
-		return own
-	}
-	return "p_data_" + op
-}
-
-// CanWrite reports whether auth may make a write of kind op to instances of s.
-func CanWrite(auth *Auth, s *Schema, op string) bool {
-	if auth == nil {
-		return true
-	}
-	if p := classPermission(s.Keyname); p != "" {
-		return auth.Has(p)
-	}
-	if auth.Has("p_data_admin") || (s.PAdmin != "" && auth.Has(s.PAdmin)) {
-		return true
-	}
-	return auth.Has(dataPermission(s, op))
 }
 
 func (tx *Tx) applyEntry(e *Entry, opts LoadOptions) (string, error) {
@@ -398,22 +382,21 @@ func isHexIP(s string) bool {
 	return true
 }
 
-// putInstance applies an instance entry of schema s.
+// putInstance applies an instance entry of schema s: it builds the new state from the
+// entry and the stored object and hands it to the apply path.
 func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error) {
 	if err := resolveKeyname(s, e); err != nil {
 		return "", err
 	}
+	ao := ApplyOptions{Auth: opts.Auth, System: opts.System}
 	// Insert first while entries keep being new (an initial load): one statement
 	// instead of a lookup and an insert. When the keyname exists, or the entry is not
 	// valid as a new object, the lookup path below decides with the stored object.
-	if e.Action == "create" && !tx.sawExisting && CanWrite(opts.Auth, s, "create") {
+	if e.Action == ActionCreate && !tx.sawExisting && CanWrite(opts.Auth, s, OpCreate) {
 		if next, err := tx.buildInstance(s, e, nil); err == nil {
-			inserted, err := tx.insertIfAbsent(s, next)
-			if err != nil {
-				return "", err
-			}
-			if inserted {
-				return OutCreated, nil
+			out, err := tx.Apply(tx.ctx, Write{Schema: s, New: next, Action: ActionCreate, validated: true, ifAbsent: true}, ao)
+			if !errors.Is(err, errExists) {
+				return out.Result, err
 			}
 			tx.sawExisting = true
 		}
@@ -422,60 +405,47 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 	if err != nil && !IsNotFound(err) {
 		return "", err
 	}
-	op := map[string]string{"create": "update", "update": "update", "init": "create", "delete": "delete",
-		"enable": "update", "disable": "update", "noop": ""}[e.Action]
-	if old == nil && (e.Action == "create" || e.Action == "init") {
-		op = "create"
-	}
-	if op != "" && old == nil && e.Action != "create" && e.Action != "init" {
-		if e.Action == "delete" {
-			return OutUnchanged, nil
-		}
-		return "", Errorf(ENotFound, "%s %q not found", s.Keyname, e.Keyname)
-	}
-	if op != "" && !CanWrite(opts.Auth, s, op) {
-		return "", Errorf(EForbidden, "permission denied: %s of %s", op, s.Keyname)
-	}
-	switch e.Action {
-	case "noop":
-		return OutSkipped, nil
-	case "delete":
-		if s.Keyname == "_user" && e.Keyname == "admin" && !opts.System {
-			return "", Errorf(EForbidden, "the admin account cannot be deleted")
-		}
-		return OutDeleted, tx.DeleteInstance(s, old)
-	case "init":
-		if old != nil {
-			return OutUnchanged, nil
-		}
-	case "enable", "disable":
-		want := e.Action == "enable"
-		if old.IsEnabled == want {
-			return OutUnchanged, nil
-		}
-		next := *old
-		next.IsEnabled = want
-		if err := tx.writeInstance(s, old, &next, e.Action); err != nil {
+	w := Write{Schema: s, Old: old, New: &Instance{Classname: s.Keyname, Keyname: e.Keyname}, Action: e.Action, validated: true}
+	// A load is refused before the entry is looked at when the caller may not make
+	// the write its action asks for, whatever the stored object holds.
+	if op := loadOp(e.Action, old); op != "" && (old != nil || e.Action == ActionCreate || e.Action == ActionInit) {
+		if err := authorizeWrite(opts.Auth, s, op); err != nil {
 			return "", err
 		}
-		return map[bool]string{true: OutEnabled, false: OutDisabled}[want], nil
 	}
-	next, err := tx.buildInstance(s, e, old)
-	if err != nil {
-		return "", err
+	switch e.Action {
+	case ActionCreate, ActionUpdate, ActionInit:
+		if old != nil || e.Action != ActionUpdate {
+			if e.Action == ActionInit && old != nil {
+				break
+			}
+			if w.New, err = tx.buildInstance(s, e, old); err != nil {
+				return "", err
+			}
+		}
 	}
-	if old != nil && old.Displayname == next.Displayname && old.IsEnabled == next.IsEnabled &&
-		mustJSON(old.Data) == mustJSON(next.Data) {
-		return OutUnchanged, nil
+	out, err := tx.Apply(tx.ctx, w, ao)
+	return out.Result, err
+}
+
+// loadOp is the kind of write an entry's action asks of a stored object old (nil:
+// none), or "" when it writes nothing.
+func loadOp(action string, old *Instance) string {
+	switch action {
+	case ActionCreate, ActionInit:
+		if old == nil {
+			return OpCreate
+		}
+		if action == ActionInit {
+			return OpCreate
+		}
+		return OpUpdate
+	case ActionUpdate, ActionEnable, ActionDisable:
+		return OpUpdate
+	case ActionDelete:
+		return OpDelete
 	}
-	action, outcome := "update", OutUpdated
-	if old == nil {
-		action, outcome = "create", OutCreated
-	}
-	if err := tx.writeInstance(s, old, next, action); err != nil {
-		return "", err
-	}
-	return outcome, nil
+	return ""
 }
 
 // buildInstance merges the entry into old (nil: a new object with the fields'
@@ -502,8 +472,8 @@ func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance) (*Instance, erro
 		v := e.Fields[k]
 		if s.Keyname == "_pipeline" && k == "content" {
 			text, _ := scalarText(v)
-			norm, _ := NormalizePipelineContent(text)
-			if err := CheckPipeline(norm); err != nil {
+			norm, _ := rules.Normalize(text)
+			if err := rules.Check(norm); err != nil {
 				return nil, Errorf(EInvalid, "content: %v", err)
 			}
 			v = norm
@@ -535,21 +505,6 @@ func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance) (*Instance, erro
 		return nil, err
 	}
 	return next, nil
-}
-
-// CanRead reports whether auth may read instances of s: the schema's p_read, else
-// p_data_read (p_data_admin and the schema's p_admin also grant it).
-func CanRead(auth *Auth, s *Schema) bool {
-	if auth == nil {
-		return true
-	}
-	if auth.Has("p_data_admin") || (s.PAdmin != "" && auth.Has(s.PAdmin)) {
-		return true
-	}
-	if s.PRead != "" {
-		return auth.Has(s.PRead)
-	}
-	return auth.Has("p_data_read")
 }
 
 // dottedOfHex is the dotted IPv4 address of a hexip keyname (8 lowercase hex digits).

@@ -436,11 +436,11 @@ func TestLoadSecondPass(t *testing.T) {
 		db := newTestDB(t)
 		mustLoad(t, db, serverSchema, store.LoadOptions{})
 		calls := 0
-		suffix := func(e *store.Entry) (bool, error) {
-			if cls, _ := e.Key(); cls == "server" {
+		suffix := func(fields map[string]any) (bool, error) {
+			if fields["classname"] == "server" {
 				calls++
-				h, _ := e.Fields["hostname"].(string)
-				e.Set("hostname", h+"-x")
+				h, _ := fields["hostname"].(string)
+				fields["hostname"] = h + "-x"
 			}
 			return false, nil
 		}
@@ -458,7 +458,7 @@ func TestLoadSecondPass(t *testing.T) {
 	t.Run("transform that discards skips the entry", func(t *testing.T) {
 		db := newTestDB(t)
 		mustLoad(t, db, serverSchema, store.LoadOptions{})
-		drop := func(e *store.Entry) (bool, error) { return e.Keyname == "b", nil }
+		drop := func(fields map[string]any) (bool, error) { return fields["keyname"] == "b", nil }
 		res := mustLoad(t, db, `
 - {classname: server, keyname: a}
 - {classname: server, keyname: b}

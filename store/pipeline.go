@@ -1,55 +1,8 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"strings"
-
-	"gopkg.in/yaml.v3"
-
-	"dataservice/tasks/rules"
 )
-
-// CheckPipeline reports whether content is a valid rule list.
-func CheckPipeline(content string) error {
-	_, err := rules.Parse(content)
-	return err
-}
-
-// NormalizePipelineContent converts pipeline content to the flat rule list (SPEC §5.7):
-// content that parses as a list is returned byte for byte; a mapping with `tasks:`
-// becomes that list (the deprecated keys csv_delimiter, encoding, keyfield and
-// classname are dropped with the wrapper); anything else becomes "[]". changed
-// reports whether the text differs from content.
-func NormalizePipelineContent(content string) (out string, changed bool) {
-	var root yaml.Node
-	if err := yaml.Unmarshal([]byte(content), &root); err == nil && len(root.Content) == 1 {
-		n := root.Content[0]
-		if n.Kind == yaml.SequenceNode {
-			return content, false
-		}
-		if n.Kind == yaml.MappingNode {
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value != "tasks" || n.Content[i+1].Kind != yaml.SequenceNode {
-					continue
-				}
-				var buf bytes.Buffer
-				enc := yaml.NewEncoder(&buf)
-				enc.SetIndent(2)
-				seq := *n.Content[i+1]
-				seq.Style = 0
-				if err := enc.Encode(&seq); err == nil && enc.Close() == nil {
-					s := buf.String()
-					if strings.TrimSpace(s) == "" || len(seq.Content) == 0 {
-						s = "[]"
-					}
-					return s, s != content
-				}
-			}
-		}
-	}
-	return "[]", content != "[]"
-}
 
 // Pipeline is a stored `_pipeline` instance.
 type Pipeline struct {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -116,12 +117,14 @@ func (tx *Tx) ConvertKeyname(in *Instance, newKey, displayname string) error {
 
 // InstanceKeys lists up to limit instances of cls with id > afterID, in id order,
 // reading only id, keyname, displayname and, when field is not empty, the value of
-// field if it is text (in Data[field]): the light scan of bulk keyname conversions.
+// field in Data[field]: a string when it is text, its JSON as a json.RawMessage when
+// it is any other non-null value (a list, a number), absent when missing or null. It
+// is the light scan of bulk keyname conversions.
 func (tx *Tx) InstanceKeys(cls, field string, afterID int64, limit int) ([]*Instance, error) {
-	value, args := "NULL", []any{cls, afterID, limit}
+	value, args := "NULL, NULL", []any{cls, afterID, limit}
 	if field != "" {
 		path := `$."` + field + `"`
-		value, args = "CASE WHEN json_type(data, ?) = 'text' THEN json_extract(data, ?) END", append([]any{path, path}, args...)
+		value, args = "json_type(data, ?), data ->> ?", append([]any{path, path}, args...)
 	}
 	stmt, err := tx.stmt("SELECT id, keyname, displayname, " + value +
 		" FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?")
@@ -136,12 +139,18 @@ func (tx *Tx) InstanceKeys(cls, field string, afterID int64, limit int) ([]*Inst
 	var out []*Instance
 	for rows.Next() {
 		in := &Instance{Classname: cls}
-		var v sql.NullString
-		if err := rows.Scan(&in.ID, &in.Keyname, &in.Displayname, &v); err != nil {
+		var typ, v sql.NullString
+		if err := rows.Scan(&in.ID, &in.Keyname, &in.Displayname, &typ, &v); err != nil {
 			return nil, fmt.Errorf("list %s: %w", cls, err)
 		}
-		if v.Valid {
+		switch {
+		case !typ.Valid || typ.String == "null":
+		case typ.String == "text":
 			in.Data = map[string]any{field: v.String}
+		case typ.String == "true" || typ.String == "false":
+			in.Data = map[string]any{field: json.RawMessage(typ.String)}
+		default:
+			in.Data = map[string]any{field: json.RawMessage(v.String)}
 		}
 		out = append(out, in)
 	}
@@ -248,7 +257,7 @@ const rewriteBatch = 1000
 // rewriteReferences rewrites fields of the instances of cls, a page of instances at a
 // time (memory does not grow with the number of instances); only (when set) restricts
 // the scan to instances holding that value. Only the data changes: the rewritten
-// instance keeps its ipv4 values, so nothing is collected (SPEC §10 collects addresses
+// instance keeps its ipv4 values, so nothing is collected (IP collection runs for addresses
 // when they are written; a reference rewrite writes none).
 func (tx *Tx) rewriteReferences(cls string, fields []string, only string, rename func(string) (string, bool)) (int, error) {
 	sch, err := tx.Schema(cls)

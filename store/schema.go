@@ -433,6 +433,7 @@ func (s *Schema) applyField(name string, attrs map[string]any, pos int) (bool, e
 	case action == "update" && f == nil:
 		return false, Errorf(ENotFound, "schema %s: field %s not found", s.Keyname, name)
 	}
+	existed := f != nil
 	if f == nil {
 		f = &Field{Classname: s.Keyname, Keyname: name, Dataformat: "string", CardinalMax: 1, IsEnabled: true,
 			Order: (pos + 1) * 10, Options: map[string]any{}}
@@ -455,6 +456,10 @@ func (s *Schema) applyField(name string, attrs map[string]any, pos int) (bool, e
 		case "dataformat":
 			if !dataformats[text] {
 				return false, Errorf(EInvalid, "schema %s: field %s: unknown dataformat %q", s.Keyname, name, text)
+			}
+			// Stored hashes would become readable values of the new dataformat.
+			if existed && f.Dataformat == "secret" && text != "secret" {
+				return false, Errorf(EInvalid, "schema %s: field %s: a secret field cannot change its dataformat (to %s)", s.Keyname, name, text)
 			}
 			f.Dataformat = text
 		case "dataformat_ext":
@@ -569,13 +574,19 @@ func (tx *Tx) writeSchema(s *Schema, drop []string) error {
 	return nil
 }
 
-// DeleteField removes a field definition directly (start-up migrations use it for
-// built-ins a reload cannot express). Stored values under that key are left in place
-// but are no longer read or exported.
+// DeleteField removes a field definition and, in the same transaction, its values
+// from every instance of the class: a search no longer matches them and nothing (a
+// re-run migration block, a later field of the same name) can read them back. Start-up
+// migrations also use it for built-ins a reload cannot express.
 func (tx *Tx) DeleteField(classname, keyname string) error {
 	if _, err := tx.ExecContext(tx.ctx, "DELETE FROM schema_fields WHERE classname = ? AND keyname = ?",
 		classname, keyname); err != nil {
 		return fmt.Errorf("delete field %s.%s: %w", classname, keyname, err)
+	}
+	path := `$."` + keyname + `"`
+	if _, err := tx.ExecContext(tx.ctx, `UPDATE instances SET data = json_remove(data, ?)
+		WHERE classname = ? AND json_type(data, ?) IS NOT NULL`, path, classname, path); err != nil {
+		return fmt.Errorf("delete values of field %s.%s: %w", classname, keyname, err)
 	}
 	tx.schemasChanged()
 	return nil

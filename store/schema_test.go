@@ -298,3 +298,22 @@ func TestSchemaCacheFollowsChanges(t *testing.T) {
 		}
 	})
 }
+
+// TestSecretFieldKeepsItsDataformat: a secret field cannot become another dataformat
+// (its stored hashes would become readable values); the schema is left unchanged.
+func TestSecretFieldKeepsItsDataformat(t *testing.T) {
+	db := newTestDB(t)
+	mustLoad(t, db, `{classname: _schema, keyname: vault, token: {dataformat: secret}}`, store.LoadOptions{})
+	mustLoad(t, db, `{classname: vault, keyname: v1, token: hunter2}`, store.LoadOptions{})
+	for _, to := range []string{"string", "text"} {
+		res := load(t, db, `{classname: _schema, keyname: vault, token: {dataformat: `+to+`}}`, store.LoadOptions{})
+		if got, want := messages(res), "a secret field cannot change its dataformat (to "+to+")"; res.Errors != 1 || !strings.Contains(got, want) {
+			t.Fatalf("to %s: got %d errors %q, want the refusal %q", to, res.Errors, got, want)
+		}
+	}
+	if got := schema(t, db, "vault").Field("token").Dataformat; got != "secret" {
+		t.Fatalf("dataformat after refusals: %s", got)
+	}
+	// Naming the same dataformat again, or adding a new field, is fine.
+	mustLoad(t, db, `{classname: _schema, keyname: vault, token: {dataformat: secret, displayname: Token}, note: {dataformat: string}}`, store.LoadOptions{})
+}

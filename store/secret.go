@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -39,6 +40,28 @@ func HashSecret(secret string) string {
 	b64 := base64.RawStdEncoding
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime,
 		argonThreads, b64.EncodeToString(salt), b64.EncodeToString(key))
+}
+
+// The bounds of argon2id parameters a stored hash may have (about 0.3 s and 64 MiB
+// per verification): a hash beyond them never verifies and is refused at load.
+const (
+	MaxArgonMemory  = 64 * 1024 // KiB
+	MaxArgonTime    = 4
+	MaxArgonThreads = 4
+)
+
+// checkHashText refuses text that is written as an argon2id hash ("$argon2id$...") but
+// is not one this store verifies, so it is neither stored as a hash that never
+// verifies nor hashed as if it were a plain secret. The message never quotes the text.
+func checkHashText(text string) error {
+	if !strings.HasPrefix(text, "$argon2id$") {
+		return nil
+	}
+	if _, ok := parseArgon(text); ok {
+		return nil
+	}
+	return Errorf(EInvalid, "an argon2id hash must have version 19, m <= %d (KiB), t <= %d, p <= %d, "+
+		"a salt of 8 bytes or more and a key of 16 to 64 bytes", MaxArgonMemory, MaxArgonTime, MaxArgonThreads)
 }
 
 type argonHash struct {
@@ -79,8 +102,10 @@ func parseArgon(s string) (argonHash, bool) {
 			return h, false
 		}
 	}
-	// Refuse parameters that would let a stored hash exhaust the machine (1 GiB, 16 passes).
-	if h.memory == 0 || h.memory > 1<<20 || h.time == 0 || h.time > 16 || h.threads == 0 {
+	// Refuse parameters that would let a stored hash exhaust the machine: a login
+	// against it would run that derivation.
+	if h.memory == 0 || h.memory > MaxArgonMemory || h.time == 0 || h.time > MaxArgonTime ||
+		h.threads == 0 || h.threads > MaxArgonThreads {
 		return h, false
 	}
 	var err error
@@ -144,23 +169,55 @@ func VerifySecret(secret, stored string) bool {
 // costs the same work as a wrong secret.
 var dummyHash = sync.OnceValue(func() string { return HashSecret("dataservice-dummy") })
 
-// VerifySecretCached is VerifySecret with an in-memory cache of successful
-// verifications keyed by a hash of (name, secret, stored hash): a change of the
-// stored hash misses the cache. stored == "" pays a full verification and fails.
+// VerifySecretCached is CheckCredential for a credential that is otherwise usable.
 func (db *DB) VerifySecretCached(name, secret, stored string) bool {
-	if stored == "" {
-		VerifySecret(secret, dummyHash())
+	return db.CheckCredential(name, secret, stored, true)
+}
+
+// guessSlots bound the derivations of credentials not verified before (unknown keys,
+// wrong secrets, first logins, refused keys): at most half the CPUs, so callers whose
+// credentials are in the cache keep the other half during a burst of bogus ones.
+var guessSlots = make(chan struct{}, max(1, runtime.NumCPU()/2))
+
+// guessWaiting counts callers waiting for a guess slot. Beyond maxGuessWaiting a
+// credential that is not in the cache is refused without any work: the refusal does
+// not depend on the secret, and a burst cannot pile up goroutines and memory.
+var guessWaiting atomic.Int64
+
+const maxGuessWaiting = 64
+
+// CheckCredential reports whether secret is the credential name's secret (stored is
+// its stored hash) and the credential may be used (usable: it exists, is enabled, not
+// expired, the client address passes its filter). Successful checks are cached in
+// memory, keyed by a hash of (name, secret, stored hash): a change of the stored hash
+// misses the cache. Every refusal costs one full argon2id derivation, whatever the
+// secret: a correct secret on a disabled, expired, filtered or unknown credential costs
+// what a wrong one costs, so timing does not tell a right secret.
+func (db *DB) CheckCredential(name, secret, stored string, usable bool) bool {
+	usable = usable && stored != ""
+	var k string
+	if usable {
+		sum := sha256.New()
+		for _, p := range []string{name, secret, stored} {
+			sum.Write([]byte(strconv.Itoa(len(p))))
+			sum.Write([]byte{0})
+			sum.Write([]byte(p))
+		}
+		k = string(sum.Sum(nil))
+		if _, ok := db.verify.Load(k); ok {
+			return true
+		}
+	}
+	if guessWaiting.Add(1) > maxGuessWaiting {
+		guessWaiting.Add(-1)
 		return false
 	}
-	sum := sha256.New()
-	for _, p := range []string{name, secret, stored} {
-		sum.Write([]byte(strconv.Itoa(len(p))))
-		sum.Write([]byte{0})
-		sum.Write([]byte(p))
-	}
-	k := string(sum.Sum(nil))
-	if _, ok := db.verify.Load(k); ok {
-		return true
+	guessSlots <- struct{}{}
+	guessWaiting.Add(-1)
+	defer func() { <-guessSlots }()
+	if !usable {
+		VerifySecret(secret, dummyHash())
+		return false
 	}
 	if !VerifySecret(secret, stored) {
 		if _, argon := parseArgon(stored); !argon {

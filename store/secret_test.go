@@ -104,6 +104,9 @@ func TestMalformedHashesNeverVerify(t *testing.T) {
 		{"zero memory", argon("v=19", "m=0,t=2,p=1", parts[4], parts[5])},
 		{"memory above 1 GiB", argon("v=19", "m=2097152,t=2,p=1", parts[4], parts[5])},
 		{"too many passes", argon("v=19", "m=19456,t=17,p=1", parts[4], parts[5])},
+		{"memory above 64 MiB", argon("v=19", "m=65537,t=2,p=1", parts[4], parts[5])},
+		{"more than 4 passes", argon("v=19", "m=19456,t=5,p=1", parts[4], parts[5])},
+		{"more than 4 lanes", argon("v=19", "m=19456,t=2,p=5", parts[4], parts[5])},
 		{"unknown parameter", argon("v=19", "m=19456,t=2,x=1", parts[4], parts[5])},
 		{"short salt", argon("v=19", parts[3], "c2FsdA", parts[5])},
 		{"salt not base64", argon("v=19", parts[3], "!!!!!!!!!!!!", parts[5])},
@@ -215,5 +218,54 @@ func TestPasswordsAndKeySecretsAreHashedOnLoad(t *testing.T) {
 	raw := queryString(t, db, "SELECT data FROM instances WHERE classname = '_user' AND keyname = 'jdoe'")
 	if strings.Contains(raw, "pa55") {
 		t.Fatalf("instances row holds the plain password: %s", raw)
+	}
+}
+
+// TestHeavyHashRefusedAtLoad: a stored hash with KDF parameters beyond the service's
+// bounds is refused at load with a clear error that does not quote it; nothing is
+// written, and it is not hashed as if it were a plain secret.
+func TestHeavyHashRefusedAtLoad(t *testing.T) {
+	db := newTestDB(t)
+	parts := strings.Split(store.HashSecret("x"), "$")
+	heavy := strings.Join([]string{"", "argon2id", "v=19", "m=1048576,t=16,p=1", parts[4], parts[5]}, "$")
+	entries := parse(t, "- {classname: _user, login: heavy}\n- {classname: _apikey, keyname: heavykey}\n")
+	entries[0].Set("password", heavy)
+	entries[1].Set("secret", heavy)
+	res, err := db.Load(t.Context(), entries, store.LoadOptions{})
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if got, want := counts(res), "created=0 updated=0 unchanged=0 deleted=0 enabled=0 disabled=0 skipped=0 errors=2"; got != want {
+		t.Fatalf("counts: got %s, want %s", got, want)
+	}
+	msgs := messages(res)
+	if !strings.Contains(msgs, "an argon2id hash must have version 19, m <= 65536 (KiB), t <= 4") || strings.Contains(msgs, parts[5]) {
+		t.Fatalf("messages do not name the bound, or quote the hash: %s", msgs)
+	}
+	absent(t, db, "_user", "heavy")
+	absent(t, db, "_apikey", "heavykey")
+}
+
+// TestCheckCredentialRefusalCostsTheSame: a correct secret on a credential that may not
+// be used (disabled, expired, filtered) costs a full derivation, like a wrong secret,
+// even right after the same secret was verified and cached.
+func TestCheckCredentialRefusalCostsTheSame(t *testing.T) {
+	db := newTestDB(t)
+	h := store.HashSecret("right")
+	if !db.CheckCredential("k", "right", h, true) {
+		t.Fatal("usable credential with the right secret refused")
+	}
+	var ok bool
+	for _, tt := range []struct {
+		name, secret string
+	}{{"right secret", "right"}, {"wrong secret", "wrong"}} {
+		if n := allocated(func() { ok = db.CheckCredential("k", tt.secret, h, false) }); ok || n < argonBytes {
+			t.Fatalf("%s on an unusable credential: ok=%v after %d bytes, want false after a full run", tt.name, ok, n)
+		}
+	}
+	// A legacy hash refused for being unusable pays the argon2id run too.
+	legacy := sha256Hash([]byte("salt"), "right")
+	if n := allocated(func() { ok = db.CheckCredential("k2", "right", legacy, false) }); ok || n < argonBytes {
+		t.Fatalf("right secret on an unusable legacy credential: ok=%v after %d bytes", ok, n)
 	}
 }

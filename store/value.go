@@ -58,6 +58,11 @@ func CheckKeyname(k string) error {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
 			return Errorf(EInvalid, "keyname %q contains whitespace or a control character", k)
 		}
+		// Format characters (bidi overrides, zero-width joiners and spaces) make two
+		// different keynames look the same, or one look like another.
+		if unicode.Is(unicode.Cf, r) {
+			return Errorf(EInvalid, "keyname %q contains an invisible format character (U+%04X)", k, r)
+		}
 	}
 	return nil
 }
@@ -180,8 +185,13 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 				return nil, false, f.invalid("%v", err)
 			}
 		}
-		if f.Dataformat == "secret" && !IsSecretHash(text) {
-			text = HashSecret(text)
+		if f.Dataformat == "secret" {
+			if err := checkHashText(text); err != nil {
+				return nil, false, f.invalid("%s", ErrorMessage(err))
+			}
+			if !IsSecretHash(text) {
+				text = HashSecret(text)
+			}
 		}
 		return text, true, nil
 	case "boolean":

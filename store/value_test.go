@@ -9,7 +9,8 @@ import (
 	"dataservice/store"
 )
 
-// formatsSchema has one field per dataformat of SPEC §3.1, and a few variants.
+// formatsSchema has one field per dataformat (string, text, int, float, boolean, date,
+// datetime, ipv4, schema, user, group, enumerate, external), and a few variants.
 const formatsSchema = `
 - classname: _schema
   keyname: site

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -90,7 +91,7 @@ func benchDB(b *testing.B, n int) string {
 		}
 		defer st.Close()
 		for i := 0; i < n; i++ {
-			if _, err := st.ExecContext(ctx, fmt.Sprintf("item-%07d", i), benchData(i), oldTime, oldTime); err != nil {
+			if _, err := st.ExecContext(ctx, fmt.Sprintf("item-%07d", i), benchData(i), testkit.OldTime, testkit.OldTime); err != nil {
 				return err
 			}
 		}

@@ -2,30 +2,20 @@ package tasks_test
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"dataservice/bootstrap"
-	"dataservice/builtin"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/tasks"
 )
 
 // waitLimit bounds every wait for asynchronous progress; reaching it fails the test.
 const waitLimit = 30 * time.Second
-
-// oldTime is the created_at/updated_at of the rows the tests insert by SQL, so any
-// write by a task shows as a changed updated_at.
-const oldTime = "2020-01-01T00:00:00Z"
 
 // testSchemas are the user schemas of most tests: host holds the instances a task
 // runs over; rack references hosts through a single- and a multi-valued field; site
@@ -51,124 +41,10 @@ const testSchemas = `
   note: {dataformat: string}
 `
 
-// logRecord is one record a logRecorder saw, attributes rendered as text.
-type logRecord struct {
-	Level slog.Level
-	Msg   string
-	Attrs map[string]string
-}
-
-// logRecorder keeps the records of its logger and echoes them to t.Log while the
-// test runs.
-type logRecorder struct {
-	mu      sync.Mutex
-	tb      testing.TB
-	done    bool
-	records []logRecord
-}
-
-func newLogRecorder(tb testing.TB) *logRecorder {
-	rec := &logRecorder{tb: tb}
-	tb.Cleanup(func() {
-		rec.mu.Lock()
-		rec.done = true
-		rec.mu.Unlock()
-	})
-	return rec
-}
-
-func (r *logRecorder) logger() *slog.Logger { return slog.New(&recordHandler{rec: r}) }
-
-// find returns the records with that level and message.
-func (r *logRecorder) find(level slog.Level, msg string) []logRecord {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []logRecord
-	for _, e := range r.records {
-		if e.Level == level && e.Msg == msg {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-type recordHandler struct {
-	rec   *logRecorder
-	attrs []slog.Attr
-}
-
-func (h *recordHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
-	e := logRecord{Level: r.Level, Msg: r.Message, Attrs: map[string]string{}}
-	for _, a := range h.attrs {
-		e.Attrs[a.Key] = a.Value.Resolve().String()
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		e.Attrs[a.Key] = a.Value.Resolve().String()
-		return true
-	})
-	h.rec.mu.Lock()
-	defer h.rec.mu.Unlock()
-	h.rec.records = append(h.rec.records, e)
-	if !h.rec.done {
-		msg := fmt.Sprintf("%s %s %v", r.Level, r.Message, e.Attrs)
-		if len(msg) > 400 {
-			msg = msg[:400] + "..."
-		}
-		h.rec.tb.Log(msg)
-	}
-	return nil
-}
-
-func (h *recordHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &recordHandler{rec: h.rec, attrs: append(append([]slog.Attr(nil), h.attrs...), attrs...)}
-}
-
-func (h *recordHandler) WithGroup(string) slog.Handler { return h }
-
-// template is a bootstrapped database file built once per test binary; each test
-// starts from a copy, which is much faster than running the start-up sequence.
-var template struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-func templatePath() (string, error) {
-	template.once.Do(func() {
-		dir, err := os.MkdirTemp("", "tasks-test-template-")
-		if err != nil {
-			template.err = err
-			return
-		}
-		path := filepath.Join(dir, "template.db")
-		ctx := context.Background()
-		db, err := store.Open(ctx, path, store.Options{})
-		if err != nil {
-			template.err = err
-			return
-		}
-		err = bootstrap.Run(ctx, db, bootstrap.Options{Version: "4.9.0", VersionDate: "2026-11-22", Init: builtin.Init()})
-		// Closing the last connection folds the WAL into the main file, so copying
-		// that one file is enough.
-		if cerr := db.Close(); err == nil {
-			err = cerr
-		}
-		if _, serr := os.Stat(path + "-wal"); err == nil && serr == nil {
-			err = fmt.Errorf("%s-wal left after close", path)
-		}
-		template.path, template.err = path, err
-	})
-	return template.path, template.err
-}
-
 // TestMain removes the template and benchmark databases after the run.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if template.path != "" {
-		os.RemoveAll(filepath.Dir(template.path))
-	}
+	testkit.Cleanup()
 	if benchFiles.dir != "" {
 		os.RemoveAll(benchFiles.dir)
 	}
@@ -176,44 +52,13 @@ func TestMain(m *testing.M) {
 }
 
 // newDBFile returns the path of a fresh, bootstrapped database file in tb.TempDir().
-func newDBFile(tb testing.TB) string {
-	tb.Helper()
-	src, err := templatePath()
-	if err != nil {
-		tb.Fatalf("bootstrap template database: %v", err)
-	}
-	dst := filepath.Join(tb.TempDir(), "data.db")
-	in, err := os.Open(src)
-	if err != nil {
-		tb.Fatalf("copy template: %v", err)
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		tb.Fatalf("copy template: %v", err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		tb.Fatalf("copy template: %v", err)
-	}
-	if err := out.Close(); err != nil {
-		tb.Fatalf("copy template: %v", err)
-	}
-	return dst
-}
+var newDBFile = testkit.MigratedFile
 
-// openDB opens the database file at path; it is closed when the test ends.
+// openDB opens the database file at path with the real clock (leases expire) and no
+// store log; it is closed when the test ends.
 func openDB(tb testing.TB, path string) *store.DB {
 	tb.Helper()
-	db, err := store.Open(context.Background(), path, store.Options{})
-	if err != nil {
-		tb.Fatalf("open %s: %v", path, err)
-	}
-	tb.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			tb.Errorf("close: %v", err)
-		}
-	})
-	return db
+	return testkit.Open(tb, path, testkit.Options{Logger: slog.New(slog.DiscardHandler), Clock: time.Now})
 }
 
 // newDB opens a fresh bootstrapped database (built-in definitions, configuration)
@@ -228,17 +73,7 @@ func newDB(tb testing.TB) *store.DB {
 // mustLoad loads a YAML document with every permission; any error fails the test.
 func mustLoad(tb testing.TB, db *store.DB, doc string) {
 	tb.Helper()
-	entries, err := store.ParseDocument("test.yml", []byte(doc))
-	if err != nil {
-		tb.Fatalf("parse: %v", err)
-	}
-	res, err := db.Load(context.Background(), entries, store.LoadOptions{})
-	if err != nil {
-		tb.Fatalf("load: %v", err)
-	}
-	if res.Errors != 0 {
-		tb.Fatalf("load: %d errors: %v", res.Errors, res.Messages)
-	}
+	testkit.MustLoad(tb, db, doc, store.LoadOptions{})
 }
 
 // addPipeline stores a pipeline with that content and optional run_permission.
@@ -248,122 +83,38 @@ func addPipeline(tb testing.TB, db *store.DB, name, content, runPermission strin
 	if runPermission != "" {
 		m["run_permission"] = runPermission
 	}
-	res, err := db.Load(context.Background(), []*store.Entry{store.NewEntry(m)}, store.LoadOptions{})
-	if err != nil {
-		tb.Fatalf("load pipeline %s: %v", name, err)
-	}
+	res := testkit.LoadEntries(tb, db, []*store.Entry{store.NewEntry(m)}, store.LoadOptions{})
 	if res.Errors != 0 {
 		tb.Fatalf("load pipeline %s: %v", name, res.Messages)
 	}
 }
 
 // row is an instance the tests insert by SQL.
-type row struct {
-	Keyname string
-	Enabled bool
-	Data    map[string]any
-}
+type row = testkit.Row
 
-// insertRows inserts instances of cls by SQL in one transaction (much faster than a
-// load; the values must be valid for the schema).
-func insertRows(tb testing.TB, db *store.DB, cls string, rows []row) {
-	tb.Helper()
-	ctx := context.Background()
-	err := db.WithTx(ctx, func(tx *store.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
-			created_at, updated_at) VALUES(?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for _, r := range rows {
-			data, err := json.Marshal(r.Data)
-			if err != nil {
-				return err
-			}
-			if _, err := st.ExecContext(ctx, cls, r.Keyname, "", r.Enabled, string(data), oldTime, oldTime); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		tb.Fatalf("insert %s rows: %v", cls, err)
-	}
-}
-
-// execSQL runs statements in one write transaction.
-func execSQL(tb testing.TB, db *store.DB, stmts ...string) {
-	tb.Helper()
-	ctx := context.Background()
-	err := db.WithTx(ctx, func(tx *store.Tx) error {
-		for _, q := range stmts {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
-				return fmt.Errorf("%s: %w", q, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-}
-
-// queryInt runs a query returning one integer.
-func queryInt(tb testing.TB, db *store.DB, query string, args ...any) int {
-	tb.Helper()
-	var n int
-	if err := db.Reader().QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
-		tb.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
-// queryString runs a query returning one text value (NULL reads as "<null>").
-func queryString(tb testing.TB, db *store.DB, query string, args ...any) string {
-	tb.Helper()
-	var s sql.NullString
-	if err := db.Reader().QueryRowContext(context.Background(), query, args...).Scan(&s); err != nil {
-		tb.Fatalf("%s: %v", query, err)
-	}
-	if !s.Valid {
-		return "<null>"
-	}
-	return s.String
-}
+// The shared helpers of the test kit, under the names these tests use.
+var (
+	// insertRows inserts instances by SQL in one transaction (much faster than a
+	// load; the values must be valid for the schema).
+	insertRows = testkit.InsertInstances
+	// execSQL runs statements in one write transaction.
+	execSQL  = testkit.ExecAll
+	queryInt = testkit.QueryInt
+	// queryString reads one text value (NULL reads as "<null>").
+	queryString = testkit.QueryString
+	instance    = testkit.Instance
+)
 
 // dumpTable renders every row of table, in rowid order, one line per row.
 func dumpTable(tb testing.TB, db *store.DB, table string) string {
 	tb.Helper()
-	rows, err := db.Reader().QueryContext(context.Background(), "SELECT * FROM "+table+" ORDER BY rowid")
-	if err != nil {
-		tb.Fatalf("dump %s: %v", table, err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		tb.Fatalf("dump %s: %v", table, err)
-	}
+	cols, rows := testkit.Rows(tb, db, "SELECT * FROM "+table+" ORDER BY rowid")
 	var b strings.Builder
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			tb.Fatalf("dump %s: %v", table, err)
-		}
+	for _, vals := range rows {
 		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				v = string(b)
-			}
 			fmt.Fprintf(&b, "%s=%v|", cols[i], v)
 		}
 		b.WriteByte('\n')
-	}
-	if err := rows.Err(); err != nil {
-		tb.Fatalf("dump %s: %v", table, err)
 	}
 	return b.String()
 }
@@ -414,16 +165,6 @@ func instanceRows(tb testing.TB, db *store.DB, cls string) map[string]instRow {
 	return out
 }
 
-// instance reads one instance or fails the test.
-func instance(tb testing.TB, db *store.DB, cls, key string) *store.Instance {
-	tb.Helper()
-	in, err := db.Instance(context.Background(), cls, key)
-	if err != nil {
-		tb.Fatalf("read %s %s: %v", cls, key, err)
-	}
-	return in
-}
-
 // newRunner returns a Runner with test defaults (small batches, fast polling, a
 // short lease, logs to t.Log) for every option o leaves zero.
 func newRunner(tb testing.TB, db *store.DB, o tasks.Options) *tasks.Runner {
@@ -441,7 +182,7 @@ func newRunner(tb testing.TB, db *store.DB, o tasks.Options) *tasks.Runner {
 		o.Workers = 1
 	}
 	if o.Logger == nil {
-		o.Logger = newLogRecorder(tb).logger()
+		o.Logger = new(testkit.Recorder).Logger(tb)
 	}
 	return tasks.New(db, o)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -242,8 +243,8 @@ func TestShutdown(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		rec := newLogRecorder(t)
-		logger := slog.New(hookHandler{Handler: rec.logger().Handler(), fn: func(r slog.Record) {
+		rec := new(testkit.Recorder)
+		logger := slog.New(hookHandler{Handler: rec.Logger(t).Handler(), fn: func(r slog.Record) {
 			if r.Message == "task start" {
 				cancel()
 			}
@@ -452,10 +453,10 @@ func TestPermissionsRecheckedAtStart(t *testing.T) {
 
 func TestPanickingTask(t *testing.T) {
 	db := markerDB(t, 300)
-	rec := newLogRecorder(t)
+	rec := new(testkit.Recorder)
 	var first string
 	var mu sync.Mutex
-	r := newRunner(t, db, tasks.Options{Logger: rec.logger(), AfterBatch: func(h string, b int) error {
+	r := newRunner(t, db, tasks.Options{Logger: rec.Logger(t), AfterBatch: func(h string, b int) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if h == first && b == 1 {
@@ -486,7 +487,7 @@ func TestPanickingTask(t *testing.T) {
 		}
 	})
 	t.Run("the panic is logged with its stack", func(t *testing.T) {
-		logged := rec.find(slog.LevelError, "task panicked")
+		logged := rec.Find(slog.LevelError, "task panicked")
 		if got, want := len(logged), 1; got != want {
 			t.Fatalf("%d panic records, want %d", got, want)
 		}

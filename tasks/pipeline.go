@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"dataservice/rules"
 	"dataservice/store"
-	"dataservice/tasks/rules"
 )
 
 // checkpoint is where a pipeline run resumes: the schema index and the last instance
@@ -140,7 +140,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 				return false, false, err
 			}
 		}
-		if err := x.process(tx, s, in); err != nil {
+		if err := x.process(ctx, tx, s, in); err != nil {
 			return false, false, err
 		}
 		cp.After = in.ID
@@ -160,6 +160,9 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 	}
 	if err := tx.Commit(); err != nil {
 		return false, false, err
+	}
+	if r.o.OnProcessed != nil {
+		r.o.OnProcessed(len(batch))
 	}
 	return flag == 1, true, nil
 }
@@ -210,9 +213,10 @@ func (x *pipelineRun) record(c Change) {
 	}
 }
 
-// process applies the rules to one instance and acts on the outcome (SPEC §6.3).
-// A returned error is internal and fails the batch; entry problems are counted.
-func (x *pipelineRun) process(tx *store.Tx, s *store.Schema, in *store.Instance) error {
+// process applies the rules to one instance and hands the outcome to the store's
+// apply path, counting what it did. A returned error is internal and fails the
+// batch; entry problems are counted.
+func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema, in *store.Instance) error {
 	x.res.Scanned++
 	e := entryOf(s, in)
 	discard, err := x.rules.Apply(e, x.now)
@@ -229,73 +233,59 @@ func (x *pipelineRun) process(tx *store.Tx, s *store.Schema, in *store.Instance)
 		return nil
 	}
 	action, _ := e["_action"].(string)
-	action = strings.ToLower(strings.TrimSpace(action))
-	dry := x.p.DryRun
-	switch action {
-	case "noop", "init":
-		x.res.Unchanged++
-		return nil
-	case "delete":
-		if !store.CanWrite(x.auth, s, "delete") {
-			x.fail(in, store.Errorf(store.EForbidden, "permission denied: delete of %s", s.Keyname))
+	w := store.Write{Schema: s, Old: in, Action: strings.ToLower(strings.TrimSpace(action))}
+	switch w.Action {
+	case "", store.ActionCreate, store.ActionUpdate:
+		w.Action = store.ActionUpdate
+		if w.New, err = newState(s, in, e); err != nil {
+			x.fail(in, err)
 			return nil
 		}
-		if s.Keyname == "_user" && in.Keyname == "admin" {
-			// As in a load: bulk_delete_disabled would otherwise remove the locked account.
-			x.fail(in, store.Errorf(store.EForbidden, "the admin account cannot be deleted"))
-			return nil
+	}
+	out, err := tx.Apply(ctx, w, store.ApplyOptions{Auth: x.auth, DryRun: x.p.DryRun})
+	if err != nil {
+		if store.ErrorCode(err) == store.EInternal {
+			return err
 		}
-		if !dry {
-			if err := tx.DeleteInstance(s, in); err != nil {
-				return err
-			}
-		}
-		x.res.Deleted++
-		x.record(Change{Classname: in.Classname, Keyname: in.Keyname, Action: "delete"})
-		return nil
-	case "enable", "disable":
-		want := action == "enable"
-		if in.IsEnabled == want {
-			x.res.Unchanged++
-			return nil
-		}
-		if !store.CanWrite(x.auth, s, "update") {
-			x.fail(in, store.Errorf(store.EForbidden, "permission denied: update of %s", s.Keyname))
-			return nil
-		}
-		if !dry {
-			next := *in
-			next.IsEnabled = want
-			if err := tx.WriteInstance(s, in, &next, action); err != nil {
-				return err
-			}
-		}
-		if want {
-			x.res.Enabled++
-		} else {
-			x.res.Disabled++
-		}
-		x.record(Change{Classname: in.Classname, Keyname: in.Keyname, Action: action})
-		return nil
-	case "", "create", "update":
-	default:
-		x.fail(in, store.Errorf(store.EInvalid, "unknown _action %q", action))
+		x.fail(in, err)
 		return nil
 	}
-	return x.update(tx, s, in, e)
+	switch out.Result {
+	case store.OutSkipped, store.OutUnchanged:
+		x.res.Unchanged++
+		return nil
+	case store.OutDeleted:
+		x.res.Deleted++
+	case store.OutEnabled:
+		x.res.Enabled++
+	case store.OutDisabled:
+		x.res.Disabled++
+	case store.OutUpdated:
+		x.res.Updated++
+		change := Change{Classname: in.Classname, Keyname: in.Keyname, Action: store.ActionUpdate,
+			Fields: changedFields(s, in, w.New)}
+		if out.Renamed {
+			change.NewKey = w.New.Keyname
+			x.renamed = !x.p.DryRun
+		}
+		x.record(change)
+		return nil
+	}
+	x.record(Change{Classname: in.Classname, Keyname: in.Keyname, Action: w.Action})
+	return nil
 }
 
-// update writes back changed fields, displayname and is_enabled, and renames (with
-// cascade) when the keyname changed.
-func (x *pipelineRun) update(tx *store.Tx, s *store.Schema, in *store.Instance, e rules.Entry) error {
+// newState is the state the rules left in e: changed fields, displayname, is_enabled
+// and keyname (a change is a cascading rename). Secret and external fields keep their
+// stored values (the rules never see them).
+func newState(s *store.Schema, in *store.Instance, e rules.Entry) (*store.Instance, error) {
 	next := &store.Instance{ID: in.ID, Classname: in.Classname, Keyname: in.Keyname, Displayname: in.Displayname,
 		IsEnabled: in.IsEnabled, Data: make(map[string]any, len(in.Data))}
 	for k, v := range in.Data {
 		next.Data[k] = v
 	}
-	newKey := in.Keyname
 	if k, ok := e["keyname"]; ok {
-		newKey = strings.TrimSpace(fmt.Sprint(k))
+		next.Keyname = strings.TrimSpace(fmt.Sprint(k))
 	}
 	if d, ok := e["displayname"]; ok {
 		next.Displayname = textOf(d)
@@ -305,8 +295,7 @@ func (x *pipelineRun) update(tx *store.Tx, s *store.Schema, in *store.Instance, 
 		if !isBool {
 			var okWord bool
 			if b, okWord = store.BoolWord(textOf(v)); !okWord {
-				x.fail(in, store.Errorf(store.EInvalid, "is_enabled %q is not a boolean", textOf(v)))
-				return nil
+				return nil, store.Errorf(store.EInvalid, "is_enabled %q is not a boolean", textOf(v))
 			}
 		}
 		next.IsEnabled = b
@@ -321,86 +310,22 @@ func (x *pipelineRun) update(tx *store.Tx, s *store.Schema, in *store.Instance, 
 			delete(next.Data, f.Keyname)
 		}
 	}
-	// Only the values the rules changed are validated again.
-	if err := tx.PrepareChanges(s, next, in); err != nil {
-		if store.ErrorCode(err) == store.EInternal {
-			return err
-		}
-		x.fail(in, err)
-		return nil
-	}
-	var changedFields map[string]FieldChange
+	return next, nil
+}
+
+// changedFields lists the fields whose value differs between in and next.
+func changedFields(s *store.Schema, in, next *store.Instance) map[string]FieldChange {
+	var out map[string]FieldChange
 	for _, f := range s.Fields {
 		o, n := in.Data[f.Keyname], next.Data[f.Keyname]
 		if !reflect.DeepEqual(o, n) {
-			if changedFields == nil {
-				changedFields = map[string]FieldChange{}
+			if out == nil {
+				out = map[string]FieldChange{}
 			}
-			changedFields[f.Keyname] = FieldChange{Old: o, New: n}
+			out[f.Keyname] = FieldChange{Old: o, New: n}
 		}
 	}
-	dataChanged := len(changedFields) > 0 || next.Displayname != in.Displayname || next.IsEnabled != in.IsEnabled
-	renamed := newKey != in.Keyname
-	if !dataChanged && !renamed {
-		x.res.Unchanged++
-		return nil
-	}
-	if dataChanged && !store.CanWrite(x.auth, s, "update") {
-		x.fail(in, store.Errorf(store.EForbidden, "permission denied: update of %s", s.Keyname))
-		return nil
-	}
-	if renamed && !x.auth.Has("p_keyname_rename") {
-		x.fail(in, store.Errorf(store.EForbidden, "permission denied: renaming needs p_keyname_rename"))
-		return nil
-	}
-	if renamed && s.Keyname == "_user" && in.Keyname == "admin" {
-		// The start-up sequence manages the account by this login.
-		x.fail(in, store.Errorf(store.EForbidden, "the admin account cannot be renamed"))
-		return nil
-	}
-	change := Change{Classname: in.Classname, Keyname: in.Keyname, Action: "update", Fields: changedFields}
-	if renamed {
-		change.NewKey = newKey
-		if err := x.rename(tx, s, in, next, newKey, dataChanged); err != nil {
-			if store.ErrorCode(err) == store.EInternal {
-				return err
-			}
-			x.fail(in, err)
-			return nil
-		}
-		x.renamed = !x.p.DryRun
-	} else if !x.p.DryRun {
-		if err := tx.WriteInstance(s, in, next, "update"); err != nil {
-			return err
-		}
-	}
-	x.res.Updated++
-	x.record(change)
-	return nil
-}
-
-// rename applies a keyname change (and the other changes) atomically.
-func (x *pipelineRun) rename(tx *store.Tx, s *store.Schema, in, next *store.Instance, newKey string, dataChanged bool) error {
-	if x.p.DryRun {
-		return tx.CheckRename(s, next, newKey)
-	}
-	if _, err := tx.ExecContext(context.Background(), "SAVEPOINT pipeline_entry"); err != nil {
-		return err
-	}
-	err := func() error {
-		if dataChanged {
-			if err := tx.WriteInstance(s, in, next, "update"); err != nil {
-				return err
-			}
-		}
-		_, err := tx.Rename(s, next, newKey)
-		return err
-	}()
-	if err != nil {
-		tx.ExecContext(context.Background(), "ROLLBACK TO pipeline_entry")
-	}
-	tx.ExecContext(context.Background(), "RELEASE pipeline_entry")
-	return err
+	return out
 }
 
 func textOf(v any) string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -16,7 +17,8 @@ import (
 var outcomeKinds = []string{"noop", "init", "keep", "upd", "del", "ena", "dis", "disc",
 	"ren", "renupd", "etoint", "evalid", "eclass", "ecoll", "ecollupd", "off", "eaction", "ebool"}
 
-// outcomePipeline gives each kind of host its outcome (SPEC §6.3).
+// outcomePipeline gives each kind of host its outcome (discarded, unchanged, deleted,
+// disabled, enabled, updated, renamed, or an error of each kind).
 const outcomePipeline = `
 - set_condition: [noop, field_match, kind, '^noop$']
 - field_set: [noop, _action, noop]
@@ -230,7 +232,7 @@ func TestPipelineOutcomes(t *testing.T) {
 				if got != want {
 					t.Fatalf("%s (upd): %s, want %s", key, got, want)
 				}
-				if in.UpdatedAt == oldTime {
+				if in.UpdatedAt == testkit.OldTime {
 					t.Fatalf("%s (upd): updated_at not changed", key)
 				}
 			case "ena", "dis", "off":

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -96,8 +97,8 @@ func TestLostLeaseBatchDoesNotCommit(t *testing.T) {
 	addPipeline(t, db, "marker", markerPipeline, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rec := newLogRecorder(t)
-	r1 := newRunner(t, db, tasks.Options{BatchSize: batch, Lease: time.Minute, Logger: rec.logger(),
+	rec := new(testkit.Recorder)
+	r1 := newRunner(t, db, tasks.Options{BatchSize: batch, Lease: time.Minute, Logger: rec.Logger(t),
 		AfterBatch: func(h string, b int) error {
 			if b == 2 {
 				// Another runner took the task over (its lease looked expired).
@@ -114,7 +115,7 @@ func TestLostLeaseBatchDoesNotCommit(t *testing.T) {
 		defer close(stopped)
 		defer cancel()
 		for deadline := time.Now().Add(waitLimit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			if len(rec.find(slog.LevelInfo, "task interrupted; it resumes from its checkpoint")) > 0 {
+			if len(rec.Find(slog.LevelInfo, "task interrupted; it resumes from its checkpoint")) > 0 {
 				return
 			}
 		}
@@ -171,9 +172,7 @@ func TestHelperProcess(t *testing.T) {
 }
 
 func TestResumeAfterKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a child process")
-	}
+	testkit.Slow(t)
 	const n = 20000
 	path := newDBFile(t)
 	db := openDB(t, path)

@@ -173,3 +173,35 @@ func TestSubmitWithoutAuthIsRejected(t *testing.T) {
 		t.Fatalf("Submit without Auth: %q, want %q", got, want)
 	}
 }
+
+// TestSubmitQueuePerOwner: one submitting credential cannot fill the queue; another
+// credential still submits. Keys without a user are told apart by key, not "system".
+func TestSubmitQueuePerOwner(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	addPipeline(t, db, "marker", markerPipeline, "")
+	if err := db.SetConfig(ctx, map[string]string{"QUEUE_MAX": "10", "QUEUE_MAX_PER_OWNER": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, db, tasks.Options{})
+	keyA := &store.Auth{Kind: "apikey", Name: "key_a", All: true}
+	keyB := &store.Auth{Kind: "apikey", Name: "key_b", All: true}
+	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: keyA, OwnerType: "api", OwnerID: "system"}
+	for i := 0; i < 2; i++ {
+		if _, err := r.Submit(ctx, p); err != nil {
+			t.Fatalf("submission %d of key_a: %v", i+1, err)
+		}
+	}
+	_, err := r.Submit(ctx, p)
+	if got, want := store.ErrorCode(err)+": "+store.ErrorMessage(err),
+		"invalid: task queue is full for this owner (2 unfinished tasks, QUEUE_MAX_PER_OWNER 2)"; got != want {
+		t.Fatalf("third submission of key_a: %q, want %q", got, want)
+	}
+	p.Auth = keyB
+	if _, err := r.Submit(ctx, p); err != nil {
+		t.Fatalf("key_b (same owner id system) was refused: %v", err)
+	}
+	if got, want := queryInt(t, db, "SELECT count(*) FROM tasks"), 3; got != want {
+		t.Fatalf("tasks: %d, want %d", got, want)
+	}
+}

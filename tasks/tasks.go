@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"dataservice/rules"
 	"dataservice/store"
-	"dataservice/tasks/rules"
 )
 
 // Task statuses.
@@ -45,6 +45,9 @@ type Options struct {
 	Poll time.Duration
 	// AfterBatch, when set, runs after each committed batch (tests inject crashes here).
 	AfterBatch func(handle string, batch int) error
+	// OnProcessed, when set, is told how many instances each committed pipeline batch
+	// processed (metrics).
+	OnProcessed func(n int)
 }
 
 // Runner submits and runs tasks.
@@ -172,6 +175,7 @@ func (r *Runner) Submit(ctx context.Context, p Params) (string, error) {
 	pj, _ := json.Marshal(params{Pipeline: pl.Keyname, Schemas: p.Schemas, DryRun: p.DryRun, Content: pl.Content})
 	aj, _ := json.Marshal(p.Auth)
 	max := r.db.ConfigInt(ctx, "QUEUE_MAX")
+	perOwner := r.db.ConfigInt(ctx, "QUEUE_MAX_PER_OWNER")
 	err = r.db.WithTx(ctx, func(tx *store.Tx) error {
 		var n int
 		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").Scan(&n); err != nil {
@@ -179,6 +183,16 @@ func (r *Runner) Submit(ctx context.Context, p Params) (string, error) {
 		}
 		if n >= max {
 			return store.Errorf(store.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
+		}
+		// The owner is the submitting credential (the stored authorisation context's
+		// kind and name): keys without a user all own tasks as "system" otherwise.
+		var mine int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')
+			AND json_extract(auth, '$.kind') = ? AND json_extract(auth, '$.name') = ?`, p.Auth.Kind, p.Auth.Name).Scan(&mine); err != nil {
+			return fmt.Errorf("count tasks: %w", err)
+		}
+		if perOwner > 0 && mine >= perOwner {
+			return store.Errorf(store.EInvalid, "task queue is full for this owner (%d unfinished tasks, QUEUE_MAX_PER_OWNER %d)", mine, perOwner)
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO tasks(handle, kind, params, auth, owner_type, owner_id, status, created_at)
 			VALUES(?, 'pipeline', ?, ?, ?, ?, 'queued', ?)`, handle, string(pj), string(aj), p.OwnerType, p.OwnerID, now())

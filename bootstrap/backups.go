@@ -1,0 +1,141 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"dataservice/store"
+)
+
+// scheduledSuffix ends the names of scheduled backups; only these are pruned.
+const scheduledSuffix = ".scheduled.bak"
+
+// backupName is `<db>.<DB_VERSION>.<UTC timestamp, ms><suffix>`, with -2, -3… before the
+// suffix when the name exists (the naming of the backup before migrating, whose suffix
+// is ".bak").
+func backupName(dbPath, dbVersion string, now time.Time, suffix string) string {
+	base := fmt.Sprintf("%s.%s.%s", dbPath, dbVersion, now.UTC().Format("20060102T150405.000Z"))
+	dest := base + suffix
+	for i := 2; fileExists(dest); i++ {
+		dest = fmt.Sprintf("%s-%d%s", base, i, suffix)
+	}
+	return dest
+}
+
+// backupFile is one backup beside the database.
+type backupFile struct {
+	path string
+	mod  time.Time
+}
+
+// backups lists the complete backups of dbPath (`<db>.*.bak`; `.partial` leftovers are
+// not backups), newest first; scheduledOnly keeps the scheduled ones.
+func backups(dbPath string, scheduledOnly bool) ([]backupFile, error) {
+	dir, base := filepath.Dir(dbPath), filepath.Base(dbPath)+"."
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []backupFile
+	for _, e := range ents {
+		n := e.Name()
+		if !e.Type().IsRegular() || !strings.HasPrefix(n, base) || !strings.HasSuffix(n, ".bak") {
+			continue
+		}
+		if scheduledOnly && !strings.HasSuffix(n, scheduledSuffix) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, backupFile{path: filepath.Join(dir, n), mod: info.ModTime()})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].mod.Equal(out[j].mod) {
+			return out[i].mod.After(out[j].mod)
+		}
+		return out[i].path > out[j].path
+	})
+	return out, nil
+}
+
+// LastBackup returns the modification time of the newest complete backup of dbPath
+// (scheduled, before-migration or any other `<db>.*.bak`); ok is false when there is none.
+func LastBackup(dbPath string) (t time.Time, ok bool) {
+	list, err := backups(dbPath, false)
+	if err != nil || len(list) == 0 {
+		return time.Time{}, false
+	}
+	return list[0].mod, true
+}
+
+// ScheduledBackup takes a scheduled backup when BACKUP_INTERVAL_HOURS is not 0 and the
+// newest scheduled backup is at least that old, then keeps the newest BACKUP_KEEP
+// scheduled backups. It returns the new file ("" when none was due).
+func ScheduledBackup(ctx context.Context, db *store.DB, now time.Time, log *slog.Logger) (string, error) {
+	hours := db.ConfigInt(ctx, "BACKUP_INTERVAL_HOURS")
+	if hours <= 0 {
+		return "", nil
+	}
+	list, err := backups(db.Path(), true)
+	if err != nil {
+		return "", fmt.Errorf("scheduled backup: %w", err)
+	}
+	if len(list) > 0 && now.Sub(list[0].mod) < time.Duration(hours)*time.Hour {
+		return "", nil
+	}
+	dbv, err := db.Registry(ctx, store.RegDBVersion)
+	if err != nil {
+		return "", fmt.Errorf("scheduled backup: %w", err)
+	}
+	dest := backupName(db.Path(), dbv, now, scheduledSuffix)
+	if err := db.Backup(ctx, dest); err != nil {
+		return "", fmt.Errorf("scheduled backup: %w", err)
+	}
+	log.Info("scheduled backup written", "file", dest)
+	keep := db.ConfigInt(ctx, "BACKUP_KEEP")
+	if list, err = backups(db.Path(), true); err != nil {
+		return dest, fmt.Errorf("prune scheduled backups: %w", err)
+	}
+	for i := keep; i < len(list); i++ {
+		if list[i].path == dest {
+			continue
+		}
+		if err := os.Remove(list[i].path); err != nil {
+			return dest, fmt.Errorf("prune scheduled backups: %w", err)
+		}
+		log.Info("old scheduled backup deleted", "file", list[i].path)
+	}
+	return dest, nil
+}
+
+// BackupLoop calls ScheduledBackup every tick until ctx ends; failures are logged and
+// passed to result (metrics), as are successes (err nil, a file written).
+func BackupLoop(ctx context.Context, db *store.DB, tick time.Duration, log *slog.Logger, result func(file string, err error)) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		file, err := ScheduledBackup(ctx, db, time.Now(), log)
+		if err != nil && ctx.Err() == nil {
+			log.Error("scheduled backup failed", "error", err)
+		}
+		if (err != nil || file != "") && result != nil && ctx.Err() == nil {
+			result(file, err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package testkit
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"dataservice/store"
+)
+
+// Querier is what the query helpers read through: a *store.DB (its read pool), or
+// Pool(r) for a read-only *sql.DB opened beside a running process.
+type Querier interface {
+	Reader() *sql.DB
+}
+
+// Pool makes a plain read pool a Querier.
+func Pool(r *sql.DB) Querier { return pool{r} }
+
+type pool struct{ r *sql.DB }
+
+func (p pool) Reader() *sql.DB { return p.r }
+
+// QueryInt runs a query returning one integer.
+func QueryInt(tb testing.TB, q Querier, query string, args ...any) int {
+	tb.Helper()
+	var n int
+	if err := q.Reader().QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// QueryString runs a query returning one text value (NULL reads as "<null>").
+func QueryString(tb testing.TB, q Querier, query string, args ...any) string {
+	tb.Helper()
+	var s sql.NullString
+	if err := q.Reader().QueryRowContext(context.Background(), query, args...).Scan(&s); err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
+	if !s.Valid {
+		return "<null>"
+	}
+	return s.String
+}
+
+// Rows runs a query and returns its column names and every row, text columns as
+// strings.
+func Rows(tb testing.TB, q Querier, query string, args ...any) (cols []string, rows [][]any) {
+	tb.Helper()
+	rs, err := q.Reader().QueryContext(context.Background(), query, args...)
+	if err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
+	defer rs.Close()
+	cols, err = rs.Columns()
+	if err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
+	for rs.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rs.Scan(ptrs...); err != nil {
+			tb.Fatalf("%s: %v", query, err)
+		}
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				vals[i] = string(b)
+			}
+		}
+		rows = append(rows, vals)
+	}
+	if err := rs.Err(); err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
+	return cols, rows
+}
+
+// Exec runs one statement in a write transaction (to set up states loads cannot).
+func Exec(tb testing.TB, db *store.DB, query string, args ...any) {
+	tb.Helper()
+	err := db.WithTx(context.Background(), func(tx *store.Tx) error {
+		_, err := tx.ExecContext(context.Background(), query, args...)
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
+}
+
+// ExecAll runs statements in one write transaction.
+func ExecAll(tb testing.TB, db *store.DB, stmts ...string) {
+	tb.Helper()
+	ctx := context.Background()
+	err := db.WithTx(ctx, func(tx *store.Tx) error {
+		for _, q := range stmts {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Row is an instance tests insert by SQL.
+type Row struct {
+	Keyname     string
+	Displayname string
+	Enabled     bool
+	Data        map[string]any
+}
+
+// InsertInstances inserts instances of cls by SQL in one transaction, stamped
+// OldTime: much faster than a load, and it bypasses validation.
+func InsertInstances(tb testing.TB, db *store.DB, cls string, rows []Row) {
+	tb.Helper()
+	ctx := context.Background()
+	err := db.WithTx(ctx, func(tx *store.Tx) error {
+		st, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
+			created_at, updated_at) VALUES(?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for _, r := range rows {
+			data, err := json.Marshal(r.Data)
+			if err != nil {
+				return err
+			}
+			if _, err := st.ExecContext(ctx, cls, r.Keyname, r.Displayname, r.Enabled, string(data), OldTime, OldTime); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("insert %s rows: %v", cls, err)
+	}
+}
+
+// Instance reads an instance or fails the test.
+func Instance(tb testing.TB, db *store.DB, cls, key string) *store.Instance {
+	tb.Helper()
+	in, err := db.Instance(context.Background(), cls, key)
+	if err != nil {
+		tb.Fatalf("read %s %s: %v", cls, key, err)
+	}
+	return in
+}

@@ -1,0 +1,119 @@
+package testkit
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"dataservice/bootstrap"
+	"dataservice/store"
+	"dataservice/tasks"
+)
+
+// Serve starts h on 127.0.0.1:0 with the limits `dataservice serve` sets (header
+// size and read time); configure, when not nil, adjusts the server before it
+// starts. It is closed when the test ends.
+func Serve(tb testing.TB, h http.Handler, configure func(*http.Server)) *httptest.Server {
+	tb.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.MaxHeaderBytes = 64 << 10
+	srv.Config.ReadHeaderTimeout = 10 * time.Second
+	if configure != nil {
+		configure(srv.Config)
+	}
+	srv.Start()
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+// Loop runs a task runner in the background between Start and Stop.
+type Loop struct {
+	tb     testing.TB
+	runner *tasks.Runner
+
+	mu   sync.Mutex
+	stop func()
+}
+
+// NewLoop returns a stopped loop for runner; it is stopped when the test ends, and
+// its clean-up runs before those registered earlier (the server, the database).
+func NewLoop(tb testing.TB, runner *tasks.Runner) *Loop {
+	l := &Loop{tb: tb, runner: runner}
+	tb.Cleanup(l.Stop)
+	return l
+}
+
+// Start runs the task runner until Stop or the end of the test.
+func (l *Loop) Start() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stop != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.runner.Run(ctx) }()
+	l.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			l.tb.Errorf("runner: %v", err)
+		}
+	}
+}
+
+// Stop stops the task runner and waits for it.
+func (l *Loop) Stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stop != nil {
+		l.stop()
+		l.stop = nil
+	}
+}
+
+// StackOptions tune NewStack.
+type StackOptions struct {
+	// Logger is the logger of the store, the start-up, the runner and the handler;
+	// nil: warnings and errors to tb.Log.
+	Logger *slog.Logger
+	// AdminPassword is forced onto the admin account at start-up.
+	AdminPassword string
+	// Handler builds the HTTP handler over the database and the runner (server.New).
+	Handler func(db *store.DB, runner *tasks.Runner) http.Handler
+	// Configure adjusts the HTTP server before it starts (see Serve).
+	Configure func(*http.Server)
+	// NoRunner leaves the task runner stopped, so submitted tasks stay queued.
+	NoRunner bool
+}
+
+// Stack is the real service in-process: a database in tb.TempDir() after one start
+// (fixed clock), a task runner polling every 20 ms, and the handler served on
+// 127.0.0.1:0.
+type Stack struct {
+	DB     *store.DB
+	Runner *tasks.Runner
+	Server *httptest.Server
+	Loop   *Loop
+}
+
+// NewStack starts a Stack; everything stops when the test ends, the runner first.
+func NewStack(tb testing.TB, o StackOptions) *Stack {
+	tb.Helper()
+	if o.Logger == nil {
+		o.Logger = Logger(tb, slog.LevelWarn)
+	}
+	db := Open(tb, filepath.Join(tb.TempDir(), "server.db"), Options{Logger: o.Logger})
+	Bootstrap(tb, db, bootstrap.Options{AdminPassword: o.AdminPassword, Logger: o.Logger})
+	runner := tasks.New(db, tasks.Options{Poll: 20 * time.Millisecond, Logger: o.Logger})
+	s := &Stack{DB: db, Runner: runner, Server: Serve(tb, o.Handler(db, runner), o.Configure)}
+	s.Loop = NewLoop(tb, runner)
+	if !o.NoRunner {
+		s.Loop.Start()
+	}
+	return s
+}

@@ -1,0 +1,290 @@
+// Package console is the web console: server-rendered pages for signing in, the
+// dashboard, and browsing and editing data. It authenticates with its own sessions
+// (never API credentials), and uses the store's permission checks and write path.
+package console
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"embed"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"dataservice/store"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// CookieName is the session cookie.
+const CookieName = "ds_session"
+
+// Options are the console's dependencies.
+type Options struct {
+	DB     *store.DB
+	Logger *slog.Logger
+	// BaseURL is the service's public URL: https makes the cookie Secure, and its
+	// origin is the one state-changing requests must come from (empty: the request's Host).
+	BaseURL string
+	// Ready reports whether the start-up sequence is done (nil: always ready).
+	Ready func() bool
+}
+
+// Console serves the pages.
+type Console struct {
+	db       *store.DB
+	log      *slog.Logger
+	secure   bool
+	origin   string
+	ready    func() bool
+	pages    map[string]*template.Template
+	throttle *throttle
+}
+
+// New builds the console.
+func New(o Options) *Console {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Ready == nil {
+		o.Ready = func() bool { return true }
+	}
+	c := &Console{db: o.DB, log: o.Logger, ready: o.Ready, pages: map[string]*template.Template{},
+		throttle: newThrottle(time.Now)}
+	if u, err := url.Parse(o.BaseURL); err == nil && u.Scheme != "" && u.Host != "" {
+		c.secure = u.Scheme == "https"
+		c.origin = u.Scheme + "://" + u.Host
+	}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	for _, n := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if base == "layout" {
+			continue
+		}
+		c.pages[base] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n))
+	}
+	return c
+}
+
+// Router is where the console registers its routes (an httprouter.Router or a wrapper).
+type Router interface {
+	GET(path string, h httprouter.Handle)
+	POST(path string, h httprouter.Handle)
+}
+
+// Register adds the console's routes: "/" and "/data/private/..." are pages, /login
+// and /logout sign in and out, /static/ holds the CSS and JS.
+func (c *Console) Register(r Router) {
+	static, _ := fs.Sub(staticFS, "static")
+	files := http.StripPrefix("/static/", http.FileServer(http.FS(static)))
+	r.GET("/static/*file", func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		files.ServeHTTP(w, req)
+	})
+	r.GET("/login", c.plain(c.loginForm))
+	r.POST("/login", c.plain(c.loginPost))
+	r.POST("/logout", c.page(c.logout))
+	r.GET("/", c.page(c.dashboard))
+	r.GET("/data/private/*rest", c.page(c.data))
+	r.POST("/data/private/*rest", c.page(c.data))
+}
+
+// req is what every page handler gets: the session, the user and their permissions.
+type req struct {
+	sess *store.Session
+	user *store.Instance
+	auth *store.Auth
+	ps   httprouter.Params
+}
+
+type pageHandler func(w http.ResponseWriter, r *http.Request, q *req)
+
+// plain wraps the pages that need no session (sign-in): security headers and readiness.
+func (c *Console) plain(h httprouter.Handle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		headers(w)
+		if !c.ready() {
+			http.Error(w, "starting up", http.StatusServiceUnavailable)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		h(w, r, ps)
+	}
+}
+
+func headers(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+}
+
+// page wraps a page: the session (else the sign-in page), the user still enabled (else
+// every session of theirs ends), their current permissions, and for POST the CSRF
+// token and the Origin check.
+func (c *Console) page(h pageHandler) httprouter.Handle {
+	return c.plain(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		ctx := r.Context()
+		q, ok := c.session(ctx, w, r)
+		if !ok {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			c.errorPage(w, r, nil, http.StatusUnauthorized, "Your session has ended. Sign in again.")
+			return
+		}
+		q.ps = ps
+		if r.Method == http.MethodPost && !c.csrfOK(r, q.sess) {
+			c.errorPage(w, r, q, http.StatusForbidden, "The form was refused: it did not come from this console (missing or wrong CSRF token or origin). Reload the page and try again.")
+			return
+		}
+		h(w, r, q)
+	})
+}
+
+// session reads the cookie's session and its user; it clears the cookie when the
+// session is gone, expired, or belongs to a disabled or deleted user.
+func (c *Console) session(ctx context.Context, w http.ResponseWriter, r *http.Request) (*req, bool) {
+	ck, err := r.Cookie(CookieName)
+	if err != nil {
+		return nil, false
+	}
+	lim := c.db.ConsoleSessionLimits(ctx)
+	sess, err := c.db.Session(ctx, ck.Value, lim)
+	if err != nil {
+		if !store.IsNotFound(err) {
+			c.log.Error("read session", "error", err)
+		}
+		c.clearCookie(w)
+		return nil, false
+	}
+	user, err := c.db.InstanceByID(ctx, "_user", sess.UserID)
+	if err != nil || !user.IsEnabled {
+		if err := c.db.DeleteUserSessions(ctx, sess.UserID); err != nil {
+			c.log.Error("end sessions", "error", err)
+		}
+		c.clearCookie(w)
+		return nil, false
+	}
+	auth, err := c.db.UserAuth(ctx, user.Keyname)
+	if err != nil {
+		c.log.Error("user permissions", "user", user.Keyname, "error", err)
+		return nil, false
+	}
+	return &req{sess: sess, user: user, auth: auth}, true
+}
+
+func (c *Console) setCookie(w http.ResponseWriter, token string, lim store.SessionLimits) {
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: token, Path: "/", HttpOnly: true, Secure: c.secure,
+		SameSite: http.SameSiteLaxMode, MaxAge: int(lim.Absolute / time.Second)})
+}
+
+func (c *Console) clearCookie(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", HttpOnly: true, Secure: c.secure,
+		SameSite: http.SameSiteLaxMode, MaxAge: -1})
+}
+
+// csrfOK checks the form's token against the session's and the request's origin.
+func (c *Console) csrfOK(r *http.Request, sess *store.Session) bool {
+	if !c.originOK(r) {
+		return false
+	}
+	tok := r.PostFormValue("csrf")
+	return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(sess.CSRF)) == 1
+}
+
+// originOK: a browser's Origin (or, without it, Referer) must be this service.
+func (c *Console) originOK(r *http.Request) bool {
+	want := c.origin
+	if want == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		want = scheme + "://" + r.Host
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		return o == want
+	}
+	if ref := r.Header.Get("Referer"); ref != "" {
+		u, err := url.Parse(ref)
+		return err == nil && u.Scheme+"://"+u.Host == want
+	}
+	// Neither header: not a cross-site browser form (browsers send Origin on POST);
+	// the token still has to match.
+	return true
+}
+
+// view is the data every page template gets.
+type view struct {
+	Title   string
+	App     string
+	User    string
+	CSRF    string
+	Sidebar []navSection
+	Flash   string
+	Data    any
+}
+
+// render writes page name with data, buffered so a template error is a clean 500.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, q *req, status int, name, title string, data any) {
+	v := view{Title: title, App: c.db.ConfigValue(r.Context(), "GLOBAL_APPNAME"), Data: data, Flash: flashText[r.URL.Query().Get("done")]}
+	if q != nil {
+		v.User, v.CSRF = q.user.Keyname, q.sess.CSRF
+		v.Sidebar = c.sidebar(r.Context(), q.auth)
+	}
+	var buf bytes.Buffer
+	if err := c.pages[name].Execute(&buf, v); err != nil {
+		c.log.Error("render page", "page", name, "error", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// flashText are the messages a redirect after a successful post may show.
+var flashText = map[string]string{
+	"created": "Created.", "updated": "Saved.", "enabled": "Enabled.", "disabled": "Disabled.",
+	"deleted": "Deleted.", "renamed": "Renamed.", "password": "Password changed.", "unchanged": "Nothing changed.",
+}
+
+// errorPage renders an error (403 for what the user may not use, 404, ...).
+func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, q *req, status int, msg string) {
+	c.render(w, r, q, status, "error", http.StatusText(status), map[string]any{"Status": status, "Message": msg})
+}
+
+func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, q *req) {
+	c.errorPage(w, r, q, http.StatusForbidden, "You do not have the permission to use this page.")
+}
+
+// fail shows a store error: internal errors are logged and shown only as "internal error".
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, q *req, err error) {
+	code := store.ErrorCode(err)
+	status := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409,
+		store.EUnauthorized: 401, store.EForbidden: 403}[code]
+	if status == 0 {
+		c.log.Error("console request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		c.errorPage(w, r, q, http.StatusInternalServerError, "internal error")
+		return
+	}
+	c.errorPage(w, r, q, status, store.ErrorMessage(err))
+}

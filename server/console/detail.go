@@ -1,0 +1,341 @@
+package console
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"dataservice/store"
+)
+
+type detailField struct {
+	Label, Name string
+	Cells       []cell
+}
+
+type revisionRow struct {
+	store.Revision
+	Changes []change
+}
+
+type change struct {
+	Key, Old, New string
+}
+
+type originRow struct {
+	Permission, Role, RoleLink, Via, ViaLink string
+}
+
+type detailData struct {
+	Schema                                       *store.Schema
+	Instance                                     *store.Instance
+	Fields                                       []detailField
+	ReferencedBy                                 []store.Reference
+	Revisions                                    []revisionRow
+	CanUpdate, CanDelete, CanRename, CanPassword bool
+	IsUser, AllPerms                             bool
+	Origins                                      []originRow
+	Self, ListURL                                string
+}
+
+// instancePage dispatches /data/private/<schema>/<keyname>/ by ?do=.
+func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, key string) {
+	ctx := r.Context()
+	in, err := c.db.Instance(ctx, sch.Keyname, key)
+	if err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
+	do := r.URL.Query().Get("do")
+	switch {
+	case do == "edit":
+		c.editPage(w, r, q, sch, in)
+	case do == "rename":
+		c.renamePage(w, r, q, sch, in)
+	case do == "delete":
+		c.deletePage(w, r, q, sch, in)
+	case do == "password" && sch.Keyname == "_user":
+		c.passwordPage(w, r, q, sch, in)
+	case (do == "enable" || do == "disable") && r.Method == http.MethodPost:
+		c.enable(w, r, q, sch, in, do)
+	case do != "" || r.Method != http.MethodGet:
+		c.errorPage(w, r, q, http.StatusBadRequest, "unknown action")
+	default:
+		c.detail(w, r, q, sch, in)
+	}
+}
+
+// detail: GET /data/private/<schema>/<keyname>/ — every field, references as links,
+// what refers here, the revisions, and the actions the user may use.
+func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
+	ctx := r.Context()
+	doc := c.db.InstanceDoc(ctx, sch, in)
+	d := detailData{Schema: sch, Instance: in, Self: link(sch.Keyname, in.Keyname),
+		ListURL:   "/data/private/" + url.PathEscape(sch.Keyname) + "/",
+		CanUpdate: store.CanWrite(q.auth, sch, "update"), CanDelete: store.CanWrite(q.auth, sch, "delete")}
+	d.CanRename = d.CanUpdate && q.auth.Has("p_keyname_rename")
+	d.IsUser = sch.Keyname == "_user"
+	d.CanPassword = d.IsUser && d.CanUpdate
+	for _, f := range sch.Fields {
+		if !f.IsEnabled || f.Dataformat == "secret" {
+			continue
+		}
+		df := detailField{Label: f.Displayname, Name: f.Keyname}
+		if df.Label == "" {
+			df.Label = f.Keyname
+		}
+		v := doc.Vals[f.Keyname]
+		items, isList := v.([]any)
+		if !isList {
+			items = []any{v}
+		}
+		for _, it := range items {
+			if it == nil {
+				continue
+			}
+			df.Cells = append(df.Cells, cellOf(sch, f.Keyname, it))
+		}
+		d.Fields = append(d.Fields, df)
+	}
+	var err error
+	if d.ReferencedBy, err = c.db.ReferencedBy(ctx, sch.Keyname, in.Keyname, 100); err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
+	revs, err := c.db.Revisions(ctx, sch.Keyname, in.Keyname, 20)
+	if err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
+	for _, rv := range revs {
+		d.Revisions = append(d.Revisions, revisionRow{Revision: rv, Changes: changes(rv.Before, rv.After)})
+	}
+	if d.IsUser {
+		all, origins, err := c.db.PermissionOrigins(ctx, in.Keyname)
+		if err != nil {
+			c.fail(w, r, q, err)
+			return
+		}
+		d.AllPerms = all
+		for _, o := range origins {
+			row := originRow{Permission: o.Permission, Role: o.Role, RoleLink: link("_role", o.Role), Via: o.Via}
+			if o.Via != "" {
+				row.ViaLink = link("_group", o.Via)
+			}
+			d.Origins = append(d.Origins, row)
+		}
+	}
+	title := in.Keyname
+	if in.Displayname != "" && in.Displayname != in.Keyname {
+		title = in.Displayname + " (" + in.Keyname + ")"
+	}
+	c.render(w, r, q, http.StatusOK, "detail", title, d)
+}
+
+// changes lists the keys that differ between two revision documents.
+func changes(before, after string) []change {
+	flat := func(s string) map[string]string {
+		out := map[string]string{}
+		var m map[string]any
+		if s == "" || json.Unmarshal([]byte(s), &m) != nil {
+			return out
+		}
+		for k, v := range m {
+			if k == "data" {
+				if dm, ok := v.(map[string]any); ok {
+					for dk, dv := range dm {
+						out[dk] = text(dv)
+					}
+					continue
+				}
+			}
+			out[k] = text(v)
+		}
+		return out
+	}
+	b, a := flat(before), flat(after)
+	keys := map[string]bool{}
+	for k := range b {
+		keys[k] = true
+	}
+	for k := range a {
+		keys[k] = true
+	}
+	var out []change
+	for k := range keys {
+		if b[k] != a[k] {
+			out = append(out, change{Key: k, Old: b[k], New: a[k]})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// editPage: GET/POST ?do=edit — the form prefilled; a post updates with the user's rights.
+func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
+	if !store.CanWrite(q.auth, sch, "update") {
+		c.forbidden(w, r, q)
+		return
+	}
+	ctx := r.Context()
+	self := link(sch.Keyname, in.Keyname)
+	d := formData{Schema: sch, Keyname: in.Keyname, KeynameLocked: true, Displayname: in.Displayname,
+		Enabled: in.IsEnabled, Action: "?do=edit", Cancel: self}
+	title := "Edit " + in.Keyname
+	if r.Method == http.MethodGet {
+		d.Fields = c.formFields(ctx, sch, c.db.InstanceDoc(ctx, sch, in).Vals)
+		c.render(w, r, q, http.StatusOK, "form", title, d)
+		return
+	}
+	vals := posted(r, sch)
+	d.Displayname = r.PostFormValue("displayname")
+	d.Enabled = r.PostFormValue("is_enabled") == "true"
+	d.Fields = c.formFields(ctx, sch, vals)
+	m := map[string]any{"classname": sch.Keyname, "keyname": in.Keyname, "displayname": d.Displayname,
+		"is_enabled": d.Enabled, "_action": "update"}
+	for k, v := range vals {
+		m[k] = v
+	}
+	outcome, err := c.apply(ctx, q.auth, store.NewEntry(m))
+	if err != nil {
+		c.formError(w, r, q, &d, title, err)
+		return
+	}
+	done := "updated"
+	if outcome == store.OutUnchanged {
+		done = "unchanged"
+	}
+	http.Redirect(w, r, self+"?done="+done, http.StatusSeeOther)
+}
+
+// enable: POST ?do=enable|disable.
+func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance, do string) {
+	if !store.CanWrite(q.auth, sch, "update") {
+		c.forbidden(w, r, q)
+		return
+	}
+	e := store.NewEntry(map[string]any{"classname": sch.Keyname, "keyname": in.Keyname, "_action": do})
+	if _, err := c.apply(r.Context(), q.auth, e); err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
+	http.Redirect(w, r, link(sch.Keyname, in.Keyname)+"?done="+do+"d", http.StatusSeeOther)
+}
+
+type confirmData struct {
+	Schema   *store.Schema
+	Instance *store.Instance
+	Self     string
+	NewKey   string
+	Error    string
+	Refs     []store.Reference
+	Report   *store.RenameReport
+}
+
+// deletePage: GET ?do=delete asks, POST deletes.
+func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
+	if !store.CanWrite(q.auth, sch, "delete") {
+		c.forbidden(w, r, q)
+		return
+	}
+	ctx := r.Context()
+	self := link(sch.Keyname, in.Keyname)
+	if r.Method == http.MethodGet {
+		refs, err := c.db.ReferencedBy(ctx, sch.Keyname, in.Keyname, 100)
+		if err != nil {
+			c.fail(w, r, q, err)
+			return
+		}
+		c.render(w, r, q, http.StatusOK, "delete", "Delete "+in.Keyname, confirmData{Schema: sch, Instance: in, Self: self, Refs: refs})
+		return
+	}
+	e := store.NewEntry(map[string]any{"classname": sch.Keyname, "keyname": in.Keyname, "_action": "delete"})
+	if _, err := c.apply(ctx, q.auth, e); err != nil {
+		c.render(w, r, q, statusOf(err), "delete", "Delete "+in.Keyname, confirmData{Schema: sch, Instance: in, Self: self, Error: store.ErrorMessage(err)})
+		return
+	}
+	http.Redirect(w, r, "/data/private/"+url.PathEscape(sch.Keyname)+"/?done=deleted", http.StatusSeeOther)
+}
+
+func statusOf(err error) int {
+	if s := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409, store.EForbidden: 403}[store.ErrorCode(err)]; s != 0 {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// renamePage: GET ?do=rename asks for the new keyname (showing what refers here), POST
+// renames and shows the cascade report.
+func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
+	if !store.CanWrite(q.auth, sch, "update") || !q.auth.Has("p_keyname_rename") {
+		c.forbidden(w, r, q)
+		return
+	}
+	ctx := r.Context()
+	d := confirmData{Schema: sch, Instance: in, Self: link(sch.Keyname, in.Keyname)}
+	refs, err := c.db.ReferencedBy(ctx, sch.Keyname, in.Keyname, 100)
+	if err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
+	d.Refs = refs
+	if r.Method == http.MethodGet {
+		c.render(w, r, q, http.StatusOK, "rename", "Rename "+in.Keyname, d)
+		return
+	}
+	d.NewKey = strings.TrimSpace(r.PostFormValue("new_keyname"))
+	rep, err := c.rename(ctx, q.auth, sch.Keyname, in.Keyname, d.NewKey)
+	if err != nil {
+		if store.ErrorCode(err) == store.EInternal {
+			c.fail(w, r, q, err)
+			return
+		}
+		d.Error = store.ErrorMessage(err)
+		c.render(w, r, q, statusOf(err), "rename", "Rename "+in.Keyname, d)
+		return
+	}
+	d.Report = rep
+	d.Self = link(sch.Keyname, rep.To)
+	c.render(w, r, q, http.StatusOK, "rename", "Renamed "+rep.From, d)
+}
+
+type passwordData struct {
+	Instance *store.Instance
+	Self     string
+	Error    string
+}
+
+// passwordPage: GET/POST ?do=password on a user — the new password typed twice.
+func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
+	if !store.CanWrite(q.auth, sch, "update") {
+		c.forbidden(w, r, q)
+		return
+	}
+	d := passwordData{Instance: in, Self: link(sch.Keyname, in.Keyname)}
+	if r.Method == http.MethodGet {
+		c.render(w, r, q, http.StatusOK, "password", "Password of "+in.Keyname, d)
+		return
+	}
+	p1, p2 := r.PostFormValue("password"), r.PostFormValue("password2")
+	switch {
+	case p1 == "":
+		d.Error = "Type the new password."
+	case p1 != p2:
+		d.Error = "The two passwords differ."
+	case len(p1) > 1024:
+		d.Error = "The password is longer than 1024 bytes."
+	}
+	if d.Error != "" {
+		c.render(w, r, q, http.StatusBadRequest, "password", "Password of "+in.Keyname, d)
+		return
+	}
+	e := store.NewEntry(map[string]any{"classname": "_user", "keyname": in.Keyname, "_action": "update", "password": p1})
+	if _, err := c.apply(r.Context(), q.auth, e); err != nil {
+		d.Error = store.ErrorMessage(err)
+		c.render(w, r, q, statusOf(err), "password", "Password of "+in.Keyname, d)
+		return
+	}
+	http.Redirect(w, r, d.Self+"?done=password", http.StatusSeeOther)
+}

@@ -1,0 +1,249 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"dataservice/store"
+)
+
+// formField is one input of a create or edit form, with the user's input and its error.
+type formField struct {
+	Name, Label, Help, Widget string
+	Multi, Required           bool
+	Values                    []string
+	Checked                   bool
+	Min, Max, Step            string
+	Options                   []string
+	Lookup, Target            string
+	Error                     string
+}
+
+type formData struct {
+	Schema               *store.Schema
+	New                  bool
+	Keyname, Displayname string
+	KeynameLocked        bool
+	Enabled              bool
+	Fields               []*formField
+	Error, KeyError      string
+	Action, Cancel       string
+}
+
+// widget picks the input for a field's dataformat.
+func widget(f *store.Field) (w string, min, max, step string) {
+	switch f.Dataformat {
+	case "text":
+		return "textarea", "", "", ""
+	case "int", "float":
+		step = "1"
+		if f.Dataformat == "float" {
+			step = "any"
+		}
+		for _, b := range strings.Fields(f.DataformatExt) {
+			op, num, _ := strings.Cut(b, "_")
+			switch op {
+			case "gte", "gt":
+				min = num
+			case "lte", "lt":
+				max = num
+			}
+		}
+		return "number", min, max, step
+	case "boolean":
+		return "checkbox", "", "", ""
+	case "date":
+		return "date", "", "", ""
+	case "datetime":
+		return "datetime", "", "", ""
+	case "ipv4":
+		return "ipv4", "", "", ""
+	case "enumerate":
+		return "select", "", "", ""
+	case "schema", "user", "group":
+		return "ref", "", "", ""
+	}
+	return "text", "", "", ""
+}
+
+// formFields builds the inputs of sch filled from values (stored values or the
+// posted ones). Secret fields are never prefilled; external fields are computed.
+func (c *Console) formFields(ctx context.Context, sch *store.Schema, values map[string]any) []*formField {
+	var out []*formField
+	for _, f := range sch.Fields {
+		if !f.IsEnabled || f.Dataformat == "external" {
+			continue
+		}
+		ff := &formField{Name: f.Keyname, Label: f.Displayname, Help: f.Description, Multi: f.IsMulti(),
+			Required: f.CardinalMin > 0}
+		if ff.Label == "" {
+			ff.Label = f.Keyname
+		}
+		ff.Widget, ff.Min, ff.Max, ff.Step = widget(f)
+		if f.Dataformat == "secret" {
+			ff.Widget = "secret"
+			ff.Multi = false
+		}
+		if f.Dataformat == "text" && f.DataformatExt != "" {
+			ff.Help = strings.TrimSpace(ff.Help + " (" + strings.ToUpper(strings.TrimSpace(f.DataformatExt)) + ")")
+		}
+		if t := refTarget(f); t != "" {
+			ff.Target = t
+			ff.Lookup = "/data/private/" + url.PathEscape(t) + "/?do=lookup"
+		}
+		if ff.Widget == "select" {
+			if in, err := c.db.Instance(ctx, "_enumerate", strings.TrimSpace(f.DataformatExt)); err == nil {
+				for v := range store.EnumValues(in) {
+					ff.Options = append(ff.Options, v)
+				}
+				sort.Strings(ff.Options)
+			}
+		}
+		v := values[f.Keyname]
+		if f.Dataformat != "secret" {
+			switch x := v.(type) {
+			case []any:
+				for _, it := range x {
+					ff.Values = append(ff.Values, text(it))
+				}
+			case []string:
+				ff.Values = x
+			case nil:
+			default:
+				ff.Values = []string{text(x)}
+			}
+		}
+		if ff.Widget == "checkbox" {
+			b, _ := store.BoolWord(strings.Join(ff.Values, ""))
+			ff.Checked = b
+		}
+		if len(ff.Values) == 0 || ff.Multi {
+			ff.Values = append(ff.Values, "") // an empty input to add one more value
+		}
+		out = append(out, ff)
+	}
+	return out
+}
+
+// posted reads a form's field values: lists for multi-valued fields (empty inputs
+// dropped), the checkbox as true/false, secrets only when typed.
+func posted(r *http.Request, sch *store.Schema) map[string]any {
+	out := map[string]any{}
+	for _, f := range sch.Fields {
+		if !f.IsEnabled || f.Dataformat == "external" {
+			continue
+		}
+		vals := r.PostForm["f_"+f.Keyname]
+		switch {
+		case f.Dataformat == "boolean":
+			out[f.Keyname] = len(vals) > 0 && vals[len(vals)-1] == "true"
+		case f.Dataformat == "secret":
+			if len(vals) > 0 && vals[0] != "" {
+				out[f.Keyname] = vals[0]
+			}
+		case f.IsMulti():
+			l := []any{}
+			for _, v := range vals {
+				if strings.TrimSpace(v) != "" {
+					l = append(l, v)
+				}
+			}
+			out[f.Keyname] = l
+		default:
+			v := ""
+			if len(vals) > 0 {
+				v = vals[0]
+			}
+			// A datetime-local input leaves out zero seconds.
+			if f.Dataformat == "datetime" && len(v) == len("2006-01-02T15:04") {
+				v += ":00"
+			}
+			out[f.Keyname] = v
+		}
+	}
+	return out
+}
+
+// fieldError puts a store error next to the field it names ("field X: ..."); it
+// returns false when the error names no field of the form.
+func fieldError(fields []*formField, msg string) bool {
+	for _, ff := range fields {
+		if p := "field " + ff.Name + ":"; strings.HasPrefix(msg, p) {
+			ff.Error = strings.TrimSpace(strings.TrimPrefix(msg, p))
+			return true
+		}
+	}
+	return false
+}
+
+// createPage: GET/POST /data/private/<schema>/?do=new.
+func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
+	if !store.CanWrite(q.auth, sch, "create") {
+		c.forbidden(w, r, q)
+		return
+	}
+	ctx := r.Context()
+	d := formData{Schema: sch, New: true, Enabled: true, Action: "?do=new", Cancel: "/data/private/" + url.PathEscape(sch.Keyname) + "/"}
+	if r.Method == http.MethodGet {
+		defaults := map[string]any{}
+		for _, f := range sch.Fields {
+			if f.Default != nil {
+				defaults[f.Keyname] = f.Default
+			}
+		}
+		d.Fields = c.formFields(ctx, sch, defaults)
+		c.render(w, r, q, http.StatusOK, "form", "New "+sch.Keyname, d)
+		return
+	}
+	vals := posted(r, sch)
+	d.Keyname = strings.TrimSpace(r.PostFormValue("keyname"))
+	d.Displayname = r.PostFormValue("displayname")
+	d.Enabled = r.PostFormValue("is_enabled") == "true"
+	d.Fields = c.formFields(ctx, sch, vals)
+	m := map[string]any{"classname": sch.Keyname, "keyname": d.Keyname, "displayname": d.Displayname,
+		"is_enabled": d.Enabled, "_action": "create"}
+	if d.Keyname == "" && d.Displayname != "" && strings.HasPrefix(sch.KeynameMode, "hexip") {
+		delete(m, "keyname") // derived from the address in displayname
+	}
+	for k, v := range vals {
+		m[k] = v
+	}
+	if d.Keyname != "" {
+		if in, err := c.db.Instance(ctx, sch.Keyname, d.Keyname); err == nil && in != nil {
+			d.KeyError = "an instance with this keyname exists already"
+			c.render(w, r, q, http.StatusConflict, "form", "New "+sch.Keyname, d)
+			return
+		}
+	}
+	e := store.NewEntry(m)
+	if _, err := c.apply(ctx, q.auth, e); err != nil {
+		c.formError(w, r, q, &d, "New "+sch.Keyname, err)
+		return
+	}
+	http.Redirect(w, r, link(sch.Keyname, e.Keyname)+"?done=created", http.StatusSeeOther)
+}
+
+// formError re-renders a form with the store's error next to its field.
+func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *formData, title string, err error) {
+	code := store.ErrorCode(err)
+	if code == store.EInternal {
+		c.fail(w, r, q, err)
+		return
+	}
+	msg := store.ErrorMessage(err)
+	if !fieldError(d.Fields, msg) {
+		if strings.Contains(msg, "keyname") {
+			d.KeyError = msg
+		} else {
+			d.Error = msg
+		}
+	}
+	status := map[string]int{store.EForbidden: 403, store.EConflict: 409, store.ENotFound: 404}[code]
+	if status == 0 {
+		status = http.StatusBadRequest
+	}
+	c.render(w, r, q, status, "form", title, d)
+}

@@ -1,0 +1,7 @@
+package console
+
+import "html/template"
+
+var funcs = template.FuncMap{
+	"link": link,
+}

@@ -1,0 +1,351 @@
+package console
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"dataservice/store"
+)
+
+// schemaPage dispatches /data/private/<schema>/ by its query: the create form
+// (do=new), the type-ahead lookup (do=lookup), an export, else the list.
+func (c *Console) schemaPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
+	qs := r.URL.Query()
+	switch {
+	case qs.Get("do") == "new":
+		c.createPage(w, r, q, sch)
+	case r.Method != http.MethodGet:
+		c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
+	case qs.Get("do") == "lookup":
+		c.lookup(w, r, q, sch)
+	case qs.Get("export") != "":
+		c.export(w, r, q, sch)
+	default:
+		c.list(w, r, q, sch)
+	}
+}
+
+type dataview struct {
+	Keyname, Displayname string
+	Columns              []string
+}
+
+// dataviews lists the `_dataview`s whose target_class is sch, and the one to use: the
+// one named in the query, else `<schema>_default` (without the leading underscore of a
+// built-in class), else all fields.
+func (c *Console) dataviews(ctx context.Context, sch *store.Schema, chosen string) ([]dataview, dataview) {
+	all := dataview{Keyname: "_all", Displayname: "All fields", Columns: []string{"keyname", "displayname"}}
+	for _, f := range sch.Fields {
+		if f.IsEnabled && f.Dataformat != "secret" {
+			all.Columns = append(all.Columns, f.Keyname)
+		}
+	}
+	all.Columns = append(all.Columns, "is_enabled")
+	var views []dataview
+	err := c.db.EachInstance(ctx, "_dataview", func(in *store.Instance) error {
+		if t, _ := in.Data["target_class"].(string); t != sch.Keyname || !in.IsEnabled {
+			return nil
+		}
+		content, _ := in.Data["content"].(string)
+		var doc struct {
+			Columns []string `yaml:"columns"`
+		}
+		if yaml.Unmarshal([]byte(content), &doc) != nil || len(doc.Columns) == 0 {
+			return nil
+		}
+		v := dataview{Keyname: in.Keyname, Displayname: in.Displayname}
+		for _, col := range doc.Columns {
+			// A dataview never shows what the schema does not have, nor secrets.
+			if f := sch.Field(col); (f != nil && f.Dataformat != "secret") || col == "keyname" || col == "displayname" || col == "is_enabled" {
+				v.Columns = append(v.Columns, col)
+			}
+		}
+		views = append(views, v)
+		return nil
+	})
+	if err != nil {
+		c.log.Error("read dataviews", "error", err)
+	}
+	views = append(views, all)
+	want := []string{chosen, sch.Keyname + "_default", strings.TrimPrefix(sch.Keyname, "_") + "_default", "_all"}
+	for _, name := range want {
+		for _, v := range views {
+			if name != "" && v.Keyname == name {
+				return views, v
+			}
+		}
+	}
+	return views, all
+}
+
+type cell struct {
+	Text, Link string
+}
+
+type row struct {
+	Link    string
+	Enabled bool
+	Cells   []cell
+}
+
+type listData struct {
+	Schema                            *store.Schema
+	Views                             []dataview
+	View                              dataview
+	Headers                           []string
+	Rows                              []row
+	Search                            string
+	Total, Page, Pages, Size          int
+	PrevURL, NextURL, BaseURL         string
+	CanCreate, CanExport              bool
+	ExportCSV, ExportJSON, ExportYAML string
+}
+
+// pageSize reads page and size from the query within DATA_DEFAULT_SIZE/DATA_MAX_SIZE.
+func (c *Console) pageSize(ctx context.Context, qs url.Values) (page, size int) {
+	maxSize := c.db.ConfigInt(ctx, "DATA_MAX_SIZE")
+	size = min(c.db.ConfigInt(ctx, "DATA_DEFAULT_SIZE"), maxSize)
+	if n, err := strconv.Atoi(qs.Get("size")); err == nil && n >= 1 {
+		size = min(n, maxSize)
+	}
+	page = 1
+	if n, err := strconv.Atoi(qs.Get("page")); err == nil && n >= 1 && n <= 1_000_000 {
+		page = n
+	}
+	return page, size
+}
+
+// list: GET /data/private/<schema>/ — a page of instances in the chosen dataview.
+func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
+	ctx := r.Context()
+	qs := r.URL.Query()
+	views, view := c.dataviews(ctx, sch, qs.Get("view"))
+	search := strings.TrimSpace(qs.Get("search"))
+	if len(search) > 256 {
+		search = search[:256]
+	}
+	page, size := c.pageSize(ctx, qs)
+	list, total, err := c.db.SearchInstances(ctx, sch, search, (page-1)*size, size)
+	if err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
+	d := listData{Schema: sch, Views: views, View: view, Search: search, Total: total, Page: page, Size: size,
+		CanCreate: store.CanWrite(q.auth, sch, "create"), CanExport: q.auth.Has("p_data_export")}
+	d.Pages = max(1, (total+size-1)/size)
+	for _, col := range view.Columns {
+		d.Headers = append(d.Headers, columnTitle(sch, col))
+	}
+	for _, in := range list {
+		doc := c.db.InstanceDoc(ctx, sch, in)
+		rw := row{Link: link(sch.Keyname, in.Keyname), Enabled: in.IsEnabled}
+		for _, col := range view.Columns {
+			rw.Cells = append(rw.Cells, cellOf(sch, col, doc.Vals[col]))
+		}
+		d.Rows = append(d.Rows, rw)
+	}
+	base := url.Values{}
+	if search != "" {
+		base.Set("search", search)
+	}
+	if qs.Get("view") != "" {
+		base.Set("view", view.Keyname)
+	}
+	at := func(p int) string {
+		v := url.Values{}
+		for k, l := range base {
+			v[k] = l
+		}
+		v.Set("page", strconv.Itoa(p))
+		if qs.Get("size") != "" {
+			v.Set("size", strconv.Itoa(size))
+		}
+		return "?" + v.Encode()
+	}
+	if page > 1 {
+		d.PrevURL = at(page - 1)
+	}
+	if page < d.Pages {
+		d.NextURL = at(page + 1)
+	}
+	for _, f := range []string{"csv", "json", "yaml"} {
+		v := url.Values{"export": {f}, "view": {view.Keyname}}
+		if search != "" {
+			v.Set("search", search)
+		}
+		switch f {
+		case "csv":
+			d.ExportCSV = "?" + v.Encode()
+		case "json":
+			d.ExportJSON = "?" + v.Encode()
+		default:
+			d.ExportYAML = "?" + v.Encode()
+		}
+	}
+	title := sch.Displayname
+	if title == "" {
+		title = sch.Keyname
+	}
+	c.render(w, r, q, http.StatusOK, "list", title, d)
+}
+
+func columnTitle(sch *store.Schema, col string) string {
+	if f := sch.Field(col); f != nil && f.Displayname != "" {
+		return f.Displayname
+	}
+	switch col {
+	case "keyname":
+		return "Keyname"
+	case "displayname":
+		return "Display name"
+	case "is_enabled":
+		return "Enabled"
+	}
+	return col
+}
+
+// text renders a stored value for display.
+func text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, it := range x {
+			parts[i] = text(it)
+		}
+		return strings.Join(parts, ", ")
+	case map[string]any:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+	return fmt.Sprint(v)
+}
+
+// refTarget is the class a reference field points at, or "".
+func refTarget(f *store.Field) string {
+	switch f.Dataformat {
+	case "schema":
+		if w := strings.Fields(f.DataformatExt); len(w) > 0 {
+			return w[0]
+		}
+	case "user":
+		return "_user"
+	case "group":
+		return "_group"
+	}
+	return ""
+}
+
+func cellOf(sch *store.Schema, col string, v any) cell {
+	c := cell{Text: text(v)}
+	if f := sch.Field(col); f != nil {
+		if t := refTarget(f); t != "" {
+			if s, ok := v.(string); ok && s != "" {
+				c.Link = link(t, s)
+			}
+		}
+	}
+	return c
+}
+
+// exportLimit bounds one export (the API's load and export tools handle more).
+const exportLimit = 100_000
+
+// export: GET /data/private/<schema>/?export=csv|json|yaml — the current view (its
+// search, all pages) in CSV (the view's columns) or the load format (JSON or YAML).
+func (c *Console) export(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
+	if !q.auth.Has("p_data_export") {
+		c.forbidden(w, r, q)
+		return
+	}
+	ctx := r.Context()
+	qs := r.URL.Query()
+	format := qs.Get("export")
+	if format != "csv" && format != "json" && format != "yaml" {
+		c.errorPage(w, r, q, http.StatusBadRequest, "export must be csv, json or yaml")
+		return
+	}
+	_, view := c.dataviews(ctx, sch, qs.Get("view"))
+	search := strings.TrimSpace(qs.Get("search"))
+	var docs []*store.Doc
+	const batch = 2000
+	for off := 0; off < exportLimit; off += batch {
+		list, _, err := c.db.SearchInstances(ctx, sch, search, off, batch)
+		if err != nil {
+			c.fail(w, r, q, err)
+			return
+		}
+		for _, in := range list {
+			docs = append(docs, c.db.InstanceDoc(ctx, sch, in))
+		}
+		if len(list) < batch {
+			break
+		}
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, sch.Keyname, format))
+	switch format {
+	case "csv":
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		cw := csv.NewWriter(w)
+		cw.Write(view.Columns)
+		for _, d := range docs {
+			rec := make([]string, len(view.Columns))
+			for i, col := range view.Columns {
+				rec[i] = text(d.Vals[col])
+			}
+			cw.Write(rec)
+		}
+		cw.Flush()
+	case "json":
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		b, err := json.MarshalIndent(docs, "", "  ")
+		if err != nil {
+			c.log.Error("export json", "error", err)
+			return
+		}
+		w.Write(b)
+	default:
+		w.Header().Set("Content-Type", "application/yaml; charset=utf-8")
+		enc := yaml.NewEncoder(w)
+		enc.SetIndent(2)
+		if err := enc.Encode(docs); err != nil {
+			c.log.Error("export yaml", "error", err)
+		}
+		enc.Close()
+	}
+}
+
+// lookup: GET /data/private/<schema>/?do=lookup&q= — up to 20 keynames and
+// displaynames matching q, for the type-ahead of reference fields.
+func (c *Console) lookup(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
+	term := strings.TrimSpace(r.URL.Query().Get("q"))
+	if len(term) > 256 {
+		term = term[:256]
+	}
+	list, _, err := c.db.SearchInstances(r.Context(), sch, term, 0, 20)
+	if err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
+	type item struct {
+		Keyname     string `json:"keyname"`
+		Displayname string `json:"displayname"`
+	}
+	out := []item{}
+	for _, in := range list {
+		out = append(out, item{in.Keyname, in.Displayname})
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	json.NewEncoder(w).Encode(out)
+}

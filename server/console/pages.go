@@ -1,0 +1,277 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"dataservice/store"
+)
+
+// homeEntry is a `_home` entry: a dashboard tile and a sidebar link.
+type homeEntry struct {
+	Keyname, Displayname, Description, URL, Icon string
+	Dashboard, Sidebar                           string
+	Order                                        int
+	Count                                        string
+}
+
+type navSection struct {
+	Name    string
+	Entries []homeEntry
+}
+
+// homeEntries lists the enabled `_home` entries auth may see (their permission), in
+// order. Entries without a permission are shown to every signed-in user.
+func (c *Console) homeEntries(ctx context.Context, auth *store.Auth) []homeEntry {
+	var out []homeEntry
+	err := c.db.EachInstance(ctx, "_home", func(in *store.Instance) error {
+		if !in.IsEnabled {
+			return nil
+		}
+		str := func(k string) string { s, _ := in.Data[k].(string); return s }
+		if p := str("permission"); p != "" && !auth.Has(p) {
+			return nil
+		}
+		order, _ := strconv.Atoi(fmt.Sprint(in.Data["order"]))
+		out = append(out, homeEntry{Keyname: in.Keyname, Displayname: in.Displayname, Description: str("description"),
+			URL: str("url"), Icon: str("icon"), Dashboard: str("dashboard_section"), Sidebar: str("sidebar_section"), Order: order})
+		return nil
+	})
+	if err != nil {
+		c.log.Error("read dashboard entries", "error", err)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Order != out[j].Order {
+			return out[i].Order < out[j].Order
+		}
+		return out[i].Keyname < out[j].Keyname
+	})
+	return out
+}
+
+// group groups entries by section (by sec), sections in the order of their first entry.
+func group(list []homeEntry, sec func(homeEntry) string) []navSection {
+	var out []navSection
+	at := map[string]int{}
+	for _, e := range list {
+		s := sec(e)
+		i, ok := at[s]
+		if !ok {
+			i = len(out)
+			at[s] = i
+			out = append(out, navSection{Name: s})
+		}
+		out[i].Entries = append(out[i].Entries, e)
+	}
+	return out
+}
+
+func (c *Console) sidebar(ctx context.Context, auth *store.Auth) []navSection {
+	return group(c.homeEntries(ctx, auth), func(e homeEntry) string { return e.Sidebar })
+}
+
+// dashboard: GET / — tiles the user may see, grouped by dashboard section, with counts.
+func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, q *req) {
+	if r.URL.Path != "/" {
+		c.errorPage(w, r, q, http.StatusNotFound, "not found")
+		return
+	}
+	ctx := r.Context()
+	list := c.homeEntries(ctx, q.auth)
+	for i := range list {
+		list[i].Count = c.tileCount(ctx, q.auth, list[i].URL)
+	}
+	c.render(w, r, q, http.StatusOK, "dashboard", "Dashboard", group(list, func(e homeEntry) string { return e.Dashboard }))
+}
+
+// tileCount is the count a tile shows: instances of the schema it points at, or the
+// number of readable schemas for the data tile.
+func (c *Console) tileCount(ctx context.Context, auth *store.Auth, u string) string {
+	rest, ok := strings.CutPrefix(u, "/data/private/")
+	if !ok || !auth.Has("p_data_access") {
+		return ""
+	}
+	name := strings.Trim(rest, "/")
+	if name == "" {
+		groups, err := c.schemaGroups(ctx, auth, "", false)
+		if err != nil {
+			return ""
+		}
+		n := 0
+		for _, g := range groups {
+			n += len(g.Schemas)
+		}
+		return plural(n, "schema")
+	}
+	sch, err := c.db.Schema(ctx, name)
+	if err != nil || !store.CanRead(auth, sch) {
+		return ""
+	}
+	n, err := c.db.CountInstances(ctx, name)
+	if err != nil {
+		return ""
+	}
+	return plural(n, "instance")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}
+
+type schemaRow struct {
+	Keyname, Displayname, Description string
+	Count                             int
+	Enabled                           bool
+}
+
+type schemaGroup struct {
+	Page    string
+	Schemas []schemaRow
+}
+
+// pageOf is the console page a schema is listed under: its `page` option, else the
+// part of its keyname before the first underscore when the keyname has one (ipam_ip →
+// ipam), "system" for built-in classes.
+func pageOf(s *store.Schema) string {
+	if p, ok := s.Options["page"].(string); ok && p != "" {
+		return p
+	}
+	if strings.HasPrefix(s.Keyname, "_") {
+		return "system"
+	}
+	if i := strings.IndexByte(s.Keyname, '_'); i > 0 {
+		return s.Keyname[:i]
+	}
+	return "data"
+}
+
+// schemaGroups lists the schemas auth may read, grouped by page (only page `only`
+// when set); counts are read when withCounts.
+func (c *Console) schemaGroups(ctx context.Context, auth *store.Auth, only string, withCounts bool) ([]schemaGroup, error) {
+	names, err := c.db.SchemaNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byPage := map[string][]schemaRow{}
+	for _, n := range names {
+		sch, err := c.db.Schema(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if !store.CanRead(auth, sch) {
+			continue
+		}
+		p := pageOf(sch)
+		if only != "" && p != only {
+			continue
+		}
+		row := schemaRow{Keyname: sch.Keyname, Displayname: sch.Displayname, Description: sch.Description, Enabled: sch.IsEnabled}
+		if withCounts {
+			if row.Count, err = c.db.CountInstances(ctx, n); err != nil {
+				return nil, err
+			}
+		}
+		byPage[p] = append(byPage[p], row)
+	}
+	var out []schemaGroup
+	for p, rows := range byPage {
+		out = append(out, schemaGroup{Page: p, Schemas: rows})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		// Data pages first, the built-in classes last.
+		if (out[i].Page == "system") != (out[j].Page == "system") {
+			return out[j].Page == "system"
+		}
+		return out[i].Page < out[j].Page
+	})
+	return out, nil
+}
+
+// data dispatches /data/private/...: "/" the schemas, "/<page>/" a page of schemas,
+// "/<schema>/" the list, "/<schema>/<keyname>/" the detail. Every page needs
+// p_data_access, as the data API does.
+func (c *Console) data(w http.ResponseWriter, r *http.Request, q *req) {
+	rest := q.ps.ByName("rest")
+	if !strings.HasSuffix(rest, "/") {
+		if r.Method == http.MethodGet {
+			u := *r.URL
+			u.Path += "/"
+			http.Redirect(w, r, u.String(), http.StatusMovedPermanently)
+			return
+		}
+		c.errorPage(w, r, q, http.StatusNotFound, "not found")
+		return
+	}
+	if !q.auth.Has("p_data_access") {
+		c.forbidden(w, r, q)
+		return
+	}
+	path := strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/")
+	if path == "" {
+		c.schemas(w, r, q, "")
+		return
+	}
+	name, key, _ := strings.Cut(path, "/")
+	sch, err := c.db.Schema(r.Context(), name)
+	if store.IsNotFound(err) && key == "" {
+		c.schemas(w, r, q, name)
+		return
+	}
+	if err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
+	if !store.CanRead(q.auth, sch) {
+		c.forbidden(w, r, q)
+		return
+	}
+	if key == "" {
+		c.schemaPage(w, r, q, sch)
+		return
+	}
+	c.instancePage(w, r, q, sch, key)
+}
+
+// schemas: GET /data/private/ (or a page of it) — schemas grouped by page with counts.
+func (c *Console) schemas(w http.ResponseWriter, r *http.Request, q *req, page string) {
+	if r.Method != http.MethodGet {
+		c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	groups, err := c.schemaGroups(r.Context(), q.auth, page, true)
+	if err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
+	if page != "" && len(groups) == 0 {
+		c.errorPage(w, r, q, http.StatusNotFound, fmt.Sprintf("There is no schema or page %q you may read.", page))
+		return
+	}
+	title := "Data"
+	if page != "" {
+		title = page
+	}
+	c.render(w, r, q, http.StatusOK, "schemas", title, groups)
+}
+
+// link is the console URL of an instance.
+func link(cls, key string) string {
+	return "/data/private/" + url.PathEscape(cls) + "/" + escapeKey(key) + "/"
+}
+
+// escapeKey escapes a keyname for a path, keeping its slashes.
+func escapeKey(key string) string {
+	parts := strings.Split(key, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/")
+}

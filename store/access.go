@@ -1,0 +1,88 @@
+package store
+
+// Write kinds a permission check distinguishes.
+const (
+	OpCreate = "create"
+	OpUpdate = "update"
+	OpDelete = "delete"
+)
+
+// Permissions the access checks name.
+const (
+	PermDataAdmin     = "p_data_admin"
+	PermDataRead      = "p_data_read"
+	PermKeynameRename = "p_keyname_rename"
+)
+
+// classPermissions is the permission a write to a built-in class needs; every other
+// class is governed by its schema's p_* fields and the p_data_* permissions.
+var classPermissions = map[string]string{
+	"_schema":     "p_schema_import",
+	"_permission": "p_permission_import",
+	"_user":       "p_user_import",
+	"_group":      "p_user_import",
+	"_role":       "p_user_import",
+	"_home":       "p_home_import",
+}
+
+// classPermission is the permission a load needs for a built-in class, or "".
+func classPermission(cls string) string { return classPermissions[cls] }
+
+// dataPermission is the permission a write of kind op (OpCreate, OpUpdate, OpDelete)
+// to an instance of s needs.
+func dataPermission(s *Schema, op string) string {
+	var own string
+	switch op {
+	case OpCreate:
+		own = s.PCreate
+	case OpUpdate:
+		own = s.PUpdate
+	case OpDelete:
+		own = s.PDelete
+	}
+	if own != "" {
+		return own
+	}
+	return "p_data_" + op
+}
+
+// CanWrite reports whether auth may make a write of kind op to instances of s.
+func CanWrite(auth *Auth, s *Schema, op string) bool {
+	if auth == nil {
+		return true
+	}
+	if p := classPermission(s.Keyname); p != "" {
+		return auth.Has(p)
+	}
+	if auth.Has(PermDataAdmin) || (s.PAdmin != "" && auth.Has(s.PAdmin)) {
+		return true
+	}
+	return auth.Has(dataPermission(s, op))
+}
+
+// CanRead reports whether auth may read instances of s: the schema's p_read, else
+// p_data_read (p_data_admin and the schema's p_admin also grant it).
+func CanRead(auth *Auth, s *Schema) bool {
+	if auth == nil {
+		return true
+	}
+	if auth.Has(PermDataAdmin) || (s.PAdmin != "" && auth.Has(s.PAdmin)) {
+		return true
+	}
+	if s.PRead != "" {
+		return auth.Has(s.PRead)
+	}
+	return auth.Has(PermDataRead)
+}
+
+// canRename reports whether auth may change keynames (a cascading rename).
+func canRename(auth *Auth) bool { return auth == nil || auth.Has(PermKeynameRename) }
+
+// authorizeWrite is the one permission decision of the apply path: nil when auth may
+// make a write of kind op to instances of s, else the forbidden error.
+func authorizeWrite(auth *Auth, s *Schema, op string) error {
+	if !CanWrite(auth, s, op) {
+		return Errorf(EForbidden, "permission denied: %s of %s", op, s.Keyname)
+	}
+	return nil
+}

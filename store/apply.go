@@ -1,0 +1,269 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Actions an entry may ask for (its `_action`).
+const (
+	ActionCreate  = "create"
+	ActionUpdate  = "update"
+	ActionInit    = "init"
+	ActionDelete  = "delete"
+	ActionEnable  = "enable"
+	ActionDisable = "disable"
+	ActionNoop    = "noop"
+)
+
+// Write is one change asked of an instance: the input of the apply path, which the
+// loader, the pipeline task and the console all go through.
+type Write struct {
+	// Schema is the instance's schema.
+	Schema *Schema
+	// Old is the stored state; nil when the instance does not exist.
+	Old *Instance
+	// New is the wanted state for create, init and update: keyname, displayname,
+	// is_enabled and every data value (what is absent from New.Data is removed). A
+	// Keyname other than Old's is a cascading rename. Apply validates it and may
+	// normalize it in place. Ignored by delete, enable, disable and noop.
+	New *Instance
+	// Action is one of the Action constants.
+	Action string
+
+	// validated is set by the loader, which built New with buildInstance.
+	validated bool
+	// ifAbsent makes a create insert only when the keyname is free; otherwise Apply
+	// writes nothing and returns errExists (the loader's insert-first path).
+	ifAbsent bool
+}
+
+// ApplyOptions are who applies a Write and how.
+type ApplyOptions struct {
+	// Auth decides what may be written; nil acts with every permission.
+	Auth *Auth
+	// System allows what only the start-up sequence may do (delete the admin account).
+	System bool
+	// DryRun decides the outcome, checks a rename, and writes nothing.
+	DryRun bool
+}
+
+// Outcome is what Apply did (or, in a dry run, would do).
+type Outcome struct {
+	// Result is one of the Out constants.
+	Result string
+	// Renamed is set when the write renamed the instance (or would, in a dry run).
+	Renamed bool
+}
+
+// errExists reports that an ifAbsent create found the keyname taken.
+var errExists = errors.New("instance exists")
+
+// Apply applies one write in its own transaction (the console's single-instance
+// create, edit, delete, enable, disable and rename).
+func (db *DB) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer tx.Rollback()
+	tx.Author = opts.Auth.Author()
+	out, err := tx.Apply(ctx, w, opts)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if opts.DryRun {
+		return out, nil
+	}
+	return out, tx.Commit()
+}
+
+// Apply applies one write inside the transaction: the `_action` dispatch, the
+// permission checks, the admin account's protection, the "unchanged" test and the
+// write with its revision. Refusals (invalid, not found, forbidden, conflict) happen
+// before anything is written; an internal error may leave partial writes behind, so
+// the caller must then roll back.
+func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
+	s, old := w.Schema, w.Old
+	switch w.Action {
+	case ActionNoop:
+		return Outcome{Result: OutSkipped}, nil
+	case ActionDelete:
+		if old == nil {
+			return Outcome{Result: OutUnchanged}, nil
+		}
+		if err := authorizeWrite(opts.Auth, s, OpDelete); err != nil {
+			return Outcome{}, err
+		}
+		if isAdminAccount(s, old) && !opts.System {
+			return Outcome{}, Errorf(EForbidden, "the admin account cannot be deleted")
+		}
+		if !opts.DryRun {
+			if err := tx.DeleteInstance(s, old); err != nil {
+				return Outcome{}, err
+			}
+		}
+		return Outcome{Result: OutDeleted}, nil
+	case ActionEnable, ActionDisable:
+		if old == nil {
+			return Outcome{}, Errorf(ENotFound, "%s %q not found", s.Keyname, keyOf(w))
+		}
+		want := w.Action == ActionEnable
+		if old.IsEnabled == want {
+			return Outcome{Result: OutUnchanged}, nil
+		}
+		if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
+			return Outcome{}, err
+		}
+		if !opts.DryRun {
+			next := *old
+			next.IsEnabled = want
+			if _, err := tx.write(s, old, &next, w.Action, mustJSON(next.Data), false); err != nil {
+				return Outcome{}, err
+			}
+		}
+		if want {
+			return Outcome{Result: OutEnabled}, nil
+		}
+		return Outcome{Result: OutDisabled}, nil
+	case ActionInit:
+		if old != nil {
+			return Outcome{Result: OutUnchanged}, nil
+		}
+	case ActionCreate, ActionUpdate:
+		if old == nil && w.Action == ActionUpdate {
+			return Outcome{}, Errorf(ENotFound, "%s %q not found", s.Keyname, keyOf(w))
+		}
+	default:
+		return Outcome{}, Errorf(EInvalid, "unknown _action %q", w.Action)
+	}
+	if w.New == nil {
+		return Outcome{}, Errorf(EInvalid, "%s: %s needs the new state", s.Keyname, w.Action)
+	}
+	next := w.New
+	if !w.validated {
+		var err error
+		if next, err = tx.validateNew(s, next, old); err != nil {
+			return Outcome{}, err
+		}
+	}
+	data := mustJSON(next.Data) // the one encoding of the new state
+	if old == nil {
+		if err := authorizeWrite(opts.Auth, s, OpCreate); err != nil {
+			return Outcome{}, err
+		}
+		if opts.DryRun {
+			return Outcome{Result: OutCreated}, nil
+		}
+		inserted, err := tx.write(s, nil, next, ActionCreate, data, w.ifAbsent)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if !inserted {
+			return Outcome{}, errExists
+		}
+		return Outcome{Result: OutCreated}, nil
+	}
+	renamed := next.Keyname != old.Keyname
+	changed := next.Displayname != old.Displayname || next.IsEnabled != old.IsEnabled || !sameData(old, data)
+	if !changed && !renamed {
+		return Outcome{Result: OutUnchanged}, nil
+	}
+	if changed {
+		if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
+			return Outcome{}, err
+		}
+	}
+	if renamed {
+		if !canRename(opts.Auth) {
+			return Outcome{}, Errorf(EForbidden, "permission denied: renaming needs %s", PermKeynameRename)
+		}
+		if isAdminAccount(s, old) {
+			// The start-up sequence manages the account by this login.
+			return Outcome{}, Errorf(EForbidden, "the admin account cannot be renamed")
+		}
+		return Outcome{Result: OutUpdated, Renamed: true}, tx.applyRename(ctx, s, old, next, data, changed, opts.DryRun)
+	}
+	if !opts.DryRun {
+		if _, err := tx.write(s, old, next, ActionUpdate, data, false); err != nil {
+			return Outcome{}, err
+		}
+	}
+	return Outcome{Result: OutUpdated}, nil
+}
+
+// applyRename writes the other changes and the cascading rename atomically.
+func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, data string, changed, dryRun bool) error {
+	newKey := next.Keyname
+	at := *next
+	at.Keyname = old.Keyname
+	if dryRun {
+		return tx.CheckRename(s, &at, newKey)
+	}
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT apply_rename"); err != nil {
+		return fmt.Errorf("rename %s %s: %w", s.Keyname, old.Keyname, err)
+	}
+	err := func() error {
+		if changed {
+			if _, err := tx.write(s, old, &at, ActionUpdate, data, false); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Rename(s, &at, newKey)
+		return err
+	}()
+	if err != nil {
+		tx.ExecContext(ctx, "ROLLBACK TO apply_rename")
+	}
+	tx.ExecContext(ctx, "RELEASE apply_rename")
+	if err == nil {
+		*next = at
+	}
+	return err
+}
+
+// validateNew validates the wanted state of a write from outside the loader: a new
+// instance as a load would create it (keyname mode, defaults, every value); a changed
+// one re-validating only the values that differ from the stored ones.
+func (tx *Tx) validateNew(s *Schema, next, old *Instance) (*Instance, error) {
+	if old != nil {
+		if err := tx.PrepareChanges(s, next, old); err != nil {
+			return nil, err
+		}
+		return next, nil
+	}
+	e := entryOfInstance(s, next)
+	if err := resolveKeyname(s, e); err != nil {
+		return nil, err
+	}
+	return tx.buildInstance(s, e, nil)
+}
+
+// entryOfInstance is the load entry that creates in.
+func entryOfInstance(s *Schema, in *Instance) *Entry {
+	e := &Entry{Fields: make(map[string]any, len(in.Data)), Classname: s.Keyname, Keyname: in.Keyname,
+		Displayname: in.Displayname, HasDisplayname: true, Action: ActionCreate}
+	enabled := in.IsEnabled
+	e.IsEnabled = &enabled
+	for k, v := range in.Data {
+		e.Set(k, v)
+	}
+	return e
+}
+
+// sameData reports whether the stored data of old encodes as data.
+func sameData(old *Instance, data string) bool {
+	return old.raw == data || mustJSON(old.Data) == data
+}
+
+func isAdminAccount(s *Schema, in *Instance) bool {
+	return s.Keyname == "_user" && in.Keyname == "admin"
+}
+
+func keyOf(w Write) string {
+	if w.New != nil {
+		return w.New.Keyname
+	}
+	return ""
+}

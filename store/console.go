@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Revision is one recorded change of an object; Before and After are the object as
+// JSON (secrets masked), empty for a create's before and a delete's after.
+type Revision struct {
+	ID        int64
+	Action    string
+	Before    string
+	After     string
+	Author    string
+	CreatedAt string
+}
+
+// Revisions returns the newest limit revisions of an object, newest first.
+func (db *DB) Revisions(ctx context.Context, cls, key string, limit int) ([]Revision, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT id, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
+		FROM revisions WHERE classname = ? AND keyname = ? ORDER BY id DESC LIMIT ?`, cls, key, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read revisions of %s %s: %w", cls, key, err)
+	}
+	defer rows.Close()
+	var out []Revision
+	for rows.Next() {
+		var r Revision
+		if err := rows.Scan(&r.ID, &r.Action, &r.Before, &r.After, &r.Author, &r.CreatedAt); err != nil {
+			return nil, fmt.Errorf("read revisions of %s %s: %w", cls, key, err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Reference is an instance whose `schema` field points at another instance.
+type Reference struct {
+	Classname, Keyname, Displayname, Field string
+}
+
+// ReferencedBy lists up to limit instances whose `schema` fields targeting cls hold key.
+func (db *DB) ReferencedBy(ctx context.Context, cls, key string, limit int) ([]Reference, error) {
+	rows, err := db.r.QueryContext(ctx, "SELECT classname, keyname, dataformat_ext FROM schema_fields WHERE dataformat = 'schema' ORDER BY classname, sort_order, id")
+	if err != nil {
+		return nil, fmt.Errorf("find references to %s: %w", cls, err)
+	}
+	var fields [][2]string
+	for rows.Next() {
+		var c, f, ext string
+		if err := rows.Scan(&c, &f, &ext); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("find references to %s: %w", cls, err)
+		}
+		if w := strings.Fields(ext); len(w) > 0 && w[0] == cls && fieldNameRE.MatchString(f) {
+			fields = append(fields, [2]string{c, f})
+		}
+	}
+	rows.Close()
+	var out []Reference
+	for _, cf := range fields {
+		if len(out) >= limit {
+			break
+		}
+		// instr() is a cheap filter before the exact test on the (scalar or list) value.
+		q, err := db.r.QueryContext(ctx, `SELECT keyname, displayname FROM instances
+			WHERE classname = ? AND instr(data, ?) > 0
+			AND EXISTS (SELECT 1 FROM json_each(instances.data, ?) WHERE value = ?)
+			ORDER BY id LIMIT ?`, cf[0], jsonString(key), "$."+cf[1], key, limit-len(out))
+		if err != nil {
+			return nil, fmt.Errorf("find references to %s: %w", cls, err)
+		}
+		for q.Next() {
+			r := Reference{Classname: cf[0], Field: cf[1]}
+			if err := q.Scan(&r.Keyname, &r.Displayname); err != nil {
+				q.Close()
+				return nil, fmt.Errorf("find references to %s: %w", cls, err)
+			}
+			out = append(out, r)
+		}
+		q.Close()
+	}
+	return out, nil
+}
+
+// PermissionOrigin says where one of a user's permissions comes from.
+type PermissionOrigin struct {
+	Permission string
+	Role       string
+	// Via is the group through which the user is in the role; empty for a direct member.
+	Via string
+}
+
+// PermissionOrigins explains UserAuth: every (permission, role, group) that grants a
+// permission to login. all is true when the user holds every permission (the login
+// admin, or a member of role_admin); origins then still list what the roles name.
+func (db *DB) PermissionOrigins(ctx context.Context, login string) (all bool, origins []PermissionOrigin, err error) {
+	m, err := db.readMembership(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	groups := m.groupsOf(login)
+	all = login == "admin"
+	for _, r := range m.rolesOf(login) {
+		var vias []string
+		for _, u := range m.roleUsers[r] {
+			if u == login {
+				vias = append(vias, "")
+				break
+			}
+		}
+		for _, g := range m.roleSubs[r] {
+			if groups[g] {
+				vias = append(vias, g)
+			}
+		}
+		if r == RoleAdmin {
+			all = true
+		}
+		for _, p := range m.rolePerms[r] {
+			for _, v := range vias {
+				origins = append(origins, PermissionOrigin{Permission: p, Role: r, Via: v})
+			}
+		}
+	}
+	sort.Slice(origins, func(i, j int) bool {
+		a, b := origins[i], origins[j]
+		if a.Permission != b.Permission {
+			return a.Permission < b.Permission
+		}
+		if a.Role != b.Role {
+			return a.Role < b.Role
+		}
+		return a.Via < b.Via
+	})
+	return all, origins, nil
+}

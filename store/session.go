@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Session is a web console sign-in. The token itself is never stored, only its hash.
+type Session struct {
+	ID        int64
+	UserID    int64
+	Login     string
+	CSRF      string
+	Address   string
+	CreatedAt time.Time
+	LastSeen  time.Time
+	ExpiresAt time.Time
+}
+
+// SessionLimits are the idle and absolute lifetimes of console sessions.
+type SessionLimits struct {
+	Idle, Absolute time.Duration
+}
+
+// ConsoleSessionLimits reads the session lifetimes from the configuration.
+func (db *DB) ConsoleSessionLimits(ctx context.Context) SessionLimits {
+	return SessionLimits{
+		Idle:     time.Duration(db.ConfigInt(ctx, "CONSOLE_SESSION_IDLE_MINUTES")) * time.Minute,
+		Absolute: time.Duration(db.ConfigInt(ctx, "CONSOLE_SESSION_MAX_HOURS")) * time.Hour,
+	}
+}
+
+func randomToken() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand: " + err.Error()) // never fails on supported systems
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func tokenHash(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}
+
+// CreateSession starts a session for the user and returns its token (for the cookie).
+func (db *DB) CreateSession(ctx context.Context, userID int64, login, address string, lim SessionLimits) (string, *Session, error) {
+	token := randomToken()
+	now := db.Now().UTC()
+	s := &Session{UserID: userID, Login: login, CSRF: randomToken(), Address: address, CreatedAt: now,
+		LastSeen: now, ExpiresAt: now.Add(lim.Absolute)}
+	res, err := db.w.ExecContext(ctx, `INSERT INTO sessions(token_hash, user_id, login, csrf, address, created_at,
+		last_seen, expires_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, tokenHash(token), userID, login, s.CSRF, address,
+		now.Unix(), now.Unix(), s.ExpiresAt.Unix())
+	if err != nil {
+		return "", nil, fmt.Errorf("create session: %w", err)
+	}
+	s.ID, _ = res.LastInsertId()
+	// Expired sessions of everyone go with each new sign-in, so the table stays small.
+	if _, err := db.w.ExecContext(ctx, "DELETE FROM sessions WHERE expires_at <= ? OR last_seen <= ?",
+		now.Unix(), now.Add(-lim.Idle).Unix()); err != nil {
+		return "", nil, fmt.Errorf("purge sessions: %w", err)
+	}
+	return token, s, nil
+}
+
+// Session returns the live session of token and records the request's time (at most
+// once a minute). A missing, expired or idle session is ENotFound; expired and idle
+// ones are deleted.
+func (db *DB) Session(ctx context.Context, token string, lim SessionLimits) (*Session, error) {
+	if token == "" || len(token) > 128 {
+		return nil, Errorf(ENotFound, "no session")
+	}
+	s := &Session{}
+	var created, seen, exp int64
+	err := db.r.QueryRowContext(ctx, `SELECT id, user_id, login, csrf, address, created_at, last_seen, expires_at
+		FROM sessions WHERE token_hash = ?`, tokenHash(token)).
+		Scan(&s.ID, &s.UserID, &s.Login, &s.CSRF, &s.Address, &created, &seen, &exp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, Errorf(ENotFound, "no session")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read session: %w", err)
+	}
+	s.CreatedAt, s.LastSeen, s.ExpiresAt = time.Unix(created, 0).UTC(), time.Unix(seen, 0).UTC(), time.Unix(exp, 0).UTC()
+	now := db.Now().UTC()
+	// The absolute limit is the stored expiry or the configured one, whichever is sooner,
+	// so lowering the configuration shortens sessions already open.
+	if !now.Before(s.ExpiresAt) || !now.Before(s.CreatedAt.Add(lim.Absolute)) || !now.Before(s.LastSeen.Add(lim.Idle)) {
+		if err := db.DeleteSession(ctx, s.ID); err != nil {
+			return nil, err
+		}
+		return nil, Errorf(ENotFound, "session expired")
+	}
+	if now.Sub(s.LastSeen) >= time.Minute {
+		if _, err := db.w.ExecContext(ctx, "UPDATE sessions SET last_seen = ? WHERE id = ?", now.Unix(), s.ID); err != nil {
+			return nil, fmt.Errorf("touch session: %w", err)
+		}
+		s.LastSeen = now
+	}
+	return s, nil
+}
+
+// DeleteSession ends one session.
+func (db *DB) DeleteSession(ctx context.Context, id int64) error {
+	if _, err := db.w.ExecContext(ctx, "DELETE FROM sessions WHERE id = ?", id); err != nil {
+		return fmt.Errorf("delete session: %w", err)
+	}
+	return nil
+}
+
+// DeleteUserSessions ends every session of a user.
+func (db *DB) DeleteUserSessions(ctx context.Context, userID int64) error {
+	if _, err := db.w.ExecContext(ctx, "DELETE FROM sessions WHERE user_id = ?", userID); err != nil {
+		return fmt.Errorf("delete sessions: %w", err)
+	}
+	return nil
+}
