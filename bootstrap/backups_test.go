@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dataservice/bootstrap"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -29,7 +30,7 @@ func scheduledFiles(t *testing.T, dbPath string) []string {
 func TestScheduledBackupIntervalKeepAndNaming(t *testing.T) {
 	db, rec := migratedDB(t)
 	ctx := context.Background()
-	log := rec.logger(t)
+	log := rec.Logger(t)
 	now := time.Now()
 
 	if f, err := bootstrap.ScheduledBackup(ctx, db, now, log); err != nil || f != "" {
@@ -103,7 +104,7 @@ func TestBackupLoopReportsSuccessAndFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := openDB(t, filepath.Join(sub, "data.db"))
-	rec := &logRecorder{}
+	rec := &testkit.Recorder{}
 	run(t, db, options(t, rec))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -115,7 +116,7 @@ func TestBackupLoopReportsSuccessAndFailure(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		bootstrap.BackupLoop(ctx, db, 10*time.Millisecond, rec.logger(t), func(file string, err error) {
+		bootstrap.BackupLoop(ctx, db, 10*time.Millisecond, rec.Logger(t), func(file string, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -161,7 +162,7 @@ func TestBackupLoopReportsSuccessAndFailure(t *testing.T) {
 	wait("two failures", func() bool { return fails >= 2 })
 	cancel()
 	<-done
-	if len(rec.find(slog.LevelError, "scheduled backup failed")) < 2 {
-		t.Fatalf("failures not logged: %v", rec.all())
+	if len(rec.Find(slog.LevelError, "scheduled backup failed")) < 2 {
+		t.Fatalf("failures not logged: %v", rec.All())
 	}
 }

@@ -50,9 +50,9 @@ func TestMigrate490RerunKeepsUserRenames(t *testing.T) {
 	// The user moves the subnet to another CIDR; every later start re-runs 4.9.0.
 	renameInstance(t, db, "ipam_subnet", "10.10.0.0/16", "10.11.0.0/16")
 	for i := 0; i < 2; i++ {
-		rec.reset()
+		rec.Reset()
 		run(t, db, o)
-		if got, want := strings.Join(rec.blocksStarted(), ","), "4.9.0"; got != want {
+		if got, want := strings.Join(blocksStarted(rec), ","), "4.9.0"; got != want {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
 		if instance(t, db, "ipam_subnet", "10.10.0.0/16") != nil || instance(t, db, "ipam_subnet", "10.11.0.0/16") == nil {
@@ -106,7 +106,7 @@ func TestMigrate490NonTextSubnetIsWarnedAndSkipped(t *testing.T) {
 	run(t, db, options(t, rec))
 
 	var warned []string
-	for _, e := range rec.find(slog.LevelWarn, "4.9.0: subnet field is not text; instance left as is") {
+	for _, e := range rec.Find(slog.LevelWarn, "4.9.0: subnet field is not text; instance left as is") {
 		warned = append(warned, e.Attrs["keyname"]+"="+e.Attrs["subnet"])
 	}
 	if got, want := strings.Join(warned, ","), `list-net=["10.5.0.0/16"],number-net=42,bool-net=true`; got != want {
@@ -134,7 +134,7 @@ func TestMigrate460RerunKeepsUserChanges(t *testing.T) {
 	o := options(t, rec)
 	o.Version = "4.6.0-RC2"
 	run(t, db, o)
-	if got, want := strings.Join(rec.blocksStarted(), ","), "4.6.0,4.8.0,4.9.0"; got != want {
+	if got, want := strings.Join(blocksStarted(rec), ","), "4.6.0,4.8.0,4.9.0"; got != want {
 		t.Fatalf("blocks = %s, want %s", got, want)
 	}
 
@@ -219,7 +219,7 @@ func TestMigrate460WithoutPipelineSchema(t *testing.T) {
 	if got, want := dbVersion(t, db), testVersion; got != want {
 		t.Fatalf("DB_VERSION = %q, want %q", got, want)
 	}
-	if got := len(rec.find(slog.LevelWarn, "4.6.0: schema _pipeline not found; no pipeline to rewrite")); got != 1 {
+	if got := len(rec.Find(slog.LevelWarn, "4.6.0: schema _pipeline not found; no pipeline to rewrite")); got != 1 {
 		t.Fatalf("missing-schema warnings = %d, want 1", got)
 	}
 }
@@ -281,12 +281,12 @@ func TestRunWarnsWhenVersionsOrderDifferentlyAsText(t *testing.T) {
 			o := options(t, rec)
 			o.Version = c.code
 			run(t, db, o)
-			w := rec.find(slog.LevelWarn, msgStored)
+			w := rec.Find(slog.LevelWarn, msgStored)
 			if got := len(w) == 1; got != c.stored1 || len(w) > 1 {
 				t.Fatalf("stored/code warnings = %+v, want %v", w, c.stored1)
 			}
 			var blocks string
-			if b := rec.find(slog.LevelWarn, msgBlocks); len(b) == 1 {
+			if b := rec.Find(slog.LevelWarn, msgBlocks); len(b) == 1 {
 				blocks = b[0].Attrs["blocks"]
 			}
 			if blocks != c.blocks {

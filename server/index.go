@@ -1,9 +1,7 @@
 package server
 
 import (
-	"html/template"
 	"net/http"
-	"strings"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -15,7 +13,7 @@ type endpoint struct {
 	Doc    string `json:"doc" yaml:"doc"`
 }
 
-// apiEndpoints is what GET / and GET /api/ point at. It names no version and needs no
+// apiEndpoints is what GET /api/ points at. It names no version and needs no
 // credentials: it says only what the documentation says.
 var apiEndpoints = []endpoint{
 	{"GET", "/api/ping/", "liveness, no authentication"},
@@ -31,33 +29,6 @@ var apiEndpoints = []endpoint{
 }
 
 const apiDocs = "docs/api.md in the source tree (also docs/pipelines.md, docs/loading.md, docs/users.md, docs/configuration.md)"
-
-var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>dataservice</title></head>
-<body>
-<h1>dataservice</h1>
-<p>This is the HTTP API of dataservice. Every <code>/api/</code> endpoint except
-<code>/api/ping/</code> needs credentials: an API key
-(<code>Authorization: Bearer KEYNAME:SECRET</code>) or a user's Basic authentication.</p>
-<table>
-{{range .}}<tr><td>{{.Method}}</td><td><code>{{.Path}}</code></td><td>{{.Doc}}</td></tr>
-{{end}}</table>
-<p>Documentation: ` + apiDocs + `.</p>
-</body></html>
-`))
-
-// index: GET / — a short page (HTML for browsers, else JSON) pointing at the API.
-func (s *server) index(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	if strings.Contains(r.Header.Get("Accept"), "text/html") {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		if err := indexPage.Execute(w, apiEndpoints); err != nil {
-			s.log.Warn("write index page", "error", err)
-		}
-		return
-	}
-	s.apiIndex(w, r, nil)
-}
 
 // apiIndex: GET /api/ — the endpoints and where the documentation is, as JSON (or YAML).
 func (s *server) apiIndex(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

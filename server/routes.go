@@ -35,7 +35,6 @@ func (s *server) routes() http.Handler {
 		s.writeError(w, req, http.StatusInternalServerError, "internal error")
 	}
 
-	r.GET("/", s.index)
 	r.GET("/api/", s.apiIndex)
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)

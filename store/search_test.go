@@ -253,7 +253,7 @@ func TestCountsAndSearchIndexBuiltForExistingFiles(t *testing.T) {
 		"DROP TRIGGER configuration_insert", "DROP TRIGGER configuration_update", "DROP TRIGGER configuration_delete",
 		"DROP TABLE instances_search", "DROP TABLE instance_counts",
 		"INSERT INTO instances(classname, keyname, data, created_at, updated_at) VALUES('a', 'one', '{\"x\":\"needle\"}', '', ''), ('a', 'two', '{}', '', ''), ('b', 'three', '{}', '', '')",
-		"PRAGMA user_version = 3",
+		"PRAGMA user_version = 3", // before layouts 4 (counts and search) and 5; layout 3 is the sessions table
 	} {
 		if _, err := sdb.Exec(q); err != nil {
 			sdb.Close()
