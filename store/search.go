@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 )
 
 // SearchCountSlack bounds the counting of a search's matches: without ListQuery.ExactCount
@@ -38,9 +37,8 @@ type ListResult struct {
 const instanceColsI = "i.id, i.classname, i.keyname, i.displayname, i.is_enabled, i.data, i.created_at, i.updated_at"
 
 // ListInstances returns a page of the instances of s. Without a search the count is
-// the maintained per-schema count. A search of three characters or more is answered
-// from the trigram index (its candidates re-checked with LIKE, so the matches are
-// exactly LIKE's); a shorter one scans the schema's rows.
+// the maintained per-schema count; a search reads the schema's rows in id order until
+// the page is full, and counts its matches up to a bound (see ListQuery.ExactCount).
 func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListResult, error) {
 	cls := s.Keyname
 	if q.Limit < 0 || q.Offset < 0 {
@@ -59,19 +57,11 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
 		like := `(i.keyname LIKE ? ESCAPE '\' OR i.displayname LIKE ? ESCAPE '\'`
 		likeArgs := []any{pat, pat}
-		cols := "{keyname displayname}"
 		if !s.hasSecrets() {
 			like += ` OR i.data LIKE ? ESCAPE '\'`
 			likeArgs = append(likeArgs, pat)
-			cols = "{keyname displayname data}"
 		}
 		like += ")"
-		if utf8.RuneCountInString(q.Search) >= 3 {
-			// The index drives: its rowids come in order, each joined to its row.
-			from, idCol = "instances_search s CROSS JOIN instances i", "s.rowid"
-			where = "instances_search MATCH ? AND i.id = s.rowid AND i.classname = ?"
-			args = []any{cols + ` : "` + strings.ReplaceAll(q.Search, `"`, `""`) + `"`, cls}
-		}
 		where += " AND " + like
 		args = append(args, likeArgs...)
 		countQ, countArgs := "SELECT count(*) FROM "+from+" WHERE "+where, args
