@@ -64,25 +64,14 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 		like += ")"
 		where += " AND " + like
 		args = append(args, likeArgs...)
-		countQ, countArgs := "SELECT count(*) FROM "+from+" WHERE "+where, args
-		bound := q.Offset + q.Limit + SearchCountSlack
-		if !q.ExactCount {
-			countQ = "SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?)"
-			countArgs = append(append([]any{}, args...), bound+1)
-		}
-		if err := db.r.QueryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {
-			return nil, fmt.Errorf("search %s: %w", cls, err)
-		}
-		if !q.ExactCount && res.Count > bound {
-			res.Count, res.CountExact = bound, false
-		}
 	}
+	listWhere, listArgs := where, args
 	if q.After > 0 {
-		where += " AND " + idCol + " > ?"
-		args = append(args, q.After)
+		listWhere += " AND " + idCol + " > ?"
+		listArgs = append(append([]any{}, args...), q.After)
 	}
-	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM "+from+" WHERE "+where+
-		" ORDER BY "+idCol+" LIMIT ? OFFSET ?", append(args, q.Limit+1, q.Offset)...)
+	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM "+from+" WHERE "+listWhere+
+		" ORDER BY "+idCol+" LIMIT ? OFFSET ?", append(listArgs, q.Limit+1, q.Offset)...)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
 	}
@@ -97,9 +86,31 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
 	}
-	if q.Limit > 0 && len(res.Instances) > q.Limit {
+	rows.Close()
+	full := q.Limit > 0 && len(res.Instances) > q.Limit
+	if full {
 		res.Instances = res.Instances[:q.Limit]
 		res.Next = res.Instances[len(res.Instances)-1].ID
+	}
+	if q.Search == "" {
+		return res, nil
+	}
+	if !full && q.Limit > 0 && q.After == 0 && (len(res.Instances) > 0 || q.Offset == 0) {
+		// The last page of the matches: they number offset + this page (no second scan).
+		res.Count = q.Offset + len(res.Instances)
+		return res, nil
+	}
+	countQ, countArgs := "SELECT count(*) FROM "+from+" WHERE "+where, args
+	bound := q.Offset + q.Limit + SearchCountSlack
+	if !q.ExactCount {
+		countQ = "SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?)"
+		countArgs = append(append([]any{}, args...), bound+1)
+	}
+	if err := db.r.QueryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {
+		return nil, fmt.Errorf("search %s: %w", cls, err)
+	}
+	if !q.ExactCount && res.Count > bound {
+		res.Count, res.CountExact = bound, false
 	}
 	return res, nil
 }

@@ -275,3 +275,26 @@ func TestCountsAndSearchIndexBuiltForExistingFiles(t *testing.T) {
 		t.Fatalf("%d search index objects left, want 0", n)
 	}
 }
+
+// The count of a search is the same whether it comes from the last page or from
+// counting: on every page, with page numbers past the end too.
+func TestSearchCountOnEveryPage(t *testing.T) {
+	db := newTestDB(t)
+	mustLoad(t, db, `- {classname: _schema, keyname: item, n: {dataformat: int}}`, store.LoadOptions{System: true})
+	var b strings.Builder
+	for i := range 37 {
+		fmt.Fprintf(&b, "- {classname: item, keyname: item%02d, n: %d}\n", i, i)
+	}
+	mustLoad(t, db, b.String(), store.LoadOptions{System: true})
+	s, err := db.Schema(context.Background(), "item")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(likeIDs(t, db, "item", "1", true))
+	for page := range 6 {
+		_, res := listIDs(t, db, s, store.ListQuery{Search: "1", Offset: page * 5, Limit: 5})
+		if res.Count != want || !res.CountExact {
+			t.Fatalf("page %d: count %d (exact %v), want %d", page+1, res.Count, res.CountExact, want)
+		}
+	}
+}
