@@ -24,7 +24,7 @@ func setupAPIKeyCreate(c *cli, fs *pflag.FlagSet) func(context.Context, []string
 func setupAPIKeyList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, true)
 	return func(ctx context.Context, _ []string) error {
-		db, _, _, err := c.open(ctx, false)
+		db, _, _, err := c.openRead(ctx)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -57,11 +58,7 @@ func TestCompatDemoLoads(t *testing.T) {
 		t.Fatalf("counts %q", out)
 	}
 
-	db, err := store.Open(context.Background(), env["SERVICE_DB"], store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := testkit.OpenFile(t, env["SERVICE_DB"])
 	ctx := context.Background()
 	files, _ := filepath.Glob(filepath.Join(compatDir, "*.yaml"))
 	checked := 0

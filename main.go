@@ -133,10 +133,34 @@ func checkDBPath(path string) error {
 		return fmt.Errorf("database %s: permission denied: the file is not readable", path)
 	}
 	if syscall.Access(path, 2) != nil { // W_OK
-		return fmt.Errorf("database %s: permission denied: the file is read-only for this user "+
-			"(every command runs the start-up sequence, which writes; make it writable or work on a copy)", path)
+		return fmt.Errorf("database %s: %w", path, errReadOnlyFile)
 	}
 	return nil
+}
+
+// errReadOnlyFile: the process may read the database file but not write it. Commands
+// that only read open it read-only; the others stop with this error.
+var errReadOnlyFile = errors.New("permission denied: the file is read-only for this user " +
+	"(commands that change data need write access; export, list and show commands, and migrate --status, work)")
+
+// openRead opens the database for a command that only reads. A file this process may
+// not write is opened read-only, without the start-up sequence (which writes), with a
+// warning; otherwise it is open(ctx, false).
+func (c *cli) openRead(ctx context.Context) (*store.DB, *settings, *slog.Logger, error) {
+	s, err := loadSettings(c.getenv, &c.sf)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkDBPath(s.DB); errors.Is(err, errReadOnlyFile) {
+		log := c.logger(s)
+		db, err := store.Open(ctx, s.DB, store.Options{Logger: log, ReadOnly: true})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		log.Warn("database file is read-only: start-up sequence skipped, reading only", "db", s.DB)
+		return db, s, log, nil
+	}
+	return c.open(ctx, false)
 }
 
 // startUp runs the start-up sequence with the settings; a refusal is returned as is.
@@ -282,10 +306,13 @@ func (c *cli) migrateStatus(ctx context.Context) error {
 		}
 		defer os.RemoveAll(tmp)
 		path, missing = filepath.Join(tmp, "empty.db"), true
-	} else if err := checkDBPath(s.DB); err != nil {
+	}
+	err = checkDBPath(s.DB)
+	readOnly := errors.Is(err, errReadOnlyFile)
+	if err != nil && !readOnly {
 		return err
 	}
-	db, err := store.Open(ctx, path, store.Options{Logger: c.logger(s)})
+	db, err := store.Open(ctx, path, store.Options{Logger: c.logger(s), ReadOnly: readOnly && !missing})
 	if err != nil {
 		return err
 	}
@@ -491,7 +518,7 @@ func (c *cli) export(ctx context.Context, schemas string, all bool, format strin
 	if format != "yaml" && format != "json" {
 		return &usageError{c.find("export"), fmt.Sprintf("--format %q: yaml or json", format)}
 	}
-	db, _, _, err := c.open(ctx, false)
+	db, _, _, err := c.openRead(ctx)
 	if err != nil {
 		return err
 	}

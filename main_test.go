@@ -11,30 +11,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"dataservice/store"
+	"dataservice/internal/testkit"
 )
-
-// syncBuffer is a goroutine-safe buffer for a running command's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func envOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
@@ -212,7 +193,7 @@ func TestServeEndToEnd(t *testing.T) {
 	env["SERVICE_LOG_LEVEL"] = "info"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"serve"}, envOf(env), io.Discard, &stderr) }()
 
@@ -379,18 +360,9 @@ func TestIPAMCollect(t *testing.T) {
 		t.Fatalf("srv001's address 10.1.0.2 is not collected as 0a010002")
 	}
 	// Addresses stored without collection (an older release) are collected by the command.
-	db, err := store.Open(context.Background(), env["SERVICE_DB"], store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.WithTx(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.ExecContext(context.Background(), "DELETE FROM instances WHERE classname = 'ipam_ip'")
-		return err
-	})
+	db := testkit.OpenFile(t, env["SERVICE_DB"])
+	testkit.Exec(t, db, "DELETE FROM instances WHERE classname = 'ipam_ip'")
 	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if code, out, _ := runCLI(t, env, "ipam", "collect"); code != 0 || out != "collected 300 new ipam_ip instances\n" {
 		t.Fatalf("collect over stored data: exit %d, %q", code, out)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -49,7 +50,7 @@ func servingProcess(t *testing.T, env map[string]string) (api, metricsURL string
 	env["SERVICE_METRICS_LISTEN"] = "127.0.0.1:0"
 	env["SERVICE_LOG_LEVEL"] = "info"
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr syncBuffer
+	var stderr testkit.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"serve"}, envOf(env), io.Discard, &stderr) }()
 	stop = func() string {

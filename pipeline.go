@@ -32,7 +32,7 @@ func pipelineTransform(ctx context.Context, db *store.DB, name string) (rules.Tr
 func setupPipelineList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, true)
 	return func(ctx context.Context, _ []string) error {
-		db, _, _, err := c.open(ctx, false)
+		db, _, _, err := c.openRead(ctx)
 		if err != nil {
 			return err
 		}

@@ -13,12 +13,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -46,15 +46,7 @@ func TestMain(m *testing.M) {
 // else a fixed value, so a failing run can be replayed. It is logged.
 func reliabilitySeed(t *testing.T, def uint64) *rand.Rand {
 	t.Helper()
-	seed := def
-	if v := os.Getenv("RELIABILITY_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("RELIABILITY_SEED %q: %v", v, err)
-		}
-		seed = n
-	}
-	t.Logf("seed %d (replay with RELIABILITY_SEED=%d)", seed, seed)
+	seed := testkit.Seed(t, "RELIABILITY_SEED", def)
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 
@@ -63,7 +55,7 @@ type child struct {
 	t    *testing.T
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testkit.Buffer
 	done chan struct{}
 	code int
 }
@@ -83,7 +75,7 @@ func startChild(t *testing.T, env map[string]string, args ...string) *child {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	c := &child{t: t, name: strings.Join(args, " "), cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	c := &child{t: t, name: strings.Join(args, " "), cmd: cmd, out: &testkit.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = c.out, c.out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", c.name, err)
@@ -271,14 +263,7 @@ type taskReply struct {
 func finalStatus(s string) bool { return s == "succeeded" || s == "failed" || s == "cancelled" }
 
 // openStore opens the file in the test process (only while no child runs).
-func openStore(t *testing.T, path string) *store.DB {
-	t.Helper()
-	db, err := store.Open(context.Background(), path, store.Options{})
-	if err != nil {
-		t.Fatalf("open %s: %v", path, err)
-	}
-	return db
-}
+var openStore = testkit.OpenFile
 
 // openReader opens a read-only connection pool on the file, usable while a child writes.
 func openReader(t *testing.T, path string) *sql.DB {
@@ -292,15 +277,9 @@ func openReader(t *testing.T, path string) *sql.DB {
 }
 
 // queryInt runs a query returning one integer.
-func queryInt(t *testing.T, q interface {
-	QueryRow(string, ...any) *sql.Row
-}, query string, args ...any) int64 {
+func queryInt(t *testing.T, r *sql.DB, query string, args ...any) int64 {
 	t.Helper()
-	var n int64
-	if err := q.QueryRow(query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
+	return int64(testkit.QueryInt(t, testkit.Pool(r), query, args...))
 }
 
 // queryText runs a query returning one text value ("" when there is no row).
@@ -345,26 +324,12 @@ func quiet(env map[string]string) map[string]string {
 // prefix0..prefixN-1, data from dataOf), bypassing validation for speed.
 func insertInstances(t *testing.T, db *store.DB, cls, prefix string, n int, dataOf func(i int) map[string]any) {
 	t.Helper()
-	ctx := context.Background()
-	err := db.WithTx(ctx, func(tx *store.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
-			created_at, updated_at) VALUES(?, ?, ?, 1, ?, '2020-01-01T00:00:00Z', '2020-01-01T00:00:00Z')`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for i := 0; i < n; i++ {
-			data, _ := json.Marshal(dataOf(i))
-			key := fmt.Sprintf("%s%d", prefix, i)
-			if _, err := st.ExecContext(ctx, cls, key, key, string(data)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("insert %d %s: %v", n, cls, err)
+	rows := make([]testkit.Row, n)
+	for i := range rows {
+		key := fmt.Sprintf("%s%d", prefix, i)
+		rows[i] = testkit.Row{Keyname: key, Displayname: key, Enabled: true, Data: dataOf(i)}
 	}
+	testkit.InsertInstances(t, db, cls, rows)
 }
 
 // checkPipelineCommitted checks a killed run: the task is still running (it resumes

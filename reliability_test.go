@@ -490,7 +490,7 @@ func TestConcurrentClientsAndLoads(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs testkit.Buffer
 	exited := make(chan int, 1)
 	go func() { exited <- run(ctx, []string{"serve"}, envOf(env), io.Discard, &logs) }()
 	deadline := time.Now().Add(30 * time.Second)

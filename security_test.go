@@ -19,12 +19,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -34,7 +34,7 @@ type secServer struct {
 	env    map[string]string
 	addr   string
 	base   string
-	stderr *syncBuffer
+	stderr *testkit.Buffer
 	cancel context.CancelFunc
 	done   chan int
 	rec    *recorder
@@ -69,7 +69,7 @@ var listeningRE = regexp.MustCompile(`msg=listening addr=(127\.0\.0\.1:\d+)`)
 func startServe(t *testing.T, env map[string]string) *secServer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &secServer{t: t, env: env, stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1), rec: &recorder{}}
+	s := &secServer{t: t, env: env, stderr: &testkit.Buffer{}, cancel: cancel, done: make(chan int, 1), rec: &recorder{}}
 	go func() { s.done <- run(ctx, []string{"serve"}, envOf(env), io.Discard, s.stderr) }()
 	t.Cleanup(func() { s.stop() })
 	deadline := time.Now().Add(30 * time.Second)
@@ -180,60 +180,31 @@ func (s *secServer) wantErr(status int, msg, method, path string, a auth, body s
 // waitTask polls a task until it is finished.
 func (s *secServer) waitTask(handle string, a auth) map[string]any {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m := s.want(http.StatusOK, "GET", "/api/tasks/"+handle+"/", a, "")
-		switch m["status"] {
-		case "succeeded", "failed", "cancelled":
-			return m
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("task %s still %v", handle, m["status"])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var m map[string]any
+	testkit.WaitFor(s.t, 30*time.Second, "task "+handle+" to finish", func() bool {
+		m = s.want(http.StatusOK, "GET", "/api/tasks/"+handle+"/", a, "")
+		status, _ := m["status"].(string)
+		return finalStatus(status)
+	})
+	return m
 }
 
 // openDB opens the server's database file for direct SQL.
 func openDB(t *testing.T, env map[string]string) *store.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), env["SERVICE_DB"], store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return testkit.OpenFile(t, env["SERVICE_DB"])
 }
 
 // dumpTable renders every row of a query as text.
 func dumpTable(t *testing.T, db *store.DB, query string) string {
 	t.Helper()
-	rows, err := db.Reader().QueryContext(context.Background(), query)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
+	_, rows := testkit.Rows(t, db, query)
 	var b strings.Builder
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
+	for _, vals := range rows {
 		for _, v := range vals {
-			if bs, ok := v.([]byte); ok {
-				v = string(bs)
-			}
 			fmt.Fprintf(&b, "%v\t", v)
 		}
 		b.WriteString("\n")
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return b.String()
 }
@@ -494,15 +465,8 @@ func TestSecretsNeverLeave(t *testing.T) {
 	t.Logf("grepped %d places for %d plain secrets and %d stored hashes: %d leaks", len(corpus)+1, len(plain), len(hashes), leaks)
 }
 
-// allocated returns the bytes allocated in this process while fn runs: the server
-// runs in-process, and an argon2id verification allocates its 19 MiB.
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+// allocated returns the bytes allocated in this process while fn runs.
+var allocated = testkit.Allocated
 
 const argonBytes = 19 << 20
 

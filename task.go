@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sort"
 	"strings"
 	"time"
 
@@ -13,9 +15,13 @@ import (
 )
 
 // taskRunner opens the database and returns a Runner over it (only to read, cancel
-// and follow tasks: it never starts workers).
-func (c *cli) taskRunner(ctx context.Context) (*store.DB, *tasks.Runner, error) {
-	db, s, log, err := c.open(ctx, false)
+// and follow tasks: it never starts workers); readOnly accepts a read-only file.
+func (c *cli) taskRunner(ctx context.Context, readOnly bool) (*store.DB, *tasks.Runner, error) {
+	open := func() (*store.DB, *settings, *slog.Logger, error) { return c.open(ctx, false) }
+	if readOnly {
+		open = func() (*store.DB, *settings, *slog.Logger, error) { return c.openRead(ctx) }
+	}
+	db, s, log, err := open()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -35,7 +41,7 @@ func setupTaskList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) er
 		if *limit < 1 || *limit > 1000 {
 			return &usageError{c.find("task list"), fmt.Sprintf("--limit %d: not from 1 to 1000", *limit)}
 		}
-		db, runner, err := c.taskRunner(ctx)
+		db, runner, err := c.taskRunner(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -65,7 +71,7 @@ func setupTaskList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) er
 func setupTaskShow(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, true)
 	return func(ctx context.Context, args []string) error {
-		db, runner, err := c.taskRunner(ctx)
+		db, runner, err := c.taskRunner(ctx, true)
 		if err != nil {
 			return err
 		}
@@ -101,13 +107,24 @@ func (c *cli) printTask(t *tasks.Task) {
 			fmt.Fprintf(c.stdout, "error: %s\n", m)
 		}
 	}
-	for _, ch := range t.Result.Changes {
+	const shownChanges = 10
+	for i, ch := range t.Result.Changes {
+		if i == shownChanges {
+			fmt.Fprintf(c.stdout, "... %d more changes recorded (GET /api/tasks/%s/ lists up to 100)\n",
+				len(t.Result.Changes)-shownChanges, t.Handle)
+			break
+		}
 		line := fmt.Sprintf("change: %s %s %s", ch.Action, ch.Classname, ch.Keyname)
 		if ch.NewKey != "" {
 			line += " -> " + ch.NewKey
 		}
-		for f, v := range ch.Fields {
-			line += fmt.Sprintf(" %s: %v -> %v", f, v.Old, v.New)
+		fields := make([]string, 0, len(ch.Fields))
+		for f := range ch.Fields {
+			fields = append(fields, f)
+		}
+		sort.Strings(fields)
+		for _, f := range fields {
+			line += fmt.Sprintf(" %s: %v -> %v", f, orDash(ch.Fields[f].Old), orDash(ch.Fields[f].New))
 		}
 		fmt.Fprintln(c.stdout, line)
 	}
@@ -123,7 +140,7 @@ func deref(p *string) any {
 func setupTaskCancel(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, true)
 	return func(ctx context.Context, args []string) error {
-		db, runner, err := c.taskRunner(ctx)
+		db, runner, err := c.taskRunner(ctx, false)
 		if err != nil {
 			return err
 		}
@@ -158,7 +175,7 @@ func setupTaskWait(c *cli, fs *pflag.FlagSet) func(context.Context, []string) er
 		}
 		pw := newProgressWriter(c.stdout)
 		c.stderr = pw.logs(c.stderr)
-		db, runner, err := c.taskRunner(ctx)
+		db, runner, err := c.taskRunner(ctx, true)
 		if err != nil {
 			return err
 		}

@@ -111,7 +111,7 @@ func setupUserPasswd(c *cli, fs *pflag.FlagSet) func(context.Context, []string) 
 func setupUserList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, true)
 	return func(ctx context.Context, _ []string) error {
-		db, _, _, err := c.open(ctx, false)
+		db, _, _, err := c.openRead(ctx)
 		if err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func setupUserDisable(c *cli, fs *pflag.FlagSet) func(context.Context, []string)
 func setupPermissionList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, true)
 	return func(ctx context.Context, _ []string) error {
-		db, _, _, err := c.open(ctx, false)
+		db, _, _, err := c.openRead(ctx)
 		if err != nil {
 			return err
 		}

@@ -95,7 +95,7 @@ func (s *starter) run(ctx context.Context) error {
 	if present {
 		s.warnVersionOrder(dbv)
 	} else {
-		s.warnVersionOrder("")
+		s.warnVersionOrder("") // the code version against the blocks only
 	}
 	// 2. Bootstrap an empty database.
 	if !present {
@@ -104,8 +104,14 @@ func (s *starter) run(ctx context.Context) error {
 		}
 		s.ran("bootstrap")
 	}
-	// 3. Synchronise configuration.
-	if err := s.db.WithTx(ctx, func(tx *store.Tx) error { return tx.SyncConfig() }); err != nil {
+	// 3. Synchronise configuration, and the built-in permissions the code defines beyond
+	// the seed's data-version blocks (docs/permissions.md).
+	if err := s.db.WithTx(ctx, func(tx *store.Tx) error {
+		if err := tx.SyncConfig(); err != nil {
+			return err
+		}
+		return tx.SyncPermissions()
+	}); err != nil {
 		return s.failed(ctx, "configuration", err)
 	}
 	// 4. Migrations. Their first row refuses data older than 4.0.0; configuration has

@@ -124,10 +124,14 @@ func TestRunEmptyDatabase(t *testing.T) {
 				mustInstance(t, db, cls, key)
 			}
 		}
-		if got, want := count(t, db, "SELECT count(*) FROM permissions"), perms; got != want {
+		// The built-in files' permissions and those the code synchronises at each start.
+		for _, p := range store.CodePermissions() {
+			mustPermission(t, db, p.Keyname)
+		}
+		if got, want := count(t, db, "SELECT count(*) FROM permissions"), perms+len(store.CodePermissions()); got != want {
 			t.Fatalf("permissions = %d, want %d (the built-in ones)", got, want)
 		}
-		if got, want := count(t, db, "SELECT count(*) FROM permissions WHERE is_builtin = 1"), perms; got != want {
+		if got, want := count(t, db, "SELECT count(*) FROM permissions WHERE is_builtin = 1"), perms+len(store.CodePermissions()); got != want {
 			t.Fatalf("built-in permissions = %d, want %d", got, want)
 		}
 		if got, want := count(t, db, "SELECT count(*) FROM schemas WHERE is_builtin = 1"), schemas; got != want {
@@ -498,8 +502,9 @@ func TestRunBootstrapFromDirectory(t *testing.T) {
 		if got, want := dbVersion(t, db), testVersion; got != want {
 			t.Fatalf("DB_VERSION = %q, want %q", got, want)
 		}
-		// 21 built-in permissions + p_order + p_path_order + p_after_bad.
-		if got, want := count(t, db, "SELECT count(*) FROM permissions WHERE is_builtin = 1"), 24; got != want {
+		// 21 built-in permissions + p_order + p_path_order + p_after_bad + those the code
+		// synchronises at each start.
+		if got, want := count(t, db, "SELECT count(*) FROM permissions WHERE is_builtin = 1"), 24+len(store.CodePermissions()); got != want {
 			t.Fatalf("built-in permissions = %d, want %d", got, want)
 		}
 	})

@@ -9,25 +9,14 @@ import (
 	"time"
 
 	"dataservice/bootstrap"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
 // renameInstance renames an instance the way a user does (a cascading rename).
 func renameInstance(t *testing.T, db *store.DB, cls, from, to string) {
 	t.Helper()
-	err := db.WithTx(context.Background(), func(tx *store.Tx) error {
-		s, err := tx.Schema(cls)
-		if err != nil {
-			return err
-		}
-		in, err := tx.Instance(cls, from)
-		if err != nil {
-			return err
-		}
-		_, err = tx.Rename(s, in, to)
-		return err
-	})
-	if err != nil {
+	if _, err := testkit.Rename(t, db, "", cls, from, to); err != nil {
 		t.Fatalf("rename %s %s -> %s: %v", cls, from, to, err)
 	}
 }

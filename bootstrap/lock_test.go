@@ -190,7 +190,7 @@ func TestConcurrentStartsBootstrapOnce(t *testing.T) {
 			query string
 			want  int
 		}{
-			{"SELECT count(*) FROM permissions", perms},
+			{"SELECT count(*) FROM permissions", perms + len(store.CodePermissions())},
 			{"SELECT count(*) FROM schemas", schemas},
 			{"SELECT count(*) FROM instances", instances},
 			{"SELECT count(*) FROM configuration", len(store.ConfigDefs)},

@@ -249,7 +249,8 @@ func fileExists(p string) bool {
 }
 
 // refuse applies the seed's first migration row: data older than 4.0.0 cannot be
-// migrated. It is checked before any step writes, so a refused start changes nothing.
+// migrated. It runs after the configuration sync (seed order: step 3, then step 4)
+// and before the backup and the blocks, so the registry and the data stay as they were.
 func (s *starter) refuse(ctx context.Context, dbv string) error {
 	s.log.Log(ctx, LevelCritical, "stored data is older than 4.0.0 and cannot be migrated by this release",
 		"db_version", dbv, "service_version", s.o.Version)

@@ -23,7 +23,21 @@
 // value is one argument (field_lower: email) and field_copy, field_rename and
 // field_regexp_sub accept a list one item shorter than the full form
 // (field_copy: [src, dst]). For the rules without arguments (field_noop,
-// discard) a scalar value is the COND (discard: is_test).
+// discard) a scalar value is the COND: discard: is_test is the same gate as
+// discard: [is_test].
+//
+// Values keep the text the content gives them unless it is the canonical text
+// of the number or boolean YAML reads: the first rule below sets the text
+// "1e3", the second the integer 5.
+//
+//	# the text "1e3", then the integer 5
+//	- field_set: ["", serial, 1e3]
+//	- field_set: ["", n, 5]
+//
+// field_upper and field_lower use full Unicode case mapping (Straße becomes
+// STRASSE). field_add, the reference application's 3.15 rule, sets each field
+// named to the empty string. field_keep always keeps the identity keys and the
+// keys starting with "_".
 //
 // Parse compiles content once, regular expressions and date expressions
 // included, and reports every malformed rule with its 1-based position. The

@@ -129,6 +129,9 @@ type spec struct {
 	oldForm  bool // a list of exactly min items is the form without COND
 	kind     ruleKind
 	build    func(a *args) (action, error) // kindAction only
+	// grows marks rules whose output can be longer than their input and the content
+	// (merge, join, append, prefix, regexp substitution): Apply bounds their output.
+	grows bool
 }
 
 // compileRule compiles one rule node.
@@ -180,7 +183,7 @@ func (c *compiler) compileRule(n *yaml.Node) (rule, error) {
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", r.task, err)
 	}
-	r.act, r.touchesClass = act, a.touchesClass
+	r.act, r.touchesClass, r.grows = act, a.touchesClass, sp.grows
 	return r, nil
 }
 
@@ -416,9 +419,9 @@ func (a *args) text(i int) (string, error) {
 	return n.Value, nil
 }
 
-// value reads argument i as a typed value: !!int is int64, !!float float64,
-// !!bool bool, !!null nil, anything else its text; a list of scalars is a
-// multi-valued []any.
+// value reads argument i as a value: !!int is int64, !!float float64, !!bool bool
+// when written in their canonical form (else the text as written), !!null nil,
+// anything else its text; a list of scalars is a multi-valued []any.
 func (a *args) value(i int) (any, error) {
 	n := a.items[i]
 	if n.Kind == yaml.SequenceNode {
@@ -437,8 +440,20 @@ func (a *args) value(i int) (any, error) {
 	return scalarValue(n), nil
 }
 
-// scalarValue is the typed value of a scalar node.
+// scalarValue is the value of a scalar node: the typed value when the node's text
+// is that value's canonical text (5, 1.5, true), else the text as written (1e3,
+// 0o17, 1.50, True), so a string field gets exactly what the pipeline says and typed
+// fields parse the text (as the loader does with load files).
 func scalarValue(n *yaml.Node) any {
+	v := typedScalar(n)
+	if v != nil && textOf(v) != n.Value {
+		return n.Value
+	}
+	return v
+}
+
+// typedScalar is the typed value YAML resolves a scalar node to.
+func typedScalar(n *yaml.Node) any {
 	switch n.ShortTag() {
 	case tagNull:
 		return nil

@@ -57,6 +57,8 @@ type rule struct {
 	// touchesClass is set when the rule names the "classname" field, so
 	// Apply must verify afterwards that classname did not change.
 	touchesClass bool
+	// grows is set for rules whose output Apply bounds (spec.grows).
+	grows bool
 }
 
 // classnameKey is the field that rules may not change.
@@ -112,7 +114,12 @@ func (p *Pipeline) Apply(e Entry, now time.Time) (discard bool, err error) {
 			continue
 		}
 		if err := r.act(e, now); err != nil {
-			return false, fmt.Errorf("rule %d: %s: %w", r.pos, r.task, err)
+			return false, &RuleError{Pos: r.pos, Task: r.task, Err: err}
+		}
+		if r.grows {
+			if err := checkSizes(e); err != nil {
+				return false, &RuleError{Pos: r.pos, Task: r.task, Err: err}
+			}
 		}
 		if r.touchesClass {
 			if err := checkClassname(e, origClass, hadClass); err != nil {
@@ -122,6 +129,64 @@ func (p *Pipeline) Apply(e Entry, now time.Time) (discard bool, err error) {
 	}
 	return false, nil
 }
+
+// MaxValueBytes bounds a value a rule produces (a multi-valued field: its items'
+// total): past it the entry fails, so rules that double a value cannot exhaust memory.
+const MaxValueBytes = 1 << 20
+
+// checkSizes refuses an entry holding a value larger than MaxValueBytes.
+func checkSizes(e Entry) error {
+	for k, v := range e {
+		n := 0
+		switch x := v.(type) {
+		case string:
+			n = len(x)
+		case []any:
+			for _, it := range x {
+				if s, ok := it.(string); ok {
+					n += len(s)
+				}
+			}
+		}
+		if n > MaxValueBytes {
+			return fmt.Errorf("field %q: the value grew to %d bytes (at most %d)", k, n, MaxValueBytes)
+		}
+	}
+	return nil
+}
+
+// RuleError is a rule's failure on one entry.
+type RuleError struct {
+	Pos  int
+	Task string
+	Err  error
+}
+
+func (e *RuleError) Error() string { return fmt.Sprintf("rule %d: %s: %v", e.Pos, e.Task, e.Err) }
+
+func (e *RuleError) Unwrap() error { return e.Err }
+
+// Redacted is the message without any value the rule quoted: callers show it for
+// entries whose fields may hold secrets (a rule may have copied one anywhere).
+func (e *RuleError) Redacted() string {
+	msg := e.Error()
+	var ve *ValueError
+	if errors.As(e.Err, &ve) {
+		full := ve.Error()
+		if i := strings.LastIndex(msg, full); i >= 0 {
+			msg = msg[:i] + "cannot convert the value to " + ve.Want + " (value not shown)" + msg[i+len(full):]
+		}
+	}
+	return msg
+}
+
+// ValueError is a value a rule cannot convert; its message quotes the value.
+type ValueError struct {
+	Value string
+	Want  string
+}
+
+func (e *ValueError) Error() string { return fmt.Sprintf("cannot convert %q to %s", e.Value, e.Want) }
 
 // checkClassname reports an error when e's classname differs from orig.
 func checkClassname(e Entry, orig any, had bool) error {

@@ -4,14 +4,19 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/language"
 )
 
 // specs is the table of transformation rules (set_condition is separate).
@@ -23,17 +28,18 @@ var specs = map[string]spec{
 	"field_rename":       {min: 2, max: 2, oldForm: true, build: buildCopy(true)},
 	"field_delete":       {min: 1, max: -1, build: buildDelete},
 	"field_keep":         {min: 1, max: -1, build: buildKeep},
-	"field_lower":        {min: 1, max: -1, build: buildText(strings.ToLower)},
-	"field_upper":        {min: 1, max: -1, build: buildText(strings.ToUpper)},
+	"field_add":          {min: 1, max: -1, build: buildAdd},
+	"field_lower":        {min: 1, max: -1, build: buildText(lowerText)},
+	"field_upper":        {min: 1, max: -1, build: buildText(upperText)},
 	"field_nospace":      {min: 1, max: -1, build: buildText(noSpace)},
 	"field_toint":        {min: 1, max: -1, build: buildConvert(toInt)},
 	"field_tofloat":      {min: 1, max: -1, build: buildConvert(toFloat)},
 	"field_tostring":     {min: 1, max: -1, build: buildConvert(toString)},
-	"field_regexp_sub":   {min: 3, max: 3, oldForm: true, build: buildRegexpSub},
-	"field_append":       {min: 2, max: 2, build: buildAffix(false)},
-	"field_prefix":       {min: 2, max: 2, build: buildAffix(true)},
-	"field_merge":        {min: 3, max: 4, build: buildMerge},
-	"field_join":         {min: 3, max: -1, build: buildJoin},
+	"field_regexp_sub":   {min: 3, max: 3, oldForm: true, build: buildRegexpSub, grows: true},
+	"field_append":       {min: 2, max: 2, build: buildAffix(false), grows: true},
+	"field_prefix":       {min: 2, max: 2, build: buildAffix(true), grows: true},
+	"field_merge":        {min: 3, max: 4, build: buildMerge, grows: true},
+	"field_join":         {min: 3, max: -1, build: buildJoin, grows: true},
 	"field_md5":          {min: 2, max: -1, build: buildMD5},
 	"field_uuid":         {min: 1, max: -1, build: buildUUID},
 	"field_date_now":     {min: 1, max: -1, build: buildNow(dateLayout)},
@@ -113,8 +119,50 @@ func buildDelete(a *args) (action, error) {
 	}, nil
 }
 
+// buildAdd: field_add FIELD... sets each FIELD to the empty string, as the
+// reference application's 3.15 rule does (a value already there is replaced).
+func buildAdd(a *args) (action, error) {
+	fields, err := a.names(0)
+	if err != nil {
+		return nil, err
+	}
+	return func(e Entry, _ time.Time) error {
+		for _, f := range fields {
+			e[f] = ""
+		}
+		return nil
+	}, nil
+}
+
+// upperText and lowerText use full Unicode case mapping (Straße -> STRASSE, final
+// sigma), with a fast path for ASCII text, where it equals the simple mapping. A
+// Caser holds state, so each call makes its own.
+func upperText(s string) string {
+	if isASCII(s) {
+		return strings.ToUpper(s)
+	}
+	return cases.Upper(language.Und).String(s)
+}
+
+func lowerText(s string) string {
+	if isASCII(s) {
+		return strings.ToLower(s)
+	}
+	return cases.Lower(language.Und).String(s)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // buildKeep: field_keep FIELD... removes every other field except the
-// identity keys and keys starting with "_".
+// identity keys and keys starting with "_" (the scratch space of pipelines,
+// _action included), which it always keeps.
 func buildKeep(a *args) (action, error) {
 	fields, err := a.names(0)
 	if err != nil {
@@ -253,7 +301,7 @@ func toInt(v any) (any, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("cannot convert %q to int", textOf(v))
+	return nil, &ValueError{Value: textOf(v), Want: "int"}
 }
 
 // toFloat converts v to a finite float64; nil stays nil, booleans are 1
@@ -275,7 +323,7 @@ func toFloat(v any) (any, error) {
 			return f, nil
 		}
 	}
-	return nil, fmt.Errorf("cannot convert %q to float", textOf(v))
+	return nil, &ValueError{Value: textOf(v), Want: "float"}
 }
 
 // toString converts v to its text; nil becomes "".
@@ -300,16 +348,38 @@ func buildRegexpSub(a *args) (action, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Each match adds at most the replacement and, per reference, the matched text:
+	// when that bound is within MaxValueBytes the plain replacement is safe; otherwise
+	// the replacement is built step by step and stops past the bound.
 	fn := func(s string) string {
 		if !re.MatchString(s) { // MatchString does not allocate
 			return s
 		}
-		return re.ReplaceAllString(s, repl)
+		if (len(s)+1)*(2*len(repl)+1) <= MaxValueBytes {
+			return re.ReplaceAllString(s, repl)
+		}
+		return replaceBounded(re, s, repl)
 	}
 	return func(e Entry, _ time.Time) error {
 		mapText(e, f, fn)
 		return nil
 	}, nil
+}
+
+// replaceBounded is ReplaceAllString that stops once the result passes
+// MaxValueBytes; Apply then refuses the value.
+func replaceBounded(re *regexp.Regexp, s, repl string) string {
+	var out []byte
+	last := 0
+	for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
+		out = append(out, s[last:m[0]]...)
+		out = re.ExpandString(out, repl, s, m)
+		last = m[1]
+		if len(out) > MaxValueBytes {
+			return string(out)
+		}
+	}
+	return string(append(out, s[last:]...))
 }
 
 // buildAffix: field_append FIELD TEXT (prefix=false) and field_prefix FIELD
@@ -380,6 +450,9 @@ func buildJoin(a *args) (action, error) {
 		var b strings.Builder
 		n := 0
 		add := func(v any) {
+			if b.Len() > MaxValueBytes {
+				return // Apply refuses the value; stop growing it
+			}
 			if n > 0 {
 				b.WriteString(sep)
 			}
@@ -414,16 +487,15 @@ func buildMD5(a *args) (action, error) {
 		return nil, err
 	}
 	return func(e Entry, _ time.Time) error {
-		var buf [256]byte
-		b := buf[:0]
+		// Hashed as a stream: many large sources never make one large buffer.
+		h := md5.New()
 		for i, s := range srcs {
 			if i > 0 {
-				b = append(b, ':')
+				h.Write([]byte{':'})
 			}
-			b = append(b, textOf(e[s])...)
+			io.WriteString(h, textOf(e[s]))
 		}
-		sum := md5.Sum(b)
-		e[dst] = hex.EncodeToString(sum[:])
+		e[dst] = hex.EncodeToString(h.Sum(nil))
 		return nil
 	}, nil
 }

@@ -3,6 +3,8 @@ package rules
 import (
 	"crypto/md5"
 	"encoding/hex"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +30,8 @@ func TestTransforms(t *testing.T) {
 		{"set string", "- field_set: ['', a, hello]", Entry{}, Entry{"a": "hello"}},
 		{"set overwrites", "- field_set: ['', a, hello]", Entry{"a": int64(1)}, Entry{"a": "hello"}},
 		{"set int", "- field_set: ['', a, 5]", Entry{}, Entry{"a": int64(5)}},
-		{"set hex int", "- field_set: ['', a, 0x1F]", Entry{}, Entry{"a": int64(31)}},
+		// Not in canonical form: kept as written (an int field parses it to 31).
+		{"set hex int keeps its text", "- field_set: ['', a, 0x1F]", Entry{}, Entry{"a": "0x1F"}},
 		{"set quoted int", "- field_set: ['', a, '5']", Entry{}, Entry{"a": "5"}},
 		{"set float", "- field_set: ['', a, 2.5]", Entry{}, Entry{"a": 2.5}},
 		{"set bool", "- field_set: ['', a, true]", Entry{}, Entry{"a": true}},
@@ -351,4 +354,44 @@ func TestTextOf(t *testing.T) {
 			t.Fatalf("textOf(%#v) = %q, want %q", tt.v, got, want)
 		}
 	}
+}
+
+// TestRuleOutputIsBounded: rules that grow a value fail the entry once it passes
+// MaxValueBytes, before memory follows the growth.
+func TestRuleOutputIsBounded(t *testing.T) {
+	doubling := strings.Repeat("- field_merge: ['', v, v, v]\n", 28)
+	sources := "['', d, ','" + strings.Repeat(", v", 2000) + "]"
+	tests := []struct {
+		name, content string
+		value         string
+	}{
+		{"28 doubling merges", doubling, "x"},
+		{"regexp substitution repeating each character", "- field_regexp_sub: [v, '.', '" + strings.Repeat("$0", 200) + "']", strings.Repeat("y", 20000)},
+		{"join of one value 2000 times", "- field_join: " + sources, strings.Repeat("z", 1000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+" fails the entry", func(t *testing.T) {
+			p, err := Parse(tt.content)
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			before := ms.TotalAlloc
+			_, err = p.Apply(Entry{"v": tt.value}, time.Now())
+			runtime.ReadMemStats(&ms)
+			if err == nil || !strings.Contains(err.Error(), "grew to") || !strings.Contains(err.Error(), "(at most 1048576)") {
+				t.Fatalf("Apply: %v, want the size bound error", err)
+			}
+			if alloc := ms.TotalAlloc - before; alloc > 64<<20 {
+				t.Fatalf("Apply allocated %d MiB before failing", alloc>>20)
+			}
+		})
+	}
+	t.Run("a value just under the bound passes", func(t *testing.T) {
+		p, _ := Parse("- field_append: [v, 'x']")
+		if _, err := p.Apply(Entry{"v": strings.Repeat("a", MaxValueBytes-1)}, time.Now()); err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+	})
 }

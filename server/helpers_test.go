@@ -11,33 +11,20 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"dataservice/bootstrap"
-	"dataservice/builtin"
+	"dataservice/internal/testkit"
 	"dataservice/server"
 	"dataservice/store"
 	"dataservice/tasks"
 )
 
 // fixedNow is the store clock of every test database (API key expiry is judged by it).
-var fixedNow = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+var fixedNow = testkit.Now
 
 // adminPassword is the password bootstrap forces onto the admin account.
 const adminPassword = "admin-pass-1"
-
-// tbWriter sends log output to t.Log.
-type tbWriter struct{ tb testing.TB }
-
-func (w tbWriter) Write(p []byte) (int, error) {
-	w.tb.Helper()
-	w.tb.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // envOptions tune newEnv.
 type envOptions struct {
@@ -57,119 +44,48 @@ type env struct {
 	db     *store.DB
 	runner *tasks.Runner
 	srv    *httptest.Server
-
-	mu         sync.Mutex
-	stopRunner func()
+	loop   *testkit.Loop
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	ctx := context.Background()
-	logger := slog.New(slog.NewTextHandler(tbWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "server.db"), store.Options{Logger: logger})
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	db.Now = func() time.Time { return fixedNow }
-	err = bootstrap.Run(ctx, db, bootstrap.Options{Version: "4.9.0", VersionDate: "2026-11-22",
-		Init: builtin.Init(), AdminPassword: adminPassword, Logger: logger})
-	if err != nil {
-		t.Fatalf("bootstrap: %v", err)
-	}
-	runner := tasks.New(db, tasks.Options{Poll: 20 * time.Millisecond, Logger: logger})
-	srv := httptest.NewServer(server.New(server.Options{DB: db, Runner: runner, Logger: logger,
-		BaseURL: o.BaseURL, Version: "4.9.0", VersionDate: "2026-11-22", Ready: o.Ready, MaxBody: o.MaxBody,
-		MaxEntries: o.MaxEntries}))
-	t.Cleanup(srv.Close)
-	e := &env{t: t, db: db, runner: runner, srv: srv}
-	// Registered after srv.Close, so it runs first: the runner stops before the server
-	// and the database go away.
-	t.Cleanup(e.stop)
-	if !o.NoRunner {
-		e.start()
-	}
-	return e
+	st := testkit.NewStack(t, testkit.StackOptions{AdminPassword: adminPassword, NoRunner: o.NoRunner,
+		Handler: func(db *store.DB, runner *tasks.Runner) http.Handler {
+			return server.New(server.Options{DB: db, Runner: runner, Logger: testkit.Logger(t, slog.LevelWarn),
+				BaseURL: o.BaseURL, Version: testkit.Version, VersionDate: testkit.VersionDate, Ready: o.Ready,
+				MaxBody: o.MaxBody, MaxEntries: o.MaxEntries})
+		}})
+	return &env{t: t, db: st.DB, runner: st.Runner, srv: st.Server, loop: st.Loop}
 }
 
 // start runs the task runner until stop or the end of the test.
-func (e *env) start() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopRunner != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.runner.Run(ctx) }()
-	e.stopRunner = func() {
-		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("runner: %v", err)
-		}
-	}
-}
+func (e *env) start() { e.loop.Start() }
 
 // stop stops the task runner and waits for it.
-func (e *env) stop() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopRunner != nil {
-		e.stopRunner()
-		e.stopRunner = nil
-	}
-}
+func (e *env) stop() { e.loop.Stop() }
 
 // load loads a YAML document with every permission and fails on any entry error.
 func (e *env) load(doc string) {
 	e.t.Helper()
-	entries, err := store.ParseDocument("test", []byte(doc))
-	if err != nil {
-		e.t.Fatalf("parse test data: %v", err)
-	}
-	res, err := e.db.Load(context.Background(), entries, store.LoadOptions{})
-	if err != nil {
-		e.t.Fatalf("load test data: %v", err)
-	}
-	if res.Errors != 0 {
-		e.t.Fatalf("load test data: %d errors: %v", res.Errors, res.Messages)
-	}
+	testkit.MustLoad(e.t, e.db, doc, store.LoadOptions{})
 }
 
 // exec runs one SQL statement in a write transaction (to bypass load validation).
 func (e *env) exec(query string, args ...any) {
 	e.t.Helper()
-	err := e.db.WithTx(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.ExecContext(context.Background(), query, args...)
-		return err
-	})
-	if err != nil {
-		e.t.Fatalf("exec %q: %v", query, err)
-	}
+	testkit.Exec(e.t, e.db, query, args...)
 }
 
 // queryString reads one text value.
 func (e *env) queryString(query string, args ...any) string {
 	e.t.Helper()
-	var s string
-	if err := e.db.Reader().QueryRowContext(context.Background(), query, args...).Scan(&s); err != nil {
-		e.t.Fatalf("query %q: %v", query, err)
-	}
-	return s
+	return testkit.QueryString(e.t, e.db, query, args...)
 }
 
 // instanceID is the id of a stored instance.
 func (e *env) instanceID(cls, key string) int64 {
 	e.t.Helper()
-	in, err := e.db.Instance(context.Background(), cls, key)
-	if err != nil {
-		e.t.Fatalf("instance %s %s: %v", cls, key, err)
-	}
-	return in.ID
+	return testkit.Instance(e.t, e.db, cls, key).ID
 }
 
 // keySpec describes an API key to create.
@@ -351,20 +267,15 @@ func object(t *testing.T, r reply, status int) map[string]any {
 // waitTask polls the task until it is finished, within a deadline.
 func (e *env) waitTask(handle string) *tasks.Task {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		task, err := e.runner.Get(context.Background(), handle)
-		if err != nil {
+	var task *tasks.Task
+	testkit.WaitFor(e.t, 20*time.Second, "task "+handle+" to finish", func() bool {
+		var err error
+		if task, err = e.runner.Get(context.Background(), handle); err != nil {
 			e.t.Fatalf("get task %s: %v", handle, err)
 		}
-		if task.Finished() {
-			return task
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("task %s still %s after the deadline", handle, task.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return task.Finished()
+	})
+	return task
 }
 
 // serverSchema is a user schema with instances, used by most tests.

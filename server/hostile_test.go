@@ -22,10 +22,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,8 +30,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"dataservice/bootstrap"
-	"dataservice/builtin"
 	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/tasks"
@@ -48,65 +43,30 @@ const hostileSeed uint64 = 20261122
 // generated bodies are over it and some just under.
 const hostileMaxBody = 1 << 20
 
-// hostileLog is a goroutine-safe log sink.
-type hostileLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *hostileLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *hostileLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // hostileEnv is the server under attack.
 type hostileEnv struct {
 	t      *testing.T
 	db     *store.DB
 	runner *tasks.Runner
 	srv    *httptest.Server
-	log    *hostileLog
+	log    *testkit.Buffer
 	client *http.Client
-
-	stopRunner func()
+	loop   *testkit.Loop
 }
 
 func newHostileEnv(t *testing.T) *hostileEnv {
 	t.Helper()
-	ctx := context.Background()
-	sink := &hostileLog{}
+	sink := &testkit.Buffer{}
 	logger := slog.New(slog.NewTextHandler(sink, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "hostile.db"), store.Options{Logger: logger})
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
+	st := testkit.NewStack(t, testkit.StackOptions{Logger: logger, AdminPassword: "hostile-admin-pw", NoRunner: true,
+		Handler: func(db *store.DB, runner *tasks.Runner) http.Handler {
+			return New(Options{DB: db, Runner: runner, Logger: logger,
+				Version: testkit.Version, VersionDate: testkit.VersionDate, MaxBody: hostileMaxBody})
+		},
+		// As `dataservice serve` configures it; net/http's own complaints go to the same log.
+		Configure: func(s *http.Server) { s.ErrorLog = log.New(sink, "net/http: ", 0) },
 	})
-	err = bootstrap.Run(ctx, db, bootstrap.Options{Version: "4.9.0", VersionDate: "2026-11-22",
-		Init: builtin.Init(), AdminPassword: "hostile-admin-pw", Logger: logger})
-	if err != nil {
-		t.Fatalf("bootstrap: %v", err)
-	}
-	runner := tasks.New(db, tasks.Options{Poll: 20 * time.Millisecond, Logger: logger})
-	srv := httptest.NewUnstartedServer(New(Options{DB: db, Runner: runner, Logger: logger,
-		Version: "4.9.0", VersionDate: "2026-11-22", MaxBody: hostileMaxBody}))
-	// As `dataservice serve` configures it; net/http's own complaints go to the same log.
-	srv.Config.MaxHeaderBytes = 64 << 10
-	srv.Config.ReadHeaderTimeout = 10 * time.Second
-	srv.Config.ErrorLog = log.New(sink, "net/http: ", 0)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	e := &hostileEnv{t: t, db: db, runner: runner, srv: srv, log: sink}
+	e := &hostileEnv{t: t, db: st.DB, runner: st.Runner, srv: st.Server, log: sink, loop: st.Loop}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	// The client would wait up to a second for a 100 Continue that a handler refusing
 	// the request before reading its body never asks for.
@@ -117,7 +77,6 @@ func newHostileEnv(t *testing.T) *hostileEnv {
 		Timeout:       60 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	t.Cleanup(e.stop) // runs before srv.Close and db.Close
 	t.Cleanup(func() {
 		if t.Failed() {
 			out := sink.String()
@@ -131,42 +90,14 @@ func newHostileEnv(t *testing.T) *hostileEnv {
 }
 
 // start runs the task runner until stop.
-func (e *hostileEnv) start() {
-	if e.stopRunner != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.runner.Run(ctx) }()
-	e.stopRunner = func() {
-		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("runner: %v", err)
-		}
-	}
-}
+func (e *hostileEnv) start() { e.loop.Start() }
 
-func (e *hostileEnv) stop() {
-	if e.stopRunner != nil {
-		e.stopRunner()
-		e.stopRunner = nil
-	}
-}
+func (e *hostileEnv) stop() { e.loop.Stop() }
 
 // load loads a YAML document with every permission; any entry error fails the test.
 func (e *hostileEnv) load(doc string) {
 	e.t.Helper()
-	entries, err := store.ParseDocument("fixture", []byte(doc))
-	if err != nil {
-		e.t.Fatalf("parse fixture: %v", err)
-	}
-	res, err := e.db.Load(context.Background(), entries, store.LoadOptions{})
-	if err != nil {
-		e.t.Fatalf("load fixture: %v", err)
-	}
-	if res.Errors != 0 {
-		e.t.Fatalf("load fixture: %d errors: %v", res.Errors, res.Messages)
-	}
+	testkit.MustLoad(e.t, e.db, doc, store.LoadOptions{})
 }
 
 // legacyHash is the reference application's $sha256$salt$digest form: fast to verify,
@@ -193,33 +124,14 @@ func (e *hostileEnv) snapshot() []string {
 	}
 	var out []string
 	for _, q := range queries {
-		rows, err := e.db.Reader().QueryContext(context.Background(), q)
-		if err != nil {
-			e.t.Fatalf("snapshot %q: %v", q, err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				e.t.Fatalf("snapshot scan: %v", err)
-			}
+		_, rows := testkit.Rows(e.t, e.db, q)
+		for _, vals := range rows {
 			line := strings.Fields(q)[3] + ":"
 			for _, v := range vals {
-				if b, ok := v.([]byte); ok {
-					v = string(b)
-				}
 				line += fmt.Sprintf(" %q", fmt.Sprint(v))
 			}
 			out = append(out, line)
 		}
-		if err := rows.Err(); err != nil {
-			e.t.Fatalf("snapshot rows: %v", err)
-		}
-		rows.Close()
 	}
 	return out
 }
@@ -1021,16 +933,8 @@ func (e *hostileEnv) checkLog(t *testing.T) {
 }
 
 func hostileSeedValue(t *testing.T) uint64 {
-	seed := hostileSeed
-	if v := os.Getenv("DATASERVICE_HOSTILE_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("DATASERVICE_HOSTILE_SEED %q: %v", v, err)
-		}
-		seed = n
-	}
-	t.Logf("hostile input seed %d (set DATASERVICE_HOSTILE_SEED to change it)", seed)
-	return seed
+	t.Helper()
+	return testkit.Seed(t, "DATASERVICE_HOSTILE_SEED", hostileSeed)
 }
 
 func histogram(m map[int]int) string {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 )
@@ -13,7 +14,7 @@ type endpoint struct {
 	Doc    string `json:"doc" yaml:"doc"`
 }
 
-// apiEndpoints is what GET /api/ points at. It names no version and needs no
+// apiEndpoints is what GET / and GET /api/ point at. It names no version and needs no
 // credentials: it says only what the documentation says.
 var apiEndpoints = []endpoint{
 	{"GET", "/api/ping/", "liveness, no authentication"},
@@ -26,9 +27,22 @@ var apiEndpoints = []endpoint{
 	{"GET", "/api/tasks/?status=&limit=", "your tasks; /api/tasks/HANDLE/ one task, POST .../cancel/ cancels it"},
 	{"GET", "/api/conf/", "configuration entries; POST /api/conf/ changes them"},
 	{"GET", "/healthz", "200 while alive; /readyz 200 once start-up is done"},
+	{"GET", "/api/openapi.json", "OpenAPI 3.1 description of every route; /api/docs/ renders it"},
 }
 
 const apiDocs = "docs/api.md in the source tree (also docs/pipelines.md, docs/loading.md, docs/users.md, docs/configuration.md)"
+
+// index: GET / — the web console's dashboard for browsers (a request accepting HTML),
+// else the API index as JSON (or YAML).
+func (s *server) index(dashboard httprouter.Handle) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if strings.Contains(r.Header.Get("Accept"), "text/html") {
+			dashboard(w, r, ps)
+			return
+		}
+		s.apiIndex(w, r, nil)
+	}
+}
 
 // apiIndex: GET /api/ — the endpoints and where the documentation is, as JSON (or YAML).
 func (s *server) apiIndex(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

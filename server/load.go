@@ -55,6 +55,11 @@ func (s *server) loadOptions(w http.ResponseWriter, r *http.Request) (store.Load
 			s.writeError(w, r, http.StatusForbidden, "permission denied")
 			return opts, false
 		}
+		if !pl.IsEnabled {
+			// Refused at load time as it is for runs.
+			s.writeError(w, r, http.StatusBadRequest, "pipeline "+pl.Keyname+" is disabled")
+			return opts, false
+		}
 		tf, err := rules.LoadTransform(pl.Content, s.db.Now)
 		if err != nil {
 			s.writeError(w, r, http.StatusBadRequest, "pipeline "+pl.Keyname+": invalid content: "+err.Error())

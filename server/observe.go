@@ -171,3 +171,11 @@ func (rr *recRouter) Routes() []Route {
 	})
 	return out
 }
+
+// RouteList returns every route the API handler registers (method and httprouter
+// pattern), taken from the router itself.
+func RouteList() []Route {
+	s := &server{log: slog.New(slog.DiscardHandler), ready: func() bool { return true }}
+	s.routes()
+	return s.router.Routes()
+}

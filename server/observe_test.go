@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -10,26 +9,16 @@ import (
 	"sync"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/server"
 )
 
 // lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
+type lockedBuffer struct{ testkit.Buffer }
 
 func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.b.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(l.String()), "\n") {
 		if line == "" {
 			continue
 		}
@@ -46,9 +35,8 @@ func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
 func observed(t *testing.T, e *env, accessLog bool, hook func(server.RequestInfo)) (*httptest.Server, *lockedBuffer) {
 	buf := &lockedBuffer{}
 	log := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv := httptest.NewServer(server.New(server.Options{DB: e.db, Runner: e.runner, Logger: log,
-		Version: "4.9.0", VersionDate: "2026-11-22", AccessLog: accessLog, OnRequest: hook}))
-	t.Cleanup(srv.Close)
+	srv := testkit.Serve(t, server.New(server.Options{DB: e.db, Runner: e.runner, Logger: log,
+		Version: "4.9.0", VersionDate: "2026-11-22", AccessLog: accessLog, OnRequest: hook}), nil)
 	return srv, buf
 }
 
@@ -127,7 +115,7 @@ func TestAccessLogOneLinePerRequestWithoutSecrets(t *testing.T) {
 			t.Errorf("line %d: duration %v", i, l["duration"])
 		}
 	}
-	all := buf.b.String()
+	all := buf.String()
 	for _, secret := range []string{"s3cret-logkey", "wrong-secret-xyz", "pw-loguser", "bad-password-xyz", "only-a-secret-xyz"} {
 		if strings.Contains(all, secret) {
 			t.Errorf("log contains the secret %q", secret)

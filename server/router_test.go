@@ -1,16 +1,14 @@
 package server_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 
+	"dataservice/internal/testkit"
 	"dataservice/server"
 )
 
@@ -41,34 +39,15 @@ func TestNotFound(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestPanicIsInternalError: a panic in a handler (here in the injected readiness
 // check) is a 500 "internal error"; the details go only to the log.
 func TestPanicIsInternalError(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	reader := e.key("reader", keySpec{perms: []string{"p_data_access"}})
-	var logs syncBuffer
-	srv := httptest.NewServer(server.New(server.Options{DB: e.db, Runner: e.runner,
+	var logs testkit.Buffer
+	srv := testkit.Serve(t, server.New(server.Options{DB: e.db, Runner: e.runner,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Version: "4.9.0",
-		Ready: func() bool { panic("readiness exploded: detail-1234") }}))
-	t.Cleanup(srv.Close)
+		Ready: func() bool { panic("readiness exploded: detail-1234") }}), nil)
 	pe := &env{t: t, db: e.db, runner: e.runner, srv: srv}
 	for _, tc := range []struct {
 		name string

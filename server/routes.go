@@ -35,10 +35,18 @@ func (s *server) routes() http.Handler {
 		s.writeError(w, req, http.StatusInternalServerError, "internal error")
 	}
 
+	// The web console: "/" (browsers; other clients get the API index), "/data/private/...",
+	// /login, /logout and /static/. It has its own sessions; a session cookie never
+	// authenticates /api/, and the console never accepts API credentials.
+	con := console.New(console.Options{DB: s.db, Logger: s.log, BaseURL: s.baseURL, Ready: s.ready})
+	con.Register(r)
+	r.GET("/", s.index(con.Dashboard()))
 	r.GET("/api/", s.apiIndex)
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	r.GET("/api/ping/", s.ping)
+	r.GET("/api/openapi.json", s.openAPI)
+	r.GET("/api/docs/*file", s.apiDocs)
 	r.GET("/api/version/", s.api(s.versionInfo))
 	for _, m := range allMethods {
 		r.Handle(m, "/api/pipelines/*rest", s.api(s.pipelines))
@@ -53,9 +61,6 @@ func (s *server) routes() http.Handler {
 	r.POST("/api/rawfile/", s.api(s.rawfile))
 	r.GET("/api/conf/", s.api(s.confGet))
 	r.POST("/api/conf/", s.api(s.confPost))
-	// The web console: "/", "/data/private/...", /login, /logout and /static/. It has
-	// its own sessions; a session cookie never authenticates /api/.
-	console.New(console.Options{DB: s.db, Logger: s.log, BaseURL: s.baseURL, Ready: s.ready}).Register(r)
 	return r
 }
 

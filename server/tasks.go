@@ -25,7 +25,10 @@ func (s *server) visibleTask(r *http.Request, handle string) (*tasks.Task, error
 		return nil, err
 	}
 	p := principalOf(r)
-	if p.auth.HasAll() || (t.OwnerType == "api" && t.OwnerID == p.ownerID()) {
+	// A user owns its tasks through any of its credentials; keys without a user all
+	// have the owner id "system", so for them the submitting key must match.
+	if p.auth.HasAll() || (t.OwnerType == "api" && t.OwnerID == p.ownerID() &&
+		(p.ownerID() != "system" || t.Submitter == tasks.SubmitterOf(p.auth))) {
 		return t, nil
 	}
 	return nil, notFound
@@ -108,11 +111,14 @@ func (s *server) taskList(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		limit = n
 	}
 	p := principalOf(r)
-	ownerType, ownerID := "api", p.ownerID()
-	if p.auth.HasAll() {
-		ownerType, ownerID = "", ""
+	ownerType, ownerID, submitter := "api", p.ownerID(), p.auth
+	if ownerID != "system" {
+		submitter = nil // a user's tasks, whichever of its credentials submitted them
 	}
-	list, err := s.runner.List(r.Context(), ownerType, ownerID, status, limit)
+	if p.auth.HasAll() {
+		ownerType, ownerID, submitter = "", "", nil
+	}
+	list, err := s.runner.ListSubmitted(r.Context(), ownerType, ownerID, submitter, status, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return

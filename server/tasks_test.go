@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"dataservice/internal/testkit"
 )
 
 // taskEnv has two users with keys (alice, bob), a user-less key and an
@@ -34,18 +36,21 @@ func newTaskEnv(t *testing.T, o envOptions) *taskEnv {
 // pollTask reads the task detail at path until it is finished, within a deadline.
 func (e *env) pollTask(path string, c cred) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		d := object(e.t, e.get(path, c), 200)
-		switch d["status"] {
-		case "succeeded", "failed", "cancelled":
-			return d
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("task %s still %v after the deadline", path, d["status"])
-		}
-		time.Sleep(20 * time.Millisecond)
+	var d map[string]any
+	testkit.WaitFor(e.t, 20*time.Second, "the task at "+path+" to finish", func() bool {
+		d = object(e.t, e.get(path, c), 200)
+		return finished(d)
+	})
+	return d
+}
+
+// finished tells whether a task detail is in a final status.
+func finished(d map[string]any) bool {
+	switch d["status"] {
+	case "succeeded", "failed", "cancelled":
+		return true
 	}
+	return false
 }
 
 // TestTaskDetail: the task_url target carries handle, kind, pipeline, schemas, dryrun,

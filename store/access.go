@@ -14,8 +14,10 @@ const (
 	PermKeynameRename = "p_keyname_rename"
 )
 
-// classPermissions is the permission a write to a built-in class needs; every other
-// class is governed by its schema's p_* fields and the p_data_* permissions.
+// classPermissions is the permission a write to a built-in class needs. Built-in
+// classes are not data: p_data_admin and p_data_create/update/delete never reach
+// them. Every other class is governed by its schema's p_* fields and the p_data_*
+// permissions. docs/permissions.md shows this table; a test checks they agree.
 var classPermissions = map[string]string{
 	"_schema":     "p_schema_import",
 	"_permission": "p_permission_import",
@@ -23,6 +25,20 @@ var classPermissions = map[string]string{
 	"_group":      "p_user_import",
 	"_role":       "p_user_import",
 	"_home":       "p_home_import",
+	"_apikey":     "p_apikey_admin",
+	"_pipeline":   "p_pipeline_admin",
+	"_dataview":   "p_dataview_import",
+	"_enumerate":  "p_enumerate_import",
+}
+
+// ClassPermissions returns a copy of the table of built-in classes and the permission
+// a write to each needs.
+func ClassPermissions() map[string]string {
+	out := make(map[string]string, len(classPermissions))
+	for k, v := range classPermissions {
+		out[k] = v
+	}
+	return out
 }
 
 // classPermission is the permission a load needs for a built-in class, or "".
@@ -65,6 +81,10 @@ func CanWrite(auth *Auth, s *Schema, op string) bool {
 func CanRead(auth *Auth, s *Schema) bool {
 	if auth == nil {
 		return true
+	}
+	if s.Keyname == "_apikey" {
+		// Keys are credentials, not data: p_data_admin does not reach them.
+		return auth.Has(classPermissions["_apikey"])
 	}
 	if auth.Has(PermDataAdmin) || (s.PAdmin != "" && auth.Has(s.PAdmin)) {
 		return true

@@ -96,6 +96,9 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 		if err := authorizeWrite(opts.Auth, s, OpDelete); err != nil {
 			return Outcome{}, err
 		}
+		if err := tx.containGrant(opts.Auth, s, old, nil); err != nil {
+			return Outcome{}, err
+		}
 		if isAdminAccount(s, old) && !opts.System {
 			return Outcome{}, Errorf(EForbidden, "the admin account cannot be deleted")
 		}
@@ -114,6 +117,9 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 			return Outcome{Result: OutUnchanged}, nil
 		}
 		if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
+			return Outcome{}, err
+		}
+		if err := tx.containGrant(opts.Auth, s, old, nil); err != nil {
 			return Outcome{}, err
 		}
 		if !opts.DryRun {
@@ -153,6 +159,9 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 		if err := authorizeWrite(opts.Auth, s, OpCreate); err != nil {
 			return Outcome{}, err
 		}
+		if err := tx.containGrant(opts.Auth, s, nil, next); err != nil {
+			return Outcome{}, err
+		}
 		if opts.DryRun {
 			return Outcome{Result: OutCreated}, nil
 		}
@@ -174,6 +183,9 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 		if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
 			return Outcome{}, err
 		}
+	}
+	if err := tx.containGrant(opts.Auth, s, old, next); err != nil {
+		return Outcome{}, err
 	}
 	if renamed {
 		if !canRename(opts.Auth) {

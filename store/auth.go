@@ -84,9 +84,13 @@ type membership struct {
 }
 
 func (db *DB) readMembership(ctx context.Context) (*membership, error) {
+	return readMembershipFrom(ctx, db.r)
+}
+
+func readMembershipFrom(ctx context.Context, q querier) (*membership, error) {
 	m := &membership{groupUsers: map[string][]string{}, groupSubs: map[string][]string{},
 		roleUsers: map[string][]string{}, roleSubs: map[string][]string{}, rolePerms: map[string][]string{}}
-	rows, err := db.r.QueryContext(ctx, `SELECT classname, keyname, data FROM instances
+	rows, err := q.QueryContext(ctx, `SELECT classname, keyname, data FROM instances
 		WHERE classname IN ('_group', '_role') AND is_enabled = 1`)
 	if err != nil {
 		return nil, fmt.Errorf("read roles: %w", err)
@@ -213,8 +217,22 @@ func (db *DB) UserAuth(ctx context.Context, login string) (*Auth, error) {
 // KeyPermissions resolves an API key's permission list: plain names add, `role:NAME`
 // adds the role's permissions (role_admin: all), `!name` removes (after all adds).
 func (db *DB) KeyPermissions(ctx context.Context, list []string) (all bool, perms, deny []string, err error) {
-	add, del := map[string]bool{}, map[string]bool{}
 	var m *membership
+	for _, p := range list {
+		if strings.HasPrefix(strings.TrimSpace(p), "role:") {
+			if m, err = db.readMembership(ctx); err != nil {
+				return false, nil, nil, err
+			}
+			break
+		}
+	}
+	return db.keyPermissionsWith(m, list)
+}
+
+// keyPermissionsWith is KeyPermissions over a membership graph already read (nil when
+// the list names no role).
+func (db *DB) keyPermissionsWith(m *membership, list []string) (all bool, perms, deny []string, err error) {
+	add, del := map[string]bool{}, map[string]bool{}
 	for _, p := range list {
 		p = strings.TrimSpace(p)
 		switch {
@@ -228,9 +246,7 @@ func (db *DB) KeyPermissions(ctx context.Context, list []string) (all bool, perm
 				continue
 			}
 			if m == nil {
-				if m, err = db.readMembership(ctx); err != nil {
-					return false, nil, nil, err
-				}
+				continue
 			}
 			for _, rp := range m.rolePerms[role] {
 				add[rp] = true

@@ -23,6 +23,8 @@ type DB struct {
 	w    *sql.DB
 	r    *sql.DB
 	log  *slog.Logger
+	// inUse holds the shared in-use lock on the database file while it is open.
+	inUse *os.File
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 
@@ -78,6 +80,10 @@ type Options struct {
 	Logger *slog.Logger
 	// ReadConns is the size of the read pool (default 4).
 	ReadConns int
+	// ReadOnly opens an existing file for reading only (SQLite mode=ro): nothing is
+	// created, migrated or written, and every write fails. For files the process may
+	// not write (a read-only copy, another user's file): reads still work.
+	ReadOnly bool
 }
 
 func dsn(path string, readOnly bool) string {
@@ -112,6 +118,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if st, err := os.Stat(abs); err == nil && st.IsDir() {
 		return nil, fmt.Errorf("open database %s: is a directory", path)
 	}
+	if opts.ReadOnly {
+		return openReadOnly(ctx, abs, path, opts)
+	}
 	// A new database file is created owner-only before SQLite opens it: SQLite gives
 	// the -wal and -shm files the mode of the database file.
 	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
@@ -119,21 +128,28 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	} else if !os.IsExist(err) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	inUse, err := holdShared(ctx, abs)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	w, err := sql.Open("sqlite", dsn(abs, false))
 	if err != nil {
+		inUse.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{path: abs, w: w, log: opts.Logger, Now: time.Now}
+	db := &DB{path: abs, w: w, log: opts.Logger, Now: time.Now, inUse: inUse}
 	if err := db.migrateLayout(ctx); err != nil {
 		w.Close()
+		inUse.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	r, err := sql.Open("sqlite", dsn(abs, true))
 	if err != nil {
 		w.Close()
+		inUse.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(opts.ReadConns)
@@ -142,10 +158,41 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
+// openReadOnly opens abs with mode=ro for both pools; its table layout must be current.
+func openReadOnly(ctx context.Context, abs, path string, opts Options) (*DB, error) {
+	if _, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	// A WAL database read without write access needs its -shm file, which only a
+	// writer creates. Without a -wal file no writer is active (a clean close removes
+	// it), so the file is read as immutable; otherwise through the writer's -shm.
+	ro := "&mode=ro"
+	if _, err := os.Stat(abs + "-wal"); os.IsNotExist(err) {
+		ro = "&immutable=1"
+	}
+	r, err := sql.Open("sqlite", dsn(abs, true)+ro)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opts.ReadConns)
+	r.SetMaxIdleConns(opts.ReadConns)
+	var have int
+	if err := r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
+	}
+	if have != len(layout) {
+		r.Close()
+		return nil, fmt.Errorf("open database %s read-only: table layout version %d, this program needs %d "+
+			"(open it once with write access to update it)", path, have, len(layout))
+	}
+	return &DB{path: abs, w: r, r: r, log: opts.Logger, Now: time.Now}, nil
+}
+
 // Path is the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
 
-// Close closes both pools.
+// Close closes both pools, then releases the in-use lock.
 func (db *DB) Close() error {
 	db.rstmts.Range(func(k, v any) bool {
 		v.(*sql.Stmt).Close()
@@ -153,10 +200,14 @@ func (db *DB) Close() error {
 		return true
 	})
 	err := db.w.Close()
-	if db.r != nil {
+	if db.r != nil && db.r != db.w {
 		if rerr := db.r.Close(); err == nil {
 			err = rerr
 		}
+	}
+	if db.inUse != nil {
+		db.inUse.Close()
+		db.inUse = nil
 	}
 	return err
 }
@@ -182,6 +233,9 @@ type Tx struct {
 	Author string
 	// writes counts the statements exec ran (every instance, revision and permission write).
 	writes int
+	// compareSecrets lets buildInstance keep a stored hash when the plain secret given
+	// verifies against it (the loader sets it for callers holding every permission).
+	compareSecrets bool
 	// sawExisting turns the loader's insert-first path off once an entry existed.
 	sawExisting bool
 	// known caches instances known to exist ("class\x00key"); dropped on delete and rename.
@@ -193,6 +247,17 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return &Tx{Tx: tx, db: db, ctx: ctx, schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}, nil
+}
+
+// BeginRead starts a transaction on the read pool: it sees one snapshot, never waits
+// for or holds the writer, and any write in it fails. Dry runs that write nothing
+// (a pipeline's dry-run batch) use it, so real writers never wait behind them.
+func (db *DB) BeginRead(ctx context.Context) (*Tx, error) {
+	tx, err := db.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin read: %w", err)
 	}
 	return &Tx{Tx: tx, db: db, ctx: ctx, schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -159,7 +160,7 @@ func ParseDocument(name string, data []byte) ([]*Entry, error) {
 			break
 		}
 		if err != nil {
-			return nil, Errorf(EInvalid, "%s: invalid YAML/JSON: %v", name, err)
+			return nil, Errorf(EInvalid, "%s: invalid YAML/JSON: %s", name, yamlErrorText(err))
 		}
 		if len(root.Content) == 0 {
 			continue
@@ -195,6 +196,19 @@ func ParseDocument(name string, data []byte) ([]*Entry, error) {
 		}
 	}
 	return out, nil
+}
+
+// yamlAnchor matches the anchor name the YAML parser quotes in its errors. An unquoted
+// value starting with '*' is read as an alias, so the "anchor" may be a plain password.
+var yamlAnchor = regexp.MustCompile(`anchor '[^']*'`)
+
+// yamlErrorText is the parser's message without text taken from the document.
+func yamlErrorText(err error) string {
+	msg := yamlAnchor.ReplaceAllString(err.Error(), "anchor (name not shown)")
+	if strings.Contains(msg, "unknown anchor") {
+		msg += " (a value starting with '*' must be quoted)"
+	}
+	return msg
 }
 
 func (d *decoder) spend() error {
@@ -293,7 +307,20 @@ func (d *decoder) value(n *yaml.Node) (any, error) {
 	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
 }
 
+// scalarValue is the value of a scalar node. A scalar YAML resolves to a number or a
+// boolean is that typed value only when its text is the value's canonical text (5,
+// 1.5, true); otherwise it stays the text the file says (1e3, 0o17, 0815, 1.50,
+// True), so a string field stores exactly what was written and typed fields parse
+// the text. Quoted scalars are always text.
 func scalarValue(n *yaml.Node) any {
+	v := typedScalar(n)
+	if t, ok := scalarText(v); ok && v != nil && t != n.Value {
+		return n.Value
+	}
+	return v
+}
+
+func typedScalar(n *yaml.Node) any {
 	switch n.ShortTag() {
 	case "!!null":
 		return nil

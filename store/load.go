@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"dataservice/rules"
 )
@@ -158,11 +159,13 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 		}
 	}()
 	inBatch := 0
+	var began time.Time
 	begin := func() error {
 		var err error
 		if tx, err = db.Begin(ctx); err != nil {
 			return err
 		}
+		began = time.Now()
 		tx.NoRevisions, tx.Author = opts.NoRevisions, loadAuthor(opts)
 		return nil
 	}
@@ -196,7 +199,9 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 			res.fail(e, err)
 		}
 		inBatch++
-		if inBatch >= opts.BatchSize {
+		// A batch also commits once it has held the writer for a quarter of a second, so
+		// other writers never wait long behind a large load.
+		if inBatch >= opts.BatchSize || (!opts.DryRun && time.Since(began) > maxBatchTime) {
 			return flush()
 		}
 		return nil
@@ -232,6 +237,9 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 	}
 	return res, nil
 }
+
+// maxBatchTime is how long a load batch holds the writer before it commits.
+const maxBatchTime = 250 * time.Millisecond
 
 func loadAuthor(opts LoadOptions) string {
 	if opts.Author != "" {
@@ -284,7 +292,7 @@ func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
 		discard, err := opts.Transform(e.Fields)
 		e.transformed = true
 		if err != nil {
-			return "", Errorf(EInvalid, "%v", err)
+			return "", Errorf(EInvalid, "%s", tx.transformMessage(e, err))
 		}
 		if discard {
 			return OutSkipped, nil
@@ -303,6 +311,26 @@ func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
 		return "", fmt.Errorf("entry failed after writing: %w", err)
 	}
 	return outcome, err
+}
+
+// transformMessage is the message of a load-time pipeline's failure on e. When e's
+// class has secret fields, a value the rule quoted is left out: it may be a plain
+// secret, copied to any field by an earlier rule.
+func (tx *Tx) transformMessage(e *Entry, err error) string {
+	var r interface{ Redacted() string }
+	if !errors.As(err, &r) {
+		return err.Error()
+	}
+	s, serr := tx.Schema(e.Classname)
+	if serr != nil {
+		return r.Redacted()
+	}
+	for _, f := range s.Fields {
+		if f.Dataformat == "secret" {
+			return r.Redacted()
+		}
+	}
+	return err.Error()
 }
 
 func (tx *Tx) applyEntry(e *Entry, opts LoadOptions) (string, error) {
@@ -389,6 +417,10 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 		return "", err
 	}
 	ao := ApplyOptions{Auth: opts.Auth, System: opts.System}
+	// Only a caller holding every permission learns whether a plain secret it gives is
+	// the stored one (as "unchanged"): for anyone else a given plain secret is always a
+	// change, so a load (dry run or not) is no oracle on secrets.
+	tx.compareSecrets = opts.Auth == nil || opts.Auth.HasAll()
 	// Insert first while entries keep being new (an initial load): one statement
 	// instead of a lookup and an insert. When the keyname exists, or the entry is not
 	// valid as a new object, the lookup path below decides with the stored object.
@@ -478,7 +510,7 @@ func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance) (*Instance, erro
 			}
 			v = norm
 		}
-		if f.Dataformat == "secret" && old != nil && sameSecret(v, old.Data[k]) {
+		if f.Dataformat == "secret" && old != nil && tx.compareSecrets && sameSecret(v, old.Data[k]) {
 			continue // the plain text given is the one stored: keep its hash (no change)
 		}
 		nv, present, err := f.normalize(v, tx)

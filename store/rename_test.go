@@ -1,10 +1,10 @@
 package store_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -21,21 +21,7 @@ const renameDoc = `
 // rename renames cls/from to to in one transaction, committed when it succeeds.
 func rename(tb testing.TB, db *store.DB, cls, from, to string) (*store.RenameReport, error) {
 	tb.Helper()
-	var rep *store.RenameReport
-	err := db.WithTx(context.Background(), func(tx *store.Tx) error {
-		tx.Author = "user:renamer"
-		s, err := tx.Schema(cls)
-		if err != nil {
-			return err
-		}
-		in, err := tx.Instance(cls, from)
-		if err != nil {
-			return err
-		}
-		rep, err = tx.Rename(s, in, to)
-		return err
-	})
-	return rep, err
+	return testkit.Rename(tb, db, "user:renamer", cls, from, to)
 }
 
 func TestRename(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -522,6 +523,10 @@ func toInt(v any) (int, bool) {
 		var n int
 		if _, err := fmt.Sscanf(strings.TrimSpace(x), "%d", &n); err == nil && fmt.Sprint(n) == strings.TrimSpace(x) {
 			return n, true
+		}
+		// A number the loader kept as text (1e3, 10.0).
+		if f, err := parseFloatText(strings.TrimSpace(x)); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<31 {
+			return int(f), true
 		}
 	}
 	return 0, false

@@ -21,6 +21,38 @@ type ListQuery struct {
 	Offset, Limit int
 	// ExactCount counts every match of a search, however many.
 	ExactCount bool
+	// Sort orders the page by a column instead of id: keyname, displayname, is_enabled,
+	// created_at, updated_at or a field of the schema, "-" first for descending (ties
+	// in id order). After is ignored when sorting. A field sort reads every match.
+	Sort string
+}
+
+// sortColumn is the ORDER BY expression of ListQuery.Sort, or "" for id order.
+func sortColumn(s *Schema, sort string) (string, error) {
+	col, desc := strings.CutPrefix(sort, "-")
+	var expr string
+	switch col {
+	case "", "id":
+		if desc {
+			return "", Errorf(EInvalid, "cannot sort by %q", sort)
+		}
+		return "", nil
+	case "keyname", "displayname", "is_enabled", "created_at", "updated_at":
+		expr = "i." + col
+	default:
+		f := s.Field(col)
+		if f == nil || f.Dataformat == "secret" || !fieldNameRE.MatchString(col) {
+			return "", Errorf(EInvalid, "cannot sort by %q", col)
+		}
+		expr = "json_extract(i.data, '$." + col + "')"
+	}
+	if desc {
+		expr += " DESC"
+	}
+	if col == "keyname" {
+		return expr, nil // unique in its class: the index gives the order, no tie to break
+	}
+	return expr + ", i.id", nil
 }
 
 // ListResult is a page of instances.
@@ -30,7 +62,8 @@ type ListResult struct {
 	// ListQuery.ExactCount); CountExact is false when the count stopped at its bound.
 	Count      int
 	CountExact bool
-	// Next is the cursor (ListQuery.After) of the following page, 0 when this is the last.
+	// Next is the cursor (ListQuery.After) of the following page, 0 when this is the last
+	// or the page is sorted.
 	Next int64
 }
 
@@ -43,6 +76,10 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	cls := s.Keyname
 	if q.Limit < 0 || q.Offset < 0 {
 		return nil, Errorf(EInvalid, "negative page size or offset")
+	}
+	order, err := sortColumn(s, q.Sort)
+	if err != nil {
+		return nil, err
 	}
 	res := &ListResult{CountExact: true}
 	from, where, idCol := "instances i", "i.classname = ?", "i.id"
@@ -65,13 +102,20 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 		where += " AND " + like
 		args = append(args, likeArgs...)
 	}
+	after := q.After
+	if order != "" {
+		after = 0 // a sorted page has no id cursor
+	}
 	listWhere, listArgs := where, args
-	if q.After > 0 {
+	if after > 0 {
 		listWhere += " AND " + idCol + " > ?"
-		listArgs = append(append([]any{}, args...), q.After)
+		listArgs = append(append([]any{}, args...), after)
+	}
+	if order == "" {
+		order = idCol
 	}
 	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM "+from+" WHERE "+listWhere+
-		" ORDER BY "+idCol+" LIMIT ? OFFSET ?", append(listArgs, q.Limit+1, q.Offset)...)
+		" ORDER BY "+order+" LIMIT ? OFFSET ?", append(listArgs, q.Limit+1, q.Offset)...)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
 	}
@@ -90,12 +134,14 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	full := q.Limit > 0 && len(res.Instances) > q.Limit
 	if full {
 		res.Instances = res.Instances[:q.Limit]
-		res.Next = res.Instances[len(res.Instances)-1].ID
+		if q.Sort == "" || q.Sort == "id" {
+			res.Next = res.Instances[len(res.Instances)-1].ID
+		}
 	}
 	if q.Search == "" {
 		return res, nil
 	}
-	if !full && q.Limit > 0 && q.After == 0 && (len(res.Instances) > 0 || q.Offset == 0) {
+	if !full && q.Limit > 0 && after == 0 && (len(res.Instances) > 0 || q.Offset == 0) {
 		// The last page of the matches: they number offset + this page (no second scan).
 		res.Count = q.Offset + len(res.Instances)
 		return res, nil

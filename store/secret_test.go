@@ -4,10 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"runtime"
 	"strings"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -131,15 +131,8 @@ func TestMalformedHashesNeverVerify(t *testing.T) {
 	}
 }
 
-// allocated returns the bytes allocated while fn runs. A verification that misses the
-// cache runs argon2id and allocates its 19 MiB of memory; a cache hit does not.
-func allocated(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+// allocated returns the bytes allocated in this process while fn runs.
+var allocated = testkit.Allocated
 
 const argonBytes = 19 << 20
 

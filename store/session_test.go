@@ -108,3 +108,37 @@ func TestPermissionOriginsAndReferences(t *testing.T) {
 		t.Fatalf("revisions: %+v, %v", revs, err)
 	}
 }
+
+func TestListInstancesSort(t *testing.T) {
+	db := newTestDB(t)
+	ctx := context.Background()
+	mustLoad(t, db, `
+- {classname: _schema, keyname: box, size: {dataformat: int}, secret_code: {dataformat: secret}}
+- {classname: box, keyname: b, displayname: Zed, size: 2}
+- {classname: box, keyname: c, displayname: Amy, size: 10}
+- {classname: box, keyname: a, displayname: Max, size: 1}
+`, store.LoadOptions{})
+	sch, err := db.Schema(ctx, "box")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sort, want := range map[string]string{"": "bca", "id": "bca", "keyname": "abc", "-keyname": "cba",
+		"displayname": "cab", "size": "abc", "-size": "cba"} {
+		res, err := db.ListInstances(ctx, sch, store.ListQuery{Limit: 2, Offset: 1, Sort: sort})
+		if err != nil {
+			t.Fatalf("sort %q: %v", sort, err)
+		}
+		got := ""
+		for _, in := range res.Instances {
+			got += in.Keyname
+		}
+		if got != want[1:] {
+			t.Fatalf("sort %q, page 2 of size 2 from offset 1: %q, want %q", sort, got, want[1:])
+		}
+	}
+	for _, bad := range []string{"nope", "secret_code", "size; DROP TABLE instances", "-"} {
+		if _, err := db.ListInstances(ctx, sch, store.ListQuery{Limit: 2, Sort: bad}); store.ErrorCode(err) != store.EInvalid {
+			t.Fatalf("sort %q: %v", bad, err)
+		}
+	}
+}

@@ -212,7 +212,13 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 	case "int":
 		n, err := strconv.ParseInt(text, 10, 64)
 		if err != nil {
-			fl, ferr := strconv.ParseFloat(text, 64)
+			fl, ferr := parseFloatText(text)
+			if ferr != nil {
+				// YAML's other integer forms, kept as text by the loader: 0x1F, 0o17, 0b101, 1_000.
+				if n2, err2 := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 0, 64); err2 == nil {
+					fl, ferr = float64(n2), nil
+				}
+			}
 			if ferr != nil || fl != math.Trunc(fl) || math.Abs(fl) > 1<<53 {
 				return nil, false, f.invalid("%q is not an integer", text)
 			}
@@ -223,7 +229,12 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 		}
 		return n, true, nil
 	case "float":
-		fl, err := strconv.ParseFloat(text, 64)
+		fl, err := parseFloatText(text)
+		if err != nil {
+			if n2, err2 := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 0, 64); err2 == nil {
+				fl, err = float64(n2), nil
+			}
+		}
 		if err != nil || math.IsNaN(fl) || math.IsInf(fl, 0) {
 			return nil, false, f.invalid("%q is not a number", text)
 		}
@@ -381,4 +392,14 @@ func HexIP(dotted string) (string, error) {
 func IsDottedIPv4(s string) bool {
 	_, err := HexIP(s)
 	return err == nil
+}
+
+// parseFloatText parses a decimal number, also in YAML's spelling with digit
+// separators (1_000.5), which the loader keeps as text.
+func parseFloatText(text string) (float64, error) {
+	fl, err := strconv.ParseFloat(text, 64)
+	if err != nil && strings.Contains(text, "_") {
+		fl, err = strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
+	}
+	return fl, err
 }

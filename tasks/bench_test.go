@@ -191,7 +191,7 @@ func BenchmarkPipeline(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					execSQL(b, db, `INSERT INTO tasks(handle, kind, status, created_at, lease_owner)
+					testkit.Exec(b, db, `INSERT INTO tasks(handle, kind, status, created_at, lease_owner)
 						VALUES('floor', 'pipeline', 'running', '', 'floor')`)
 					resetPeakRSS()
 					b.StartTimer()
@@ -360,7 +360,7 @@ func BenchmarkSubmit(b *testing.B) {
 	for b.Loop() {
 		if queued == 999 {
 			b.StopTimer()
-			execSQL(b, db, "UPDATE tasks SET status = 'succeeded' WHERE status = 'queued'")
+			testkit.ExecAll(b, db, "UPDATE tasks SET status = 'succeeded' WHERE status = 'queued'")
 			queued = 0
 			b.StartTimer()
 		}

@@ -3,7 +3,6 @@ package tasks_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -56,10 +55,7 @@ var newDBFile = testkit.MigratedFile
 
 // openDB opens the database file at path with the real clock (leases expire) and no
 // store log; it is closed when the test ends.
-func openDB(tb testing.TB, path string) *store.DB {
-	tb.Helper()
-	return testkit.Open(tb, path, testkit.Options{Logger: slog.New(slog.DiscardHandler), Clock: time.Now})
-}
+var openDB = testkit.OpenFile
 
 // newDB opens a fresh bootstrapped database (built-in definitions, configuration)
 // with the test schemas loaded.
@@ -92,18 +88,11 @@ func addPipeline(tb testing.TB, db *store.DB, name, content, runPermission strin
 // row is an instance the tests insert by SQL.
 type row = testkit.Row
 
-// The shared helpers of the test kit, under the names these tests use.
-var (
-	// insertRows inserts instances by SQL in one transaction (much faster than a
-	// load; the values must be valid for the schema).
-	insertRows = testkit.InsertInstances
-	// execSQL runs statements in one write transaction.
-	execSQL  = testkit.ExecAll
-	queryInt = testkit.QueryInt
-	// queryString reads one text value (NULL reads as "<null>").
-	queryString = testkit.QueryString
-	instance    = testkit.Instance
-)
+// insertRows inserts instances by SQL in one transaction (much faster than a load;
+// the values must be valid for the schema).
+var insertRows = testkit.InsertInstances
+
+var queryInt = testkit.QueryInt
 
 // dumpTable renders every row of table, in rowid order, one line per row.
 func dumpTable(tb testing.TB, db *store.DB, table string) string {
@@ -254,13 +243,7 @@ func mustSucceed(tb testing.TB, t *tasks.Task) *tasks.Result {
 // waitFor polls cond until it holds, failing the test after waitLimit.
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("gave up after %v waiting for %s", waitLimit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(tb, waitLimit, what, cond)
 }
 
 // counts renders a result's counters, for comparisons.
@@ -292,7 +275,7 @@ func checkMarkedOnce(tb testing.TB, db *store.DB, handle, cls string, n int) {
 		tb.Fatalf("%s instances: %d, want %d", cls, got, want)
 	}
 	if got, want := markedCount(tb, db, cls), n; got != want {
-		bad := queryString(tb, db, `SELECT group_concat(keyname || '=' || (data ->> 'note')) FROM (SELECT * FROM instances
+		bad := testkit.QueryString(tb, db, `SELECT group_concat(keyname || '=' || (data ->> 'note')) FROM (SELECT * FROM instances
 			WHERE classname = ? AND data ->> 'note' != 'nX' LIMIT 5)`, cls)
 		tb.Fatalf("%s instances with exactly one marker: %d, want %d (e.g. %s)", cls, got, want, bad)
 	}
@@ -314,7 +297,7 @@ func markedCount(tb testing.TB, db *store.DB, cls string) int {
 // taskColumn reads one column of a task row as text.
 func taskColumn(tb testing.TB, db *store.DB, handle, column string) string {
 	tb.Helper()
-	return queryString(tb, db, "SELECT "+column+" FROM tasks WHERE handle = ?", handle)
+	return testkit.QueryString(tb, db, "SELECT "+column+" FROM tasks WHERE handle = ?", handle)
 }
 
 // progressDone reads a task's progress_done.

@@ -353,8 +353,8 @@ func TestPurge(t *testing.T) {
 		}
 		// The running task's lease is long gone; keep Run from claiming it and the
 		// queued one so they stay as they are.
-		execSQL(t, db, "UPDATE tasks SET lease_until = '9999-01-01T00:00:00.000Z' WHERE status = 'running'")
-		execSQL(t, db, fmt.Sprintf("UPDATE tasks SET status = 'paused' WHERE handle = '%s'", handles["queued 40 days ago"]))
+		testkit.ExecAll(t, db, "UPDATE tasks SET lease_until = '9999-01-01T00:00:00.000Z' WHERE status = 'running'")
+		testkit.ExecAll(t, db, fmt.Sprintf("UPDATE tasks SET status = 'paused' WHERE handle = '%s'", handles["queued 40 days ago"]))
 		stop := startRun(t, r)
 		waitFor(t, "Run to purge", func() bool {
 			_, err := r.Get(ctx, handles["cancelled 20 days ago"])

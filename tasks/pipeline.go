@@ -114,9 +114,18 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 
 // batch processes up to BatchSize instances of the current schema in one transaction
 // that also records the checkpoint, counters and lease. ok is false when the lease was lost.
+//
+// A dry-run batch writes nothing but its checkpoint: it reads in a read transaction and
+// records the checkpoint in a short write transaction of its own, so it never holds the
+// writer while it works. A real batch commits early once it has run for maxBatchTime,
+// so other writers wait at most about that long.
 func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok bool, err error) {
 	r := x.r
-	tx, err := r.db.Begin(ctx)
+	begin := r.db.Begin
+	if x.p.DryRun {
+		begin = r.db.BeginRead
+	}
+	tx, err := begin(ctx)
 	if err != nil {
 		return false, false, err
 	}
@@ -132,6 +141,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 		return false, false, err
 	}
 	x.renamed = false
+	started, done := time.Now(), 0
 	for _, in := range batch {
 		if x.renamed {
 			// A rename earlier in this batch may have rewritten references this
@@ -144,9 +154,21 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 			return false, false, err
 		}
 		cp.After = in.ID
+		done++
+		if time.Since(started) > maxBatchTime {
+			break
+		}
 	}
-	if len(batch) < r.o.BatchSize {
+	if done == len(batch) && len(batch) < r.o.BatchSize {
 		cp.Schema, cp.After = cp.Schema+1, 0
+	}
+	if x.p.DryRun {
+		// The read snapshot ends here; the checkpoint is written on its own.
+		tx.Rollback()
+		if tx, err = r.db.Begin(ctx); err != nil {
+			return false, false, err
+		}
+		defer tx.Rollback()
 	}
 	cpj, _ := json.Marshal(cp)
 	rj, _ := json.Marshal(x.res)
@@ -162,10 +184,13 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 		return false, false, err
 	}
 	if r.o.OnProcessed != nil {
-		r.o.OnProcessed(len(batch))
+		r.o.OnProcessed(done)
 	}
 	return flag == 1, true, nil
 }
+
+// maxBatchTime is how long a batch runs before it commits what it has done.
+const maxBatchTime = 250 * time.Millisecond
 
 // entryOf builds the rule entry of an instance; secret fields are left out (a rule
 // must never copy a hash into a readable field) and lists are copied.

@@ -217,7 +217,7 @@ func TestPipelineOutcomes(t *testing.T) {
 				if kept {
 					t.Fatalf("%s (%s) still present under its old keyname", key, kind)
 				}
-				in := instance(t, db, "host", key+"-r")
+				in := testkit.Instance(t, db, "host", key+"-r")
 				wantNote := map[string]string{"ren": "n", "renupd": "renamed"}[kind]
 				if got := fmt.Sprintf("%v %v", in.Data["note"], in.Data["port"]); got != wantNote+" 80" {
 					t.Fatalf("%s-r note and port %q, want %q", key, got, wantNote+" 80")
@@ -226,7 +226,7 @@ func TestPipelineOutcomes(t *testing.T) {
 					t.Fatalf("%s-r has id %d, want the renamed row's %d", key, got, want)
 				}
 			case "upd":
-				in := instance(t, db, "host", key)
+				in := testkit.Instance(t, db, "host", key)
 				got := fmt.Sprintf("%v %T(%v) %v %v %v %s", in.Data["name"], in.Data["port"], in.Data["port"], in.Data["tags"], in.Data["note"], in.IsEnabled, in.Displayname)
 				want := fmt.Sprintf("%s int64(8080) [A B] n true Updated", strings.ToUpper("host-"+key[1:]))
 				if got != want {
@@ -236,7 +236,7 @@ func TestPipelineOutcomes(t *testing.T) {
 					t.Fatalf("%s (upd): updated_at not changed", key)
 				}
 			case "ena", "dis", "off":
-				in := instance(t, db, "host", key)
+				in := testkit.Instance(t, db, "host", key)
 				if got, want := in.IsEnabled, kind == "ena"; got != want {
 					t.Fatalf("%s (%s): is_enabled %v, want %v", key, kind, got, want)
 				}
@@ -265,7 +265,7 @@ func TestPipelineOutcomes(t *testing.T) {
 		if got, want := queryInt(t, db, "SELECT count(*) FROM revisions"), revisionsBefore+total; got != want {
 			t.Errorf("revisions: %d, want %d", got, want)
 		}
-		if got, want := queryString(t, db, "SELECT before FROM revisions WHERE author = ? AND keyname = 'h00004'", author),
+		if got, want := testkit.QueryString(t, db, "SELECT before FROM revisions WHERE author = ? AND keyname = 'h00004'", author),
 			`{"data":{"kind":"del","name":"host-00004","note":"n","port":80,"tags":["a","b"]},"displayname":"","is_enabled":true,"keyname":"h00004"}`; got != want {
 			t.Errorf("delete revision before:\n got %s\nwant %s", got, want)
 		}
@@ -274,7 +274,7 @@ func TestPipelineOutcomes(t *testing.T) {
 		if got, want := dumpTable(t, db, "schemas"), before["schemas"]; got != want {
 			t.Errorf("schemas changed")
 		}
-		if got, want := queryString(t, db, "SELECT group_concat(keyname || is_enabled || data) FROM instances WHERE classname = 'site'"), `s10{"city":"x"}`; got != want {
+		if got, want := testkit.QueryString(t, db, "SELECT group_concat(keyname || is_enabled || data) FROM instances WHERE classname = 'site'"), `s10{"city":"x"}`; got != want {
 			t.Errorf("sites %s, want %s", got, want)
 		}
 	})
@@ -343,7 +343,7 @@ func TestPipelineRename(t *testing.T) {
 			t.Fatalf("counts:\n got %s\nwant %s\nerrors %v", got, want, res.ErrorMessages)
 		}
 		for i := 0; i < 250; i++ {
-			in := instance(t, db, "rack", fmt.Sprintf("r%03d", i))
+			in := testkit.Instance(t, db, "rack", fmt.Sprintf("r%03d", i))
 			got := fmt.Sprintf("%v %v", in.Data["host"], in.Data["hosts"])
 			want := fmt.Sprintf("new-h%04d [new-h%04d h%04d new-h%04d]", 4*i, 4*i, 4*i+1, 4*i+2)
 			if got != want {
@@ -481,7 +481,7 @@ func TestPipelineRenameSelfReference(t *testing.T) {
 	})
 	t.Run("references point to the new keynames and each node got its marker", func(t *testing.T) {
 		for i := 1; i < n; i += 2 {
-			in := instance(t, db, "node", fmt.Sprintf("n%03d", i))
+			in := testkit.Instance(t, db, "node", fmt.Sprintf("n%03d", i))
 			if got, want := fmt.Sprintf("%v %v", in.Data["parent"], in.Data["note"]), fmt.Sprintf("new-n%03d nX", i-1); got != want {
 				t.Fatalf("n%03d parent and note %q, want %q", i, got, want)
 			}
@@ -507,7 +507,7 @@ func TestPipelineOverUsers(t *testing.T) {
 `)
 	r := newRunner(t, db, tasks.Options{})
 	hash := func(login string) string {
-		return queryString(t, db, "SELECT data ->> 'password' FROM instances WHERE classname = '_user' AND keyname = ?", login)
+		return testkit.QueryString(t, db, "SELECT data ->> 'password' FROM instances WHERE classname = '_user' AND keyname = ?", login)
 	}
 	aliceHash := hash("alice")
 	if !store.IsSecretHash(aliceHash) {
@@ -529,7 +529,7 @@ func TestPipelineOverUsers(t *testing.T) {
 			}
 		}
 		// The rule saw no password: copying the missing field gave '' (no email).
-		if got, want := queryString(t, db, "SELECT group_concat(keyname || '=' || coalesce(data ->> 'email', '-'), ',') FROM instances WHERE classname = '_user'"), "admin=-,alice=-,bob=-"; got != want {
+		if got, want := testkit.QueryString(t, db, "SELECT group_concat(keyname || '=' || coalesce(data ->> 'email', '-'), ',') FROM instances WHERE classname = '_user'"), "admin=-,alice=-,bob=-"; got != want {
 			t.Fatalf("emails %s, want %s", got, want)
 		}
 		if got := queryInt(t, db, "SELECT count(*) FROM revisions WHERE classname = '_user' AND (before LIKE '%argon2%' OR after LIKE '%argon2%')"); got != 0 {
@@ -550,7 +550,7 @@ func TestPipelineOverUsers(t *testing.T) {
 		if got, want := strings.Join(res.ErrorMessages, "; "), "_user admin: the admin account cannot be deleted"; got != want {
 			t.Fatalf("errors %q, want %q", got, want)
 		}
-		if got, want := queryString(t, db, "SELECT group_concat(keyname, ',') FROM (SELECT keyname FROM instances WHERE classname = '_user' ORDER BY keyname)"), "admin,alice"; got != want {
+		if got, want := testkit.QueryString(t, db, "SELECT group_concat(keyname, ',') FROM (SELECT keyname FROM instances WHERE classname = '_user' ORDER BY keyname)"), "admin,alice"; got != want {
 			t.Fatalf("users left %s, want %s", got, want)
 		}
 	})
@@ -563,7 +563,7 @@ func TestPipelineOverUsers(t *testing.T) {
 		if got, want := strings.Join(res.ErrorMessages, "; "), "_user admin: the admin account cannot be renamed"; got != want {
 			t.Fatalf("errors %q, want %q", got, want)
 		}
-		if got, want := queryString(t, db, "SELECT group_concat(keyname, ',') FROM (SELECT keyname FROM instances WHERE classname = '_user' ORDER BY keyname)"), "admin,alice_old"; got != want {
+		if got, want := testkit.QueryString(t, db, "SELECT group_concat(keyname, ',') FROM (SELECT keyname FROM instances WHERE classname = '_user' ORDER BY keyname)"), "admin,alice_old"; got != want {
 			t.Fatalf("users %s, want %s", got, want)
 		}
 	})

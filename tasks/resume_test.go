@@ -102,7 +102,7 @@ func TestLostLeaseBatchDoesNotCommit(t *testing.T) {
 		AfterBatch: func(h string, b int) error {
 			if b == 2 {
 				// Another runner took the task over (its lease looked expired).
-				execSQL(t, db, "UPDATE tasks SET lease_owner = 'other runner' WHERE handle = '"+h+"'")
+				testkit.ExecAll(t, db, "UPDATE tasks SET lease_owner = 'other runner' WHERE handle = '"+h+"'")
 			} else if b > 2 {
 				t.Errorf("batch %d committed after the lease was lost", b)
 			}
@@ -136,7 +136,7 @@ func TestLostLeaseBatchDoesNotCommit(t *testing.T) {
 		}
 	})
 	t.Run("the runner holding the lease finishes exactly once", func(t *testing.T) {
-		execSQL(t, db, "UPDATE tasks SET lease_until = '2000-01-01T00:00:00.000Z' WHERE handle = '"+h+"'")
+		testkit.ExecAll(t, db, "UPDATE tasks SET lease_until = '2000-01-01T00:00:00.000Z' WHERE handle = '"+h+"'")
 		r2 := newRunner(t, db, tasks.Options{BatchSize: batch})
 		mustSucceed(t, runOne(t, r2, h))
 		checkMarkedOnce(t, db, h, "host", n)

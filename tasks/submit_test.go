@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -17,10 +18,10 @@ func TestSubmitRejects(t *testing.T) {
 	addPipeline(t, db, "guarded", markerPipeline, "p_special")
 	addPipeline(t, db, "broken", markerPipeline, "")
 	addPipeline(t, db, "off", markerPipeline, "")
-	execSQL(t, db, `UPDATE instances SET is_enabled = 0 WHERE classname = '_pipeline' AND keyname = 'off'`)
+	testkit.ExecAll(t, db, `UPDATE instances SET is_enabled = 0 WHERE classname = '_pipeline' AND keyname = 'off'`)
 	// Stored content is validated on load, so invalid content can only come from an
 	// older release or a direct edit of the file.
-	execSQL(t, db, `UPDATE instances SET data = json_set(data, '$.content', '- field_frobnicate: [x]')
+	testkit.ExecAll(t, db, `UPDATE instances SET data = json_set(data, '$.content', '- field_frobnicate: [x]')
 		WHERE classname = '_pipeline' AND keyname = 'broken'`)
 	mustLoad(t, db, `
 - classname: _permission

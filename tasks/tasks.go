@@ -138,14 +138,18 @@ const maxListed = 100
 
 // Task is a task as the API shows it.
 type Task struct {
-	Handle     string   `json:"handle" yaml:"handle"`
-	Kind       string   `json:"kind" yaml:"kind"`
-	Pipeline   string   `json:"pipeline" yaml:"pipeline"`
-	Schemas    []string `json:"schemas" yaml:"schemas"`
-	DryRun     bool     `json:"dryrun" yaml:"dryrun"`
-	Status     string   `json:"status" yaml:"status"`
-	OwnerType  string   `json:"owner_type" yaml:"owner_type"`
-	OwnerID    string   `json:"owner_id" yaml:"owner_id"`
+	Handle    string   `json:"handle" yaml:"handle"`
+	Kind      string   `json:"kind" yaml:"kind"`
+	Pipeline  string   `json:"pipeline" yaml:"pipeline"`
+	Schemas   []string `json:"schemas" yaml:"schemas"`
+	DryRun    bool     `json:"dryrun" yaml:"dryrun"`
+	Status    string   `json:"status" yaml:"status"`
+	OwnerType string   `json:"owner_type" yaml:"owner_type"`
+	OwnerID   string   `json:"owner_id" yaml:"owner_id"`
+	// Submitter is the credential that submitted the task ("apikey:NAME", "user:LOGIN"
+	// or "system"): keys without a user share the owner id "system", so visibility
+	// and cancel follow the submitter.
+	Submitter  string   `json:"-" yaml:"-"`
 	CreatedAt  string   `json:"created_at" yaml:"created_at"`
 	StartedAt  *string  `json:"started_at" yaml:"started_at"`
 	FinishedAt *string  `json:"finished_at" yaml:"finished_at"`
@@ -270,6 +274,7 @@ func scanTask(row interface{ Scan(...any) error }) (*Task, *params, *store.Auth,
 		return nil, nil, nil, fmt.Errorf("task %s auth: %w", t.Handle, err)
 	}
 	t.Pipeline, t.Schemas, t.DryRun = p.Pipeline, p.Schemas, p.DryRun
+	t.Submitter = SubmitterOf(&a)
 	if started.Valid {
 		t.StartedAt = &started.String
 	}
@@ -308,14 +313,36 @@ func (r *Runner) Get(ctx context.Context, handle string) (*Task, error) {
 	return t, nil
 }
 
+// SubmitterOf names the credential of an authorisation context as Task.Submitter does.
+func SubmitterOf(a *store.Auth) string {
+	if a == nil || a.Kind == "" || a.Kind == "system" {
+		return "system"
+	}
+	return a.Kind + ":" + a.Name
+}
+
 // List returns tasks newest first: those of one owner, or all when ownerType is "".
 // status filters when not empty.
 func (r *Runner) List(ctx context.Context, ownerType, ownerID, status string, limit int) ([]*Task, error) {
+	return r.ListSubmitted(ctx, ownerType, ownerID, nil, status, limit)
+}
+
+// ListSubmitted is List restricted, when submitter is not nil, to the tasks that
+// credential submitted.
+func (r *Runner) ListSubmitted(ctx context.Context, ownerType, ownerID string, submitter *store.Auth, status string, limit int) ([]*Task, error) {
 	q := "SELECT " + taskCols + " FROM tasks WHERE 1 = 1"
 	var args []any
 	if ownerType != "" {
 		q += " AND owner_type = ? AND owner_id = ?"
 		args = append(args, ownerType, ownerID)
+	}
+	if submitter != nil {
+		if SubmitterOf(submitter) == "system" {
+			q += " AND coalesce(json_extract(auth, '$.kind'), 'system') = 'system'"
+		} else {
+			q += " AND json_extract(auth, '$.kind') = ? AND json_extract(auth, '$.name') = ?"
+			args = append(args, submitter.Kind, submitter.Name)
+		}
 	}
 	if status != "" {
 		q += " AND status = ?"

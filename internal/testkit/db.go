@@ -195,3 +195,10 @@ func NewMigratedDB(tb testing.TB, o Options) *store.DB {
 	tb.Helper()
 	return Open(tb, MigratedFile(tb), o)
 }
+
+// OpenFile opens an existing database file as the program opens it: the real clock
+// and no store log. It is closed when the test ends; the test may close it earlier.
+func OpenFile(tb testing.TB, path string) *store.DB {
+	tb.Helper()
+	return Open(tb, path, Options{Logger: slog.New(slog.DiscardHandler), Clock: time.Now, IgnoreCloseError: true})
+}

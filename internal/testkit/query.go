@@ -155,3 +155,27 @@ func Instance(tb testing.TB, db *store.DB, cls, key string) *store.Instance {
 	}
 	return in
 }
+
+// Rename renames the instance cls/from to to as a user does (a cascading rename), in
+// one transaction committed when it succeeds; author, when not empty, signs the
+// revisions.
+func Rename(tb testing.TB, db *store.DB, author, cls, from, to string) (*store.RenameReport, error) {
+	tb.Helper()
+	var rep *store.RenameReport
+	err := db.WithTx(context.Background(), func(tx *store.Tx) error {
+		if author != "" {
+			tx.Author = author
+		}
+		s, err := tx.Schema(cls)
+		if err != nil {
+			return err
+		}
+		in, err := tx.Instance(cls, from)
+		if err != nil {
+			return err
+		}
+		rep, err = tx.Rename(s, in, to)
+		return err
+	})
+	return rep, err
+}

@@ -9,6 +9,8 @@
 package testkit
 
 import (
+	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,4 +47,20 @@ func Slow(tb testing.TB) {
 	if testing.Short() {
 		tb.Skip("slow crash/hostile test: skipped with -short; plain go test ./... runs it")
 	}
+}
+
+// Seed is the seed of a test's generated input: the environment variable name when
+// set, else def, so a failing run can be replayed. It is logged.
+func Seed(tb testing.TB, name string, def uint64) uint64 {
+	tb.Helper()
+	seed := def
+	if v := os.Getenv(name); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			tb.Fatalf("%s %q: %v", name, v, err)
+		}
+		seed = n
+	}
+	tb.Logf("seed %d (replay or change it with %s=%d)", seed, name, seed)
+	return seed
 }

@@ -86,8 +86,9 @@ type Router interface {
 	POST(path string, h httprouter.Handle)
 }
 
-// Register adds the console's routes: "/" and "/data/private/..." are pages, /login
-// and /logout sign in and out, /static/ holds the CSS and JS.
+// Register adds the console's routes: "/data/private/..." are pages, /login and
+// /logout sign in and out, /static/ holds the CSS and JS. "/" is Dashboard, which the
+// server mounts itself (it shares the path with the API index).
 func (c *Console) Register(r Router) {
 	static, _ := fs.Sub(staticFS, "static")
 	files := http.StripPrefix("/static/", http.FileServer(http.FS(static)))
@@ -98,10 +99,12 @@ func (c *Console) Register(r Router) {
 	r.GET("/login", c.plain(c.loginForm))
 	r.POST("/login", c.plain(c.loginPost))
 	r.POST("/logout", c.page(c.logout))
-	r.GET("/", c.page(c.dashboard))
 	r.GET("/data/private/*rest", c.page(c.data))
 	r.POST("/data/private/*rest", c.page(c.data))
 }
+
+// Dashboard is the handler of the dashboard page, "/".
+func (c *Console) Dashboard() httprouter.Handle { return c.page(c.dashboard) }
 
 // req is what every page handler gets: the session, the user and their permissions.
 type req struct {

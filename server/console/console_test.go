@@ -222,6 +222,17 @@ func TestBrowseAndEdit(t *testing.T) {
 	lacks(t, p, `href="/data/private/rack/r1/"`)
 	want(t, b.get("/data/private/rack/?size=1&page=2"), 200, "page 2 of 2", "r2")
 
+	// Sorting by a column, on the server: units descending puts r2 (48) before r1 (42).
+	p = b.get("/data/private/rack/?sort=-units")
+	want(t, p, 200, `class="desc"`)
+	if i1, i2 := strings.Index(p.body, "/data/private/rack/r1/"), strings.Index(p.body, "/data/private/rack/r2/"); i2 < 0 || i1 < i2 {
+		t.Fatalf("sort=-units: r1 at %d, r2 at %d", i1, i2)
+	}
+	p = b.get("/data/private/rack/?sort=units&size=1")
+	want(t, p, 200, "r1")
+	lacks(t, p, `href="/data/private/rack/r2/"`)
+	want(t, b.get("/data/private/rack/?sort=nosuchfield"), http.StatusBadRequest, "cannot sort")
+
 	// Detail: references as links, referenced-by, revisions.
 	want(t, b.get("/data/private/site/paris/"), 200, `href="/data/private/rack/r1/"`, "Referenced by", "create")
 
@@ -240,6 +251,9 @@ func TestBrowseAndEdit(t *testing.T) {
 		t.Fatalf("create: %d %q\n%s", p.status, p.loc, p.body)
 	}
 	want(t, b.get(p.loc), 200, "Created.", "10.0.0.3", "user:writer")
+	if in, _ := e.db.Instance(context.Background(), "rack", "r3"); !in.IsEnabled || in.Displayname != "Rack 3" {
+		t.Fatalf("created r3: %+v", in)
+	}
 
 	// Edit.
 	want(t, b.get("/data/private/rack/r3/?do=edit"), 200, `value="10.0.0.3"`, `value="hot"`)
@@ -266,7 +280,8 @@ func TestBrowseAndEdit(t *testing.T) {
 	p = b.post("/data/private/site/paris/?do=rename", url.Values{"csrf": {tok}, "new_keyname": {"lyon"}})
 	want(t, p, http.StatusConflict, "already exists")
 	p = b.post("/data/private/site/paris/?do=rename", url.Values{"csrf": {tok}, "new_keyname": {"paris-1"}})
-	want(t, p, 200, `id="rename-report"`, "2 reference(s) followed")
+	want(t, p, 200, `id="rename-report"`, "2 instance(s) referring to it followed")
+	want(t, b.get("/data/private/site/paris-1/"), 200, "Referenced by", `href="/data/private/rack/r1/"`)
 	for _, k := range []string{"r1", "r3"} {
 		if in, _ := e.db.Instance(context.Background(), "rack", k); in.Data["site"] != "paris-1" {
 			t.Fatalf("%s site after rename: %v", k, in.Data["site"])
@@ -283,6 +298,13 @@ func TestBrowseAndEdit(t *testing.T) {
 		t.Fatalf("JSON export: %v %s", err, p.body)
 	}
 	want(t, b.get("/data/private/rack/?export=yaml"), 200, "- classname: rack\n")
+
+	// Recent revisions, only of readable classes.
+	e.load(`[{classname: _apikey, keyname: hidden-key, secret: s3cret-value-1}]`)
+	p = b.get("/data/private/revision/")
+	want(t, p, 200, `href="/data/private/site/paris-1/"`, "user:writer")
+	lacks(t, p, "_apikey", "hidden-key")
+	want(t, b.get("/data/private/ipam/"), 200, "ipam_subnet")
 
 	// Type-ahead lookup.
 	want(t, b.get("/data/private/site/?do=lookup&q=ly"), 200, `"keyname":"lyon"`)

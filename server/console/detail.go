@@ -191,20 +191,16 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 	}
 	vals := posted(r, sch)
 	d.Displayname = r.PostFormValue("displayname")
-	d.Enabled = r.PostFormValue("is_enabled") == "true"
+	d.Enabled = checked(r, "is_enabled")
 	d.Fields = c.formFields(ctx, sch, vals)
-	m := map[string]any{"classname": sch.Keyname, "keyname": in.Keyname, "displayname": d.Displayname,
-		"is_enabled": d.Enabled, "_action": "update"}
-	for k, v := range vals {
-		m[k] = v
-	}
-	outcome, err := c.apply(ctx, q.auth, store.NewEntry(m))
+	next := wanted(sch, in, in.Keyname, d.Displayname, d.Enabled, vals)
+	outcome, err := c.apply(ctx, q.auth, sch, in, next, store.ActionUpdate)
 	if err != nil {
 		c.formError(w, r, q, &d, title, err)
 		return
 	}
 	done := "updated"
-	if outcome == store.OutUnchanged {
+	if outcome.Result == store.OutUnchanged {
 		done = "unchanged"
 	}
 	http.Redirect(w, r, self+"?done="+done, http.StatusSeeOther)
@@ -216,8 +212,7 @@ func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *st
 		c.forbidden(w, r, q)
 		return
 	}
-	e := store.NewEntry(map[string]any{"classname": sch.Keyname, "keyname": in.Keyname, "_action": do})
-	if _, err := c.apply(r.Context(), q.auth, e); err != nil {
+	if _, err := c.apply(r.Context(), q.auth, sch, in, nil, do); err != nil {
 		c.fail(w, r, q, err)
 		return
 	}
@@ -231,7 +226,14 @@ type confirmData struct {
 	NewKey   string
 	Error    string
 	Refs     []store.Reference
-	Report   *store.RenameReport
+	Report   *renameReport
+}
+
+// renameReport is what the rename page shows after renaming.
+type renameReport struct {
+	From, To  string
+	Referrers int
+	More      bool
 }
 
 // deletePage: GET ?do=delete asks, POST deletes.
@@ -251,8 +253,7 @@ func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch
 		c.render(w, r, q, http.StatusOK, "delete", "Delete "+in.Keyname, confirmData{Schema: sch, Instance: in, Self: self, Refs: refs})
 		return
 	}
-	e := store.NewEntry(map[string]any{"classname": sch.Keyname, "keyname": in.Keyname, "_action": "delete"})
-	if _, err := c.apply(ctx, q.auth, e); err != nil {
+	if _, err := c.apply(ctx, q.auth, sch, in, nil, store.ActionDelete); err != nil {
 		c.render(w, r, q, statusOf(err), "delete", "Delete "+in.Keyname, confirmData{Schema: sch, Instance: in, Self: self, Error: store.ErrorMessage(err)})
 		return
 	}
@@ -286,8 +287,10 @@ func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch
 		return
 	}
 	d.NewKey = strings.TrimSpace(r.PostFormValue("new_keyname"))
-	rep, err := c.rename(ctx, q.auth, sch.Keyname, in.Keyname, d.NewKey)
-	if err != nil {
+	// A rename is an update whose keyname differs: the store rewrites every reference
+	// in the same transaction.
+	next := wanted(sch, in, d.NewKey, in.Displayname, in.IsEnabled, nil)
+	if _, err := c.apply(ctx, q.auth, sch, in, next, store.ActionUpdate); err != nil {
 		if store.ErrorCode(err) == store.EInternal {
 			c.fail(w, r, q, err)
 			return
@@ -296,6 +299,13 @@ func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch
 		c.render(w, r, q, statusOf(err), "rename", "Rename "+in.Keyname, d)
 		return
 	}
+	// What refers to the new keyname now: the references that followed.
+	after, err := c.db.ReferencedBy(ctx, sch.Keyname, d.NewKey, 1000)
+	if err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
+	rep := &renameReport{From: in.Keyname, To: d.NewKey, Referrers: len(after), More: len(after) == 1000}
 	d.Report = rep
 	d.Self = link(sch.Keyname, rep.To)
 	c.render(w, r, q, http.StatusOK, "rename", "Renamed "+rep.From, d)
@@ -331,8 +341,8 @@ func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, s
 		c.render(w, r, q, http.StatusBadRequest, "password", "Password of "+in.Keyname, d)
 		return
 	}
-	e := store.NewEntry(map[string]any{"classname": "_user", "keyname": in.Keyname, "_action": "update", "password": p1})
-	if _, err := c.apply(r.Context(), q.auth, e); err != nil {
+	next := wanted(sch, in, in.Keyname, in.Displayname, in.IsEnabled, map[string]any{"password": p1})
+	if _, err := c.apply(r.Context(), q.auth, sch, in, next, store.ActionUpdate); err != nil {
 		d.Error = store.ErrorMessage(err)
 		c.render(w, r, q, statusOf(err), "password", "Password of "+in.Keyname, d)
 		return

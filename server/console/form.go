@@ -139,7 +139,7 @@ func posted(r *http.Request, sch *store.Schema) map[string]any {
 		vals := r.PostForm["f_"+f.Keyname]
 		switch {
 		case f.Dataformat == "boolean":
-			out[f.Keyname] = len(vals) > 0 && vals[len(vals)-1] == "true"
+			out[f.Keyname] = checked(r, "f_"+f.Keyname)
 		case f.Dataformat == "secret":
 			if len(vals) > 0 && vals[0] != "" {
 				out[f.Keyname] = vals[0]
@@ -201,29 +201,28 @@ func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch
 	vals := posted(r, sch)
 	d.Keyname = strings.TrimSpace(r.PostFormValue("keyname"))
 	d.Displayname = r.PostFormValue("displayname")
-	d.Enabled = r.PostFormValue("is_enabled") == "true"
+	d.Enabled = checked(r, "is_enabled")
 	d.Fields = c.formFields(ctx, sch, vals)
-	m := map[string]any{"classname": sch.Keyname, "keyname": d.Keyname, "displayname": d.Displayname,
-		"is_enabled": d.Enabled, "_action": "create"}
-	if d.Keyname == "" && d.Displayname != "" && strings.HasPrefix(sch.KeynameMode, "hexip") {
-		delete(m, "keyname") // derived from the address in displayname
+	key := d.Keyname
+	if key == "" && strings.HasPrefix(sch.KeynameMode, "hexip") {
+		// The keyname is derived from the address in displayname.
+		if hex, err := store.HexIP(strings.TrimSpace(d.Displayname)); err == nil {
+			key = hex
+		}
 	}
-	for k, v := range vals {
-		m[k] = v
-	}
-	if d.Keyname != "" {
-		if in, err := c.db.Instance(ctx, sch.Keyname, d.Keyname); err == nil && in != nil {
+	if key != "" {
+		if _, err := c.db.Instance(ctx, sch.Keyname, key); err == nil {
 			d.KeyError = "an instance with this keyname exists already"
 			c.render(w, r, q, http.StatusConflict, "form", "New "+sch.Keyname, d)
 			return
 		}
 	}
-	e := store.NewEntry(m)
-	if _, err := c.apply(ctx, q.auth, e); err != nil {
+	next := wanted(sch, nil, key, d.Displayname, d.Enabled, vals)
+	if _, err := c.apply(ctx, q.auth, sch, nil, next, store.ActionCreate); err != nil {
 		c.formError(w, r, q, &d, "New "+sch.Keyname, err)
 		return
 	}
-	http.Redirect(w, r, link(sch.Keyname, e.Keyname)+"?done=created", http.StatusSeeOther)
+	http.Redirect(w, r, link(sch.Keyname, key)+"?done=created", http.StatusSeeOther)
 }
 
 // formError re-renders a form with the store's error next to its field.
@@ -246,4 +245,14 @@ func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *f
 		status = http.StatusBadRequest
 	}
 	c.render(w, r, q, status, "form", title, d)
+}
+
+// checked reads a checkbox that follows a hidden "false" input of the same name.
+func checked(r *http.Request, name string) bool {
+	for _, v := range r.PostForm[name] {
+		if v == "true" {
+			return true
+		}
+	}
+	return false
 }

@@ -8,26 +8,18 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"dataservice/bootstrap"
-	"dataservice/builtin"
+	"dataservice/internal/testkit"
 	"dataservice/server"
 	"dataservice/store"
+	"dataservice/tasks"
 )
 
 const adminPassword = "admin-pass-1"
-
-type tbWriter struct{ tb testing.TB }
-
-func (w tbWriter) Write(p []byte) (int, error) {
-	w.tb.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 // env is the real server over a real, initialised database in a temp dir, on 127.0.0.1.
 type env struct {
@@ -38,34 +30,28 @@ type env struct {
 
 func newEnv(t testing.TB, baseURL string) *env {
 	t.Helper()
-	ctx := context.Background()
-	logger := slog.New(slog.NewTextHandler(tbWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "console.db"), store.Options{Logger: logger})
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if err := bootstrap.Run(ctx, db, bootstrap.Options{Version: "4.9.0", VersionDate: "2026-11-22",
-		Init: builtin.Init(), AdminPassword: adminPassword, Logger: logger}); err != nil {
-		t.Fatalf("bootstrap: %v", err)
-	}
-	srv := httptest.NewServer(server.New(server.Options{DB: db, Logger: logger, BaseURL: baseURL,
-		Version: "4.9.0", VersionDate: "2026-11-22"}))
-	t.Cleanup(srv.Close)
-	return &env{t: t, db: db, srv: srv}
+	return newEnvWith(t, baseURL, nil)
+}
+
+// newEnvWith is newEnv with the handler wrapped (benchmarks time the server with it).
+func newEnvWith(t testing.TB, baseURL string, wrap func(http.Handler) http.Handler) *env {
+	t.Helper()
+	st := testkit.NewStack(t, testkit.StackOptions{AdminPassword: adminPassword, NoRunner: true,
+		Handler: func(db *store.DB, _ *tasks.Runner) http.Handler {
+			var h http.Handler = server.New(server.Options{DB: db, Logger: testkit.Logger(t, slog.LevelWarn), BaseURL: baseURL,
+				Version: testkit.Version, VersionDate: testkit.VersionDate})
+			if wrap != nil {
+				h = wrap(h)
+			}
+			return h
+		}})
+	return &env{t: t, db: st.DB, srv: st.Server}
 }
 
 // load loads a YAML document with every permission and fails on any entry error.
 func (e *env) load(doc string) {
 	e.t.Helper()
-	entries, err := store.ParseDocument("test", []byte(doc))
-	if err != nil {
-		e.t.Fatalf("parse: %v", err)
-	}
-	res, err := e.db.Load(context.Background(), entries, store.LoadOptions{})
-	if err != nil || res.Errors != 0 {
-		e.t.Fatalf("load: %v %v", err, res.Messages)
-	}
+	testkit.MustLoad(e.t, e.db, doc, store.LoadOptions{})
 }
 
 // browser is an HTTP client with a cookie jar that does not follow redirects.
@@ -98,6 +84,7 @@ func (b *browser) do(method, path string, form url.Values, hdr map[string]string
 	if err != nil {
 		b.e.t.Fatal(err)
 	}
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8") // as browsers send
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		if b.origin != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -86,6 +87,10 @@ func (c *Console) dataviews(ctx context.Context, sch *store.Schema, chosen strin
 	return views, all
 }
 
+type header struct {
+	Title, Link, Mark string
+}
+
 type cell struct {
 	Text, Link string
 }
@@ -100,7 +105,8 @@ type listData struct {
 	Schema                            *store.Schema
 	Views                             []dataview
 	View                              dataview
-	Headers                           []string
+	Headers                           []header
+	TotalExact                        bool
 	Rows                              []row
 	Search                            string
 	Total, Page, Pages, Size          int
@@ -133,31 +139,46 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *stor
 		search = search[:256]
 	}
 	page, size := c.pageSize(ctx, qs)
-	list, total, err := c.db.SearchInstances(ctx, sch, search, (page-1)*size, size)
+	sort := qs.Get("sort")
+	res, err := c.db.ListInstances(ctx, sch, store.ListQuery{Search: search, Offset: (page - 1) * size, Limit: size, Sort: sort})
 	if err != nil {
 		c.fail(w, r, q, err)
 		return
 	}
-	d := listData{Schema: sch, Views: views, View: view, Search: search, Total: total, Page: page, Size: size,
-		CanCreate: store.CanWrite(q.auth, sch, "create"), CanExport: q.auth.Has("p_data_export")}
+	total := res.Count
+	d := listData{Schema: sch, Views: views, View: view, Search: search, Total: total, TotalExact: res.CountExact,
+		Page: page, Size: size, CanCreate: store.CanWrite(q.auth, sch, "create"), CanExport: q.auth.Has("p_data_export")}
 	d.Pages = max(1, (total+size-1)/size)
-	for _, col := range view.Columns {
-		d.Headers = append(d.Headers, columnTitle(sch, col))
-	}
-	for _, in := range list {
-		doc := c.db.InstanceDoc(ctx, sch, in)
-		rw := row{Link: link(sch.Keyname, in.Keyname), Enabled: in.IsEnabled}
-		for _, col := range view.Columns {
-			rw.Cells = append(rw.Cells, cellOf(sch, col, doc.Vals[col]))
-		}
-		d.Rows = append(d.Rows, rw)
-	}
 	base := url.Values{}
 	if search != "" {
 		base.Set("search", search)
 	}
 	if qs.Get("view") != "" {
 		base.Set("view", view.Keyname)
+	}
+	for _, col := range view.Columns {
+		// Each header sorts by its column; a second click reverses.
+		v := maps.Clone(base)
+		next, mark := col, ""
+		switch sort {
+		case col:
+			next, mark = "-"+col, "asc"
+		case "-" + col:
+			mark = "desc"
+		}
+		v.Set("sort", next)
+		d.Headers = append(d.Headers, header{Title: columnTitle(sch, col), Link: "?" + v.Encode(), Mark: mark})
+	}
+	if sort != "" {
+		base.Set("sort", sort)
+	}
+	for _, in := range res.Instances {
+		doc := c.db.InstanceDoc(ctx, sch, in)
+		rw := row{Link: link(sch.Keyname, in.Keyname), Enabled: in.IsEnabled}
+		for _, col := range view.Columns {
+			rw.Cells = append(rw.Cells, cellOf(sch, col, doc.Vals[col]))
+		}
+		d.Rows = append(d.Rows, rw)
 	}
 	at := func(p int) string {
 		v := url.Values{}
@@ -180,6 +201,9 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *stor
 		v := url.Values{"export": {f}, "view": {view.Keyname}}
 		if search != "" {
 			v.Set("search", search)
+		}
+		if sort != "" {
+			v.Set("sort", sort)
 		}
 		switch f {
 		case "csv":
@@ -280,17 +304,24 @@ func (c *Console) export(w http.ResponseWriter, r *http.Request, q *req, sch *st
 	search := strings.TrimSpace(qs.Get("search"))
 	var docs []*store.Doc
 	const batch = 2000
-	for off := 0; off < exportLimit; off += batch {
-		list, _, err := c.db.SearchInstances(ctx, sch, search, off, batch)
+	lq := store.ListQuery{Search: search, Limit: batch, Sort: qs.Get("sort")}
+	for len(docs) < exportLimit {
+		res, err := c.db.ListInstances(ctx, sch, lq)
 		if err != nil {
 			c.fail(w, r, q, err)
 			return
 		}
-		for _, in := range list {
+		for _, in := range res.Instances {
 			docs = append(docs, c.db.InstanceDoc(ctx, sch, in))
 		}
-		if len(list) < batch {
+		if len(res.Instances) < batch {
 			break
+		}
+		// The id cursor when in id order, else the next offset.
+		if res.Next > 0 {
+			lq.After = res.Next
+		} else {
+			lq.Offset += batch
 		}
 	}
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, sch.Keyname, format))

@@ -222,6 +222,10 @@ func (c *Console) data(w http.ResponseWriter, r *http.Request, q *req) {
 	name, key, _ := strings.Cut(path, "/")
 	sch, err := c.db.Schema(r.Context(), name)
 	if store.IsNotFound(err) && key == "" {
+		if name == "revision" {
+			c.revisions(w, r, q)
+			return
+		}
 		c.schemas(w, r, q, name)
 		return
 	}

@@ -2,58 +2,44 @@ package console
 
 import (
 	"context"
-	"strings"
+	"maps"
 
 	"dataservice/store"
 )
 
-// apply writes one entry with the user's rights through the store's load path: every
-// console write goes through here, so the store's rules (permissions, grant
-// containment, validation, revisions) are the only ones.
-func (c *Console) apply(ctx context.Context, auth *store.Auth, e *store.Entry) (string, error) {
-	res, err := c.db.Load(ctx, []*store.Entry{e}, store.LoadOptions{Auth: auth})
-	if err != nil {
-		return "", err
-	}
-	if res.Errors > 0 {
-		msg := res.Messages[0].Message
-		code := store.EInvalid
-		switch {
-		case strings.HasPrefix(msg, "permission denied"):
-			code = store.EForbidden
-		case strings.HasSuffix(msg, "not found"):
-			code = store.ENotFound
-		case strings.Contains(msg, "already exists"):
-			code = store.EConflict
-		}
-		return "", &store.Error{Code: code, Message: msg}
-	}
-	for outcome, n := range map[string]int{store.OutCreated: res.Created, store.OutUpdated: res.Updated,
-		store.OutDeleted: res.Deleted, store.OutEnabled: res.Enabled, store.OutDisabled: res.Disabled} {
-		if n > 0 {
-			return outcome, nil
-		}
-	}
-	return store.OutUnchanged, nil
+// apply makes one write with the user's rights through the store's one apply path
+// (store.DB.Apply): every console write goes through here, so the store's rules
+// (permissions, validation, built-in protections, cascading renames, revisions with
+// the user as author) are the only ones. old is the stored instance (nil for a
+// create); next is the wanted state for create and update (ignored otherwise).
+func (c *Console) apply(ctx context.Context, auth *store.Auth, sch *store.Schema, old, next *store.Instance, action string) (store.Outcome, error) {
+	return c.db.Apply(ctx, store.Write{Schema: sch, Old: old, New: next, Action: action}, store.ApplyOptions{Auth: auth})
 }
 
-// rename changes an instance's keyname and every reference to it, in one transaction,
-// with the user's name as the revisions' author. The caller checked p_keyname_rename
-// and the update permission.
-func (c *Console) rename(ctx context.Context, auth *store.Auth, cls, key, newKey string) (*store.RenameReport, error) {
-	var rep *store.RenameReport
-	err := c.db.WithTx(ctx, func(tx *store.Tx) error {
-		tx.Author = auth.Author()
-		s, err := tx.Schema(cls)
-		if err != nil {
-			return err
+// wanted is the state a form asks for: old's (a copy; nil for a new instance) with the
+// posted values laid over it. An empty value removes the field; a secret left empty
+// keeps the stored one (posted leaves it out).
+func wanted(sch *store.Schema, old *store.Instance, key, displayname string, enabled bool, vals map[string]any) *store.Instance {
+	next := &store.Instance{Classname: sch.Keyname, Keyname: key, Displayname: displayname, IsEnabled: enabled,
+		Data: map[string]any{}}
+	if old != nil {
+		next.ID, next.CreatedAt, next.UpdatedAt = old.ID, old.CreatedAt, old.UpdatedAt
+		next.Data = maps.Clone(old.Data)
+	}
+	for k, v := range vals {
+		switch x := v.(type) {
+		case string:
+			if x == "" {
+				delete(next.Data, k)
+				continue
+			}
+		case []any:
+			if len(x) == 0 {
+				delete(next.Data, k)
+				continue
+			}
 		}
-		in, err := tx.Instance(cls, key)
-		if err != nil {
-			return err
-		}
-		rep, err = tx.Rename(s, in, newKey)
-		return err
-	})
-	return rep, err
+		next.Data[k] = v
+	}
+	return next
 }

@@ -48,24 +48,4 @@
   }
   document.querySelectorAll("input[data-lookup]").forEach(bindLookup);
 
-  // Tables marked data-sortable sort the rows shown by a column when its header is clicked.
-  document.querySelectorAll("table[data-sortable]").forEach(function (t) {
-    var heads = t.querySelectorAll("thead th");
-    heads.forEach(function (th, i) {
-      th.addEventListener("click", function () {
-        var asc = !th.classList.contains("asc");
-        heads.forEach(function (h) { h.classList.remove("asc", "desc"); });
-        th.classList.add(asc ? "asc" : "desc");
-        var body = t.tBodies[0];
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function (a, b) {
-          var x = a.cells[i].textContent.trim(), y = b.cells[i].textContent.trim();
-          var nx = parseFloat(x), ny = parseFloat(y);
-          var c = (!isNaN(nx) && !isNaN(ny) && String(nx) === x && String(ny) === y) ? nx - ny : x.localeCompare(y);
-          return asc ? c : -c;
-        });
-        rows.forEach(function (r) { body.appendChild(r); });
-      });
-    });
-  });
 })();

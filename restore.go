@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"dataservice/store"
+)
+
+// restore: dataservice restore FILE — replace the database with a backup. The copy is
+// checked first (integrity_check, a readable registry, DB_VERSION not newer than this
+// code); it refuses while any process has the database open; the current file is kept
+// as <db>.before-restore.<timestamp>; the swap is one rename. The next start migrates.
+func setupRestore(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, false)
+	return func(ctx context.Context, args []string) error { return c.restore(ctx, args[0]) }
+}
+
+func (c *cli) restore(ctx context.Context, file string) error {
+	s, err := loadSettings(c.getenv, &c.sf)
+	if err != nil {
+		return err
+	}
+	src, err := filepath.Abs(file)
+	if err != nil {
+		return err
+	}
+	dbPath, err := filepath.Abs(s.DB)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(src); err != nil {
+		return fmt.Errorf("backup %s: %w", src, err)
+	} else if !st.Mode().IsRegular() {
+		return fmt.Errorf("backup %s: not a regular file", src)
+	}
+	if src == dbPath {
+		return fmt.Errorf("backup %s is the database itself", src)
+	}
+	// Fail early, before copying, when the database is in use; checked again under the
+	// lock before the swap.
+	if unlock, err := store.LockExclusive(dbPath); err == nil {
+		unlock()
+	} else if !os.IsNotExist(err) {
+		return fmt.Errorf("refused: %w", err)
+	}
+
+	// A consistent, self-contained copy beside the database (same file system, so the
+	// swap is one rename), written through SQLite so a WAL next to FILE is included.
+	tmp, err := os.CreateTemp(filepath.Dir(dbPath), filepath.Base(dbPath)+".restore.*.partial")
+	if err != nil {
+		return err
+	}
+	partial := tmp.Name()
+	tmp.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			os.Remove(partial)
+		}
+	}()
+	if err := copyDatabase(ctx, src, partial); err != nil {
+		return fmt.Errorf("backup %s: cannot be read as an SQLite database: %w", src, err)
+	}
+	dbv, err := checkRestorable(ctx, partial, s.Version)
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", src, err)
+	}
+	if err := os.Chmod(partial, 0o600); err != nil {
+		return err
+	}
+	// Run as root next to a service user's database (systemd DynamicUser): the restored
+	// file keeps the current file's owner, or the service could not open it.
+	if st, err := os.Stat(dbPath); err == nil && os.Geteuid() == 0 {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			if err := os.Chown(partial, int(sys.Uid), int(sys.Gid)); err != nil {
+				return err
+			}
+		}
+	}
+
+	unlock, err := store.LockExclusive(dbPath)
+	switch {
+	case err == nil:
+		defer unlock()
+	case os.IsNotExist(err):
+		unlock = nil
+	default:
+		return fmt.Errorf("refused: %w", err)
+	}
+	kept := ""
+	if unlock != nil {
+		if err := checkpointAndClose(ctx, dbPath); err != nil {
+			return fmt.Errorf("checkpoint the current database: %w", err)
+		}
+		kept = fmt.Sprintf("%s.before-restore.%s", dbPath, time.Now().UTC().Format("20060102T150405.000Z"))
+		if err := os.Link(dbPath, kept); err != nil {
+			return fmt.Errorf("keep the current database as %s: %w", kept, err)
+		}
+	}
+	// The old file's WAL and shared-memory index must not be applied to the new file.
+	for _, ext := range []string{"-wal", "-shm"} {
+		if err := os.Remove(dbPath + ext); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	if err := os.Rename(partial, dbPath); err != nil {
+		return fmt.Errorf("swap: %w", err)
+	}
+	keep = true
+	if d, err := os.Open(filepath.Dir(dbPath)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	fmt.Fprintf(c.stdout, "restored %s (DB_VERSION %s) into %s\n", src, dbv, dbPath)
+	if kept != "" {
+		fmt.Fprintf(c.stdout, "the previous database is kept as %s\n", kept)
+	}
+	if dbv < s.Version {
+		fmt.Fprintf(c.stdout, "the next start migrates it from %s to %s\n", dbv, s.Version)
+	}
+	return nil
+}
+
+func sqliteDSN(path string, query string) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + query
+}
+
+// copyDatabase writes a consistent copy of the SQLite database src into the empty file dest.
+func copyDatabase(ctx context.Context, src, dest string) error {
+	db, err := sql.Open("sqlite", sqliteDSN(src, "mode=ro&_pragma=busy_timeout(15000)"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", dest); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(dest, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// checkRestorable checks the copy at path: PRAGMA integrity_check, a readable
+// registry with a DB_VERSION, and a DB_VERSION not newer than code (text comparison,
+// as the migrations compare). It returns the DB_VERSION.
+func checkRestorable(ctx context.Context, path, code string) (string, error) {
+	db, err := sql.Open("sqlite", sqliteDSN(path, "mode=ro"))
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return "", fmt.Errorf("integrity check: %w", err)
+	}
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			rows.Close()
+			return "", fmt.Errorf("integrity check: %w", err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return "", fmt.Errorf("integrity check: %w", err)
+	}
+	if len(problems) > 0 {
+		if len(problems) > 5 {
+			problems = append(problems[:5], "...")
+		}
+		return "", fmt.Errorf("integrity check failed: %s", strings.Join(problems, "; "))
+	}
+	var dbv string
+	err = db.QueryRowContext(ctx, "SELECT value FROM registry WHERE key = ?", store.RegDBVersion).Scan(&dbv)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (dbv == "" || dbv == "0")) {
+		return "", fmt.Errorf("no DB_VERSION in its registry: not a dataservice database")
+	}
+	if err != nil {
+		return "", fmt.Errorf("registry not readable: %w", err)
+	}
+	if dbv > code {
+		return "", fmt.Errorf("DB_VERSION %s is newer than this code (%s): restore it with that release", dbv, code)
+	}
+	return dbv, nil
+}
+
+// checkpointAndClose folds the current database's WAL into its file, so the file kept
+// as before-restore is complete on its own.
+func checkpointAndClose(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", sqliteDSN(path, "_pragma=busy_timeout(15000)"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	var busy, logN, done int
+	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logN, &done); err != nil {
+		return err
+	}
+	if busy != 0 {
+		return fmt.Errorf("checkpoint busy")
+	}
+	return db.Close()
+}

@@ -1,0 +1,139 @@
+package store
+
+import (
+	"sort"
+	"strings"
+)
+
+// grantClasses are the classes whose instances confer permissions on someone.
+var grantClasses = map[string]bool{"_user": true, "_group": true, "_role": true, "_apikey": true}
+
+// granted is a set of permissions an object confers: all, or the listed ones.
+type granted struct {
+	all   bool
+	perms map[string]bool
+}
+
+// beyond lists the permissions g confers that auth does not hold ("every permission"
+// when g is all and auth is not).
+func (g granted) beyond(auth *Auth) []string {
+	if g.all {
+		if auth.HasAll() {
+			return nil
+		}
+		return []string{"every permission"}
+	}
+	var out []string
+	for p := range g.perms {
+		if !auth.Has(p) {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// containGrant is grant containment: whoever writes a _user, _group, _role or _apikey
+// may only produce permissions it holds itself. The stored object (old) must not
+// confer more than the writer holds (so the password, enabled flag, keyname or
+// memberships of a more powerful account cannot be changed), nor may the new state
+// (next; nil for a delete).
+func (tx *Tx) containGrant(auth *Auth, s *Schema, old, next *Instance) error {
+	if auth == nil || auth.HasAll() || !grantClasses[s.Keyname] {
+		return nil
+	}
+	m, err := readMembershipFrom(tx.ctx, tx)
+	if err != nil {
+		return err
+	}
+	for _, in := range []*Instance{old, next} {
+		if in == nil {
+			continue
+		}
+		g, err := tx.grantOf(m, s.Keyname, in)
+		if err != nil {
+			return err
+		}
+		if extra := g.beyond(auth); len(extra) > 0 {
+			return Errorf(EForbidden, "permission denied: %s %s would grant permissions you do not hold (%s)",
+				s.Keyname, in.Keyname, strings.Join(extra, ", "))
+		}
+	}
+	return nil
+}
+
+// grantOf is what the object in of class cls confers on whoever it reaches.
+func (tx *Tx) grantOf(m *membership, cls string, in *Instance) (granted, error) {
+	g := granted{perms: map[string]bool{}}
+	addRole := func(r string) {
+		if r == RoleAdmin {
+			g.all = true
+		}
+		for _, p := range m.rolePerms[r] {
+			g.perms[p] = true
+		}
+	}
+	switch cls {
+	case "_role":
+		// Its new permission list: what its users and groups receive.
+		if in.Keyname == RoleAdmin {
+			g.all = true
+		}
+		for _, p := range stringList(in.Data["permissions"]) {
+			g.perms[p] = true
+		}
+	case "_group":
+		// What its members receive: the roles listing it or a group it is in.
+		in := map[string]bool{in.Keyname: true}
+		for changed := true; changed; {
+			changed = false
+			for grp, subs := range m.groupSubs {
+				if in[grp] {
+					continue
+				}
+				for _, sg := range subs {
+					if in[sg] {
+						in[grp], changed = true, true
+						break
+					}
+				}
+			}
+		}
+		for r, subs := range m.roleSubs {
+			for _, sg := range subs {
+				if in[sg] {
+					addRole(r)
+					break
+				}
+			}
+		}
+	case "_user":
+		if in.Keyname == "admin" {
+			g.all = true
+		}
+		for _, r := range m.rolesOf(in.Keyname) {
+			addRole(r)
+		}
+	case "_apikey":
+		all, perms, _, err := tx.db.keyPermissionsWith(m, stringList(in.Data["permissions"]))
+		if err != nil {
+			return g, err
+		}
+		g.all = all
+		for _, p := range perms {
+			g.perms[p] = true
+		}
+		// The key acts as its user for task ownership: naming a user is reaching it.
+		if login, _ := in.Data["user"].(string); login != "" {
+			ug, err := tx.grantOf(m, "_user", &Instance{Keyname: login})
+			if err != nil {
+				return g, err
+			}
+			g.all = g.all || ug.all
+			for p := range ug.perms {
+				g.perms[p] = true
+			}
+		}
+	}
+	return g, nil
+}
