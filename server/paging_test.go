@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/server"
 )
 
@@ -85,7 +86,7 @@ func TestClientCancelNotLoggedAsError(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	e.load(serverSchema)
 	reader := e.key("reader", keySpec{perms: []string{"p_data_access", "p_data_read"}})
-	var logs syncBuffer
+	var logs testkit.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := server.New(server.Options{DB: e.db, Logger: logger, Version: "4.9.0", VersionDate: "2026-11-22"})
 	// The key is verified (and cached) first, so the canceled request gets past authentication.
