@@ -1,0 +1,37 @@
+package console_test
+
+import (
+	"net/http"
+	"net/url"
+
+	"testing"
+)
+
+// An instance's detail, delete and rename pages list what refers to it only from
+// schemas the user may read: a referrer's keyname and displayname are data of its
+// schema.
+func TestReferencedByHidesUnreadableSchemas(t *testing.T) {
+	e := newEnv(t, "")
+	e.load(people)
+	e.load(`
+- {classname: _permission, keyname: p_vault_read}
+- {classname: _schema, keyname: vault, p_read: p_vault_read, site: {dataformat: schema, dataformat_ext: site}}
+- {classname: vault, keyname: hidden-vault-entry, displayname: Hidden vault display, site: paris}
+`)
+	w := e.browser()
+	w.signIn("writer", "writer-pass-1")
+	want(t, w.get("/data/private/vault/"), http.StatusForbidden)
+	for _, path := range []string{"/data/private/site/paris/", "/data/private/site/paris/?do=delete", "/data/private/site/paris/?do=rename"} {
+		p := w.get(path)
+		want(t, p, 200, "rack r1") // a readable referrer is listed
+		lacks(t, p, "hidden-vault-entry", "Hidden vault display")
+	}
+	// Renaming reports the references that followed, counting only readable ones.
+	p := w.post("/data/private/site/paris/?do=rename", url.Values{"csrf": {w.csrf()}, "new_keyname": {"paris2"}})
+	want(t, p, 200, "paris2", "; 1 instance(s) referring")
+	lacks(t, p, "hidden-vault-entry")
+	// An administrator still sees both.
+	a := e.browser()
+	a.signIn("admin", adminPassword)
+	want(t, a.get("/data/private/site/paris2/"), 200, "rack r1", "hidden-vault-entry")
+}
