@@ -3,7 +3,7 @@ package console_test
 import (
 	"net/http"
 	"net/url"
-
+	"strings"
 	"testing"
 )
 
@@ -34,4 +34,33 @@ func TestReferencedByHidesUnreadableSchemas(t *testing.T) {
 	a := e.browser()
 	a.signIn("admin", adminPassword)
 	want(t, a.get("/data/private/site/paris2/"), 200, "rack r1", "hidden-vault-entry")
+}
+
+// After signing in, the console only goes to a path of its own: a next that a browser
+// would read as another host (tabs and newlines are dropped by browsers' URL parsers,
+// backslashes read as slashes) goes to the dashboard.
+func TestSignInNextStaysLocal(t *testing.T) {
+	e := newEnv(t, "")
+	for _, next := range []string{"/\t/evil.example/", "/\n/evil.example/", "/\r\n/evil.example/", "/\t\\evil.example/",
+		"/x\\..\\\\evil.example", "//evil.example/", "/\\evil.example/", "https://evil.example/"} {
+		b := e.browser()
+		p := b.post("/login", url.Values{"login": {"admin"}, "password": {adminPassword}, "next": {next}})
+		if p.status != http.StatusSeeOther {
+			t.Fatalf("next %q: %d", next, p.status)
+		}
+		if strings.ContainsAny(p.loc, "\t\r\n\\") || strings.HasPrefix(p.loc, "//") || !strings.HasPrefix(p.loc, "/") {
+			t.Fatalf("next %q: Location %q leaves the console", next, p.loc)
+		}
+		// Signed in, the sign-in page redirects to next too.
+		p = b.get("/login?next=" + url.QueryEscape(next))
+		if strings.ContainsAny(p.loc, "\t\r\n\\") || strings.HasPrefix(p.loc, "//") {
+			t.Fatalf("signed-in /login?next=%q: Location %q leaves the console", next, p.loc)
+		}
+	}
+	// A local next with a query still works.
+	b := e.browser()
+	p := b.post("/login", url.Values{"login": {"admin"}, "password": {adminPassword}, "next": {"/data/private/?x=1"}})
+	if p.status != http.StatusSeeOther || p.loc != "/data/private/?x=1" {
+		t.Fatalf("local next: %d %q", p.status, p.loc)
+	}
 }
