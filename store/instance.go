@@ -410,6 +410,13 @@ func (tx *Tx) DeleteInstance(s *Schema, in *Instance) error {
 	if _, err := tx.exec("DELETE FROM instances WHERE id = ?", in.ID); err != nil {
 		return fmt.Errorf("delete %s %s: %w", in.Classname, in.Keyname, err)
 	}
+	if in.Classname == "_user" {
+		// Its console sessions end with it: a user created later may get the same row
+		// id, and must not inherit them.
+		if _, err := tx.exec("DELETE FROM sessions WHERE user_id = ?", in.ID); err != nil {
+			return fmt.Errorf("delete sessions of %s: %w", in.Keyname, err)
+		}
+	}
 	tx.forget()
 	return tx.revision(in.Classname, in.Keyname, "delete", instanceDoc(s, in, in.raw), "")
 }

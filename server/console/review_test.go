@@ -64,3 +64,23 @@ func TestSignInNextStaysLocal(t *testing.T) {
 		t.Fatalf("local next: %d %q", p.status, p.loc)
 	}
 }
+
+// A deleted user's sessions end with it: a user created afterwards (who may get the
+// same row id) never inherits them.
+func TestDeletedUserSessionNotInherited(t *testing.T) {
+	e := newEnv(t, "")
+	e.load(people)
+	e.load(`- {classname: _user, keyname: eve, password: eve-pass-12}`)
+	eve := e.browser()
+	eve.signIn("eve", "eve-pass-12")
+	want(t, eve.get("/"), 200, "eve")
+	e.load(`- {classname: _user, keyname: eve, _action: delete}`)
+	e.load(`- {classname: _user, keyname: frank, password: frank-pass-12}`)
+	if n := e.queryInt("SELECT count(*) FROM sessions"); n != 0 {
+		t.Fatalf("%d sessions left after their user was deleted", n)
+	}
+	p := eve.get("/")
+	if p.status != http.StatusSeeOther || !strings.HasPrefix(p.loc, "/login") {
+		t.Fatalf("the deleted user's browser: %d %q\n%s", p.status, p.loc, p.body)
+	}
+}
