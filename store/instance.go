@@ -388,6 +388,12 @@ func (tx *Tx) write(s *Schema, old, in *Instance, action, data string, ifAbsent 
 			return false, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
 		}
 		in.ID, in.CreatedAt, in.UpdatedAt = old.ID, old.CreatedAt, now
+		if in.Classname == "_user" && fmt.Sprint(old.Data["password"]) != fmt.Sprint(in.Data["password"]) {
+			// A new password ends the console sessions opened with the old one.
+			if _, err := tx.exec("DELETE FROM sessions WHERE user_id = ?", old.ID); err != nil {
+				return false, fmt.Errorf("end sessions of %s: %w", old.Keyname, err)
+			}
+		}
 	}
 	if old == nil {
 		tx.remember(in.Classname, in.Keyname)

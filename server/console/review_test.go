@@ -84,3 +84,32 @@ func TestDeletedUserSessionNotInherited(t *testing.T) {
 		t.Fatalf("the deleted user's browser: %d %q\n%s", p.status, p.loc, p.body)
 	}
 }
+
+// Setting a user's password (console, load or CLI: the one write path) ends the
+// sessions opened with the old one.
+func TestPasswordChangeEndsSessions(t *testing.T) {
+	e := newEnv(t, "")
+	e.load(people)
+	w := e.browser()
+	w.signIn("writer", "writer-pass-1")
+	r := e.browser()
+	r.signIn("reader", "reader-pass-1")
+	admin := e.browser()
+	admin.signIn("admin", adminPassword)
+	p := admin.post("/data/private/_user/writer/?do=password", url.Values{"csrf": {admin.csrf()}, "password": {"new-pass-1"}, "password2": {"new-pass-1"}})
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("set password: %d\n%s", p.status, p.body)
+	}
+	if p := w.get("/"); p.status != http.StatusSeeOther || !strings.HasPrefix(p.loc, "/login") {
+		t.Fatalf("writer's session after an administrator set the password: %d %q", p.status, p.loc)
+	}
+	want(t, admin.get("/"), 200, "admin") // other users' sessions stay
+	// An edit that leaves the password alone keeps the sessions.
+	e.load(`- {classname: _user, keyname: reader, displayname: Reader}`)
+	want(t, r.get("/"), 200, "reader")
+	e.load(`- {classname: _user, keyname: reader, password: reader-pass-2}`)
+	if p := r.get("/"); p.status != http.StatusSeeOther || !strings.HasPrefix(p.loc, "/login") {
+		t.Fatalf("reader's session after a load set the password: %d %q", p.status, p.loc)
+	}
+	r.signIn("reader", "reader-pass-2")
+}
