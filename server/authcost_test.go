@@ -6,14 +6,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"dataservice/internal/testkit"
 )
 
 // TestAuthBurstDoesNotDelayVerifiedKey: while 100 requests with bogus keys arrive at
 // once, a key verified before is answered without waiting for their derivations.
 func TestAuthBurstDoesNotDelayVerifiedKey(t *testing.T) {
-	if testing.Short() {
-		t.Skip("burst of 100 argon2id derivations")
-	}
+	testkit.Slow(t)
 	e := newEnv(t, envOptions{NoRunner: true})
 	good := e.key("verified", keySpec{perms: []string{"p_data_access"}, plain: true})
 	if r := e.get("/api/pipelines/", good); r.status != http.StatusOK {

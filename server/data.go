@@ -123,12 +123,12 @@ func (s *server) instances(w http.ResponseWriter, r *http.Request, ps httprouter
 			s.fail(w, r, err)
 			return
 		}
-		s.reply(w, r, http.StatusOK, s.db.InstanceDoc(r.Context(), sch, in))
+		s.reply(w, r, http.StatusOK, s.db.InstanceDocAs(r.Context(), principalOf(r).auth, sch, in))
 		return
 	}
 	q := r.URL.Query()
-	maxSize := s.db.ConfigInt(r.Context(), "DATA_MAX_SIZE")
-	size := s.db.ConfigInt(r.Context(), "DATA_DEFAULT_SIZE")
+	maxSize := s.db.ConfigInt(r.Context(), store.ConfigDataMaxSize)
+	size := s.db.ConfigInt(r.Context(), store.ConfigDataDefaultSize)
 	if size > maxSize {
 		size = maxSize
 	}
@@ -177,7 +177,7 @@ func (s *server) instances(w http.ResponseWriter, r *http.Request, ps httprouter
 	}
 	docs := make([]*store.Doc, 0, len(res.Instances))
 	for _, in := range res.Instances {
-		docs = append(docs, s.db.InstanceDoc(r.Context(), sch, in))
+		docs = append(docs, s.db.InstanceDocAs(r.Context(), principalOf(r).auth, sch, in))
 	}
 	if !res.CountExact {
 		w.Header().Set("X-Count-Exact", "false")

@@ -107,3 +107,27 @@ func TestLoadRefusesDisabledPipeline(t *testing.T) {
 	wantError(t, e.post("/api/load/?pipeline=off", e.loader, []byte(`[{"classname": "server", "keyname": "dp1"}]`)), 400,
 		"pipeline off is disabled")
 }
+
+// TestExternalFieldFollowsReadPermission: an external field shows a value only when
+// the caller may read the schema it comes from.
+func TestExternalFieldFollowsReadPermission(t *testing.T) {
+	e := newLoadEnv(t, envOptions{NoRunner: true})
+	e.load(`
+- {classname: _permission, keyname: p_vault_read}
+- {classname: _schema, keyname: vault, p_read: p_vault_read, code: {dataformat: string}}
+- {classname: _schema, keyname: window, ref: {dataformat: schema, dataformat_ext: vault}, peek: {dataformat: external, dataformat_ext: "ref code"}}
+- {classname: vault, keyname: v1, code: "launch-code-1234"}
+- {classname: window, keyname: w1, ref: v1}
+`)
+	plain := e.key("ext_plain", keySpec{perms: []string{"p_data_access", "p_data_read"}})
+	cleared := e.key("ext_cleared", keySpec{perms: []string{"p_data_access", "p_data_read", "p_vault_read"}})
+	if r := e.get("/api/instances/window/w1/", plain); r.status != 200 || strings.Contains(string(r.body), "launch-code") {
+		t.Fatalf("without the target's read permission: status %d body %s", r.status, r.body)
+	}
+	if r := e.get("/api/instances/window/", plain); r.status != 200 || strings.Contains(string(r.body), "launch-code") {
+		t.Fatalf("list without the target's read permission: status %d body %s", r.status, r.body)
+	}
+	if r := e.get("/api/instances/window/w1/", cleared); r.status != 200 || !strings.Contains(string(r.body), "launch-code-1234") {
+		t.Fatalf("with the target's read permission: status %d body %s", r.status, r.body)
+	}
+}

@@ -11,47 +11,15 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Doc is an object in the load format with its keys in order.
-type Doc struct {
-	Keys []string
-	Vals map[string]any
-}
-
-// Set appends or replaces key.
-func (d *Doc) Set(k string, v any) {
-	if d.Vals == nil {
-		d.Vals = map[string]any{}
-	}
-	if _, ok := d.Vals[k]; !ok {
-		d.Keys = append(d.Keys, k)
-	}
-	d.Vals[k] = v
-}
-
-// MarshalJSON writes the keys in order.
-func (d *Doc) MarshalJSON() ([]byte, error) {
-	buf := make([]byte, 0, 64*len(d.Keys)+2)
-	buf = append(buf, '{')
-	for i, k := range d.Keys {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = appendJSONString(buf, k)
-		buf = append(buf, ':')
-		var err error
-		if buf, err = appendJSON(buf, d.Vals[k]); err != nil {
-			return nil, err
-		}
-	}
-	return append(buf, '}'), nil
-}
-
-// MarshalYAML writes the keys in order.
-func (d *Doc) MarshalYAML() (any, error) { return d.yamlNode() }
-
 // InstanceDoc renders an instance in the load format: header keys, then the schema's
 // fields in order, with external fields computed and secrets left out.
 func (db *DB) InstanceDoc(ctx context.Context, s *Schema, in *Instance) *Doc {
+	return db.InstanceDocAs(ctx, nil, s, in)
+}
+
+// InstanceDocAs is InstanceDoc as auth reads it: an external field shows a value only
+// when auth may read every schema the value is read from (nil: every permission).
+func (db *DB) InstanceDocAs(ctx context.Context, auth *Auth, s *Schema, in *Instance) *Doc {
 	d := &Doc{}
 	d.Set("classname", in.Classname)
 	d.Set("keyname", in.Keyname)
@@ -62,7 +30,7 @@ func (db *DB) InstanceDoc(ctx context.Context, s *Schema, in *Instance) *Doc {
 		case "secret":
 			continue
 		case "external":
-			if v := db.external(ctx, s, in, f, 0); v != nil {
+			if v := db.external(ctx, auth, s, in, f, 0); v != nil {
 				d.Set(f.Keyname, v)
 			}
 			continue
@@ -76,7 +44,7 @@ func (db *DB) InstanceDoc(ctx context.Context, s *Schema, in *Instance) *Doc {
 
 // external computes an external field: the REMOTE_FIELD of the instance referenced by
 // the single-valued schema field PARENT_FIELD.
-func (db *DB) external(ctx context.Context, s *Schema, in *Instance, f *Field, depth int) any {
+func (db *DB) external(ctx context.Context, auth *Auth, s *Schema, in *Instance, f *Field, depth int) any {
 	w := strings.Fields(f.DataformatExt)
 	if len(w) < 2 || depth > 4 {
 		return nil
@@ -91,7 +59,7 @@ func (db *DB) external(ctx context.Context, s *Schema, in *Instance, f *Field, d
 		return nil
 	}
 	ts, err := db.Schema(ctx, target[0])
-	if err != nil {
+	if err != nil || !CanRead(auth, ts) {
 		return nil
 	}
 	rin, err := db.Instance(ctx, target[0], ref)
@@ -109,7 +77,7 @@ func (db *DB) external(ctx context.Context, s *Schema, in *Instance, f *Field, d
 		return nil
 	}
 	if rf.Dataformat == "external" {
-		return db.external(ctx, ts, rin, rf, depth+1)
+		return db.external(ctx, auth, ts, rin, rf, depth+1)
 	}
 	return rin.Data[rf.Keyname]
 }

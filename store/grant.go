@@ -1,6 +1,9 @@
 package store
 
 import (
+	"database/sql"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -136,4 +139,37 @@ func (tx *Tx) grantOf(m *membership, cls string, in *Instance) (granted, error) 
 		}
 	}
 	return g, nil
+}
+
+// checkRenameReach refuses a cascading rename of in (of schema s) that would rewrite
+// instances of a schema auth may not update: the references it holds are data the
+// caller cannot change.
+func (tx *Tx) checkRenameReach(auth *Auth, s *Schema, in *Instance) error {
+	if auth == nil || auth.HasAll() {
+		return nil
+	}
+	refs, err := tx.referencingFields(s.Keyname)
+	if err != nil {
+		return err
+	}
+	for _, ref := range refs {
+		rs, err := tx.Schema(ref[0])
+		if err != nil {
+			return err
+		}
+		if CanWrite(auth, rs, OpUpdate) {
+			continue
+		}
+		var one int
+		err = tx.QueryRowContext(tx.ctx, `SELECT 1 FROM instances WHERE classname = ? AND EXISTS
+			(SELECT 1 FROM json_each(instances.data, '$.' || ?) WHERE value = ?) LIMIT 1`, ref[0], ref[1], in.Keyname).Scan(&one)
+		if err == nil {
+			return Errorf(EForbidden, "permission denied: renaming %s %s would rewrite references in %s, which you may not update",
+				s.Keyname, in.Keyname, ref[0])
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("check rename of %s %s: %w", s.Keyname, in.Keyname, err)
+		}
+	}
+	return nil
 }

@@ -42,7 +42,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 	// back to the queue between batches.
 	shutdown := ctx.Err
 	ctx = context.WithoutCancel(ctx)
-	auth, err := r.db.Refresh(ctx, stored)
+	auth, err := recheck(ctx, r.db, stored)
 	if err != nil {
 		return StatusFailed, store.ErrorMessage(err)
 	}
@@ -58,7 +58,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 	if err != nil {
 		return StatusFailed, err.Error()
 	}
-	x := &pipelineRun{r: r, handle: t.Handle, p: p, auth: auth, rules: compiled, res: t.Result, now: time.Now().UTC()}
+	x := &pipelineRun{r: r, handle: t.Handle, p: p, auth: auth, rules: compiled, res: t.Result, now: r.db.Now().UTC()}
 	if x.res == nil {
 		x.res = &Result{}
 	}
@@ -91,6 +91,11 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 			r.release(ctx, t.Handle)
 			return "", ""
 		}
+		// The submitter's credential is re-checked between batches: a key made
+		// read-only, disabled, expired or deleted meanwhile stops the task.
+		if x.auth, err = recheck(ctx, r.db, stored); err != nil {
+			return StatusFailed, store.ErrorMessage(err)
+		}
 		cancel, ok, err := x.batch(ctx, &cp)
 		if err != nil {
 			r.log.Error("pipeline batch", "handle", t.Handle, "error", err)
@@ -121,7 +126,8 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 // so other writers wait at most about that long.
 func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok bool, err error) {
 	r := x.r
-	begin := r.db.Begin
+	rev := store.Revisions{Author: "task:" + x.handle}
+	begin := func(ctx context.Context) (*store.Tx, error) { return r.db.BeginAs(ctx, rev) }
 	if x.p.DryRun {
 		begin = r.db.BeginRead
 	}
@@ -130,7 +136,6 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 		return false, false, err
 	}
 	defer tx.Rollback()
-	tx.Author = "task:" + x.handle
 	name := x.p.Schemas[cp.Schema]
 	s, err := tx.Schema(name)
 	if err != nil {
@@ -187,6 +192,19 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 		r.o.OnProcessed(done)
 	}
 	return flag == 1, true, nil
+}
+
+// recheck re-reads the submitter's authorisation context: a deleted, disabled or
+// expired user or key, or a key made read-only, is refused with a clear error.
+func recheck(ctx context.Context, db *store.DB, stored *store.Auth) (*store.Auth, error) {
+	auth, err := db.Refresh(ctx, stored)
+	if err != nil {
+		return nil, err
+	}
+	if auth.ReadOnly {
+		return nil, store.Errorf(store.EForbidden, "API key %s is now read-only", stored.Name)
+	}
+	return auth, nil
 }
 
 // maxBatchTime is how long a batch runs before it commits what it has done.

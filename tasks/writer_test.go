@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"dataservice/tasks"
+
+	"dataservice/internal/testkit"
 )
 
 // TestWriterNotHeldByLongBatches: small writes made while a pipeline runs one large
 // batch (a dry run, then a real run) each wait less than a second: a dry-run batch
 // does not take the writer, a real batch commits after about a quarter of a second.
 func TestWriterNotHeldByLongBatches(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs two pipelines over 20000 instances")
-	}
+	testkit.Slow(t)
 	ctx := context.Background()
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")

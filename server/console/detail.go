@@ -72,7 +72,7 @@ func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, s
 // what refers here, the revisions, and the actions the user may use.
 func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
 	ctx := r.Context()
-	doc := c.db.InstanceDoc(ctx, sch, in)
+	doc := c.db.InstanceDocAs(ctx, q.auth, sch, in)
 	d := detailData{Schema: sch, Instance: in, Self: link(sch.Keyname, in.Keyname),
 		ListURL:   "/data/private/" + url.PathEscape(sch.Keyname) + "/",
 		CanUpdate: store.CanWrite(q.auth, sch, "update"), CanDelete: store.CanWrite(q.auth, sch, "delete")}
@@ -209,7 +209,7 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 		Enabled: in.IsEnabled, Action: "?do=edit", Cancel: self}
 	title := "Edit " + in.Keyname
 	if r.Method == http.MethodGet {
-		d.Fields = c.formFields(ctx, sch, c.db.InstanceDoc(ctx, sch, in).Vals)
+		d.Fields = c.formFields(ctx, sch, c.db.InstanceDocAs(ctx, q.auth, sch, in).Vals)
 		c.render(w, r, q, http.StatusOK, "form", title, d)
 		return
 	}

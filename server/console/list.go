@@ -117,8 +117,8 @@ type listData struct {
 
 // pageSize reads page and size from the query within DATA_DEFAULT_SIZE/DATA_MAX_SIZE.
 func (c *Console) pageSize(ctx context.Context, qs url.Values) (page, size int) {
-	maxSize := c.db.ConfigInt(ctx, "DATA_MAX_SIZE")
-	size = min(c.db.ConfigInt(ctx, "DATA_DEFAULT_SIZE"), maxSize)
+	maxSize := c.db.ConfigInt(ctx, store.ConfigDataMaxSize)
+	size = min(c.db.ConfigInt(ctx, store.ConfigDataDefaultSize), maxSize)
 	if n, err := strconv.Atoi(qs.Get("size")); err == nil && n >= 1 {
 		size = min(n, maxSize)
 	}
@@ -173,7 +173,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *stor
 		base.Set("sort", sort)
 	}
 	for _, in := range res.Instances {
-		doc := c.db.InstanceDoc(ctx, sch, in)
+		doc := c.db.InstanceDocAs(ctx, q.auth, sch, in)
 		rw := row{Link: link(sch.Keyname, in.Keyname), Enabled: in.IsEnabled}
 		for _, col := range view.Columns {
 			rw.Cells = append(rw.Cells, cellOf(sch, col, doc.Vals[col]))
@@ -312,7 +312,7 @@ func (c *Console) export(w http.ResponseWriter, r *http.Request, q *req, sch *st
 			return
 		}
 		for _, in := range res.Instances {
-			docs = append(docs, c.db.InstanceDoc(ctx, sch, in))
+			docs = append(docs, c.db.InstanceDocAs(ctx, q.auth, sch, in))
 		}
 		if len(res.Instances) < batch {
 			break
