@@ -113,3 +113,20 @@ func TestPasswordChangeEndsSessions(t *testing.T) {
 	}
 	r.signIn("reader", "reader-pass-2")
 }
+
+// A form larger than the console accepts (1 MiB) is refused as too large, not as a
+// CSRF failure, and changes nothing.
+func TestOversizeFormNamesTheProblem(t *testing.T) {
+	e := newEnv(t, "")
+	e.load(people)
+	w := e.browser()
+	w.signIn("writer", "writer-pass-1")
+	tok := w.csrf()
+	big := strings.Repeat("a", 2<<20)
+	p := w.post("/data/private/site/paris/?do=edit", url.Values{"csrf": {tok}, "displayname": {"Paris"}, "is_enabled": {"true"}, "f_location": {big}})
+	want(t, p, http.StatusRequestEntityTooLarge, "larger than")
+	lacks(t, p, "CSRF")
+	want(t, w.get("/data/private/site/paris/"), 200, "Rue A")
+	p = w.post("/login", url.Values{"login": {"writer"}, "password": {big}})
+	want(t, p, http.StatusRequestEntityTooLarge, "larger than")
+}
