@@ -80,7 +80,7 @@ func LastBackup(dbPath string) (t time.Time, ok bool) {
 // newest scheduled backup is at least that old, then keeps the newest BACKUP_KEEP
 // scheduled backups. It returns the new file ("" when none was due).
 func ScheduledBackup(ctx context.Context, db *store.DB, now time.Time, log *slog.Logger) (string, error) {
-	hours := db.ConfigInt(ctx, "BACKUP_INTERVAL_HOURS")
+	hours := db.ConfigInt(ctx, store.ConfigBackupIntervalHours)
 	if hours <= 0 {
 		return "", nil
 	}
@@ -100,7 +100,7 @@ func ScheduledBackup(ctx context.Context, db *store.DB, now time.Time, log *slog
 		return "", fmt.Errorf("scheduled backup: %w", err)
 	}
 	log.Info("scheduled backup written", "file", dest)
-	keep := db.ConfigInt(ctx, "BACKUP_KEEP")
+	keep := db.ConfigInt(ctx, store.ConfigBackupKeep)
 	if list, err = backups(db.Path(), true); err != nil {
 		return dest, fmt.Errorf("prune scheduled backups: %w", err)
 	}

@@ -123,8 +123,7 @@ func (s *starter) run(ctx context.Context) error {
 		return err
 	}
 	// 5. Built-in API key secret, then the administrator account.
-	if err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-		tx.NoRevisions = true
+	if err := s.db.WithTxAs(ctx, store.Revisions{Off: true}, func(tx *store.Tx) error {
 		if err := s.seedAPIKey(tx); err != nil {
 			return err
 		}
@@ -167,8 +166,7 @@ func (s *starter) failed(ctx context.Context, step string, err error) error {
 // order, and sets DB_VERSION and a new INSTANCE_UUID, in one transaction.
 func (s *starter) bootstrap(ctx context.Context) error {
 	s.log.Info("bootstrap: empty database, loading built-in definitions")
-	return s.db.WithTx(ctx, func(tx *store.Tx) error {
-		tx.NoRevisions = true
+	return s.db.WithTxAs(ctx, store.Revisions{Off: true}, func(tx *store.Tx) error {
 		if err := s.loadFile(tx, "00_permission.yml", "_permission"); err != nil {
 			return err
 		}
@@ -235,7 +233,7 @@ func (s *starter) loadFile(tx *store.Tx, name, onlyClass string) error {
 		}
 		entries = kept
 	}
-	res, err := tx.Load(entries, store.LoadOptions{System: true, NoRevisions: true})
+	res, err := tx.Load(tx.Context(), entries, store.LoadOptions{System: true, NoRevisions: true})
 	if err != nil {
 		return fmt.Errorf("load %s: %w", name, err)
 	}

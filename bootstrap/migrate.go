@@ -87,8 +87,7 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 			continue
 		}
 		s.log.Info("migration block start", "block", b.version, "db_version", cur)
-		err = s.db.WithTx(ctx, func(tx *store.Tx) error {
-			tx.NoRevisions = true
+		err = s.db.WithTxAs(ctx, store.Revisions{Off: true}, func(tx *store.Tx) error {
 			if err := b.run(s, tx); err != nil {
 				return err
 			}

@@ -71,7 +71,7 @@ func loadBuiltins(tx *store.Tx, fsys fs.FS, file string, items []string, action 
 			missing = append(missing, it)
 		}
 	}
-	res, err := tx.Load(pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
+	res, err := tx.Load(tx.Context(), pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}

@@ -37,7 +37,7 @@ func (s *server) confPost(w http.ResponseWriter, r *http.Request, _ httprouter.P
 	if !ok {
 		return
 	}
-	updates, err := store.ParseConfigUpdates(body)
+	updates, err := parseConfigUpdates(body)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -47,4 +47,27 @@ func (s *server) confPost(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		return
 	}
 	s.confGet(w, r, nil)
+}
+
+// parseConfigUpdates reads a YAML or JSON mapping of configuration keys to scalar values.
+func parseConfigUpdates(body []byte) (map[string]string, error) {
+	entries, err := store.ParseDocument("body", body)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) != 1 || entries[0].Fields == nil {
+		return nil, store.Errorf(store.EInvalid, "body must be one mapping of configuration keys to values")
+	}
+	out := map[string]string{}
+	for k, v := range entries[0].Fields {
+		text, ok := store.ScalarText(v)
+		if !ok {
+			return nil, store.Errorf(store.EInvalid, "configuration %s: value must be a scalar", k)
+		}
+		out[k] = text
+	}
+	if len(out) == 0 {
+		return nil, store.Errorf(store.EInvalid, "no configuration key given")
+	}
+	return out, nil
 }

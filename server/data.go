@@ -127,8 +127,8 @@ func (s *server) instances(w http.ResponseWriter, r *http.Request, ps httprouter
 		return
 	}
 	q := r.URL.Query()
-	maxSize := s.db.ConfigInt(r.Context(), "DATA_MAX_SIZE")
-	size := s.db.ConfigInt(r.Context(), "DATA_DEFAULT_SIZE")
+	maxSize := s.db.ConfigInt(r.Context(), store.ConfigDataMaxSize)
+	size := s.db.ConfigInt(r.Context(), store.ConfigDataDefaultSize)
 	if size > maxSize {
 		size = maxSize
 	}

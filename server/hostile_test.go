@@ -1141,12 +1141,12 @@ func FuzzConfigBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		updates, err := store.ParseConfigUpdates(body)
+		updates, err := parseConfigUpdates(body)
 		if err != nil {
 			return
 		}
 		if len(updates) == 0 {
-			t.Fatalf("ParseConfigUpdates(%q) accepted no key", body)
+			t.Fatalf("parseConfigUpdates(%q) accepted no key", body)
 		}
 		for k, v := range updates {
 			if store.ValidateConfig(k, v) != nil || k != "CSV_DELIMITER" {

@@ -38,7 +38,8 @@ func (s *server) loadOptions(w http.ResponseWriter, r *http.Request) (store.Load
 	opts := store.LoadOptions{Auth: p.auth, DryRun: ParseDryRun(q.Get("dryrun"))}
 	if a := strings.ToLower(strings.TrimSpace(q.Get("action"))); a != "" {
 		switch a {
-		case "create", "update", "init", "delete", "enable", "disable", "noop":
+		case store.ActionCreate, store.ActionUpdate, store.ActionInit, store.ActionDelete, store.ActionEnable,
+			store.ActionDisable, store.ActionNoop:
 			opts.Action = a
 		default:
 			s.writeError(w, r, http.StatusBadRequest, "action must be create, update, init, delete, enable, disable or noop")
@@ -143,7 +144,7 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	}
 	delim := q.Get("delimiter")
 	if delim == "" {
-		delim = s.db.ConfigValue(r.Context(), "CSV_DELIMITER")
+		delim = s.db.ConfigValue(r.Context(), store.ConfigCSVDelimiter)
 	}
 	dr, n := utf8.DecodeRuneInString(delim)
 	if n != len(delim) || dr == utf8.RuneError || dr == '"' || dr == '\r' || dr == '\n' {

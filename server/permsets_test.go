@@ -62,10 +62,14 @@ func TestReadyMadePermissionSets(t *testing.T) {
 			t.Fatalf("delete by loader: %v", m)
 		}
 	})
-	t.Run("user manager creates users and roles by load", func(t *testing.T) {
+	t.Run("user manager grants what it holds, not more", func(t *testing.T) {
 		ok := "- {classname: _user, keyname: carol}\n- {classname: _role, keyname: role_readers, permissions: [p_data_read], users: [carol]}\n"
 		if got := loaded(e.post("/api/load/", manager, []byte(ok))); got != "created 2 updated 0 errors 0" {
 			t.Fatalf("load: %s", got)
+		}
+		bad := "- {classname: _role, keyname: role_deleters, permissions: [p_data_delete], users: [carol]}\n"
+		if got := loaded(e.post("/api/load/", manager, []byte(bad))); got != "created 0 updated 0 errors 1" {
+			t.Fatalf("granting a permission it lacks: %s", got)
 		}
 	})
 }

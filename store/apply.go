@@ -63,12 +63,11 @@ var errExists = errors.New("instance exists")
 // Apply applies one write in its own transaction (the console's single-instance
 // create, edit, delete, enable, disable and rename).
 func (db *DB) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
-	tx, err := db.Begin(ctx)
+	tx, err := db.BeginAs(ctx, Revisions{Author: opts.Auth.Author()})
 	if err != nil {
 		return Outcome{}, err
 	}
 	defer tx.Rollback()
-	tx.Author = opts.Auth.Author()
 	out, err := tx.Apply(ctx, w, opts)
 	if err != nil {
 		return Outcome{}, err
@@ -85,95 +84,124 @@ func (db *DB) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 // before anything is written; an internal error may leave partial writes behind, so
 // the caller must then roll back.
 func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
-	s, old := w.Schema, w.Old
 	switch w.Action {
 	case ActionNoop:
 		return Outcome{Result: OutSkipped}, nil
 	case ActionDelete:
-		if old == nil {
-			return Outcome{Result: OutUnchanged}, nil
-		}
-		if err := authorizeWrite(opts.Auth, s, OpDelete); err != nil {
-			return Outcome{}, err
-		}
-		if err := tx.containGrant(opts.Auth, s, old, nil); err != nil {
-			return Outcome{}, err
-		}
-		if isAdminAccount(s, old) && !opts.System {
-			return Outcome{}, Errorf(EForbidden, "the admin account cannot be deleted")
-		}
-		if !opts.DryRun {
-			if err := tx.DeleteInstance(s, old); err != nil {
-				return Outcome{}, err
-			}
-		}
-		return Outcome{Result: OutDeleted}, nil
+		return tx.applyDelete(w, opts)
 	case ActionEnable, ActionDisable:
-		if old == nil {
-			return Outcome{}, Errorf(ENotFound, "%s %q not found", s.Keyname, keyOf(w))
-		}
-		want := w.Action == ActionEnable
-		if old.IsEnabled == want {
-			return Outcome{Result: OutUnchanged}, nil
-		}
-		if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
-			return Outcome{}, err
-		}
-		if err := tx.containGrant(opts.Auth, s, old, nil); err != nil {
-			return Outcome{}, err
-		}
-		if !opts.DryRun {
-			next := *old
-			next.IsEnabled = want
-			if _, err := tx.write(s, old, &next, w.Action, mustJSON(next.Data), false); err != nil {
-				return Outcome{}, err
-			}
-		}
-		if want {
-			return Outcome{Result: OutEnabled}, nil
-		}
-		return Outcome{Result: OutDisabled}, nil
+		return tx.applyEnabled(w, opts)
 	case ActionInit:
-		if old != nil {
+		if w.Old != nil {
 			return Outcome{Result: OutUnchanged}, nil
 		}
 	case ActionCreate, ActionUpdate:
-		if old == nil && w.Action == ActionUpdate {
-			return Outcome{}, Errorf(ENotFound, "%s %q not found", s.Keyname, keyOf(w))
+		if w.Old == nil && w.Action == ActionUpdate {
+			return Outcome{}, Errorf(ENotFound, "%s %q not found", w.Schema.Keyname, keyOf(w))
 		}
 	default:
 		return Outcome{}, Errorf(EInvalid, "unknown _action %q", w.Action)
 	}
 	if w.New == nil {
-		return Outcome{}, Errorf(EInvalid, "%s: %s needs the new state", s.Keyname, w.Action)
+		return Outcome{}, Errorf(EInvalid, "%s: %s needs the new state", w.Schema.Keyname, w.Action)
 	}
-	next := w.New
+	if w.Old == nil {
+		return tx.applyCreate(w, opts)
+	}
+	return tx.applyUpdate(ctx, w, opts)
+}
+
+// applyDelete deletes w.Old; a missing instance is unchanged.
+func (tx *Tx) applyDelete(w Write, opts ApplyOptions) (Outcome, error) {
+	s, old := w.Schema, w.Old
+	if old == nil {
+		return Outcome{Result: OutUnchanged}, nil
+	}
+	if err := authorizeWrite(opts.Auth, s, OpDelete); err != nil {
+		return Outcome{}, err
+	}
+	if err := tx.containGrant(opts.Auth, s, old, nil); err != nil {
+		return Outcome{}, err
+	}
+	if isAdminAccount(s, old) && !opts.System {
+		return Outcome{}, Errorf(EForbidden, "the admin account cannot be deleted")
+	}
+	if !opts.DryRun {
+		if err := tx.DeleteInstance(s, old); err != nil {
+			return Outcome{}, err
+		}
+	}
+	return Outcome{Result: OutDeleted}, nil
+}
+
+// applyEnabled sets is_enabled of w.Old as w.Action (enable or disable) says.
+func (tx *Tx) applyEnabled(w Write, opts ApplyOptions) (Outcome, error) {
+	s, old := w.Schema, w.Old
+	if old == nil {
+		return Outcome{}, Errorf(ENotFound, "%s %q not found", s.Keyname, keyOf(w))
+	}
+	want := w.Action == ActionEnable
+	if old.IsEnabled == want {
+		return Outcome{Result: OutUnchanged}, nil
+	}
+	if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
+		return Outcome{}, err
+	}
+	if err := tx.containGrant(opts.Auth, s, old, nil); err != nil {
+		return Outcome{}, err
+	}
+	if !opts.DryRun {
+		next := *old
+		next.IsEnabled = want
+		if _, err := tx.write(s, old, &next, w.Action, mustJSON(next.Data), false); err != nil {
+			return Outcome{}, err
+		}
+	}
+	if want {
+		return Outcome{Result: OutEnabled}, nil
+	}
+	return Outcome{Result: OutDisabled}, nil
+}
+
+// applyCreate inserts w.New.
+func (tx *Tx) applyCreate(w Write, opts ApplyOptions) (Outcome, error) {
+	s, next := w.Schema, w.New
 	if !w.validated {
 		var err error
-		if next, err = tx.validateNew(s, next, old); err != nil {
+		if next, err = tx.validateNew(s, next); err != nil {
+			return Outcome{}, err
+		}
+		*w.New = *next
+	}
+	if err := authorizeWrite(opts.Auth, s, OpCreate); err != nil {
+		return Outcome{}, err
+	}
+	if err := tx.containGrant(opts.Auth, s, nil, next); err != nil {
+		return Outcome{}, err
+	}
+	if opts.DryRun {
+		return Outcome{Result: OutCreated}, nil
+	}
+	inserted, err := tx.write(s, nil, next, ActionCreate, mustJSON(next.Data), w.ifAbsent)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if !inserted {
+		return Outcome{}, errExists
+	}
+	return Outcome{Result: OutCreated}, nil
+}
+
+// applyUpdate writes w.New over w.Old: unchanged when nothing differs; a changed
+// keyname is a cascading rename.
+func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
+	s, old, next := w.Schema, w.Old, w.New
+	if !w.validated {
+		if err := tx.PrepareChanges(s, next, old); err != nil {
 			return Outcome{}, err
 		}
 	}
 	data := mustJSON(next.Data) // the one encoding of the new state
-	if old == nil {
-		if err := authorizeWrite(opts.Auth, s, OpCreate); err != nil {
-			return Outcome{}, err
-		}
-		if err := tx.containGrant(opts.Auth, s, nil, next); err != nil {
-			return Outcome{}, err
-		}
-		if opts.DryRun {
-			return Outcome{Result: OutCreated}, nil
-		}
-		inserted, err := tx.write(s, nil, next, ActionCreate, data, w.ifAbsent)
-		if err != nil {
-			return Outcome{}, err
-		}
-		if !inserted {
-			return Outcome{}, errExists
-		}
-		return Outcome{Result: OutCreated}, nil
-	}
 	renamed := next.Keyname != old.Keyname
 	changed := next.Displayname != old.Displayname || next.IsEnabled != old.IsEnabled || !sameData(old, data)
 	if !changed && !renamed {
@@ -183,6 +211,9 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 		if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
 			return Outcome{}, err
 		}
+	}
+	if err := tx.containGrant(opts.Auth, s, old, next); err != nil {
+		return Outcome{}, err
 	}
 	if err := tx.containGrant(opts.Auth, s, old, next); err != nil {
 		return Outcome{}, err
@@ -238,21 +269,14 @@ func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, d
 	return err
 }
 
-// validateNew validates the wanted state of a write from outside the loader: a new
-// instance as a load would create it (keyname mode, defaults, every value); a changed
-// one re-validating only the values that differ from the stored ones.
-func (tx *Tx) validateNew(s *Schema, next, old *Instance) (*Instance, error) {
-	if old != nil {
-		if err := tx.PrepareChanges(s, next, old); err != nil {
-			return nil, err
-		}
-		return next, nil
-	}
+// validateNew validates a new instance from outside the loader as a load would create
+// it: keyname mode, defaults, every value.
+func (tx *Tx) validateNew(s *Schema, next *Instance) (*Instance, error) {
 	e := entryOfInstance(s, next)
 	if err := resolveKeyname(s, e); err != nil {
 		return nil, err
 	}
-	return tx.buildInstance(s, e, nil)
+	return tx.buildInstance(s, e, nil, false)
 }
 
 // entryOfInstance is the load entry that creates in.

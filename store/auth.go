@@ -23,8 +23,15 @@ type Auth struct {
 	set, deny map[string]bool
 }
 
+// Kinds of Auth: who acts.
+const (
+	AuthSystem = "system" // the CLI and the start-up sequence
+	AuthUser   = "user"   // a user account (basic auth or a console session)
+	AuthAPIKey = "apikey" // an API key
+)
+
 // SystemAuth holds every permission; the CLI and start-up act with it.
-func SystemAuth() *Auth { return &Auth{Kind: "system", Name: "system", All: true} }
+func SystemAuth() *Auth { return &Auth{Kind: AuthSystem, Name: "system", All: true} }
 
 // Has reports whether the context holds permission p.
 func (a *Auth) Has(p string) bool {
@@ -46,9 +53,9 @@ func (a *Auth) HasAll() bool { return a != nil && a.All && len(a.Deny) == 0 }
 // Author is the revision author for writes made with this context.
 func (a *Auth) Author() string {
 	switch {
-	case a == nil || a.Kind == "system":
+	case a == nil || a.Kind == AuthSystem:
 		return "system"
-	case a.Kind == "apikey":
+	case a.Kind == AuthAPIKey:
 		return "apikey:" + a.Name
 	}
 	return "user:" + a.Name
@@ -192,7 +199,7 @@ func (db *DB) UserAuth(ctx context.Context, login string) (*Auth, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Auth{Kind: "user", Name: login, User: login, UserID: inst.ID}
+	a := &Auth{Kind: AuthUser, Name: login, User: login, UserID: inst.ID}
 	if login == "admin" {
 		a.All = true
 		return a, nil
@@ -275,7 +282,7 @@ func (db *DB) KeyAuth(ctx context.Context, keyname string) (*Auth, *Instance, er
 	if exp, _ := in.Data["expires"].(string); exp != "" && db.Now().UTC().Format("2006-01-02") > exp {
 		return nil, in, Errorf(EUnauthorized, "API key expired")
 	}
-	a := &Auth{Kind: "apikey", Name: keyname}
+	a := &Auth{Kind: AuthAPIKey, Name: keyname}
 	a.All, a.Perms, a.Deny, err = db.KeyPermissions(ctx, stringList(in.Data["permissions"]))
 	if err != nil {
 		return nil, in, err
@@ -293,7 +300,7 @@ func (db *DB) KeyAuth(ctx context.Context, keyname string) (*Auth, *Instance, er
 // acts with the rights its submitter holds now: a disabled user or key fails.
 func (db *DB) Refresh(ctx context.Context, a *Auth) (*Auth, error) {
 	switch a.Kind {
-	case "user":
+	case AuthUser:
 		u, err := db.Instance(ctx, "_user", a.Name)
 		if err != nil {
 			return nil, Errorf(EForbidden, "user %s no longer exists", a.Name)
@@ -302,7 +309,7 @@ func (db *DB) Refresh(ctx context.Context, a *Auth) (*Auth, error) {
 			return nil, Errorf(EForbidden, "user %s is disabled", a.Name)
 		}
 		return db.UserAuth(ctx, a.Name)
-	case "apikey":
+	case AuthAPIKey:
 		k, _, err := db.KeyAuth(ctx, a.Name)
 		if err != nil {
 			return nil, Errorf(EForbidden, "API key %s is no longer valid", a.Name)

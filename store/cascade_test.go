@@ -94,8 +94,7 @@ func TestCascadingRename(t *testing.T) {
 		lastRev := queryInt(t, db, "SELECT max(id) FROM revisions")
 		var rep *store.RenameReport
 		var renamed *store.Instance
-		err := db.WithTx(ctx, func(tx *store.Tx) error {
-			tx.Author = "user:renamer"
+		err := db.WithTxAs(ctx, store.Revisions{Author: "user:renamer"}, func(tx *store.Tx) error {
 			var err error
 			renamed, rep, err = cascadeRenameIn(tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
 			return err
@@ -296,8 +295,7 @@ func TestCascadingRename(t *testing.T) {
 		db := cascadeDB(t)
 		revs := queryInt(t, db, "SELECT count(*) FROM revisions")
 		var rep *store.RenameReport
-		err := db.WithTx(ctx, func(tx *store.Tx) error {
-			tx.NoRevisions = true
+		err := db.WithTxAs(ctx, store.Revisions{Off: true}, func(tx *store.Tx) error {
 			var err error
 			_, rep, err = cascadeRenameIn(tx, "ipam_subnet", "10.3.0.0/16", "10.7.0.0/16")
 			return err

@@ -18,21 +18,37 @@ type ConfigDef struct {
 	Min, Max int
 }
 
+// Configuration keys. Code reads configuration through these names only: an unknown
+// key is logged as an internal error rather than silently read as empty or 0.
+const (
+	ConfigAppName             = "GLOBAL_APPNAME"
+	ConfigCSVDelimiter        = "CSV_DELIMITER"
+	ConfigDataDefaultSize     = "DATA_DEFAULT_SIZE"
+	ConfigDataMaxSize         = "DATA_MAX_SIZE"
+	ConfigTaskRetentionDays   = "TASK_RETENTION_DAYS"
+	ConfigQueueMax            = "QUEUE_MAX"
+	ConfigSessionIdleMinutes  = "CONSOLE_SESSION_IDLE_MINUTES"
+	ConfigSessionMaxHours     = "CONSOLE_SESSION_MAX_HOURS"
+	ConfigQueueMaxPerOwner    = "QUEUE_MAX_PER_OWNER"
+	ConfigBackupIntervalHours = "BACKUP_INTERVAL_HOURS"
+	ConfigBackupKeep          = "BACKUP_KEEP"
+)
+
 // ConfigDefs are the configuration entries this code defines; the start-up step
 // "synchronise configuration" adds missing ones with their default, keeps stored
 // values and removes entries no longer listed here.
 var ConfigDefs = []ConfigDef{
-	{Keyname: "GLOBAL_APPNAME", Default: "dataservice", Description: "application name shown to users"},
-	{Keyname: "CSV_DELIMITER", Default: ";", Description: "default CSV delimiter of /api/rawfile/ (one character)"},
-	{Keyname: "DATA_DEFAULT_SIZE", Default: "200", Description: "default page size of instance lists", Int: true, Min: 1, Max: 100000},
-	{Keyname: "DATA_MAX_SIZE", Default: "500", Description: "largest page size of instance lists", Int: true, Min: 1, Max: 100000},
-	{Keyname: "TASK_RETENTION_DAYS", Default: "30", Description: "days finished tasks are kept", Int: true, Min: 1, Max: 36500},
-	{Keyname: "QUEUE_MAX", Default: "1000", Description: "most unfinished tasks the queue accepts", Int: true, Min: 1, Max: 1000000},
-	{Keyname: "CONSOLE_SESSION_IDLE_MINUTES", Default: "60", Description: "web console: minutes without a request after which a session ends", Int: true, Min: 1, Max: 525600},
-	{Keyname: "CONSOLE_SESSION_MAX_HOURS", Default: "12", Description: "web console: hours after sign-in after which a session ends", Int: true, Min: 1, Max: 8760},
-	{Keyname: "QUEUE_MAX_PER_OWNER", Default: "100", Description: "most unfinished tasks one submitting credential (user or API key) may have queued or running", Int: true, Min: 1, Max: 1000000},
-	{Keyname: "BACKUP_INTERVAL_HOURS", Default: "0", Description: "hours between scheduled backups taken by serve (0 = off)", Int: true, Min: 0, Max: 8760},
-	{Keyname: "BACKUP_KEEP", Default: "7", Description: "scheduled backups kept; older ones are deleted", Int: true, Min: 1, Max: 1000},
+	{Keyname: ConfigAppName, Default: "dataservice", Description: "application name shown to users"},
+	{Keyname: ConfigCSVDelimiter, Default: ";", Description: "default CSV delimiter of /api/rawfile/ (one character)"},
+	{Keyname: ConfigDataDefaultSize, Default: "200", Description: "default page size of instance lists", Int: true, Min: 1, Max: 100000},
+	{Keyname: ConfigDataMaxSize, Default: "500", Description: "largest page size of instance lists", Int: true, Min: 1, Max: 100000},
+	{Keyname: ConfigTaskRetentionDays, Default: "30", Description: "days finished tasks are kept", Int: true, Min: 1, Max: 36500},
+	{Keyname: ConfigQueueMax, Default: "1000", Description: "most unfinished tasks the queue accepts", Int: true, Min: 1, Max: 1000000},
+	{Keyname: ConfigSessionIdleMinutes, Default: "60", Description: "web console: minutes without a request after which a session ends", Int: true, Min: 1, Max: 525600},
+	{Keyname: ConfigSessionMaxHours, Default: "12", Description: "web console: hours after sign-in after which a session ends", Int: true, Min: 1, Max: 8760},
+	{Keyname: ConfigQueueMaxPerOwner, Default: "100", Description: "most unfinished tasks one submitting credential (user or API key) may have queued or running", Int: true, Min: 1, Max: 1000000},
+	{Keyname: ConfigBackupIntervalHours, Default: "0", Description: "hours between scheduled backups taken by serve (0 = off)", Int: true, Min: 0, Max: 8760},
+	{Keyname: ConfigBackupKeep, Default: "7", Description: "scheduled backups kept; older ones are deleted", Int: true, Min: 1, Max: 1000},
 }
 
 func configDef(key string) (ConfigDef, bool) {
@@ -59,7 +75,7 @@ func ValidateConfig(key, value string) error {
 			return Errorf(EInvalid, "configuration %s: %d is outside %d..%d", key, n, d.Min, d.Max)
 		}
 	}
-	if key == "CSV_DELIMITER" {
+	if key == ConfigCSVDelimiter {
 		r := []rune(value)
 		if len(r) != 1 {
 			return Errorf(EInvalid, "configuration CSV_DELIMITER: must be exactly one character")
@@ -141,11 +157,14 @@ func (db *DB) Config(ctx context.Context) ([]ConfigEntry, error) {
 
 // ConfigValue returns the stored value of key, or its code default when it is not stored.
 func (db *DB) ConfigValue(ctx context.Context, key string) string {
+	d, ok := configDef(key)
+	if !ok {
+		db.log.Error("read of an unknown configuration key", "key", key)
+	}
 	var v string
 	if err := db.r.QueryRowContext(ctx, "SELECT value FROM configuration WHERE keyname = ?", key).Scan(&v); err == nil {
 		return v
 	}
-	d, _ := configDef(key)
 	return d.Default
 }
 
@@ -179,27 +198,4 @@ func (db *DB) SetConfig(ctx context.Context, updates map[string]string) error {
 		}
 		return nil
 	})
-}
-
-// ParseConfigUpdates reads a YAML or JSON mapping of configuration keys to scalar values.
-func ParseConfigUpdates(body []byte) (map[string]string, error) {
-	entries, err := ParseDocument("body", body)
-	if err != nil {
-		return nil, err
-	}
-	if len(entries) != 1 || entries[0].Fields == nil {
-		return nil, Errorf(EInvalid, "body must be one mapping of configuration keys to values")
-	}
-	out := map[string]string{}
-	for k, v := range entries[0].Fields {
-		text, ok := scalarText(v)
-		if !ok {
-			return nil, Errorf(EInvalid, "configuration %s: value must be a scalar", k)
-		}
-		out[k] = text
-	}
-	if len(out) == 0 {
-		return nil, Errorf(EInvalid, "no configuration key given")
-	}
-	return out, nil
 }

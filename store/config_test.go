@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -145,5 +147,39 @@ func TestSetConfig(t *testing.T) {
 				t.Fatalf("configuration changed:\n%s\nwas:\n%s", got, before)
 			}
 		})
+	}
+}
+
+func TestConfigKeysAreDefined(t *testing.T) {
+	defined := map[string]bool{}
+	for _, d := range store.ConfigDefs {
+		defined[d.Keyname] = true
+	}
+	for _, k := range []string{store.ConfigAppName, store.ConfigCSVDelimiter, store.ConfigDataDefaultSize,
+		store.ConfigDataMaxSize, store.ConfigTaskRetentionDays, store.ConfigQueueMax,
+		store.ConfigSessionIdleMinutes, store.ConfigSessionMaxHours, store.ConfigQueueMaxPerOwner,
+		store.ConfigBackupIntervalHours, store.ConfigBackupKeep} {
+		if !defined[k] {
+			t.Errorf("configuration key constant %q has no ConfigDefs entry", k)
+		}
+	}
+	if got, want := len(defined), 11; got != want {
+		t.Errorf("ConfigDefs: %d entries, want %d (one constant each)", got, want)
+	}
+}
+
+func TestUnknownConfigKeyIsLogged(t *testing.T) {
+	var buf strings.Builder
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"),
+		store.Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := db.ConfigInt(context.Background(), "QUEUE_MAXX"); got != 0 {
+		t.Fatalf("unknown key: got %d, want 0", got)
+	}
+	if !strings.Contains(buf.String(), "unknown configuration key") || !strings.Contains(buf.String(), "QUEUE_MAXX") {
+		t.Fatalf("log %q does not report the unknown key QUEUE_MAXX", buf.String())
 	}
 }

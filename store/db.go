@@ -174,38 +174,65 @@ func (db *DB) Reader() *sql.DB { return db.r }
 // now returns the current UTC time as stored: RFC 3339 text.
 func (db *DB) now() string { return db.Now().UTC().Format(time.RFC3339) }
 
+// Revisions is how a write transaction records the changes it makes: the author its
+// revision rows name ("system" when empty), or no rows at all (Off: start-up
+// migrations write none). It is fixed when the transaction begins.
+type Revisions struct {
+	Author string
+	Off    bool
+}
+
 // Tx is a write transaction. It remembers whether it changed schemas so the schema
-// cache is dropped when it ends, and caches prepared statements for hot loops.
+// cache is dropped when it ends, and caches prepared statements for hot loops. Its
+// revision choice is fixed: withRevisions gives a view of the same transaction that
+// records its changes differently.
 type Tx struct {
 	*sql.Tx
-	db      *DB
-	ctx     context.Context
+	db  *DB
+	ctx context.Context
+	rev Revisions
+	*txState
+}
+
+// txState is what every view of a transaction shares.
+type txState struct {
 	schemas map[string]*Schema
 	touched bool
 	stmts   map[string]*sql.Stmt
-	// NoRevisions suppresses revision rows (start-up migrations write none).
-	NoRevisions bool
-	// Author is the revisions' author ("system" when empty).
-	Author string
-	// writes counts the statements exec ran (every instance, revision and permission write).
+	// writes counts the statements exec ran (every instance, revision and permission
+	// write): a caller compares it before and after a step to learn whether the step wrote.
 	writes int
-	// compareSecrets lets buildInstance keep a stored hash when the plain secret given
-	// verifies against it (the loader sets it for callers holding every permission).
-	compareSecrets bool
-	// sawExisting turns the loader's insert-first path off once an entry existed.
-	sawExisting bool
-	// known caches instances known to exist ("class\x00key"); dropped on delete and rename.
+	// known caches instances known to exist in this transaction ("class\x00key") for
+	// reference checks and address collection; dropped on delete and rename.
 	known map[string]struct{}
 }
 
-// Begin starts a write transaction (BEGIN IMMEDIATE).
-func (db *DB) Begin(ctx context.Context) (*Tx, error) {
+// Begin starts a write transaction (BEGIN IMMEDIATE) whose revisions name "system".
+func (db *DB) Begin(ctx context.Context) (*Tx, error) { return db.BeginAs(ctx, Revisions{}) }
+
+// BeginAs starts a write transaction that records its changes as rev says.
+func (db *DB) BeginAs(ctx context.Context, rev Revisions) (*Tx, error) {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	return &Tx{Tx: tx, db: db, ctx: ctx, schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}, nil
+	return &Tx{Tx: tx, db: db, ctx: ctx, rev: rev,
+		txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}, nil
 }
+
+// withRevisions is a view of the transaction that records its changes as rev says.
+func (tx *Tx) withRevisions(rev Revisions) *Tx {
+	v := *tx
+	v.rev = rev
+	return &v
+}
+
+// Context is the context the transaction began with, for code that holds only the
+// transaction (start-up migration blocks).
+func (tx *Tx) Context() context.Context { return tx.ctx }
+
+// Revisions is how the transaction records its changes.
+func (tx *Tx) Revisions() Revisions { return tx.rev }
 
 // BeginRead starts a transaction on the read pool: it sees one snapshot, never waits
 // for or holds the writer, and any write in it fails. Dry runs that write nothing
@@ -215,7 +242,7 @@ func (db *DB) BeginRead(ctx context.Context) (*Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin read: %w", err)
 	}
-	return &Tx{Tx: tx, db: db, ctx: ctx, schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}, nil
+	return &Tx{Tx: tx, db: db, ctx: ctx, txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}, nil
 }
 
 // DB is the database the transaction belongs to.
@@ -292,7 +319,12 @@ func (tx *Tx) queryRow(query string, args ...any) *sql.Row {
 
 // WithTx runs fn in a write transaction, committing when it returns nil.
 func (db *DB) WithTx(ctx context.Context, fn func(tx *Tx) error) error {
-	tx, err := db.Begin(ctx)
+	return db.WithTxAs(ctx, Revisions{}, fn)
+}
+
+// WithTxAs is WithTx with the transaction recording its changes as rev says.
+func (db *DB) WithTxAs(ctx context.Context, rev Revisions, fn func(tx *Tx) error) error {
+	tx, err := db.BeginAs(ctx, rev)
 	if err != nil {
 		return err
 	}

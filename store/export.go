@@ -11,44 +11,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Doc is an object in the load format with its keys in order.
-type Doc struct {
-	Keys []string
-	Vals map[string]any
-}
-
-// Set appends or replaces key.
-func (d *Doc) Set(k string, v any) {
-	if d.Vals == nil {
-		d.Vals = map[string]any{}
-	}
-	if _, ok := d.Vals[k]; !ok {
-		d.Keys = append(d.Keys, k)
-	}
-	d.Vals[k] = v
-}
-
-// MarshalJSON writes the keys in order.
-func (d *Doc) MarshalJSON() ([]byte, error) {
-	buf := make([]byte, 0, 64*len(d.Keys)+2)
-	buf = append(buf, '{')
-	for i, k := range d.Keys {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = appendJSONString(buf, k)
-		buf = append(buf, ':')
-		var err error
-		if buf, err = appendJSON(buf, d.Vals[k]); err != nil {
-			return nil, err
-		}
-	}
-	return append(buf, '}'), nil
-}
-
-// MarshalYAML writes the keys in order.
-func (d *Doc) MarshalYAML() (any, error) { return d.yamlNode() }
-
 // InstanceDoc renders an instance in the load format: header keys, then the schema's
 // fields in order, with external fields computed and secrets left out.
 func (db *DB) InstanceDoc(ctx context.Context, s *Schema, in *Instance) *Doc {

@@ -249,10 +249,10 @@ func instanceDoc(s *Schema, in *Instance, dataJSON string) string {
 
 // revision writes one revisions row unless the transaction suppresses them.
 func (tx *Tx) revision(cls, key, action, before, after string) error {
-	if tx.NoRevisions {
+	if tx.rev.Off {
 		return nil
 	}
-	author := tx.Author
+	author := tx.rev.Author
 	if author == "" {
 		author = "system"
 	}
@@ -361,7 +361,7 @@ func (tx *Tx) write(s *Schema, old, in *Instance, action, data string, ifAbsent 
 		}
 		res, err := tx.exec(q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
 		if err != nil {
-			if strings.Contains(err.Error(), "UNIQUE") {
+			if isUnique(err) {
 				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
 			}
 			return false, fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
@@ -382,7 +382,7 @@ func (tx *Tx) write(s *Schema, old, in *Instance, action, data string, ifAbsent 
 		}
 		_, err := tx.exec(q, args...)
 		if err != nil {
-			if strings.Contains(err.Error(), "UNIQUE") {
+			if isUnique(err) {
 				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
 			}
 			return false, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)

@@ -96,8 +96,7 @@ func (db *DB) CollectIPs(ctx context.Context, author string) (int, error) {
 		var after int64
 		for {
 			var n int
-			err := db.WithTx(ctx, func(tx *Tx) error {
-				tx.Author = author
+			err := db.WithTxAs(ctx, Revisions{Author: author}, func(tx *Tx) error {
 				batch, err := tx.Instances(name, after, 1000)
 				if err != nil {
 					return err

@@ -139,6 +139,7 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 	}
 	res := &LoadResult{DryRun: opts.DryRun}
 	var tx *Tx
+	var l *loader
 	defer func() {
 		if tx != nil {
 			tx.Rollback()
@@ -148,11 +149,11 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 	var began time.Time
 	begin := func() error {
 		var err error
-		if tx, err = db.Begin(ctx); err != nil {
+		if tx, err = db.BeginAs(ctx, Revisions{Author: loadAuthor(opts), Off: opts.NoRevisions}); err != nil {
 			return err
 		}
+		l = &loader{tx: tx, opts: opts}
 		began = time.Now()
-		tx.NoRevisions, tx.Author = opts.NoRevisions, loadAuthor(opts)
 		return nil
 	}
 	flush := func() error {
@@ -174,7 +175,7 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 					return err
 				}
 			}
-			outcome, err := tx.loadEntry(e, opts)
+			outcome, err := l.loadEntry(ctx, e)
 			switch {
 			case err == nil:
 				res.count(outcome)
@@ -231,20 +232,18 @@ func loadAuthor(opts LoadOptions) string {
 }
 
 // Load loads entries inside the caller's transaction (used by start-up blocks so a
-// block is one transaction). The second pass runs as in DB.Load. NoRevisions and the
-// author apply for the duration of the call; DryRun and BatchSize are the caller's
-// business (it owns the transaction).
-func (tx *Tx) Load(entries []*Entry, opts LoadOptions) (*LoadResult, error) {
-	prevNo, prevAuthor := tx.NoRevisions, tx.Author
-	defer func() { tx.NoRevisions, tx.Author = prevNo, prevAuthor }()
-	tx.NoRevisions = tx.NoRevisions || opts.NoRevisions
-	tx.Author = loadAuthor(opts)
+// block is one transaction). The second pass runs as in DB.Load. Its revisions name
+// the load's author and are left out when the transaction or the load says so;
+// DryRun and BatchSize are the caller's business (it owns the transaction).
+func (tx *Tx) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*LoadResult, error) {
+	tx = tx.withRevisions(Revisions{Author: loadAuthor(opts), Off: tx.rev.Off || opts.NoRevisions})
+	l := &loader{tx: tx, opts: opts}
 	res := &LoadResult{DryRun: opts.DryRun}
 	list, last := entries, false
 	for len(list) > 0 {
 		var retry []*Entry
 		for _, e := range list {
-			outcome, err := tx.loadEntry(e, opts)
+			outcome, err := l.loadEntry(ctx, e)
 			switch {
 			case err == nil:
 				res.count(outcome)
@@ -263,8 +262,17 @@ func (tx *Tx) Load(entries []*Entry, opts LoadOptions) (*LoadResult, error) {
 	return res, nil
 }
 
+// loader applies load entries in one transaction.
+type loader struct {
+	tx   *Tx
+	opts LoadOptions
+	// sawExisting turns the insert-first path off once an entry existed.
+	sawExisting bool
+}
+
 // loadEntry applies one entry inside a savepoint so a failure leaves nothing behind.
-func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
+func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
+	tx, opts := l.tx, l.opts
 	// The transform changes the entry in place: an entry retried by the second pass
 	// has been transformed already.
 	if opts.Transform != nil && !e.transformed {
@@ -288,7 +296,7 @@ func (tx *Tx) loadEntry(e *Entry, opts LoadOptions) (string, error) {
 	// an entry ever fail after writing, the failure is made internal: the caller then
 	// rolls the whole batch back, which keeps every entry atomic.
 	written := tx.writes
-	outcome, err := tx.applyEntry(e, opts)
+	outcome, err := l.applyEntry(ctx, e)
 	if err != nil && tx.writes != written && ErrorCode(err) != EInternal {
 		return "", fmt.Errorf("entry failed after writing: %w", err)
 	}
@@ -315,7 +323,8 @@ func (tx *Tx) transformMessage(e *Entry, err error) string {
 	return err.Error()
 }
 
-func (tx *Tx) applyEntry(e *Entry, opts LoadOptions) (string, error) {
+func (l *loader) applyEntry(ctx context.Context, e *Entry) (string, error) {
+	tx, opts := l.tx, l.opts
 	if opts.Auth != nil && opts.Auth.ReadOnly {
 		return "", Errorf(EForbidden, "read-only credentials cannot load")
 	}
@@ -339,7 +348,7 @@ func (tx *Tx) applyEntry(e *Entry, opts LoadOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return tx.putInstance(s, e, opts)
+	return l.putInstance(ctx, s, e)
 }
 
 // resolveKeyname applies the schema's keyname mode to the entry's keyname and displayname.
@@ -394,7 +403,8 @@ func isHexIP(s string) bool {
 
 // putInstance applies an instance entry of schema s: it builds the new state from the
 // entry and the stored object and hands it to the apply path.
-func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error) {
+func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, error) {
+	tx, opts := l.tx, l.opts
 	if err := resolveKeyname(s, e); err != nil {
 		return "", err
 	}
@@ -402,17 +412,17 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 	// Only a caller holding every permission learns whether a plain secret it gives is
 	// the stored one (as "unchanged"): for anyone else a given plain secret is always a
 	// change, so a load (dry run or not) is no oracle on secrets.
-	tx.compareSecrets = opts.Auth == nil || opts.Auth.HasAll()
+	compareSecrets := opts.Auth == nil || opts.Auth.HasAll()
 	// Insert first while entries keep being new (an initial load): one statement
 	// instead of a lookup and an insert. When the keyname exists, or the entry is not
 	// valid as a new object, the lookup path below decides with the stored object.
-	if e.Action == ActionCreate && !tx.sawExisting && CanWrite(opts.Auth, s, OpCreate) {
-		if next, err := tx.buildInstance(s, e, nil); err == nil {
-			out, err := tx.Apply(tx.ctx, Write{Schema: s, New: next, Action: ActionCreate, validated: true, ifAbsent: true}, ao)
+	if e.Action == ActionCreate && !l.sawExisting && CanWrite(opts.Auth, s, OpCreate) {
+		if next, err := tx.buildInstance(s, e, nil, compareSecrets); err == nil {
+			out, err := tx.Apply(ctx, Write{Schema: s, New: next, Action: ActionCreate, validated: true, ifAbsent: true}, ao)
 			if !errors.Is(err, errExists) {
 				return out.Result, err
 			}
-			tx.sawExisting = true
+			l.sawExisting = true
 		}
 	}
 	old, err := tx.Instance(s.Keyname, e.Keyname)
@@ -433,12 +443,12 @@ func (tx *Tx) putInstance(s *Schema, e *Entry, opts LoadOptions) (string, error)
 			if e.Action == ActionInit && old != nil {
 				break
 			}
-			if w.New, err = tx.buildInstance(s, e, old); err != nil {
+			if w.New, err = tx.buildInstance(s, e, old, compareSecrets); err != nil {
 				return "", err
 			}
 		}
 	}
-	out, err := tx.Apply(tx.ctx, w, ao)
+	out, err := tx.Apply(ctx, w, ao)
 	return out.Result, err
 }
 
@@ -463,8 +473,9 @@ func loadOp(action string, old *Instance) string {
 }
 
 // buildInstance merges the entry into old (nil: a new object with the fields'
-// defaults) and validates every value.
-func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance) (*Instance, error) {
+// defaults) and validates every value. With compareSecrets, a plain secret that verifies
+// against the stored hash keeps it (no change).
+func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance, compareSecrets bool) (*Instance, error) {
 	next := &Instance{Classname: s.Keyname, Keyname: e.Keyname, IsEnabled: true, Data: map[string]any{}}
 	if old != nil {
 		next.Displayname, next.IsEnabled, next.Data = old.Displayname, old.IsEnabled, cloneMap(old.Data)
@@ -492,7 +503,7 @@ func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance) (*Instance, erro
 			}
 			v = norm
 		}
-		if f.Dataformat == "secret" && old != nil && tx.compareSecrets && sameSecret(v, old.Data[k]) {
+		if f.Dataformat == "secret" && old != nil && compareSecrets && sameSecret(v, old.Data[k]) {
 			continue // the plain text given is the one stored: keep its hash (no change)
 		}
 		nv, present, err := f.normalize(v, tx)

@@ -364,7 +364,7 @@ func (tx *Tx) rewriteInstance(sch *Schema, in *Instance, fields []string, rename
 	if _, err := tx.exec("UPDATE instances SET data = ?, updated_at = ? WHERE id = ?", mustJSON(data), next.UpdatedAt, in.ID); err != nil {
 		return 0, fmt.Errorf("rewrite references in %s %s: %w", in.Classname, in.Keyname, err)
 	}
-	if tx.NoRevisions { // skip building the revision documents (migrations rewrite many)
+	if tx.rev.Off { // skip building the revision documents (migrations rewrite many)
 		return n, nil
 	}
 	if err := tx.revision(in.Classname, in.Keyname, "update", instanceDoc(sch, in, ""), instanceDoc(sch, &next, "")); err != nil {

@@ -32,8 +32,8 @@ type SessionLimits struct {
 // ConsoleSessionLimits reads the session lifetimes from the configuration.
 func (db *DB) ConsoleSessionLimits(ctx context.Context) SessionLimits {
 	return SessionLimits{
-		Idle:     time.Duration(db.ConfigInt(ctx, "CONSOLE_SESSION_IDLE_MINUTES")) * time.Minute,
-		Absolute: time.Duration(db.ConfigInt(ctx, "CONSOLE_SESSION_MAX_HOURS")) * time.Hour,
+		Idle:     time.Duration(db.ConfigInt(ctx, ConfigSessionIdleMinutes)) * time.Minute,
+		Absolute: time.Duration(db.ConfigInt(ctx, ConfigSessionMaxHours)) * time.Hour,
 	}
 }
 

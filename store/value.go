@@ -79,6 +79,10 @@ func BoolWord(s string) (v, ok bool) {
 	return false, false
 }
 
+// ScalarText is the text of a scalar load value (string, number, boolean or null) as
+// it is stored; ok is false for lists and mappings.
+func ScalarText(v any) (text string, ok bool) { return scalarText(v) }
+
 // scalarText renders a scalar value as text; ok is false for lists and maps.
 func scalarText(v any) (string, bool) {
 	switch x := v.(type) {

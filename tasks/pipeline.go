@@ -58,7 +58,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 	if err != nil {
 		return StatusFailed, err.Error()
 	}
-	x := &pipelineRun{r: r, handle: t.Handle, p: p, auth: auth, rules: compiled, res: t.Result, now: time.Now().UTC()}
+	x := &pipelineRun{r: r, handle: t.Handle, p: p, auth: auth, rules: compiled, res: t.Result, now: r.db.Now().UTC()}
 	if x.res == nil {
 		x.res = &Result{}
 	}
@@ -126,7 +126,8 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 // so other writers wait at most about that long.
 func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok bool, err error) {
 	r := x.r
-	begin := r.db.Begin
+	rev := store.Revisions{Author: "task:" + x.handle}
+	begin := func(ctx context.Context) (*store.Tx, error) { return r.db.BeginAs(ctx, rev) }
 	if x.p.DryRun {
 		begin = r.db.BeginRead
 	}
@@ -135,7 +136,6 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 		return false, false, err
 	}
 	defer tx.Rollback()
-	tx.Author = "task:" + x.handle
 	name := x.p.Schemas[cp.Schema]
 	s, err := tx.Schema(name)
 	if err != nil {

@@ -84,9 +84,11 @@ func (r *Runner) work(ctx context.Context, only string) {
 
 // claim takes one queued task, or a running one whose lease expired, with one UPDATE ... RETURNING.
 func (r *Runner) claim(ctx context.Context, only string) (string, error) {
+	// Leases measure real time between processes (the wall clock); started_at is
+	// recorded with the database's clock like every other time a row holds.
 	ts := time.Now().UTC()
 	cond := "(status = 'queued' OR (status = 'running' AND lease_until < ?))"
-	args := []any{r.id, leaseTime(ts.Add(r.o.Lease)), ts.Format(time.RFC3339), leaseTime(ts)}
+	args := []any{r.id, leaseTime(ts.Add(r.o.Lease)), r.now(), leaseTime(ts)}
 	q := `UPDATE tasks SET status = 'running', lease_owner = ?, lease_until = ?, started_at = COALESCE(started_at, ?)
 		WHERE handle = (SELECT handle FROM tasks WHERE ` + cond
 	if only != "" {
@@ -146,7 +148,7 @@ func (r *Runner) finish(ctx context.Context, handle, status, msg string) {
 	}
 	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, error = ?, finished_at = ?, lease_owner = '',
-			lease_until = '' WHERE handle = ? AND lease_owner = ? AND status = 'running'`, status, errText, now(), handle, r.id)
+			lease_until = '' WHERE handle = ? AND lease_owner = ? AND status = 'running'`, status, errText, r.now(), handle, r.id)
 		return err
 	})
 	if err != nil {

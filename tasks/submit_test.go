@@ -175,6 +175,46 @@ func TestSubmitWithoutAuthIsRejected(t *testing.T) {
 	}
 }
 
+func TestSubmitTx(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	addPipeline(t, db, "marker", markerPipeline, "")
+	r := newRunner(t, db, tasks.Options{})
+	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: store.SystemAuth()}
+	t.Run("a rolled-back transaction queues nothing", func(t *testing.T) {
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.SubmitTx(ctx, tx, p); err != nil {
+			t.Fatal(err)
+		}
+		tx.Rollback()
+		if got, want := queryInt(t, db, "SELECT count(*) FROM tasks"), 0; got != want {
+			t.Fatalf("tasks: %d, want %d", got, want)
+		}
+	})
+	t.Run("a committed transaction queues the task with its other writes", func(t *testing.T) {
+		var handle string
+		err := db.WithTx(ctx, func(tx *store.Tx) error {
+			var err error
+			if handle, err = r.SubmitTx(ctx, tx, p); err != nil {
+				return err
+			}
+			return tx.SetRegistry("SUBMIT_TX_TEST", handle)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := testkit.QueryString(t, db, "SELECT value FROM registry WHERE key = 'SUBMIT_TX_TEST'"), handle; got != want {
+			t.Fatalf("registry: %q, want %q", got, want)
+		}
+		if got, want := getTask(t, r, handle).Status, tasks.StatusQueued; got != want {
+			t.Fatalf("status: %s, want %s", got, want)
+		}
+	})
+}
+
 // TestSubmitQueuePerOwner: one submitting credential cannot fill the queue; another
 // credential still submits. Keys without a user are told apart by key, not "system".
 func TestSubmitQueuePerOwner(t *testing.T) {

@@ -163,56 +163,95 @@ func (t *Task) Finished() bool {
 	return t.Status == StatusSucceeded || t.Status == StatusFailed || t.Status == StatusCancelled
 }
 
-func now() string { return time.Now().UTC().Format(time.RFC3339) }
+// now is the time recorded in task rows, from the database's clock.
+func (r *Runner) now() string { return r.db.Now().UTC().Format(time.RFC3339) }
 
 // Submit validates a pipeline run and queues it, returning its handle at once.
 // Validation failures are *store.Error with a message fit for the caller.
 func (r *Runner) Submit(ctx context.Context, p Params) (string, error) {
+	sub, err := r.prepare(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	if err := r.db.WithTx(ctx, func(tx *store.Tx) error { return r.insert(ctx, tx, sub) }); err != nil {
+		return "", err
+	}
+	r.wakeUp()
+	return sub.handle, nil
+}
+
+// SubmitTx is Submit inside the caller's transaction: the task is queued when tx
+// commits and not at all when it rolls back. The pipeline and its schemas are read as
+// committed (outside tx).
+func (r *Runner) SubmitTx(ctx context.Context, tx *store.Tx, p Params) (string, error) {
+	sub, err := r.prepare(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	if err := r.insert(ctx, tx, sub); err != nil {
+		return "", err
+	}
+	r.wakeUp()
+	return sub.handle, nil
+}
+
+// submission is a checked task ready to be queued.
+type submission struct {
+	handle, params, auth, ownerType, ownerID string
+	authKind, authName                       string
+}
+
+// prepare applies the submission rules and builds the task's row.
+func (r *Runner) prepare(ctx context.Context, p Params) (*submission, error) {
 	pl, err := r.db.PipelineByName(ctx, p.Pipeline)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := r.checkRun(ctx, pl, p.Schemas, p.DryRun, p.Auth); err != nil {
-		return "", err
+		return nil, err
 	}
-	handle := uuid.NewString()
 	pj, _ := json.Marshal(params{Pipeline: pl.Keyname, Schemas: p.Schemas, DryRun: p.DryRun, Content: pl.Content})
 	aj, _ := json.Marshal(p.Auth)
-	max := r.db.ConfigInt(ctx, "QUEUE_MAX")
-	perOwner := r.db.ConfigInt(ctx, "QUEUE_MAX_PER_OWNER")
-	err = r.db.WithTx(ctx, func(tx *store.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").Scan(&n); err != nil {
-			return fmt.Errorf("count tasks: %w", err)
-		}
-		if n >= max {
-			return store.Errorf(store.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
-		}
-		// The owner is the submitting credential (the stored authorisation context's
-		// kind and name): keys without a user all own tasks as "system" otherwise.
-		var mine int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')
-			AND json_extract(auth, '$.kind') = ? AND json_extract(auth, '$.name') = ?`, p.Auth.Kind, p.Auth.Name).Scan(&mine); err != nil {
-			return fmt.Errorf("count tasks: %w", err)
-		}
-		if perOwner > 0 && mine >= perOwner {
-			return store.Errorf(store.EInvalid, "task queue is full for this owner (%d unfinished tasks, QUEUE_MAX_PER_OWNER %d)", mine, perOwner)
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO tasks(handle, kind, params, auth, owner_type, owner_id, status, created_at)
-			VALUES(?, 'pipeline', ?, ?, ?, ?, 'queued', ?)`, handle, string(pj), string(aj), p.OwnerType, p.OwnerID, now())
-		if err != nil {
-			return fmt.Errorf("insert task: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return "", err
+	return &submission{handle: uuid.NewString(), params: string(pj), auth: string(aj), ownerType: p.OwnerType,
+		ownerID: p.OwnerID, authKind: p.Auth.Kind, authName: p.Auth.Name}, nil
+}
+
+// insert queues sub unless the queue already holds QUEUE_MAX unfinished tasks, or
+// QUEUE_MAX_PER_OWNER of the submitting credential's.
+func (r *Runner) insert(ctx context.Context, tx *store.Tx, sub *submission) error {
+	max := r.db.ConfigInt(ctx, store.ConfigQueueMax)
+	perOwner := r.db.ConfigInt(ctx, store.ConfigQueueMaxPerOwner)
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").Scan(&n); err != nil {
+		return fmt.Errorf("count tasks: %w", err)
 	}
+	if n >= max {
+		return store.Errorf(store.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
+	}
+	// The owner is the submitting credential (the stored authorisation context's
+	// kind and name): keys without a user all own tasks as "system" otherwise.
+	var mine int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')
+		AND json_extract(auth, '$.kind') = ? AND json_extract(auth, '$.name') = ?`, sub.authKind, sub.authName).Scan(&mine); err != nil {
+		return fmt.Errorf("count tasks: %w", err)
+	}
+	if perOwner > 0 && mine >= perOwner {
+		return store.Errorf(store.EInvalid, "task queue is full for this owner (%d unfinished tasks, QUEUE_MAX_PER_OWNER %d)", mine, perOwner)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO tasks(handle, kind, params, auth, owner_type, owner_id, status, created_at)
+		VALUES(?, 'pipeline', ?, ?, ?, ?, 'queued', ?)`, sub.handle, sub.params, sub.auth, sub.ownerType, sub.ownerID, r.now())
+	if err != nil {
+		return fmt.Errorf("insert task: %w", err)
+	}
+	return nil
+}
+
+// wakeUp tells an idle worker that a task is queued.
+func (r *Runner) wakeUp() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
 	}
-	return handle, nil
 }
 
 // checkRun applies the submission rules: valid content, runnable schemas, the
@@ -371,7 +410,7 @@ func (r *Runner) ListSubmitted(ctx context.Context, ownerType, ownerID string, s
 func (r *Runner) Cancel(ctx context.Context, handle string) (*Task, error) {
 	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'cancelled', finished_at = ?
-			WHERE handle = ? AND status = 'queued'`, now(), handle); err != nil {
+			WHERE handle = ? AND status = 'queued'`, r.now(), handle); err != nil {
 			return fmt.Errorf("cancel task: %w", err)
 		}
 		_, err := tx.ExecContext(ctx, "UPDATE tasks SET cancel_requested = 1 WHERE handle = ? AND status = 'running'", handle)
@@ -388,8 +427,8 @@ func (r *Runner) Cancel(ctx context.Context, handle string) (*Task, error) {
 
 // Purge deletes finished tasks older than TASK_RETENTION_DAYS.
 func (r *Runner) Purge(ctx context.Context) (int64, error) {
-	days := r.db.ConfigInt(ctx, "TASK_RETENTION_DAYS")
-	cutoff := time.Now().UTC().AddDate(0, 0, -days).Format(time.RFC3339)
+	days := r.db.ConfigInt(ctx, store.ConfigTaskRetentionDays)
+	cutoff := r.db.Now().UTC().AddDate(0, 0, -days).Format(time.RFC3339)
 	var n int64
 	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE status IN ('succeeded', 'failed', 'cancelled')

@@ -162,10 +162,7 @@ func Instance(tb testing.TB, db *store.DB, cls, key string) *store.Instance {
 func Rename(tb testing.TB, db *store.DB, author, cls, from, to string) (*store.RenameReport, error) {
 	tb.Helper()
 	var rep *store.RenameReport
-	err := db.WithTx(context.Background(), func(tx *store.Tx) error {
-		if author != "" {
-			tx.Author = author
-		}
+	err := db.WithTxAs(context.Background(), store.Revisions{Author: author}, func(tx *store.Tx) error {
 		s, err := tx.Schema(cls)
 		if err != nil {
 			return err

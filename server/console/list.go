@@ -117,8 +117,8 @@ type listData struct {
 
 // pageSize reads page and size from the query within DATA_DEFAULT_SIZE/DATA_MAX_SIZE.
 func (c *Console) pageSize(ctx context.Context, qs url.Values) (page, size int) {
-	maxSize := c.db.ConfigInt(ctx, "DATA_MAX_SIZE")
-	size = min(c.db.ConfigInt(ctx, "DATA_DEFAULT_SIZE"), maxSize)
+	maxSize := c.db.ConfigInt(ctx, store.ConfigDataMaxSize)
+	size = min(c.db.ConfigInt(ctx, store.ConfigDataDefaultSize), maxSize)
 	if n, err := strconv.Atoi(qs.Get("size")); err == nil && n >= 1 {
 		size = min(n, maxSize)
 	}

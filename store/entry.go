@@ -1,0 +1,175 @@
+package store
+
+import (
+	"strings"
+)
+
+// Entry is one object of a load document: its keys in Fields, their order in Order,
+// and where it came from. Header values are read by prepare.
+type Entry struct {
+	Fields map[string]any
+	Order  []string
+	File   string
+	Index  int
+
+	Classname      string
+	Keyname        string
+	Displayname    string
+	HasDisplayname bool
+	IsEnabled      *bool
+	Action         string
+
+	transformed bool // LoadOptions.Transform has run on it
+}
+
+// headerKeys are the keys of an entry that are not field values.
+var headerKeys = map[string]bool{"classname": true, "keyname": true, "displayname": true, "is_enabled": true,
+	"_action": true}
+
+// NewEntry builds an entry from a map (key order: sorted header first, then as ranged).
+func NewEntry(m map[string]any) *Entry {
+	e := &Entry{Fields: m}
+	for _, k := range []string{"classname", "keyname", "displayname", "is_enabled"} {
+		if _, ok := m[k]; ok {
+			e.Order = append(e.Order, k)
+		}
+	}
+	for k := range m {
+		if !headerKeys[k] || k == "_action" {
+			e.Order = append(e.Order, k)
+		}
+	}
+	return e
+}
+
+// Set sets key to v, keeping Order in step.
+func (e *Entry) Set(k string, v any) {
+	if _, ok := e.Fields[k]; !ok {
+		e.Order = append(e.Order, k)
+	}
+	e.Fields[k] = v
+}
+
+// syncOrder drops keys removed from Fields (by a pipeline) and appends new ones.
+func (e *Entry) syncOrder() {
+	seen := make(map[string]bool, len(e.Order))
+	out := e.Order[:0]
+	for _, k := range e.Order {
+		if _, ok := e.Fields[k]; ok && !seen[k] {
+			out = append(out, k)
+			seen[k] = true
+		}
+	}
+	for k := range e.Fields {
+		if !seen[k] {
+			out = append(out, k)
+		}
+	}
+	e.Order = out
+}
+
+// prepare reads the header keys; action overrides _action when non-empty.
+func (e *Entry) prepare(action string) error {
+	e.syncOrder()
+	cls, ok := e.Fields["classname"].(string)
+	cls = strings.TrimSpace(cls)
+	if !ok || cls == "" {
+		return Errorf(EInvalid, "entry has no classname")
+	}
+	e.Classname = cls
+	kv := e.Fields["keyname"]
+	if kv == nil && cls == "_user" {
+		kv = e.Fields["login"]
+	}
+	k, ok := scalarText(kv)
+	if !ok {
+		return Errorf(EInvalid, "keyname must be a scalar")
+	}
+	e.Keyname = strings.TrimSpace(k)
+	e.HasDisplayname = false
+	if d, present := e.Fields["displayname"]; present {
+		t, ok := scalarText(d)
+		if !ok {
+			return Errorf(EInvalid, "displayname must be a scalar")
+		}
+		e.Displayname, e.HasDisplayname = t, true
+	}
+	e.IsEnabled = nil
+	if v, present := e.Fields["is_enabled"]; present && v != nil {
+		b, ok := v.(bool)
+		if !ok {
+			t, scalar := scalarText(v)
+			if b, ok = BoolWord(t); !ok || !scalar {
+				return Errorf(EInvalid, "is_enabled %q is not a boolean", t)
+			}
+		}
+		e.IsEnabled = &b
+	}
+	e.Action = ActionCreate
+	if a, present := e.Fields["_action"]; present && a != nil {
+		t, _ := scalarText(a)
+		e.Action = strings.ToLower(strings.TrimSpace(t))
+	}
+	if action != "" {
+		e.Action = action
+	}
+	switch e.Action {
+	case ActionCreate, ActionUpdate, ActionInit, ActionDelete, ActionEnable, ActionDisable, ActionNoop:
+	case "create_or_update":
+		e.Action = ActionCreate
+	default:
+		return Errorf(EInvalid, "unknown _action %q", e.Action)
+	}
+	return nil
+}
+
+// Key returns the entry's classname and keyname as written (login stands for the
+// keyname of a _user entry), without validating anything.
+func (e *Entry) Key() (cls, key string) {
+	cls, _ = scalarText(e.Fields["classname"])
+	cls = strings.TrimSpace(cls)
+	kv := e.Fields["keyname"]
+	if kv == nil && cls == "_user" {
+		kv = e.Fields["login"]
+	}
+	key, _ = scalarText(kv)
+	return cls, strings.TrimSpace(key)
+}
+
+// Doc is an object in the load format with its keys in order.
+type Doc struct {
+	Keys []string
+	Vals map[string]any
+}
+
+// Set appends or replaces key.
+func (d *Doc) Set(k string, v any) {
+	if d.Vals == nil {
+		d.Vals = map[string]any{}
+	}
+	if _, ok := d.Vals[k]; !ok {
+		d.Keys = append(d.Keys, k)
+	}
+	d.Vals[k] = v
+}
+
+// MarshalJSON writes the keys in order.
+func (d *Doc) MarshalJSON() ([]byte, error) {
+	buf := make([]byte, 0, 64*len(d.Keys)+2)
+	buf = append(buf, '{')
+	for i, k := range d.Keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, k)
+		buf = append(buf, ':')
+		var err error
+		if buf, err = appendJSON(buf, d.Vals[k]); err != nil {
+			return nil, err
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+// MarshalYAML writes the keys in order.
+func (d *Doc) MarshalYAML() (any, error) { return d.yamlNode() }
