@@ -90,8 +90,8 @@ func listIDs(t *testing.T, db *store.DB, s *store.Schema, q store.ListQuery) ([]
 	return ids, res
 }
 
-// The indexed search answers exactly what LIKE answers, over random data and random
-// searches (substrings of stored values and random strings, short and long), in a
+// The search answers exactly what LIKE answers (with the pattern escaping), over random
+// data and random searches (substrings of stored values and random strings, short and long), in a
 // schema with and one without secret fields; and after updates and deletes.
 func TestSearchMatchesLike(t *testing.T) {
 	db := newTestDB(t)
@@ -233,8 +233,8 @@ func TestCountsAndKeysetPaging(t *testing.T) {
 	check("item", want-moved)
 }
 
-// A file written before the counts and the search index existed gets both built when
-// it is opened.
+// A file written before the counts existed gets them built when it is opened (and the
+// search index of layout 4 built, then dropped by layout 6).
 func TestCountsAndSearchIndexBuiltForExistingFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "old.db")
@@ -249,11 +249,11 @@ func TestCountsAndSearchIndexBuiltForExistingFiles(t *testing.T) {
 	}
 	for _, q := range []string{
 		"DROP TRIGGER instances_count_insert", "DROP TRIGGER instances_count_delete", "DROP TRIGGER instances_count_move",
-		"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete", "DROP TRIGGER instances_search_update",
-		"DROP TABLE instances_search", "DROP TABLE instance_counts",
-		"DROP TABLE layout_versions", // layout 5, after the counts and search
+		"DROP TRIGGER configuration_insert", "DROP TRIGGER configuration_update", "DROP TRIGGER configuration_delete",
+		"DROP TABLE instance_counts",
+		"DROP TABLE layout_versions", // layout 7
 		"INSERT INTO instances(classname, keyname, data, created_at, updated_at) VALUES('a', 'one', '{\"x\":\"needle\"}', '', ''), ('a', 'two', '{}', '', ''), ('b', 'three', '{}', '', '')",
-		"PRAGMA user_version = 3", // before layout 4 (counts and search); layout 3 is the sessions table
+		"PRAGMA user_version = 3", // before layouts 4 (counts and search), 5, 6 and 7; layout 3 is the sessions table
 	} {
 		if _, err := sdb.Exec(q); err != nil {
 			sdb.Close()
@@ -271,7 +271,31 @@ func TestCountsAndSearchIndexBuiltForExistingFiles(t *testing.T) {
 			t.Fatalf("count %s = %d, %v; want %d", cls, n, err, want)
 		}
 	}
-	if n := queryInt(t, db, `SELECT count(*) FROM instances_search WHERE instances_search MATCH '"eedl"'`); n != 1 {
-		t.Fatalf("rebuilt index finds %d rows, want 1", n)
+	// Layout 4 built the search index, layout 6 dropped it again with its triggers.
+	if n := queryInt(t, db, `SELECT count(*) FROM sqlite_master WHERE name LIKE 'instances_search%'`); n != 0 {
+		t.Fatalf("%d search index objects left, want 0", n)
+	}
+}
+
+// The count of a search is the same whether it comes from the last page or from
+// counting: on every page, with page numbers past the end too.
+func TestSearchCountOnEveryPage(t *testing.T) {
+	db := newTestDB(t)
+	mustLoad(t, db, `- {classname: _schema, keyname: item, n: {dataformat: int}}`, store.LoadOptions{System: true})
+	var b strings.Builder
+	for i := range 37 {
+		fmt.Fprintf(&b, "- {classname: item, keyname: item%02d, n: %d}\n", i, i)
+	}
+	mustLoad(t, db, b.String(), store.LoadOptions{System: true})
+	s, err := db.Schema(context.Background(), "item")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(likeIDs(t, db, "item", "1", true))
+	for page := range 6 {
+		_, res := listIDs(t, db, s, store.ListQuery{Search: "1", Offset: page * 5, Limit: 5})
+		if res.Count != want || !res.CountExact {
+			t.Fatalf("page %d: count %d (exact %v), want %d", page+1, res.Count, res.CountExact, want)
+		}
 	}
 }
