@@ -210,7 +210,7 @@ func TestCrashDuringMigration(t *testing.T) {
 				}
 			}
 		}
-		return tx.SetRegistry(store.RegDBVersion, "4.5.0")
+		return tx.SetRegistry(ctx, store.RegDBVersion, "4.5.0")
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -107,10 +107,10 @@ func (s *starter) run(ctx context.Context) error {
 	// 3. Synchronise configuration, and the built-in permissions the code defines beyond
 	// the seed's data-version blocks (docs/permissions.md).
 	if err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-		if err := tx.SyncConfig(); err != nil {
+		if err := tx.SyncConfig(ctx); err != nil {
 			return err
 		}
-		return tx.SyncPermissions()
+		return tx.SyncPermissions(ctx)
 	}); err != nil {
 		return s.failed(ctx, "configuration", err)
 	}
@@ -124,10 +124,10 @@ func (s *starter) run(ctx context.Context) error {
 	}
 	// 5. Built-in API key secret, then the administrator account.
 	if err := s.db.WithTxAs(ctx, store.Revisions{Off: true}, func(tx *store.Tx) error {
-		if err := s.seedAPIKey(tx); err != nil {
+		if err := s.seedAPIKey(ctx, tx); err != nil {
 			return err
 		}
-		return s.forceAdmin(tx)
+		return s.forceAdmin(ctx, tx)
 	}); err != nil {
 		return s.failed(ctx, "keys and admin", err)
 	}
@@ -167,7 +167,7 @@ func (s *starter) failed(ctx context.Context, step string, err error) error {
 func (s *starter) bootstrap(ctx context.Context) error {
 	s.log.Info("bootstrap: empty database, loading built-in definitions")
 	return s.db.WithTxAs(ctx, store.Revisions{Off: true}, func(tx *store.Tx) error {
-		if err := s.loadFile(tx, "00_permission.yml", "_permission"); err != nil {
+		if err := s.loadFile(ctx, tx, "00_permission.yml", "_permission"); err != nil {
 			return err
 		}
 		files, err := InitFiles(s.o.Init)
@@ -175,14 +175,14 @@ func (s *starter) bootstrap(ctx context.Context) error {
 			return err
 		}
 		for _, f := range files {
-			if err := s.loadFile(tx, f, ""); err != nil {
+			if err := s.loadFile(ctx, tx, f, ""); err != nil {
 				return err
 			}
 		}
-		if err := tx.SetRegistry(store.RegDBVersion, BootstrapVersion); err != nil {
+		if err := tx.SetRegistry(ctx, store.RegDBVersion, BootstrapVersion); err != nil {
 			return err
 		}
-		return tx.SetRegistry(store.RegInstanceUUID, uuid.NewString())
+		return tx.SetRegistry(ctx, store.RegInstanceUUID, uuid.NewString())
 	})
 }
 
@@ -209,7 +209,7 @@ func InitFiles(fsys fs.FS) ([]string, error) {
 
 // loadFile loads one built-in file with every permission. Invalid YAML is logged and
 // skipped, an empty file skipped; onlyClass (if set) restricts the entries loaded.
-func (s *starter) loadFile(tx *store.Tx, name, onlyClass string) error {
+func (s *starter) loadFile(ctx context.Context, tx *store.Tx, name, onlyClass string) error {
 	data, err := fs.ReadFile(s.o.Init, name)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", name, err)
@@ -233,7 +233,7 @@ func (s *starter) loadFile(tx *store.Tx, name, onlyClass string) error {
 		}
 		entries = kept
 	}
-	res, err := tx.Load(tx.Context(), entries, store.LoadOptions{System: true, NoRevisions: true})
+	res, err := tx.Load(ctx, entries, store.LoadOptions{System: true, NoRevisions: true})
 	if err != nil {
 		return fmt.Errorf("load %s: %w", name, err)
 	}
@@ -245,11 +245,11 @@ func (s *starter) loadFile(tx *store.Tx, name, onlyClass string) error {
 
 // seedAPIKey sets the api_builtin secret from SERVICE_APIKEY_SECRET when the key
 // exists and has no secret yet.
-func (s *starter) seedAPIKey(tx *store.Tx) error {
+func (s *starter) seedAPIKey(ctx context.Context, tx *store.Tx) error {
 	if s.o.APIKeySecret == "" {
 		return nil
 	}
-	in, err := tx.Instance("_apikey", "api_builtin")
+	in, err := tx.Instance(ctx, "_apikey", "api_builtin")
 	if store.IsNotFound(err) {
 		s.log.Warn("built-in API key api_builtin not found: secret not seeded")
 		return nil
@@ -260,7 +260,7 @@ func (s *starter) seedAPIKey(tx *store.Tx) error {
 	if sec, _ := in.Data["secret"].(string); sec != "" {
 		return nil
 	}
-	sch, err := tx.Schema("_apikey")
+	sch, err := tx.Schema(ctx, "_apikey")
 	if err != nil {
 		return err
 	}
@@ -268,13 +268,13 @@ func (s *starter) seedAPIKey(tx *store.Tx) error {
 	next.Data = cloneData(in.Data)
 	next.Data["secret"] = store.HashSecret(s.o.APIKeySecret)
 	s.log.Info("built-in API key secret seeded", "key", "api_builtin")
-	return tx.SaveInstance(sch, in, &next, "update")
+	return tx.SaveInstance(ctx, sch, in, &next, "update")
 }
 
 // forceAdmin applies SERVICE_ADMIN_PASSWORD to the admin account: set it (when it
 // differs) and activate the account, or lock the account when it is not set.
-func (s *starter) forceAdmin(tx *store.Tx) error {
-	in, err := tx.Instance("_user", "admin")
+func (s *starter) forceAdmin(ctx context.Context, tx *store.Tx) error {
+	in, err := tx.Instance(ctx, "_user", "admin")
 	if store.IsNotFound(err) {
 		s.log.Info("no admin account: password step skipped")
 		return nil
@@ -282,7 +282,7 @@ func (s *starter) forceAdmin(tx *store.Tx) error {
 	if err != nil {
 		return err
 	}
-	sch, err := tx.Schema("_user")
+	sch, err := tx.Schema(ctx, "_user")
 	if err != nil {
 		return err
 	}
@@ -307,7 +307,7 @@ func (s *starter) forceAdmin(tx *store.Tx) error {
 	if !changed {
 		return nil
 	}
-	return tx.SaveInstance(sch, in, &next, "update")
+	return tx.SaveInstance(ctx, sch, in, &next, "update")
 }
 
 func cloneData(m map[string]any) map[string]any {

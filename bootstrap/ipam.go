@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -14,8 +15,8 @@ import (
 // dotted IPv4 address gets the address as displayname and the derived hex keyname; no
 // row stays under the dotted keyname. Other keynames are left alone; a dotted instance
 // whose hex twin already exists is skipped with a warning.
-func (s *starter) block480(tx *store.Tx) error {
-	err := s.reloads(tx,
+func (s *starter) block480(ctx context.Context, tx *store.Tx) error {
+	err := s.reloads(ctx, tx,
 		reloadStep{"60_ipam.yml", []string{"_schema:ipam_ip"}, ""},
 		reloadStep{"30_dataview.yml", []string{"_dataview:ipam_ip_default"}, ""})
 	if err != nil {
@@ -26,7 +27,7 @@ func (s *starter) block480(tx *store.Tx) error {
 	skipped := 0
 	var after int64
 	for {
-		batch, err := tx.InstanceKeys("ipam_ip", "", after, 1000)
+		batch, err := tx.InstanceKeys(ctx, "ipam_ip", "", after, 1000)
 		if err != nil {
 			return err
 		}
@@ -38,7 +39,7 @@ func (s *starter) block480(tx *store.Tx) error {
 			}
 			dotted := in.Keyname // ConvertKeyname updates in.Keyname to hex
 			hex, _ := store.HexIP(dotted)
-			err := tx.ConvertKeyname(in, hex, dotted)
+			err := tx.ConvertKeyname(ctx, in, hex, dotted)
 			if store.ErrorCode(err) == store.EConflict {
 				s.log.Warn("4.8.0: hex keyname already exists; dotted ipam_ip left as is",
 					"keyname", dotted, "hex", hex)
@@ -56,7 +57,7 @@ func (s *starter) block480(tx *store.Tx) error {
 	}
 	refs := 0
 	if len(converted) > 0 {
-		refs, err = tx.RewriteAllReferencesFunc("ipam_ip", func(old string) (string, bool) {
+		refs, err = tx.RewriteAllReferencesFunc(ctx, "ipam_ip", func(old string) (string, bool) {
 			num, ok := ipv4Number(old)
 			if _, done := converted[num]; !ok || !done {
 				return "", false
@@ -70,7 +71,7 @@ func (s *starter) block480(tx *store.Tx) error {
 	}
 	s.log.Info("4.8.0: ipam_ip keynames converted to hexip", "converted", len(converted), "skipped", skipped,
 		"references_updated", refs)
-	return s.reload(tx, "20_home.yml", []string{"_home:ipam"}, "")
+	return s.reload(ctx, tx, "20_home.yml", []string{"_home:ipam"}, "")
 }
 
 // ipv4Number is the number of a canonical dotted IPv4 address (ok is false for
@@ -86,19 +87,19 @@ func ipv4Number(s string) (uint32, bool) {
 
 // rewriteRefs applies renames of target's instances to every schema field referencing
 // target, in one pass per referencing schema.
-func (s *starter) rewriteRefs(tx *store.Tx, target string, renames map[string]string) (int, error) {
-	return tx.RewriteAllReferences(target, renames)
+func (s *starter) rewriteRefs(ctx context.Context, tx *store.Tx, target string, renames map[string]string) (int, error) {
+	return tx.RewriteAllReferences(ctx, target, renames)
 }
 
 // block490 makes ipam_subnet keynames strict CIDRs: an instance whose `subnet` field is
 // set, differs from its keyname and is a valid aligned IPv4 CIDR is renamed to it, with
 // every reference (ipam_vlan.subnet, ipam_ip.subnet, ...) rewritten; others are logged
 // and left. Then the field definition `subnet` is deleted and the dataview reloaded.
-func (s *starter) block490(tx *store.Tx) error {
-	if err := s.reload(tx, "60_ipam.yml", []string{"_schema:ipam_subnet"}, ""); err != nil {
+func (s *starter) block490(ctx context.Context, tx *store.Tx) error {
+	if err := s.reload(ctx, tx, "60_ipam.yml", []string{"_schema:ipam_subnet"}, ""); err != nil {
 		return err
 	}
-	sch, err := tx.Schema("ipam_subnet")
+	sch, err := tx.Schema(ctx, "ipam_subnet")
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func (s *starter) block490(tx *store.Tx) error {
 		conflicts = map[int64]string{}
 		var after int64
 		for {
-			batch, err := tx.InstanceKeys("ipam_subnet", "subnet", after, 1000)
+			batch, err := tx.InstanceKeys(ctx, "ipam_subnet", "subnet", after, 1000)
 			if err != nil {
 				return err
 			}
@@ -143,7 +144,7 @@ func (s *starter) block490(tx *store.Tx) error {
 					continue
 				}
 				old := in.Keyname
-				err := tx.ConvertKeyname(in, cidr, in.Displayname)
+				err := tx.ConvertKeyname(ctx, in, cidr, in.Displayname)
 				if store.ErrorCode(err) == store.EConflict {
 					// Taken, perhaps by an instance a later pass renames away.
 					conflicts[in.ID] = old + " -> " + cidr + ": ipam_subnet " + cidr + " already exists"
@@ -171,14 +172,14 @@ func (s *starter) block490(tx *store.Tx) error {
 	for _, id := range ids {
 		s.log.Warn("4.9.0: rename reported errors; instance skipped", "error", conflicts[id])
 	}
-	refs, err := s.rewriteRefs(tx, "ipam_subnet", renames)
+	refs, err := s.rewriteRefs(ctx, tx, "ipam_subnet", renames)
 	if err != nil {
 		return err
 	}
 	s.log.Info("4.9.0: ipam_subnet instances renamed to their CIDR", "renamed", len(renames),
 		"skipped", len(invalid)+len(conflicts), "references_updated", refs)
-	if err := tx.DeleteField("ipam_subnet", "subnet"); err != nil {
+	if err := tx.DeleteField(ctx, "ipam_subnet", "subnet"); err != nil {
 		return err
 	}
-	return s.reload(tx, "30_dataview.yml", []string{"_dataview:ipam_subnet"}, "")
+	return s.reload(ctx, tx, "30_dataview.yml", []string{"_dataview:ipam_subnet"}, "")
 }

@@ -17,7 +17,7 @@ type block struct {
 	version string
 	// rc: the block also re-runs when SERVICE_VERSION starts with "<version>-RC".
 	rc  bool
-	run func(s *starter, tx *store.Tx) error
+	run func(s *starter, ctx context.Context, tx *store.Tx) error
 }
 
 // blocks are the seed's migration blocks, in order. Versions compare as text.
@@ -88,10 +88,10 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 		}
 		s.log.Info("migration block start", "block", b.version, "db_version", cur)
 		err = s.db.WithTxAs(ctx, store.Revisions{Off: true}, func(tx *store.Tx) error {
-			if err := b.run(s, tx); err != nil {
+			if err := b.run(s, ctx, tx); err != nil {
 				return err
 			}
-			return tx.SetRegistry(store.RegDBVersion, b.version)
+			return tx.SetRegistry(ctx, store.RegDBVersion, b.version)
 		})
 		if err != nil {
 			return s.failed(ctx, "migration block "+b.version, err)
@@ -100,10 +100,10 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 		s.ran(b.version)
 	}
 	err = s.db.WithTx(ctx, func(tx *store.Tx) error {
-		if err := tx.SetRegistry(store.RegDBVersion, s.o.Version); err != nil {
+		if err := tx.SetRegistry(ctx, store.RegDBVersion, s.o.Version); err != nil {
 			return err
 		}
-		return tx.SetRegistry(store.RegDBVersionDate, s.o.VersionDate)
+		return tx.SetRegistry(ctx, store.RegDBVersionDate, s.o.VersionDate)
 	})
 	if err != nil {
 		return s.failed(ctx, "set DB_VERSION", err)
@@ -113,12 +113,12 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 
 // reload runs Reload: missing or failing entries are logged and start-up goes on
 // (seed rule 2); any other error is returned and fails the block.
-func (s *starter) reload(tx *store.Tx, file string, items []string, action string) error {
+func (s *starter) reload(ctx context.Context, tx *store.Tx, file string, items []string, action string) error {
 	var err error
 	if action == "init" {
-		err = loadBuiltins(tx, s.o.Init, file, items, action, s.log)
+		err = loadBuiltins(ctx, tx, s.o.Init, file, items, action, s.log)
 	} else {
-		err = Reload(tx, s.o.Init, file, items, action, s.log)
+		err = Reload(ctx, tx, s.o.Init, file, items, action, s.log)
 	}
 	if errors.Is(err, ErrReloadEntries) {
 		s.log.Error("reload failed", "file", file, "error", err)
@@ -128,9 +128,9 @@ func (s *starter) reload(tx *store.Tx, file string, items []string, action strin
 }
 
 // reloads runs several reloads in order, stopping at the first fatal error.
-func (s *starter) reloads(tx *store.Tx, steps ...reloadStep) error {
+func (s *starter) reloads(ctx context.Context, tx *store.Tx, steps ...reloadStep) error {
 	for _, r := range steps {
-		if err := s.reload(tx, r.file, r.items, r.action); err != nil {
+		if err := s.reload(ctx, tx, r.file, r.items, r.action); err != nil {
 			return err
 		}
 	}
@@ -143,8 +143,8 @@ type reloadStep struct {
 	action string
 }
 
-func (s *starter) block420(tx *store.Tx) error {
-	err := s.reloads(tx,
+func (s *starter) block420(ctx context.Context, tx *store.Tx) error {
+	err := s.reloads(ctx, tx,
 		reloadStep{"00_permission.yml", []string{"_permission:p_keyname_rename"}, ""},
 		reloadStep{"20_home.yml", []string{"_home:code_editor", "_home:revision"}, ""},
 		reloadStep{"60_ipam.yml", []string{"_schema:ipam_ip"}, ""},
@@ -154,7 +154,7 @@ func (s *starter) block420(tx *store.Tx) error {
 	}
 	for _, p := range []string{"p_schema_create", "p_schema_update", "p_schema_delete", "p_schemafield_read",
 		"p_schemafield_create", "p_schemafield_update", "p_schemafield_delete"} {
-		if err := tx.DeletePermissionDirect(p); err != nil {
+		if err := tx.DeletePermissionDirect(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -165,26 +165,26 @@ func (s *starter) block420(tx *store.Tx) error {
 // one exactly as it is (action init): a re-run of a block (a release candidate, or a
 // version that sorts lower as text) must not revert what users changed since.
 
-func (s *starter) block440(tx *store.Tx) error {
-	return s.reloads(tx,
+func (s *starter) block440(ctx context.Context, tx *store.Tx) error {
+	return s.reloads(ctx, tx,
 		reloadStep{"40_pipeline.yml", []string{"_pipeline:bulk_delete_disabled"}, "init"},
 		reloadStep{"00_permission.yml", []string{"_permission:p_api_load", "_permission:p_api_rawfile"}, "init"})
 }
 
-func (s *starter) block450(tx *store.Tx) error {
-	return s.reload(tx, "00_permission.yml", []string{"_permission:p_api_conf"}, "init")
+func (s *starter) block450(ctx context.Context, tx *store.Tx) error {
+	return s.reload(ctx, tx, "00_permission.yml", []string{"_permission:p_api_conf"}, "init")
 }
 
 // block460 runs its four steps independently: a missing `_pipeline` schema skips the
 // rewrite only.
-func (s *starter) block460(tx *store.Tx) error {
-	if err := s.rewritePipelines(tx); err != nil {
+func (s *starter) block460(ctx context.Context, tx *store.Tx) error {
+	if err := s.rewritePipelines(ctx, tx); err != nil {
 		return err
 	}
-	if err := s.setCodeEditorURL(tx); err != nil {
+	if err := s.setCodeEditorURL(ctx, tx); err != nil {
 		return err
 	}
-	return s.reloads(tx,
+	return s.reloads(ctx, tx,
 		reloadStep{"00_permission.yml", []string{"_permission:p_code_editor"}, "init"},
 		reloadStep{"50_apikey.yml", []string{"_apikey:api_builtin"}, "init"})
 }
@@ -192,8 +192,8 @@ func (s *starter) block460(tx *store.Tx) error {
 // setCodeEditorURL updates the built-in `_home:code_editor` entry from its built-in
 // file, the url only: users may have changed its other fields. A missing entry is
 // logged as a failed reload (seed rule 2) and start-up goes on.
-func (s *starter) setCodeEditorURL(tx *store.Tx) error {
-	err := loadBuiltins(tx, s.o.Init, "20_home.yml", []string{"_home:code_editor"}, "update", s.log, "url")
+func (s *starter) setCodeEditorURL(ctx context.Context, tx *store.Tx) error {
+	err := loadBuiltins(ctx, tx, s.o.Init, "20_home.yml", []string{"_home:code_editor"}, "update", s.log, "url")
 	if errors.Is(err, ErrReloadEntries) {
 		s.log.Error("reload failed", "file", "20_home.yml", "error", err)
 		return nil
@@ -203,8 +203,8 @@ func (s *starter) setCodeEditorURL(tx *store.Tx) error {
 
 // rewritePipelines rewrites every `_pipeline` content to a flat rule list; without
 // the `_pipeline` schema there is nothing to rewrite.
-func (s *starter) rewritePipelines(tx *store.Tx) error {
-	sch, err := tx.Schema("_pipeline")
+func (s *starter) rewritePipelines(ctx context.Context, tx *store.Tx) error {
+	sch, err := tx.Schema(ctx, "_pipeline")
 	if store.IsNotFound(err) {
 		s.log.Warn("4.6.0: schema _pipeline not found; no pipeline to rewrite")
 		return nil
@@ -215,7 +215,7 @@ func (s *starter) rewritePipelines(tx *store.Tx) error {
 	rewritten := 0
 	var after int64
 	for {
-		batch, err := tx.Instances("_pipeline", after, 500)
+		batch, err := tx.Instances(ctx, "_pipeline", after, 500)
 		if err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func (s *starter) rewritePipelines(tx *store.Tx) error {
 			next := *in
 			next.Data = cloneData(in.Data)
 			next.Data["content"] = norm
-			if err := tx.SaveInstance(sch, in, &next, "update"); err != nil {
+			if err := tx.SaveInstance(ctx, sch, in, &next, "update"); err != nil {
 				return fmt.Errorf("rewrite pipeline %s: %w", in.Keyname, err)
 			}
 			rewritten++

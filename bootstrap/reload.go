@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,21 +21,21 @@ var ErrReloadEntries = errors.New("reload failed")
 // inside tx. action is "create" (the default) or "update". Items missing from the file
 // and entries that fail are logged and make Reload return an error; the caller logs it
 // and start-up goes on.
-func Reload(tx *store.Tx, fsys fs.FS, file string, items []string, action string, log *slog.Logger) error {
+func Reload(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, items []string, action string, log *slog.Logger) error {
 	if action == "" {
 		action = "create"
 	}
 	if action != "create" && action != "update" {
 		return fmt.Errorf("reload %s: action %q is not create or update", file, action)
 	}
-	return loadBuiltins(tx, fsys, file, items, action, log)
+	return loadBuiltins(ctx, tx, fsys, file, items, action, log)
 }
 
 // loadBuiltins is Reload with any load action; the blocks' "add" steps use "init"
 // (create when missing, leave an existing object as it is). When fields are given,
 // only those fields of each entry are loaded (with its classname and keyname), so an
 // update touches nothing else.
-func loadBuiltins(tx *store.Tx, fsys fs.FS, file string, items []string, action string, log *slog.Logger, fields ...string) error {
+func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, items []string, action string, log *slog.Logger, fields ...string) error {
 	data, err := fs.ReadFile(fsys, file)
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
@@ -71,7 +72,7 @@ func loadBuiltins(tx *store.Tx, fsys fs.FS, file string, items []string, action 
 			missing = append(missing, it)
 		}
 	}
-	res, err := tx.Load(tx.Context(), pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
+	res, err := tx.Load(ctx, pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}

@@ -22,10 +22,11 @@ func reload(t *testing.T, db *store.DB, rec *testkit.Recorder, file string, item
 
 // reloadFS is reload from another init directory.
 func reloadFS(t *testing.T, db *store.DB, rec *testkit.Recorder, fsys fs.FS, file string, items []string, action string) error {
+	ctx := context.Background()
 	t.Helper()
 	var rerr error
 	err := db.WithTx(context.Background(), func(tx *store.Tx) error {
-		rerr = bootstrap.Reload(tx, fsys, file, items, action, rec.Logger(t))
+		rerr = bootstrap.Reload(ctx, tx, fsys, file, items, action, rec.Logger(t))
 		return nil
 	})
 	if err != nil {

@@ -88,9 +88,9 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 	case ActionNoop:
 		return Outcome{Result: OutSkipped}, nil
 	case ActionDelete:
-		return tx.applyDelete(w, opts)
+		return tx.applyDelete(ctx, w, opts)
 	case ActionEnable, ActionDisable:
-		return tx.applyEnabled(w, opts)
+		return tx.applyEnabled(ctx, w, opts)
 	case ActionInit:
 		if w.Old != nil {
 			return Outcome{Result: OutUnchanged}, nil
@@ -106,13 +106,13 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 		return Outcome{}, Errorf(EInvalid, "%s: %s needs the new state", w.Schema.Keyname, w.Action)
 	}
 	if w.Old == nil {
-		return tx.applyCreate(w, opts)
+		return tx.applyCreate(ctx, w, opts)
 	}
 	return tx.applyUpdate(ctx, w, opts)
 }
 
 // applyDelete deletes w.Old; a missing instance is unchanged.
-func (tx *Tx) applyDelete(w Write, opts ApplyOptions) (Outcome, error) {
+func (tx *Tx) applyDelete(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
 	s, old := w.Schema, w.Old
 	if old == nil {
 		return Outcome{Result: OutUnchanged}, nil
@@ -120,14 +120,14 @@ func (tx *Tx) applyDelete(w Write, opts ApplyOptions) (Outcome, error) {
 	if err := authorizeWrite(opts.Auth, s, OpDelete); err != nil {
 		return Outcome{}, err
 	}
-	if err := tx.containGrant(opts.Auth, s, old, nil); err != nil {
+	if err := tx.containGrant(ctx, opts.Auth, s, old, nil); err != nil {
 		return Outcome{}, err
 	}
 	if isAdminAccount(s, old) && !opts.System {
 		return Outcome{}, Errorf(EForbidden, "the admin account cannot be deleted")
 	}
 	if !opts.DryRun {
-		if err := tx.DeleteInstance(s, old); err != nil {
+		if err := tx.DeleteInstance(ctx, s, old); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -135,7 +135,7 @@ func (tx *Tx) applyDelete(w Write, opts ApplyOptions) (Outcome, error) {
 }
 
 // applyEnabled sets is_enabled of w.Old as w.Action (enable or disable) says.
-func (tx *Tx) applyEnabled(w Write, opts ApplyOptions) (Outcome, error) {
+func (tx *Tx) applyEnabled(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
 	s, old := w.Schema, w.Old
 	if old == nil {
 		return Outcome{}, Errorf(ENotFound, "%s %q not found", s.Keyname, keyOf(w))
@@ -147,13 +147,13 @@ func (tx *Tx) applyEnabled(w Write, opts ApplyOptions) (Outcome, error) {
 	if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
 		return Outcome{}, err
 	}
-	if err := tx.containGrant(opts.Auth, s, old, nil); err != nil {
+	if err := tx.containGrant(ctx, opts.Auth, s, old, nil); err != nil {
 		return Outcome{}, err
 	}
 	if !opts.DryRun {
 		next := *old
 		next.IsEnabled = want
-		if _, err := tx.write(s, old, &next, w.Action, mustJSON(next.Data), false); err != nil {
+		if _, err := tx.write(ctx, s, old, &next, w.Action, mustJSON(next.Data), false); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -164,11 +164,11 @@ func (tx *Tx) applyEnabled(w Write, opts ApplyOptions) (Outcome, error) {
 }
 
 // applyCreate inserts w.New.
-func (tx *Tx) applyCreate(w Write, opts ApplyOptions) (Outcome, error) {
+func (tx *Tx) applyCreate(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
 	s, next := w.Schema, w.New
 	if !w.validated {
 		var err error
-		if next, err = tx.validateNew(s, next); err != nil {
+		if next, err = tx.validateNew(ctx, s, next); err != nil {
 			return Outcome{}, err
 		}
 		*w.New = *next
@@ -176,13 +176,13 @@ func (tx *Tx) applyCreate(w Write, opts ApplyOptions) (Outcome, error) {
 	if err := authorizeWrite(opts.Auth, s, OpCreate); err != nil {
 		return Outcome{}, err
 	}
-	if err := tx.containGrant(opts.Auth, s, nil, next); err != nil {
+	if err := tx.containGrant(ctx, opts.Auth, s, nil, next); err != nil {
 		return Outcome{}, err
 	}
 	if opts.DryRun {
 		return Outcome{Result: OutCreated}, nil
 	}
-	inserted, err := tx.write(s, nil, next, ActionCreate, mustJSON(next.Data), w.ifAbsent)
+	inserted, err := tx.write(ctx, s, nil, next, ActionCreate, mustJSON(next.Data), w.ifAbsent)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -197,7 +197,7 @@ func (tx *Tx) applyCreate(w Write, opts ApplyOptions) (Outcome, error) {
 func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
 	s, old, next := w.Schema, w.Old, w.New
 	if !w.validated {
-		if err := tx.PrepareChanges(s, next, old); err != nil {
+		if err := tx.PrepareChanges(ctx, s, next, old); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -212,7 +212,7 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 			return Outcome{}, err
 		}
 	}
-	if err := tx.containGrant(opts.Auth, s, old, next); err != nil {
+	if err := tx.containGrant(ctx, opts.Auth, s, old, next); err != nil {
 		return Outcome{}, err
 	}
 	if renamed {
@@ -223,13 +223,13 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 			// The start-up sequence manages the account by this login.
 			return Outcome{}, Errorf(EForbidden, "the admin account cannot be renamed")
 		}
-		if err := tx.checkRenameReach(opts.Auth, s, old); err != nil {
+		if err := tx.checkRenameReach(ctx, opts.Auth, s, old); err != nil {
 			return Outcome{}, err
 		}
 		return Outcome{Result: OutUpdated, Renamed: true}, tx.applyRename(ctx, s, old, next, data, changed, opts.DryRun)
 	}
 	if !opts.DryRun {
-		if _, err := tx.write(s, old, next, ActionUpdate, data, false); err != nil {
+		if _, err := tx.write(ctx, s, old, next, ActionUpdate, data, false); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -244,18 +244,18 @@ func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, d
 	at := *next
 	at.ID, at.Keyname = old.ID, old.Keyname
 	if dryRun {
-		return tx.CheckRename(s, &at, newKey)
+		return tx.CheckRename(ctx, s, &at, newKey)
 	}
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT apply_rename"); err != nil {
 		return fmt.Errorf("rename %s %s: %w", s.Keyname, old.Keyname, err)
 	}
 	err := func() error {
 		if changed {
-			if _, err := tx.write(s, old, &at, ActionUpdate, data, false); err != nil {
+			if _, err := tx.write(ctx, s, old, &at, ActionUpdate, data, false); err != nil {
 				return err
 			}
 		}
-		_, err := tx.Rename(s, &at, newKey)
+		_, err := tx.Rename(ctx, s, &at, newKey)
 		return err
 	}()
 	if err != nil {
@@ -270,12 +270,12 @@ func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, d
 
 // validateNew validates a new instance from outside the loader as a load would create
 // it: keyname mode, defaults, every value.
-func (tx *Tx) validateNew(s *Schema, next *Instance) (*Instance, error) {
+func (tx *Tx) validateNew(ctx context.Context, s *Schema, next *Instance) (*Instance, error) {
 	e := entryOfInstance(s, next)
 	if err := resolveKeyname(s, e); err != nil {
 		return nil, err
 	}
-	return tx.buildInstance(s, e, nil, false)
+	return tx.buildInstance(ctx, s, e, nil, false)
 }
 
 // entryOfInstance is the load entry that creates in.

@@ -67,16 +67,16 @@ func cascadeDump(t *testing.T, db *store.DB) string {
 }
 
 // cascadeRenameIn renames cls/from to to inside tx and returns the report.
-func cascadeRenameIn(tx *store.Tx, cls, from, to string) (*store.Instance, *store.RenameReport, error) {
-	s, err := tx.Schema(cls)
+func cascadeRenameIn(ctx context.Context, tx *store.Tx, cls, from, to string) (*store.Instance, *store.RenameReport, error) {
+	s, err := tx.Schema(ctx, cls)
 	if err != nil {
 		return nil, nil, err
 	}
-	in, err := tx.Instance(cls, from)
+	in, err := tx.Instance(ctx, cls, from)
 	if err != nil {
 		return nil, nil, err
 	}
-	rep, err := tx.Rename(s, in, to)
+	rep, err := tx.Rename(ctx, s, in, to)
 	return in, rep, err
 }
 
@@ -96,7 +96,7 @@ func TestCascadingRename(t *testing.T) {
 		var renamed *store.Instance
 		err := db.WithTxAs(ctx, store.Revisions{Author: "user:renamer"}, func(tx *store.Tx) error {
 			var err error
-			renamed, rep, err = cascadeRenameIn(tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
+			renamed, rep, err = cascadeRenameIn(ctx, tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
 			return err
 		})
 		if err != nil {
@@ -188,10 +188,10 @@ func TestCascadingRename(t *testing.T) {
 		before := cascadeDump(t, db)
 		errAbort := errors.New("abort")
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
-			if _, _, err := cascadeRenameIn(tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16"); err != nil {
+			if _, _, err := cascadeRenameIn(ctx, tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16"); err != nil {
 				return err
 			}
-			r1, err := tx.Instance("rack", "r1")
+			r1, err := tx.Instance(ctx, "rack", "r1")
 			if err != nil {
 				return err
 			}
@@ -229,7 +229,7 @@ func TestCascadingRename(t *testing.T) {
 			var in *store.Instance
 			err := db.WithTx(ctx, func(tx *store.Tx) error {
 				var err error
-				in, _, err = cascadeRenameIn(tx, tt.cls, tt.from, tt.to)
+				in, _, err = cascadeRenameIn(ctx, tx, tt.cls, tt.from, tt.to)
 				return err
 			})
 			if got, want := store.ErrorCode(err), tt.code; got != want {
@@ -253,12 +253,12 @@ func TestCascadingRename(t *testing.T) {
 		var second *store.RenameReport
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
 			var err error
-			failed, _, err = cascadeRenameIn(tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
+			failed, _, err = cascadeRenameIn(ctx, tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
 			if err == nil || !strings.Contains(err.Error(), "injected failure") {
 				return fmt.Errorf("first rename: got %v, want the injected failure", err)
 			}
 			// ipam_vlan does not reference 10.2.0.0/16: this rename goes through.
-			_, second, err = cascadeRenameIn(tx, "ipam_subnet", "10.2.0.0/16", "10.8.0.0/16")
+			_, second, err = cascadeRenameIn(ctx, tx, "ipam_subnet", "10.2.0.0/16", "10.8.0.0/16")
 			return err
 		})
 		if err != nil {
@@ -297,7 +297,7 @@ func TestCascadingRename(t *testing.T) {
 		var rep *store.RenameReport
 		err := db.WithTxAs(ctx, store.Revisions{Off: true}, func(tx *store.Tx) error {
 			var err error
-			_, rep, err = cascadeRenameIn(tx, "ipam_subnet", "10.3.0.0/16", "10.7.0.0/16")
+			_, rep, err = cascadeRenameIn(ctx, tx, "ipam_subnet", "10.3.0.0/16", "10.7.0.0/16")
 			return err
 		})
 		if err != nil {
@@ -318,19 +318,19 @@ func TestCascadingRename(t *testing.T) {
 		db := cascadeDB(t)
 		var late error
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
-			rack, err := tx.Schema("rack")
+			rack, err := tx.Schema(ctx, "rack")
 			if err != nil {
 				return err
 			}
 			// A write that checks (and may cache) that 10.1.0.0/16 exists.
-			if err := tx.SaveInstance(rack, nil, &store.Instance{Classname: "rack", Keyname: "r8", IsEnabled: true,
+			if err := tx.SaveInstance(ctx, rack, nil, &store.Instance{Classname: "rack", Keyname: "r8", IsEnabled: true,
 				Data: map[string]any{"uplink": "10.1.0.0/16"}}, "create"); err != nil {
 				return err
 			}
-			if _, _, err := cascadeRenameIn(tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16"); err != nil {
+			if _, _, err := cascadeRenameIn(ctx, tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16"); err != nil {
 				return err
 			}
-			late = tx.SaveInstance(rack, nil, &store.Instance{Classname: "rack", Keyname: "r9", IsEnabled: true,
+			late = tx.SaveInstance(ctx, rack, nil, &store.Instance{Classname: "rack", Keyname: "r9", IsEnabled: true,
 				Data: map[string]any{"uplink": "10.1.0.0/16"}}, "create")
 			return nil
 		})
@@ -354,7 +354,7 @@ func TestCascadingRename(t *testing.T) {
 			VALUES('nic', 'n1', '', 1, '{"ip":"10.66.0.1","net":"10.1.0.0/16"}', 'old', 'old')`)
 		ips := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'ipam_ip'")
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
-			_, _, err := cascadeRenameIn(tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
+			_, _, err := cascadeRenameIn(ctx, tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
 			return err
 		})
 		if err != nil {
@@ -373,7 +373,7 @@ func TestCascadingRename(t *testing.T) {
 		var n int
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
 			var err error
-			n, err = tx.RewriteAllReferences("ipam_subnet", map[string]string{"10.1.0.0/16": "10.2.0.0/16", "10.2.0.0/16": "10.4.0.0/16"})
+			n, err = tx.RewriteAllReferences(ctx, "ipam_subnet", map[string]string{"10.1.0.0/16": "10.2.0.0/16", "10.2.0.0/16": "10.4.0.0/16"})
 			return err
 		})
 		if err != nil {
@@ -403,7 +403,7 @@ func TestCascadingRename(t *testing.T) {
 		var rep *store.RenameReport
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
 			var err error
-			_, rep, err = cascadeRenameIn(tx, "ipam_subnet", "192.168.0.0/24", "192.168.1.0/24")
+			_, rep, err = cascadeRenameIn(ctx, tx, "ipam_subnet", "192.168.0.0/24", "192.168.1.0/24")
 			return err
 		})
 		if err != nil {
@@ -441,6 +441,7 @@ func collectedIPs(t *testing.T, db *store.DB) string {
 }
 
 func TestCollectIPsOnWrite(t *testing.T) {
+	ctx := context.Background()
 	db := newTestDB(t)
 	mustLoad(t, db, collectDoc, store.LoadOptions{})
 	known := instance(t, db, "ipam_ip", "0a000002")
@@ -491,11 +492,11 @@ func TestCollectIPsOnWrite(t *testing.T) {
 	})
 	t.Run("an instance saved by a pipeline or migration is collected too", func(t *testing.T) {
 		err := db.WithTx(context.Background(), func(tx *store.Tx) error {
-			s, err := tx.Schema("printer")
+			s, err := tx.Schema(ctx, "printer")
 			if err != nil {
 				return err
 			}
-			return tx.SaveInstance(s, nil, &store.Instance{Classname: "printer", Keyname: "p1", IsEnabled: true,
+			return tx.SaveInstance(ctx, s, nil, &store.Instance{Classname: "printer", Keyname: "p1", IsEnabled: true,
 				Data: map[string]any{"ip": "172.16.0.9"}}, "create")
 		})
 		if err != nil {
@@ -604,14 +605,14 @@ func TestConvertKeyname(t *testing.T) {
 	var keys []*store.Instance
 	err := db.WithTx(ctx, func(tx *store.Tx) error {
 		var err error
-		if in, err = tx.Instance("ipam_subnet", "10.1.0.0/16"); err != nil {
+		if in, err = tx.Instance(ctx, "ipam_subnet", "10.1.0.0/16"); err != nil {
 			return err
 		}
-		conflict = tx.ConvertKeyname(in, "10.2.0.0/16", "taken")
-		if err := tx.ConvertKeyname(in, "10.9.0.0/16", "converted"); err != nil {
+		conflict = tx.ConvertKeyname(ctx, in, "10.2.0.0/16", "taken")
+		if err := tx.ConvertKeyname(ctx, in, "10.9.0.0/16", "converted"); err != nil {
 			return err
 		}
-		keys, err = tx.InstanceKeys("ipam_subnet", "site", 0, 2)
+		keys, err = tx.InstanceKeys(ctx, "ipam_subnet", "site", 0, 2)
 		return err
 	})
 	if err != nil {

@@ -92,11 +92,11 @@ func ValidateConfig(key, value string) error {
 
 // SyncConfig adds entries the code defines with their default, keeps stored values,
 // refreshes defaults and descriptions, and removes entries the code no longer defines.
-func (tx *Tx) SyncConfig() error {
+func (tx *Tx) SyncConfig(ctx context.Context) error {
 	keep := map[string]bool{}
 	for _, d := range ConfigDefs {
 		keep[d.Keyname] = true
-		_, err := tx.ExecContext(tx.ctx, `INSERT INTO configuration(keyname, value, default_value, description)
+		_, err := tx.ExecContext(ctx, `INSERT INTO configuration(keyname, value, default_value, description)
 			VALUES(?, ?, ?, ?)
 			ON CONFLICT(keyname) DO UPDATE SET default_value = excluded.default_value, description = excluded.description`,
 			d.Keyname, d.Default, d.Default, d.Description)
@@ -104,7 +104,7 @@ func (tx *Tx) SyncConfig() error {
 			return fmt.Errorf("sync configuration %s: %w", d.Keyname, err)
 		}
 	}
-	rows, err := tx.QueryContext(tx.ctx, "SELECT keyname FROM configuration")
+	rows, err := tx.QueryContext(ctx, "SELECT keyname FROM configuration")
 	if err != nil {
 		return fmt.Errorf("sync configuration: %w", err)
 	}
@@ -121,7 +121,7 @@ func (tx *Tx) SyncConfig() error {
 	}
 	rows.Close()
 	for _, k := range drop {
-		if _, err := tx.ExecContext(tx.ctx, "DELETE FROM configuration WHERE keyname = ?", k); err != nil {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM configuration WHERE keyname = ?", k); err != nil {
 			return fmt.Errorf("sync configuration: %w", err)
 		}
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 func syncConfig(tb testing.TB, db *store.DB) {
+	ctx := context.Background()
 	tb.Helper()
-	if err := db.WithTx(context.Background(), func(tx *store.Tx) error { return tx.SyncConfig() }); err != nil {
+	if err := db.WithTx(context.Background(), func(tx *store.Tx) error { return tx.SyncConfig(ctx) }); err != nil {
 		tb.Fatalf("sync configuration: %v", err)
 	}
 }
@@ -155,7 +156,7 @@ func TestSetConfig(t *testing.T) {
 func TestConfigCacheSeesChanges(t *testing.T) {
 	ctx := context.Background()
 	db := newTestDB(t)
-	if err := db.WithTx(ctx, func(tx *store.Tx) error { return tx.SyncConfig() }); err != nil {
+	if err := db.WithTx(ctx, func(tx *store.Tx) error { return tx.SyncConfig(ctx) }); err != nil {
 		t.Fatal(err)
 	}
 	if got := db.ConfigInt(ctx, "DATA_MAX_SIZE"); got != 500 {

@@ -226,9 +226,12 @@ type Revisions struct {
 // records its changes differently.
 type Tx struct {
 	*sql.Tx
-	db  *DB
-	ctx context.Context
-	rev Revisions
+	db *DB
+	// began is the context the transaction began with. Only Commit uses it (for the
+	// schema generation bump): Commit and Rollback keep database/sql's signatures;
+	// every other method takes the ctx of its call.
+	began context.Context
+	rev   Revisions
 	*txState
 }
 
@@ -254,7 +257,7 @@ func (db *DB) BeginAs(ctx context.Context, rev Revisions) (*Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	return &Tx{Tx: tx, db: db, ctx: ctx, rev: rev,
+	return &Tx{Tx: tx, db: db, began: ctx, rev: rev,
 		txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}, nil
 }
 
@@ -264,10 +267,6 @@ func (tx *Tx) withRevisions(rev Revisions) *Tx {
 	v.rev = rev
 	return &v
 }
-
-// Context is the context the transaction began with, for code that holds only the
-// transaction (start-up migration blocks).
-func (tx *Tx) Context() context.Context { return tx.ctx }
 
 // Revisions is how the transaction records its changes.
 func (tx *Tx) Revisions() Revisions { return tx.rev }
@@ -280,7 +279,7 @@ func (db *DB) BeginRead(ctx context.Context) (*Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin read: %w", err)
 	}
-	return &Tx{Tx: tx, db: db, ctx: ctx, txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}, nil
+	return &Tx{Tx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}, nil
 }
 
 // DB is the database the transaction belongs to.
@@ -291,7 +290,7 @@ func (tx *Tx) Commit() error {
 	tx.closeStmts()
 	if tx.touched {
 		// Other processes (a CLI load next to the server) see the bump and drop their cache.
-		if _, err := tx.ExecContext(tx.ctx, "UPDATE schema_generation SET generation = generation + 1"); err != nil {
+		if _, err := tx.ExecContext(tx.began, "UPDATE schema_generation SET generation = generation + 1"); err != nil {
 			return fmt.Errorf("bump schema generation: %w", err)
 		}
 	}
@@ -323,11 +322,11 @@ func (tx *Tx) end() {
 }
 
 // stmt returns a prepared statement for query, prepared once per transaction.
-func (tx *Tx) stmt(query string) (*sql.Stmt, error) {
+func (tx *Tx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if s, ok := tx.stmts[query]; ok {
 		return s, nil
 	}
-	s, err := tx.PrepareContext(tx.ctx, query)
+	s, err := tx.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -336,23 +335,23 @@ func (tx *Tx) stmt(query string) (*sql.Stmt, error) {
 }
 
 // exec runs a cached prepared statement.
-func (tx *Tx) exec(query string, args ...any) (sql.Result, error) {
-	s, err := tx.stmt(query)
+func (tx *Tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	s, err := tx.stmt(ctx, query)
 	if err != nil {
 		return nil, err
 	}
 	tx.writes++
-	return s.ExecContext(tx.ctx, args...)
+	return s.ExecContext(ctx, args...)
 }
 
 // queryRow runs a cached prepared statement returning one row.
-func (tx *Tx) queryRow(query string, args ...any) *sql.Row {
-	s, err := tx.stmt(query)
+func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	s, err := tx.stmt(ctx, query)
 	if err != nil {
 		// Surface the prepare error through the Row by running it unprepared.
-		return tx.QueryRowContext(tx.ctx, query, args...)
+		return tx.QueryRowContext(ctx, query, args...)
 	}
-	return s.QueryRowContext(tx.ctx, args...)
+	return s.QueryRowContext(ctx, args...)
 }
 
 // WithTx runs fn in a write transaction, committing when it returns nil.

@@ -115,10 +115,10 @@ func TestRegistry(t *testing.T) {
 	t.Run("a failed transaction leaves nothing", func(t *testing.T) {
 		boom := errors.New("boom")
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
-			if err := tx.SetRegistry(store.RegDBVersion, "9"); err != nil {
+			if err := tx.SetRegistry(ctx, store.RegDBVersion, "9"); err != nil {
 				return err
 			}
-			if got, err := tx.Registry(store.RegDBVersion); err != nil || got != "9" {
+			if got, err := tx.Registry(ctx, store.RegDBVersion); err != nil || got != "9" {
 				t.Fatalf("inside the transaction: got %q (%v), want 9", got, err)
 			}
 			return boom

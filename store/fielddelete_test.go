@@ -47,11 +47,12 @@ func TestDeletedFieldValuesAreRemoved(t *testing.T) {
 // The direct deletion used by start-up migrations removes the values too, and is
 // rolled back with its transaction.
 func TestDeleteFieldDirectRemovesValues(t *testing.T) {
+	ctx := context.Background()
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema, store.LoadOptions{})
 	mustLoad(t, db, `{classname: server, keyname: s1, hostname: h1}`, store.LoadOptions{})
 	err := db.WithTx(context.Background(), func(tx *store.Tx) error {
-		if err := tx.DeleteField("server", "hostname"); err != nil {
+		if err := tx.DeleteField(ctx, "server", "hostname"); err != nil {
 			return err
 		}
 		return store.Errorf(store.EInvalid, "roll back")
@@ -62,7 +63,7 @@ func TestDeleteFieldDirectRemovesValues(t *testing.T) {
 	if got, want := queryString(t, db, "SELECT json_extract(data, '$.hostname') FROM instances WHERE keyname = 's1'"), "h1"; got != want {
 		t.Fatalf("hostname after a rolled-back delete: got %s, want %s", got, want)
 	}
-	if err := db.WithTx(context.Background(), func(tx *store.Tx) error { return tx.DeleteField("server", "hostname") }); err != nil {
+	if err := db.WithTx(context.Background(), func(tx *store.Tx) error { return tx.DeleteField(ctx, "server", "hostname") }); err != nil {
 		t.Fatalf("delete field: %v", err)
 	}
 	if got, want := queryString(t, db, "SELECT json_extract(data, '$.hostname') FROM instances WHERE keyname = 's1'"), "<null>"; got != want {

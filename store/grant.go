@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -41,11 +42,11 @@ func (g granted) beyond(auth *Auth) []string {
 // confer more than the writer holds (so the password, enabled flag, keyname or
 // memberships of a more powerful account cannot be changed), nor may the new state
 // (next; nil for a delete).
-func (tx *Tx) containGrant(auth *Auth, s *Schema, old, next *Instance) error {
+func (tx *Tx) containGrant(ctx context.Context, auth *Auth, s *Schema, old, next *Instance) error {
 	if auth == nil || auth.HasAll() || !grantClasses[s.Keyname] {
 		return nil
 	}
-	m, err := readMembershipFrom(tx.ctx, tx)
+	m, err := readMembershipFrom(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -53,7 +54,7 @@ func (tx *Tx) containGrant(auth *Auth, s *Schema, old, next *Instance) error {
 		if in == nil {
 			continue
 		}
-		g, err := tx.grantOf(m, s.Keyname, in)
+		g, err := tx.grantOf(ctx, m, s.Keyname, in)
 		if err != nil {
 			return err
 		}
@@ -66,7 +67,7 @@ func (tx *Tx) containGrant(auth *Auth, s *Schema, old, next *Instance) error {
 }
 
 // grantOf is what the object in of class cls confers on whoever it reaches.
-func (tx *Tx) grantOf(m *membership, cls string, in *Instance) (granted, error) {
+func (tx *Tx) grantOf(ctx context.Context, m *membership, cls string, in *Instance) (granted, error) {
 	g := granted{perms: map[string]bool{}}
 	addRole := func(r string) {
 		if r == RoleAdmin {
@@ -128,7 +129,7 @@ func (tx *Tx) grantOf(m *membership, cls string, in *Instance) (granted, error) 
 		}
 		// The key acts as its user for task ownership: naming a user is reaching it.
 		if login, _ := in.Data["user"].(string); login != "" {
-			ug, err := tx.grantOf(m, "_user", &Instance{Keyname: login})
+			ug, err := tx.grantOf(ctx, m, "_user", &Instance{Keyname: login})
 			if err != nil {
 				return g, err
 			}
@@ -144,16 +145,16 @@ func (tx *Tx) grantOf(m *membership, cls string, in *Instance) (granted, error) 
 // checkRenameReach refuses a cascading rename of in (of schema s) that would rewrite
 // instances of a schema auth may not update: the references it holds are data the
 // caller cannot change.
-func (tx *Tx) checkRenameReach(auth *Auth, s *Schema, in *Instance) error {
+func (tx *Tx) checkRenameReach(ctx context.Context, auth *Auth, s *Schema, in *Instance) error {
 	if auth == nil || auth.HasAll() {
 		return nil
 	}
-	refs, err := tx.referencingFields(s.Keyname)
+	refs, err := tx.referencingFields(ctx, s.Keyname)
 	if err != nil {
 		return err
 	}
 	for _, ref := range refs {
-		rs, err := tx.Schema(ref[0])
+		rs, err := tx.Schema(ctx, ref[0])
 		if err != nil {
 			return err
 		}
@@ -161,7 +162,7 @@ func (tx *Tx) checkRenameReach(auth *Auth, s *Schema, in *Instance) error {
 			continue
 		}
 		var one int
-		err = tx.QueryRowContext(tx.ctx, `SELECT 1 FROM instances WHERE classname = ? AND EXISTS
+		err = tx.QueryRowContext(ctx, `SELECT 1 FROM instances WHERE classname = ? AND EXISTS
 			(SELECT 1 FROM json_each(instances.data, '$.' || ?) WHERE value = ?) LIMIT 1`, ref[0], ref[1], in.Keyname).Scan(&one)
 		if err == nil {
 			return Errorf(EForbidden, "permission denied: renaming %s %s would rewrite references in %s, which you may not update",

@@ -72,8 +72,8 @@ func (db *DB) InstanceByID(ctx context.Context, cls string, id int64) (*Instance
 }
 
 // Instance reads one instance inside the transaction.
-func (tx *Tx) Instance(cls, key string) (*Instance, error) {
-	in, err := scanInstance(tx.queryRow("SELECT "+instanceCols+
+func (tx *Tx) Instance(ctx context.Context, cls, key string) (*Instance, error) {
+	in, err := scanInstance(tx.queryRow(ctx, "SELECT "+instanceCols+
 		" FROM instances WHERE classname = ? AND keyname = ?", cls, key))
 	if err != nil {
 		return nil, notFoundInstance(cls, key, err)
@@ -87,8 +87,8 @@ func (db *DB) Instances(ctx context.Context, cls string, afterID int64, limit in
 }
 
 // Instances is Instances inside the transaction.
-func (tx *Tx) Instances(cls string, afterID int64, limit int) ([]*Instance, error) {
-	return instancesAfter(tx.ctx, tx.Tx, cls, afterID, limit)
+func (tx *Tx) Instances(ctx context.Context, cls string, afterID int64, limit int) ([]*Instance, error) {
+	return instancesAfter(ctx, tx.Tx, cls, afterID, limit)
 }
 
 func instancesAfter(ctx context.Context, q querier, cls string, afterID int64, limit int) ([]*Instance, error) {
@@ -116,8 +116,8 @@ func (db *DB) EachInstance(ctx context.Context, cls string, fn func(*Instance) e
 }
 
 // EachInstance is EachInstance inside the transaction.
-func (tx *Tx) EachInstance(cls string, fn func(*Instance) error) error {
-	return eachInstance(func(after int64) ([]*Instance, error) { return tx.Instances(cls, after, 1000) }, fn)
+func (tx *Tx) EachInstance(ctx context.Context, cls string, fn func(*Instance) error) error {
+	return eachInstance(func(after int64) ([]*Instance, error) { return tx.Instances(ctx, cls, after, 1000) }, fn)
 }
 
 func eachInstance(next func(after int64) ([]*Instance, error), fn func(*Instance) error) error {
@@ -159,12 +159,27 @@ type refResolver interface {
 	enumValues(name string) (map[string]bool, error)
 }
 
-func (tx *Tx) instanceExists(cls, key string) (bool, error) {
+// txRefs answers value validation's lookups in a transaction, under the ctx of the
+// call that validates.
+type txRefs struct {
+	tx  *Tx
+	ctx context.Context
+}
+
+func (tx *Tx) refs(ctx context.Context) txRefs { return txRefs{tx, ctx} }
+
+func (r txRefs) instanceExists(cls, key string) (bool, error) {
+	return r.tx.instanceExists(r.ctx, cls, key)
+}
+
+func (r txRefs) enumValues(name string) (map[string]bool, error) { return r.tx.enumValues(r.ctx, name) }
+
+func (tx *Tx) instanceExists(ctx context.Context, cls, key string) (bool, error) {
 	if _, ok := tx.known[cls+"\x00"+key]; ok {
 		return true, nil
 	}
 	var one int
-	err := tx.queryRow("SELECT 1 FROM instances WHERE classname = ? AND keyname = ?", cls, key).Scan(&one)
+	err := tx.queryRow(ctx, "SELECT 1 FROM instances WHERE classname = ? AND keyname = ?", cls, key).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -189,8 +204,8 @@ func (tx *Tx) remember(cls, key string) {
 func (tx *Tx) forget() { tx.known = nil }
 
 // enumValues returns the values of an _enumerate instance, or nil when it is missing.
-func (tx *Tx) enumValues(name string) (map[string]bool, error) {
-	in, err := tx.Instance("_enumerate", name)
+func (tx *Tx) enumValues(ctx context.Context, name string) (map[string]bool, error) {
+	in, err := tx.Instance(ctx, "_enumerate", name)
 	if IsNotFound(err) {
 		return nil, nil
 	}
@@ -248,7 +263,7 @@ func instanceDoc(s *Schema, in *Instance, dataJSON string) string {
 }
 
 // revision writes one revisions row unless the transaction suppresses them.
-func (tx *Tx) revision(cls, key, action, before, after string) error {
+func (tx *Tx) revision(ctx context.Context, cls, key, action, before, after string) error {
 	if tx.rev.Off {
 		return nil
 	}
@@ -256,7 +271,7 @@ func (tx *Tx) revision(cls, key, action, before, after string) error {
 	if author == "" {
 		author = "system"
 	}
-	_, err := tx.exec(`INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
+	_, err := tx.exec(ctx, `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
 		VALUES(?, ?, ?, ?, ?, ?, ?)`, cls, key, action, nullable(before), nullable(after), author, tx.db.now())
 	if err != nil {
 		return fmt.Errorf("write revision: %w", err)
@@ -267,28 +282,28 @@ func (tx *Tx) revision(cls, key, action, before, after string) error {
 // SaveInstance validates in (PrepareInstance) and writes it: an insert when old is
 // nil, else an update of old's row; the revision is written with action. Used by
 // pipelines and migrations that build the instance themselves.
-func (tx *Tx) SaveInstance(s *Schema, old, in *Instance, action string) error {
-	if err := tx.PrepareInstance(s, in); err != nil {
+func (tx *Tx) SaveInstance(ctx context.Context, s *Schema, old, in *Instance, action string) error {
+	if err := tx.PrepareInstance(ctx, s, in); err != nil {
 		return err
 	}
-	return tx.writeInstance(s, old, in, action)
+	return tx.writeInstance(ctx, s, old, in, action)
 }
 
 // WriteInstance writes an instance already validated by PrepareInstance.
-func (tx *Tx) WriteInstance(s *Schema, old, in *Instance, action string) error {
-	return tx.writeInstance(s, old, in, action)
+func (tx *Tx) WriteInstance(ctx context.Context, s *Schema, old, in *Instance, action string) error {
+	return tx.writeInstance(ctx, s, old, in, action)
 }
 
 // PrepareInstance validates and normalizes every field value of in, in place, as a
 // write would; values under keys that are not fields are kept as stored, scratch keys
 // (starting with _) dropped.
-func (tx *Tx) PrepareInstance(s *Schema, in *Instance) error {
-	return tx.PrepareChanges(s, in, nil)
+func (tx *Tx) PrepareInstance(ctx context.Context, s *Schema, in *Instance) error {
+	return tx.PrepareChanges(ctx, s, in, nil)
 }
 
 // PrepareChanges is PrepareInstance that trusts the values equal to old's stored ones
 // (they were validated when written): a pipeline run validates only what its rules changed.
-func (tx *Tx) PrepareChanges(s *Schema, in, old *Instance) error {
+func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) error {
 	data := make(map[string]any, len(in.Data))
 	for k, v := range in.Data {
 		if old != nil {
@@ -305,7 +320,7 @@ func (tx *Tx) PrepareChanges(s *Schema, in, old *Instance) error {
 			data[k] = v // values of removed fields are kept as stored
 			continue
 		}
-		nv, present, err := f.normalize(v, tx)
+		nv, present, err := f.normalize(v, tx.refs(ctx))
 		if err != nil {
 			return err
 		}
@@ -341,8 +356,8 @@ func checkCardinality(s *Schema, data map[string]any) error {
 }
 
 // writeInstance inserts (old == nil) or updates the row and writes the revision.
-func (tx *Tx) writeInstance(s *Schema, old, in *Instance, action string) error {
-	_, err := tx.write(s, old, in, action, mustJSON(in.Data), false)
+func (tx *Tx) writeInstance(ctx context.Context, s *Schema, old, in *Instance, action string) error {
+	_, err := tx.write(ctx, s, old, in, action, mustJSON(in.Data), false)
 	return err
 }
 
@@ -352,14 +367,14 @@ const insertInstance = `INSERT INTO instances(classname, keyname, displayname, i
 // write inserts (old == nil) or updates the row with data (in.Data encoded) and
 // writes the revision. With ifAbsent, an insert whose keyname exists writes nothing and
 // reports false.
-func (tx *Tx) write(s *Schema, old, in *Instance, action, data string, ifAbsent bool) (bool, error) {
+func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, data string, ifAbsent bool) (bool, error) {
 	now := tx.db.now()
 	if old == nil {
 		q := insertInstance
 		if ifAbsent {
 			q += " ON CONFLICT(classname, keyname) DO NOTHING"
 		}
-		res, err := tx.exec(q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
+		res, err := tx.exec(ctx, q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
 		if err != nil {
 			if isUnique(err) {
 				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
@@ -380,7 +395,7 @@ func (tx *Tx) write(s *Schema, old, in *Instance, action, data string, ifAbsent 
 			q, args = `UPDATE instances SET keyname = ?, displayname = ?, is_enabled = ?, data = ?, updated_at = ?
 			WHERE id = ?`, []any{in.Keyname, in.Displayname, in.IsEnabled, data, now, old.ID}
 		}
-		_, err := tx.exec(q, args...)
+		_, err := tx.exec(ctx, q, args...)
 		if err != nil {
 			if isUnique(err) {
 				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
@@ -390,7 +405,7 @@ func (tx *Tx) write(s *Schema, old, in *Instance, action, data string, ifAbsent 
 		in.ID, in.CreatedAt, in.UpdatedAt = old.ID, old.CreatedAt, now
 		if in.Classname == "_user" && fmt.Sprint(old.Data["password"]) != fmt.Sprint(in.Data["password"]) {
 			// A new password ends the console sessions opened with the old one.
-			if _, err := tx.exec("DELETE FROM sessions WHERE user_id = ?", old.ID); err != nil {
+			if _, err := tx.exec(ctx, "DELETE FROM sessions WHERE user_id = ?", old.ID); err != nil {
 				return false, fmt.Errorf("end sessions of %s: %w", old.Keyname, err)
 			}
 		}
@@ -404,27 +419,27 @@ func (tx *Tx) write(s *Schema, old, in *Instance, action, data string, ifAbsent 
 	if old != nil {
 		before = instanceDoc(s, old, old.raw)
 	}
-	if err := tx.revision(in.Classname, in.Keyname, action, before, instanceDoc(s, in, data)); err != nil {
+	if err := tx.revision(ctx, in.Classname, in.Keyname, action, before, instanceDoc(s, in, data)); err != nil {
 		return false, err
 	}
-	_, err := tx.collectIPs(s, in)
+	_, err := tx.collectIPs(ctx, s, in)
 	return err == nil, err
 }
 
 // DeleteInstance deletes an instance and writes its revision.
-func (tx *Tx) DeleteInstance(s *Schema, in *Instance) error {
-	if _, err := tx.exec("DELETE FROM instances WHERE id = ?", in.ID); err != nil {
+func (tx *Tx) DeleteInstance(ctx context.Context, s *Schema, in *Instance) error {
+	if _, err := tx.exec(ctx, "DELETE FROM instances WHERE id = ?", in.ID); err != nil {
 		return fmt.Errorf("delete %s %s: %w", in.Classname, in.Keyname, err)
 	}
 	if in.Classname == "_user" {
 		// Its console sessions end with it: a user created later may get the same row
 		// id, and must not inherit them.
-		if _, err := tx.exec("DELETE FROM sessions WHERE user_id = ?", in.ID); err != nil {
+		if _, err := tx.exec(ctx, "DELETE FROM sessions WHERE user_id = ?", in.ID); err != nil {
 			return fmt.Errorf("delete sessions of %s: %w", in.Keyname, err)
 		}
 	}
 	tx.forget()
-	return tx.revision(in.Classname, in.Keyname, "delete", instanceDoc(s, in, in.raw), "")
+	return tx.revision(ctx, in.Classname, in.Keyname, "delete", instanceDoc(s, in, in.raw), "")
 }
 
 func (s *Schema) hasSecrets() bool {

@@ -21,7 +21,7 @@ func (s *Schema) ipv4AddressFields() []*Field {
 // collectIPs creates, for every address in the ipv4 fields of in, the missing ipam_ip
 // instance with collected: true (written addresses are collected). ipam_ip itself and schemas without ipv4
 // fields are left alone; so is everything when the ipam_ip schema does not exist.
-func (tx *Tx) collectIPs(s *Schema, in *Instance) (int, error) {
+func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (int, error) {
 	if s.Keyname == "ipam_ip" {
 		return 0, nil
 	}
@@ -29,7 +29,7 @@ func (tx *Tx) collectIPs(s *Schema, in *Instance) (int, error) {
 	if len(fields) == 0 {
 		return 0, nil
 	}
-	ipSchema, err := tx.Schema("ipam_ip")
+	ipSchema, err := tx.Schema(ctx, "ipam_ip")
 	if IsNotFound(err) {
 		return 0, nil
 	}
@@ -56,7 +56,7 @@ func (tx *Tx) collectIPs(s *Schema, in *Instance) (int, error) {
 			}
 			// One statement instead of a lookup and an insert: most addresses repeat.
 			now := tx.db.now()
-			res, err := tx.exec(`INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
+			res, err := tx.exec(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
 				VALUES('ipam_ip', ?, ?, 1, '{"collected":true}', ?, ?) ON CONFLICT(classname, keyname) DO NOTHING`,
 				hex, addr, now, now)
 			if err != nil {
@@ -68,7 +68,7 @@ func (tx *Tx) collectIPs(s *Schema, in *Instance) (int, error) {
 			}
 			ip := &Instance{Classname: "ipam_ip", Keyname: hex, Displayname: addr, IsEnabled: true,
 				Data: map[string]any{"collected": true}}
-			if err := tx.revision("ipam_ip", hex, "create", "", instanceDoc(ipSchema, ip, `{"collected":true}`)); err != nil {
+			if err := tx.revision(ctx, "ipam_ip", hex, "create", "", instanceDoc(ipSchema, ip, `{"collected":true}`)); err != nil {
 				return created, err
 			}
 			created++
@@ -97,13 +97,13 @@ func (db *DB) CollectIPs(ctx context.Context, author string) (int, error) {
 		for {
 			var n int
 			err := db.WithTxAs(ctx, Revisions{Author: author}, func(tx *Tx) error {
-				batch, err := tx.Instances(name, after, 1000)
+				batch, err := tx.Instances(ctx, name, after, 1000)
 				if err != nil {
 					return err
 				}
 				n = len(batch)
 				for _, in := range batch {
-					c, err := tx.collectIPs(s, in)
+					c, err := tx.collectIPs(ctx, s, in)
 					if err != nil {
 						return fmt.Errorf("collect %s %s: %w", name, in.Keyname, err)
 					}

@@ -301,7 +301,7 @@ func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
 		discard, err := opts.Transform(e.Fields)
 		e.transformed = true
 		if err != nil {
-			return "", Errorf(EInvalid, "%s", tx.transformMessage(e, err))
+			return "", Errorf(EInvalid, "%s", tx.transformMessage(ctx, e, err))
 		}
 		if discard {
 			return OutSkipped, nil
@@ -325,12 +325,12 @@ func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
 // transformMessage is the message of a load-time pipeline's failure on e. When e's
 // class has secret fields, a value the rule quoted is left out: it may be a plain
 // secret, copied to any field by an earlier rule.
-func (tx *Tx) transformMessage(e *Entry, err error) string {
+func (tx *Tx) transformMessage(ctx context.Context, e *Entry, err error) string {
 	var r interface{ Redacted() string }
 	if !errors.As(err, &r) {
 		return err.Error()
 	}
-	s, serr := tx.Schema(e.Classname)
+	s, serr := tx.Schema(ctx, e.Classname)
 	if serr != nil {
 		return r.Redacted()
 	}
@@ -356,11 +356,11 @@ func (l *loader) applyEntry(ctx context.Context, e *Entry) (string, error) {
 			return "", Errorf(EInvalid, "entry has no keyname")
 		}
 		if e.Classname == "_schema" {
-			return tx.putSchema(e, e.Action, opts.System)
+			return tx.putSchema(ctx, e, e.Action, opts.System)
 		}
-		return tx.putPermission(e, opts.System)
+		return tx.putPermission(ctx, e, opts.System)
 	}
-	s, err := tx.Schema(e.Classname)
+	s, err := tx.Schema(ctx, e.Classname)
 	if IsNotFound(err) {
 		return "", Errorf(EInvalid, "unknown class %q", e.Classname)
 	}
@@ -436,7 +436,7 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 	// instead of a lookup and an insert. When the keyname exists, or the entry is not
 	// valid as a new object, the lookup path below decides with the stored object.
 	if e.Action == ActionCreate && !l.sawExisting && CanWrite(opts.Auth, s, OpCreate) {
-		if next, err := tx.buildInstance(s, e, nil, compareSecrets); err == nil {
+		if next, err := tx.buildInstance(ctx, s, e, nil, compareSecrets); err == nil {
 			out, err := tx.Apply(ctx, Write{Schema: s, New: next, Action: ActionCreate, validated: true, ifAbsent: true}, ao)
 			if !errors.Is(err, errExists) {
 				return out.Result, err
@@ -444,7 +444,7 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 			l.sawExisting = true
 		}
 	}
-	old, err := tx.Instance(s.Keyname, e.Keyname)
+	old, err := tx.Instance(ctx, s.Keyname, e.Keyname)
 	if err != nil && !IsNotFound(err) {
 		return "", err
 	}
@@ -462,7 +462,7 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 			if e.Action == ActionInit && old != nil {
 				break
 			}
-			if w.New, err = tx.buildInstance(s, e, old, compareSecrets); err != nil {
+			if w.New, err = tx.buildInstance(ctx, s, e, old, compareSecrets); err != nil {
 				return "", err
 			}
 		}
@@ -494,7 +494,7 @@ func loadOp(action string, old *Instance) string {
 // buildInstance merges the entry into old (nil: a new object with the fields'
 // defaults) and validates every value. With compareSecrets, a plain secret that verifies
 // against the stored hash keeps it (no change).
-func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance, compareSecrets bool) (*Instance, error) {
+func (tx *Tx) buildInstance(ctx context.Context, s *Schema, e *Entry, old *Instance, compareSecrets bool) (*Instance, error) {
 	next := &Instance{Classname: s.Keyname, Keyname: e.Keyname, IsEnabled: true, Data: map[string]any{}}
 	if old != nil {
 		next.Displayname, next.IsEnabled, next.Data = old.Displayname, old.IsEnabled, cloneMap(old.Data)
@@ -525,7 +525,7 @@ func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance, compareSecrets b
 		if f.Dataformat == "secret" && old != nil && compareSecrets && sameSecret(v, old.Data[k]) {
 			continue // the plain text given is the one stored: keep its hash (no change)
 		}
-		nv, present, err := f.normalize(v, tx)
+		nv, present, err := f.normalize(v, tx.refs(ctx))
 		if err != nil {
 			return nil, err
 		}
@@ -540,7 +540,7 @@ func (tx *Tx) buildInstance(s *Schema, e *Entry, old *Instance, compareSecrets b
 			if _, ok := next.Data[f.Keyname]; ok || f.Default == nil || f.Dataformat == "external" {
 				continue
 			}
-			if nv, present, err := f.normalize(f.Default, tx); err == nil && present {
+			if nv, present, err := f.normalize(f.Default, tx.refs(ctx)); err == nil && present {
 				next.Data[f.Keyname] = nv
 			}
 		}

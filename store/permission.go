@@ -37,9 +37,9 @@ func (db *DB) Permissions(ctx context.Context) ([]Permission, error) {
 	return out, rows.Err()
 }
 
-func (tx *Tx) permission(key string) (*Permission, error) {
+func (tx *Tx) permission(ctx context.Context, key string) (*Permission, error) {
 	p := &Permission{}
-	err := tx.queryRow("SELECT id, keyname, displayname, description, is_builtin FROM permissions WHERE keyname = ?", key).
+	err := tx.queryRow(ctx, "SELECT id, keyname, displayname, description, is_builtin FROM permissions WHERE keyname = ?", key).
 		Scan(&p.ID, &p.Keyname, &p.Displayname, &p.Description, &p.IsBuiltin)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, Errorf(ENotFound, "permission %q not found", key)
@@ -52,19 +52,19 @@ func (tx *Tx) permission(key string) (*Permission, error) {
 
 // DeletePermissionDirect removes a permission, built-in or not. Only start-up
 // migrations use it; the normal delete refuses built-ins.
-func (tx *Tx) DeletePermissionDirect(key string) error {
-	if _, err := tx.ExecContext(tx.ctx, "DELETE FROM permissions WHERE keyname = ?", key); err != nil {
+func (tx *Tx) DeletePermissionDirect(ctx context.Context, key string) error {
+	if _, err := tx.ExecContext(ctx, "DELETE FROM permissions WHERE keyname = ?", key); err != nil {
 		return fmt.Errorf("delete permission %s: %w", key, err)
 	}
 	return nil
 }
 
 // putPermission applies a `_permission` entry.
-func (tx *Tx) putPermission(e *Entry, system bool) (string, error) {
+func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string, error) {
 	if !permNameRE.MatchString(e.Keyname) {
 		return "", Errorf(EInvalid, "permission keyname %q is not valid", e.Keyname)
 	}
-	old, err := tx.permission(e.Keyname)
+	old, err := tx.permission(ctx, e.Keyname)
 	if err != nil && !IsNotFound(err) {
 		return "", err
 	}
@@ -81,10 +81,10 @@ func (tx *Tx) putPermission(e *Entry, system bool) (string, error) {
 		if old.IsBuiltin {
 			return "", Errorf(EForbidden, "permission %q is built-in and cannot be deleted", e.Keyname)
 		}
-		if _, err := tx.exec("DELETE FROM permissions WHERE id = ?", old.ID); err != nil {
+		if _, err := tx.exec(ctx, "DELETE FROM permissions WHERE id = ?", old.ID); err != nil {
 			return "", fmt.Errorf("delete permission %s: %w", e.Keyname, err)
 		}
-		return OutDeleted, tx.revision("_permission", e.Keyname, "delete", mustJSON(old), "")
+		return OutDeleted, tx.revision(ctx, "_permission", e.Keyname, "delete", mustJSON(old), "")
 	case "init":
 		if exists {
 			return OutUnchanged, nil
@@ -109,11 +109,11 @@ func (tx *Tx) putPermission(e *Entry, system bool) (string, error) {
 		return OutUnchanged, nil
 	}
 	if exists {
-		_, err = tx.exec("UPDATE permissions SET displayname = ?, description = ?, is_builtin = ? WHERE id = ?",
+		_, err = tx.exec(ctx, "UPDATE permissions SET displayname = ?, description = ?, is_builtin = ? WHERE id = ?",
 			next.Displayname, next.Description, next.IsBuiltin, old.ID)
 	} else {
 		var res sql.Result
-		res, err = tx.exec("INSERT INTO permissions(keyname, displayname, description, is_builtin) VALUES(?, ?, ?, ?)",
+		res, err = tx.exec(ctx, "INSERT INTO permissions(keyname, displayname, description, is_builtin) VALUES(?, ?, ?, ?)",
 			next.Keyname, next.Displayname, next.Description, next.IsBuiltin)
 		if err == nil {
 			next.ID, _ = res.LastInsertId()
@@ -123,9 +123,9 @@ func (tx *Tx) putPermission(e *Entry, system bool) (string, error) {
 		return "", fmt.Errorf("write permission %s: %w", e.Keyname, err)
 	}
 	if exists {
-		return OutUpdated, tx.revision("_permission", e.Keyname, "update", mustJSON(old), mustJSON(next))
+		return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, "update", mustJSON(old), mustJSON(next))
 	}
-	return OutCreated, tx.revision("_permission", e.Keyname, "create", "", mustJSON(next))
+	return OutCreated, tx.revision(ctx, "_permission", e.Keyname, "create", "", mustJSON(next))
 }
 
 // codePermissions are built-in permissions the code defines beyond the seed's
@@ -142,9 +142,9 @@ func CodePermissions() []Permission { return append([]Permission(nil), codePermi
 
 // SyncPermissions adds the code's built-in permissions a database lacks, as built-in,
 // without revisions; it leaves existing ones as they are.
-func (tx *Tx) SyncPermissions() error {
+func (tx *Tx) SyncPermissions(ctx context.Context) error {
 	for _, p := range codePermissions {
-		if _, err := tx.ExecContext(tx.ctx, `INSERT OR IGNORE INTO permissions(keyname, displayname, description, is_builtin)
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO permissions(keyname, displayname, description, is_builtin)
 			VALUES(?, ?, ?, 1)`, p.Keyname, p.Displayname, p.Description); err != nil {
 			return fmt.Errorf("sync permission %s: %w", p.Keyname, err)
 		}

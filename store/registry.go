@@ -22,8 +22,8 @@ func (db *DB) Registry(ctx context.Context, key string) (string, error) {
 }
 
 // Registry returns the value of key inside the transaction.
-func (tx *Tx) Registry(key string) (string, error) {
-	return registryGet(tx.ctx, tx.Tx, key)
+func (tx *Tx) Registry(ctx context.Context, key string) (string, error) {
+	return registryGet(ctx, tx.Tx, key)
 }
 
 type queryRower interface {
@@ -43,8 +43,8 @@ func registryGet(ctx context.Context, q queryRower, key string) (string, error) 
 }
 
 // SetRegistry writes key inside the transaction.
-func (tx *Tx) SetRegistry(key, value string) error {
-	_, err := tx.ExecContext(tx.ctx, `INSERT INTO registry(key, value) VALUES(?, ?)
+func (tx *Tx) SetRegistry(ctx context.Context, key, value string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO registry(key, value) VALUES(?, ?)
 		ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
 	if err != nil {
 		return fmt.Errorf("write registry %s: %w", key, err)
@@ -54,5 +54,5 @@ func (tx *Tx) SetRegistry(key, value string) error {
 
 // SetRegistry writes key in its own transaction.
 func (db *DB) SetRegistry(ctx context.Context, key, value string) error {
-	return db.WithTx(ctx, func(tx *Tx) error { return tx.SetRegistry(key, value) })
+	return db.WithTx(ctx, func(tx *Tx) error { return tx.SetRegistry(ctx, key, value) })
 }

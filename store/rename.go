@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -33,11 +34,11 @@ func checkKeynameFor(s *Schema, key, displayname string) error {
 }
 
 // CheckRename reports whether in could be renamed to newKey (what a dry run checks).
-func (tx *Tx) CheckRename(s *Schema, in *Instance, newKey string) error {
+func (tx *Tx) CheckRename(ctx context.Context, s *Schema, in *Instance, newKey string) error {
 	if err := checkKeynameFor(s, newKey, in.Displayname); err != nil {
 		return err
 	}
-	exists, err := tx.instanceExists(s.Keyname, newKey)
+	exists, err := tx.instanceExists(ctx, s.Keyname, newKey)
 	if err != nil {
 		return err
 	}
@@ -52,43 +53,43 @@ func (tx *Tx) CheckRename(s *Schema, in *Instance, newKey string) error {
 // instance of every schema. A target that exists or that the keyname mode rejects
 // fails with an error and changes nothing. in is updated in place (and left as it was
 // when the rename fails).
-func (tx *Tx) Rename(s *Schema, in *Instance, newKey string) (*RenameReport, error) {
+func (tx *Tx) Rename(ctx context.Context, s *Schema, in *Instance, newKey string) (*RenameReport, error) {
 	rep := &RenameReport{From: in.Keyname, To: newKey}
 	if newKey == in.Keyname {
 		return rep, nil
 	}
-	if err := tx.CheckRename(s, in, newKey); err != nil {
+	if err := tx.CheckRename(ctx, s, in, newKey); err != nil {
 		return nil, err
 	}
-	if _, err := tx.exec("SAVEPOINT rename"); err != nil {
+	if _, err := tx.exec(ctx, "SAVEPOINT rename"); err != nil {
 		return nil, fmt.Errorf("rename: %w", err)
 	}
 	old, oldUpdated := in.Keyname, in.UpdatedAt
-	if err := tx.rename(s, in, newKey, rep); err != nil {
-		tx.exec("ROLLBACK TO rename")
-		tx.exec("RELEASE rename")
+	if err := tx.rename(ctx, s, in, newKey, rep); err != nil {
+		tx.exec(ctx, "ROLLBACK TO rename")
+		tx.exec(ctx, "RELEASE rename")
 		in.Keyname, in.UpdatedAt = old, oldUpdated
 		return nil, err
 	}
-	if _, err := tx.exec("RELEASE rename"); err != nil {
+	if _, err := tx.exec(ctx, "RELEASE rename"); err != nil {
 		return nil, fmt.Errorf("rename: %w", err)
 	}
 	return rep, nil
 }
 
-func (tx *Tx) rename(s *Schema, in *Instance, newKey string, rep *RenameReport) error {
+func (tx *Tx) rename(ctx context.Context, s *Schema, in *Instance, newKey string, rep *RenameReport) error {
 	before := instanceDoc(s, in, "")
 	old := in.Keyname
 	now := tx.db.now()
-	if _, err := tx.exec("UPDATE instances SET keyname = ?, updated_at = ? WHERE id = ?", newKey, now, in.ID); err != nil {
+	if _, err := tx.exec(ctx, "UPDATE instances SET keyname = ?, updated_at = ? WHERE id = ?", newKey, now, in.ID); err != nil {
 		return fmt.Errorf("rename %s %s: %w", s.Keyname, old, err)
 	}
 	in.Keyname, in.UpdatedAt = newKey, now
 	tx.forget() // the existence cache may hold the old keyname
-	if err := tx.revision(s.Keyname, newKey, "rename", before, instanceDoc(s, in, "")); err != nil {
+	if err := tx.revision(ctx, s.Keyname, newKey, "rename", before, instanceDoc(s, in, "")); err != nil {
 		return err
 	}
-	n, err := tx.RewriteAllReferences(s.Keyname, map[string]string{old: newKey})
+	n, err := tx.RewriteAllReferences(ctx, s.Keyname, map[string]string{old: newKey})
 	rep.References += n
 	return err
 }
@@ -97,16 +98,16 @@ func (tx *Tx) rename(s *Schema, in *Instance, newKey string, rep *RenameReport) 
 // validation, cascade or revision: start-up migrations use it for bulk conversions
 // followed by one RewriteAllReferences pass. When another instance of the class holds
 // newKey, nothing changes and the error is EConflict; the transaction goes on.
-func (tx *Tx) ConvertKeyname(in *Instance, newKey, displayname string) error {
+func (tx *Tx) ConvertKeyname(ctx context.Context, in *Instance, newKey, displayname string) error {
 	tx.forget()
-	res, err := tx.exec("UPDATE OR IGNORE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?",
+	res, err := tx.exec(ctx, "UPDATE OR IGNORE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?",
 		newKey, displayname, tx.db.now(), in.ID)
 	if err != nil {
 		return fmt.Errorf("convert %s %s: %w", in.Classname, in.Keyname, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		// The unique (classname, keyname) index refused the row, or the row is gone.
-		if exists, xerr := tx.instanceExists(in.Classname, newKey); xerr == nil && exists {
+		if exists, xerr := tx.instanceExists(ctx, in.Classname, newKey); xerr == nil && exists {
 			return Errorf(EConflict, "%s %q already exists", in.Classname, newKey)
 		}
 		return Errorf(ENotFound, "convert %s %s: instance not found", in.Classname, in.Keyname)
@@ -120,18 +121,18 @@ func (tx *Tx) ConvertKeyname(in *Instance, newKey, displayname string) error {
 // field in Data[field]: a string when it is text, its JSON as a json.RawMessage when
 // it is any other non-null value (a list, a number), absent when missing or null. It
 // is the light scan of bulk keyname conversions.
-func (tx *Tx) InstanceKeys(cls, field string, afterID int64, limit int) ([]*Instance, error) {
+func (tx *Tx) InstanceKeys(ctx context.Context, cls, field string, afterID int64, limit int) ([]*Instance, error) {
 	value, args := "NULL, NULL", []any{cls, afterID, limit}
 	if field != "" {
 		path := `$."` + field + `"`
 		value, args = "json_type(data, ?), data ->> ?", append([]any{path, path}, args...)
 	}
-	stmt, err := tx.stmt("SELECT id, keyname, displayname, " + value +
+	stmt, err := tx.stmt(ctx, "SELECT id, keyname, displayname, "+value+
 		" FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?")
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
 	}
-	rows, err := stmt.QueryContext(tx.ctx, args...)
+	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
 	}
@@ -158,13 +159,13 @@ func (tx *Tx) InstanceKeys(cls, field string, afterID int64, limit int) ([]*Inst
 }
 
 // ReferencingFields lists (classname, field) pairs of `schema` fields targeting target.
-func (tx *Tx) ReferencingFields(target string) ([][2]string, error) {
-	return tx.referencingFields(target)
+func (tx *Tx) ReferencingFields(ctx context.Context, target string) ([][2]string, error) {
+	return tx.referencingFields(ctx, target)
 }
 
 // referencingFields lists (classname, field) pairs of `schema` fields targeting target.
-func (tx *Tx) referencingFields(target string) ([][2]string, error) {
-	rows, err := tx.QueryContext(tx.ctx, "SELECT classname, keyname, dataformat_ext FROM schema_fields WHERE dataformat = 'schema'")
+func (tx *Tx) referencingFields(ctx context.Context, target string) ([][2]string, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT classname, keyname, dataformat_ext FROM schema_fields WHERE dataformat = 'schema'")
 	if err != nil {
 		return nil, fmt.Errorf("find references to %s: %w", target, err)
 	}
@@ -186,22 +187,22 @@ func (tx *Tx) referencingFields(target string) ([][2]string, error) {
 // referencing target, one pass per referencing schema, so an instance holding the old
 // keyname in several fields is written (and gets a revision) once. It returns the
 // number of values changed.
-func (tx *Tx) RewriteAllReferences(target string, renames map[string]string) (int, error) {
+func (tx *Tx) RewriteAllReferences(ctx context.Context, target string, renames map[string]string) (int, error) {
 	if len(renames) == 0 {
 		return 0, nil
 	}
-	return tx.rewriteAll(target, renamesFilter(renames), mapRename(renames))
+	return tx.rewriteAll(ctx, target, renamesFilter(renames), mapRename(renames))
 }
 
 // RewriteAllReferencesFunc is RewriteAllReferences with the renames given by a rule:
 // rename(old) returns the new keyname and true for a value to rewrite. Bulk conversions
 // use it so they need not hold a map of every keyname they changed.
-func (tx *Tx) RewriteAllReferencesFunc(target string, rename func(old string) (string, bool)) (int, error) {
-	return tx.rewriteAll(target, "", rename)
+func (tx *Tx) RewriteAllReferencesFunc(ctx context.Context, target string, rename func(old string) (string, bool)) (int, error) {
+	return tx.rewriteAll(ctx, target, "", rename)
 }
 
-func (tx *Tx) rewriteAll(target, only string, rename func(string) (string, bool)) (int, error) {
-	refs, err := tx.referencingFields(target)
+func (tx *Tx) rewriteAll(ctx context.Context, target, only string, rename func(string) (string, bool)) (int, error) {
+	refs, err := tx.referencingFields(ctx, target)
 	if err != nil {
 		return 0, err
 	}
@@ -215,7 +216,7 @@ func (tx *Tx) rewriteAll(target, only string, rename func(string) (string, bool)
 	}
 	total := 0
 	for _, cls := range classes {
-		n, err := tx.rewriteReferences(cls, fields[cls], only, rename)
+		n, err := tx.rewriteReferences(ctx, cls, fields[cls], only, rename)
 		total += n
 		if err != nil {
 			return total, err
@@ -226,11 +227,11 @@ func (tx *Tx) rewriteAll(target, only string, rename func(string) (string, bool)
 
 // RewriteReferences replaces, in field `field` of every instance of cls, each value
 // that is a key of renames by its new keyname. It returns the number of values changed.
-func (tx *Tx) RewriteReferences(cls, field string, renames map[string]string) (int, error) {
+func (tx *Tx) RewriteReferences(ctx context.Context, cls, field string, renames map[string]string) (int, error) {
 	if len(renames) == 0 {
 		return 0, nil
 	}
-	return tx.rewriteReferences(cls, []string{field}, renamesFilter(renames), mapRename(renames))
+	return tx.rewriteReferences(ctx, cls, []string{field}, renamesFilter(renames), mapRename(renames))
 }
 
 // renamesFilter is the one old keyname of a single rename (the scan then reads only the
@@ -259,8 +260,8 @@ const rewriteBatch = 1000
 // the scan to instances holding that value. Only the data changes: the rewritten
 // instance keeps its ipv4 values, so nothing is collected (IP collection runs for addresses
 // when they are written; a reference rewrite writes none).
-func (tx *Tx) rewriteReferences(cls string, fields []string, only string, rename func(string) (string, bool)) (int, error) {
-	sch, err := tx.Schema(cls)
+func (tx *Tx) rewriteReferences(ctx context.Context, cls string, fields []string, only string, rename func(string) (string, bool)) (int, error) {
+	sch, err := tx.Schema(ctx, cls)
 	if err != nil {
 		return 0, err
 	}
@@ -278,7 +279,7 @@ func (tx *Tx) rewriteReferences(cls string, fields []string, only string, rename
 	}
 	query := "SELECT " + instanceCols + " FROM instances WHERE classname = ? AND id > ? AND (" +
 		strings.Join(cond, " OR ") + ") ORDER BY id LIMIT ?"
-	stmt, err := tx.stmt(query)
+	stmt, err := tx.stmt(ctx, query)
 	if err != nil {
 		return 0, fmt.Errorf("rewrite references %s.%s: %w", cls, strings.Join(fields, ","), err)
 	}
@@ -286,7 +287,7 @@ func (tx *Tx) rewriteReferences(cls string, fields []string, only string, rename
 	var after int64
 	for {
 		args := append(append([]any{cls, after}, condArgs...), rewriteBatch)
-		rows, err := stmt.QueryContext(tx.ctx, args...)
+		rows, err := stmt.QueryContext(ctx, args...)
 		if err != nil {
 			return changed, fmt.Errorf("rewrite references %s.%s: %w", cls, strings.Join(fields, ","), err)
 		}
@@ -305,7 +306,7 @@ func (tx *Tx) rewriteReferences(cls string, fields []string, only string, rename
 		}
 		for _, in := range hits {
 			after = in.ID
-			n, err := tx.rewriteInstance(sch, in, fields, rename)
+			n, err := tx.rewriteInstance(ctx, sch, in, fields, rename)
 			if err != nil {
 				return changed, err
 			}
@@ -319,7 +320,7 @@ func (tx *Tx) rewriteReferences(cls string, fields []string, only string, rename
 
 // rewriteInstance applies rename to fields of in and, when a value changed, writes
 // the new data with an "update" revision. It returns the number of values changed.
-func (tx *Tx) rewriteInstance(sch *Schema, in *Instance, fields []string, rename func(string) (string, bool)) (int, error) {
+func (tx *Tx) rewriteInstance(ctx context.Context, sch *Schema, in *Instance, fields []string, rename func(string) (string, bool)) (int, error) {
 	var data map[string]any
 	n := 0
 	for _, field := range fields {
@@ -361,13 +362,13 @@ func (tx *Tx) rewriteInstance(sch *Schema, in *Instance, fields []string, rename
 	next := *in
 	next.Data = data
 	next.UpdatedAt = tx.db.now()
-	if _, err := tx.exec("UPDATE instances SET data = ?, updated_at = ? WHERE id = ?", mustJSON(data), next.UpdatedAt, in.ID); err != nil {
+	if _, err := tx.exec(ctx, "UPDATE instances SET data = ?, updated_at = ? WHERE id = ?", mustJSON(data), next.UpdatedAt, in.ID); err != nil {
 		return 0, fmt.Errorf("rewrite references in %s %s: %w", in.Classname, in.Keyname, err)
 	}
 	if tx.rev.Off { // skip building the revision documents (migrations rewrite many)
 		return n, nil
 	}
-	if err := tx.revision(in.Classname, in.Keyname, "update", instanceDoc(sch, in, ""), instanceDoc(sch, &next, "")); err != nil {
+	if err := tx.revision(ctx, in.Classname, in.Keyname, "update", instanceDoc(sch, in, ""), instanceDoc(sch, &next, "")); err != nil {
 		return 0, err
 	}
 	return n, nil

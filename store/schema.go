@@ -134,11 +134,11 @@ func (db *DB) dropSchemaCache() {
 }
 
 // Schema returns the schema named name as the transaction sees it.
-func (tx *Tx) Schema(name string) (*Schema, error) {
+func (tx *Tx) Schema(ctx context.Context, name string) (*Schema, error) {
 	if s, ok := tx.schemas[name]; ok {
 		return s, nil
 	}
-	s, err := loadSchema(tx.ctx, tx.Tx, name)
+	s, err := loadSchema(ctx, tx.Tx, name)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -23,7 +24,7 @@ func checkKeynameMode(m string) error {
 }
 
 // putSchema applies a `_schema` entry. It returns the outcome.
-func (tx *Tx) putSchema(e *Entry, action string, system bool) (string, error) {
+func (tx *Tx) putSchema(ctx context.Context, e *Entry, action string, system bool) (string, error) {
 	name := e.Keyname
 	if !schemaNameRE.MatchString(name) {
 		return "", Errorf(EInvalid, "schema keyname %q must match [a-z_][a-z0-9_]{0,127}", name)
@@ -31,7 +32,7 @@ func (tx *Tx) putSchema(e *Entry, action string, system bool) (string, error) {
 	if strings.HasPrefix(name, "_") && !system {
 		return "", Errorf(EForbidden, "schema %q: names starting with _ are built-in", name)
 	}
-	old, err := tx.Schema(name)
+	old, err := tx.Schema(ctx, name)
 	if err != nil && !IsNotFound(err) {
 		return "", err
 	}
@@ -51,7 +52,7 @@ func (tx *Tx) putSchema(e *Entry, action string, system bool) (string, error) {
 		if !exists {
 			return OutUnchanged, nil
 		}
-		return OutDeleted, tx.deleteSchema(old, system)
+		return OutDeleted, tx.deleteSchema(ctx, old, system)
 	case "enable", "disable":
 		if !exists {
 			return "", Errorf(ENotFound, "schema %q not found", name)
@@ -60,7 +61,7 @@ func (tx *Tx) putSchema(e *Entry, action string, system bool) (string, error) {
 		if old.IsEnabled == want {
 			return OutUnchanged, nil
 		}
-		if _, err := tx.exec("UPDATE schemas SET is_enabled = ? WHERE keyname = ?", want, name); err != nil {
+		if _, err := tx.exec(ctx, "UPDATE schemas SET is_enabled = ? WHERE keyname = ?", want, name); err != nil {
 			return "", fmt.Errorf("write schema %s: %w", name, err)
 		}
 		tx.schemasChanged()
@@ -133,14 +134,14 @@ func (tx *Tx) putSchema(e *Entry, action string, system bool) (string, error) {
 			return OutUnchanged, nil
 		}
 	}
-	if err := tx.writeSchema(next, drop); err != nil {
+	if err := tx.writeSchema(ctx, next, drop); err != nil {
 		return "", err
 	}
 	outcome, rev := OutCreated, "create"
 	if exists {
 		outcome, rev = OutUpdated, "update"
 	}
-	if err := tx.revision("_schema", name, rev, before, mustJSON(next.Doc())); err != nil {
+	if err := tx.revision(ctx, "_schema", name, rev, before, mustJSON(next.Doc())); err != nil {
 		return "", err
 	}
 	return outcome, nil
@@ -324,8 +325,8 @@ func nullable(s string) any {
 	return s
 }
 
-func (tx *Tx) writeSchema(s *Schema, drop []string) error {
-	_, err := tx.ExecContext(tx.ctx, `INSERT INTO schemas(keyname, displayname, description, keyname_mode, is_enabled,
+func (tx *Tx) writeSchema(ctx context.Context, s *Schema, drop []string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO schemas(keyname, displayname, description, keyname_mode, is_enabled,
 		is_builtin, p_read, p_create, p_update, p_delete, p_admin, options) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(keyname) DO UPDATE SET displayname = excluded.displayname, description = excluded.description,
 		keyname_mode = excluded.keyname_mode, is_enabled = excluded.is_enabled, p_read = excluded.p_read,
@@ -337,7 +338,7 @@ func (tx *Tx) writeSchema(s *Schema, drop []string) error {
 		return fmt.Errorf("write schema %s: %w", s.Keyname, err)
 	}
 	for _, name := range drop {
-		if err := tx.DeleteField(s.Keyname, name); err != nil {
+		if err := tx.DeleteField(ctx, s.Keyname, name); err != nil {
 			return err
 		}
 	}
@@ -346,7 +347,7 @@ func (tx *Tx) writeSchema(s *Schema, drop []string) error {
 		if f.Default != nil {
 			def = mustJSON(f.Default)
 		}
-		_, err := tx.ExecContext(tx.ctx, `INSERT INTO schema_fields(classname, keyname, displayname, description,
+		_, err := tx.ExecContext(ctx, `INSERT INTO schema_fields(classname, keyname, displayname, description,
 			dataformat, dataformat_ext, cardinal_min, cardinal_max, default_value, sort_order, is_enabled, options)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?)
 			ON CONFLICT(classname, keyname) DO UPDATE SET displayname = excluded.displayname,
@@ -368,13 +369,13 @@ func (tx *Tx) writeSchema(s *Schema, drop []string) error {
 // from every instance of the class: a search no longer matches them and nothing (a
 // re-run migration block, a later field of the same name) can read them back. Start-up
 // migrations also use it for built-ins a reload cannot express.
-func (tx *Tx) DeleteField(classname, keyname string) error {
-	if _, err := tx.ExecContext(tx.ctx, "DELETE FROM schema_fields WHERE classname = ? AND keyname = ?",
+func (tx *Tx) DeleteField(ctx context.Context, classname, keyname string) error {
+	if _, err := tx.ExecContext(ctx, "DELETE FROM schema_fields WHERE classname = ? AND keyname = ?",
 		classname, keyname); err != nil {
 		return fmt.Errorf("delete field %s.%s: %w", classname, keyname, err)
 	}
 	path := `$."` + keyname + `"`
-	if _, err := tx.ExecContext(tx.ctx, `UPDATE instances SET data = json_remove(data, ?)
+	if _, err := tx.ExecContext(ctx, `UPDATE instances SET data = json_remove(data, ?)
 		WHERE classname = ? AND json_type(data, ?) IS NOT NULL`, path, classname, path); err != nil {
 		return fmt.Errorf("delete values of field %s.%s: %w", classname, keyname, err)
 	}
@@ -382,21 +383,21 @@ func (tx *Tx) DeleteField(classname, keyname string) error {
 	return nil
 }
 
-func (tx *Tx) deleteSchema(s *Schema, system bool) error {
+func (tx *Tx) deleteSchema(ctx context.Context, s *Schema, system bool) error {
 	if s.IsBuiltin && !system {
 		return Errorf(EForbidden, "schema %q is built-in and cannot be deleted", s.Keyname)
 	}
 	var n int
-	if err := tx.QueryRowContext(tx.ctx, "SELECT count(*) FROM instances WHERE classname = ?", s.Keyname).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM instances WHERE classname = ?", s.Keyname).Scan(&n); err != nil {
 		return fmt.Errorf("delete schema %s: %w", s.Keyname, err)
 	}
 	if n > 0 {
 		return Errorf(EConflict, "schema %q still has %d instances; delete them first", s.Keyname, n)
 	}
 	before := mustJSON(s.Doc())
-	if _, err := tx.ExecContext(tx.ctx, "DELETE FROM schemas WHERE keyname = ?", s.Keyname); err != nil {
+	if _, err := tx.ExecContext(ctx, "DELETE FROM schemas WHERE keyname = ?", s.Keyname); err != nil {
 		return fmt.Errorf("delete schema %s: %w", s.Keyname, err)
 	}
 	tx.schemasChanged()
-	return tx.revision("_schema", s.Keyname, "delete", before, "")
+	return tx.revision(ctx, "_schema", s.Keyname, "delete", before, "")
 }

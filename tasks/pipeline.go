@@ -137,11 +137,11 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 	}
 	defer tx.Rollback()
 	name := x.p.Schemas[cp.Schema]
-	s, err := tx.Schema(name)
+	s, err := tx.Schema(ctx, name)
 	if err != nil {
 		return false, false, err
 	}
-	batch, err := tx.Instances(name, cp.After, r.o.BatchSize)
+	batch, err := tx.Instances(ctx, name, cp.After, r.o.BatchSize)
 	if err != nil {
 		return false, false, err
 	}
@@ -151,7 +151,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 		if x.renamed {
 			// A rename earlier in this batch may have rewritten references this
 			// instance holds: work on its stored state, not the batch's snapshot.
-			if in, err = tx.Instance(name, in.Keyname); err != nil {
+			if in, err = tx.Instance(ctx, name, in.Keyname); err != nil {
 				return false, false, err
 			}
 		}

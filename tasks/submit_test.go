@@ -201,7 +201,7 @@ func TestSubmitTx(t *testing.T) {
 			if handle, err = r.SubmitTx(ctx, tx, p); err != nil {
 				return err
 			}
-			return tx.SetRegistry("SUBMIT_TX_TEST", handle)
+			return tx.SetRegistry(ctx, "SUBMIT_TX_TEST", handle)
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -84,8 +84,9 @@ func Rows(tb testing.TB, q Querier, query string, args ...any) (cols []string, r
 // Exec runs one statement in a write transaction (to set up states loads cannot).
 func Exec(tb testing.TB, db *store.DB, query string, args ...any) {
 	tb.Helper()
-	err := db.WithTx(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.ExecContext(context.Background(), query, args...)
+	ctx := context.Background()
+	err := db.WithTx(ctx, func(tx *store.Tx) error {
+		_, err := tx.ExecContext(ctx, query, args...)
 		return err
 	})
 	if err != nil {
@@ -162,16 +163,17 @@ func Instance(tb testing.TB, db *store.DB, cls, key string) *store.Instance {
 func Rename(tb testing.TB, db *store.DB, author, cls, from, to string) (*store.RenameReport, error) {
 	tb.Helper()
 	var rep *store.RenameReport
-	err := db.WithTxAs(context.Background(), store.Revisions{Author: author}, func(tx *store.Tx) error {
-		s, err := tx.Schema(cls)
+	ctx := context.Background()
+	err := db.WithTxAs(ctx, store.Revisions{Author: author}, func(tx *store.Tx) error {
+		s, err := tx.Schema(ctx, cls)
 		if err != nil {
 			return err
 		}
-		in, err := tx.Instance(cls, from)
+		in, err := tx.Instance(ctx, cls, from)
 		if err != nil {
 			return err
 		}
-		rep, err = tx.Rename(s, in, to)
+		rep, err = tx.Rename(ctx, s, in, to)
 		return err
 	})
 	return rep, err
