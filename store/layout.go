@@ -176,7 +176,35 @@ CREATE TRIGGER instances_search_update AFTER UPDATE OF keyname, displayname, dat
 		VALUES(NEW.id, NEW.keyname, NEW.displayname, NEW.data);
 END;
 `,
+	// 5: instance ids are never reused (a deleted user's id must not pass to a new user
+	// with its tasks and sessions). instance_ids.high is the highest id ever given out
+	// that may no longer be in instances: deletes raise it, and inserts take
+	// max(high, max(id)) + 1 (nextInstanceID). For existing files it starts above every
+	// id still named by instances, tasks or sessions. An insert that would reuse an id
+	// anyway (SQL written by hand without nextInstanceID) is refused.
+	`
+CREATE TABLE instance_ids (
+	id   INTEGER PRIMARY KEY CHECK (id = 1),
+	high INTEGER NOT NULL
+);
+INSERT INTO instance_ids(id, high) VALUES(1, max(
+	coalesce((SELECT max(id) FROM instances), 0),
+	coalesce((SELECT max(CAST(owner_id AS INTEGER)) FROM tasks
+		WHERE owner_id <> '' AND owner_id NOT GLOB '*[^0-9]*'), 0),
+	coalesce((SELECT max(user_id) FROM sessions), 0)));
+CREATE TRIGGER instances_id_high AFTER DELETE ON instances
+	WHEN OLD.id > (SELECT high FROM instance_ids) BEGIN
+	UPDATE instance_ids SET high = OLD.id;
+END;
+CREATE TRIGGER instances_id_fresh AFTER INSERT ON instances
+	WHEN NEW.id <= (SELECT high FROM instance_ids) BEGIN
+	SELECT RAISE(ABORT, 'instance id reused');
+END;
+`,
 }
+
+// nextInstanceID is the id a new instance takes: above every id ever given out.
+const nextInstanceID = `(SELECT max(high, coalesce((SELECT max(id) FROM instances), 0)) + 1 FROM instance_ids)`
 
 // migrateLayout applies the layout changes the file has not seen yet, each in its own
 // transaction together with its user_version bump. The version is read inside the

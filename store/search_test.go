@@ -251,6 +251,7 @@ func TestCountsAndSearchIndexBuiltForExistingFiles(t *testing.T) {
 		"DROP TRIGGER instances_count_insert", "DROP TRIGGER instances_count_delete", "DROP TRIGGER instances_count_move",
 		"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete", "DROP TRIGGER instances_search_update",
 		"DROP TABLE instances_search", "DROP TABLE instance_counts",
+		"DROP TRIGGER instances_id_high", "DROP TRIGGER instances_id_fresh", "DROP TABLE instance_ids", // layout 5
 		"INSERT INTO instances(classname, keyname, data, created_at, updated_at) VALUES('a', 'one', '{\"x\":\"needle\"}', '', ''), ('a', 'two', '{}', '', ''), ('b', 'three', '{}', '', '')",
 		"PRAGMA user_version = 3", // before layout 4 (counts and search); layout 3 is the sessions table
 	} {
