@@ -337,8 +337,9 @@ func (c *cli) migrateStatus(ctx context.Context) error {
 }
 
 // readLoadFiles expands files and directories (their .yml, .yaml and .json files in
-// name order) and parses them; it returns the entries, per-file errors and warnings.
-func readLoadFiles(paths []string) ([]*store.Entry, []string, []string, error) {
+// name order) and checks that each parses; it returns the files, per-file errors and
+// warnings. Files that parse item by item are read again, item by item, by the load.
+func readLoadFiles(paths []string) ([]*loadFile, []string, []string, error) {
 	var files []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
@@ -365,22 +366,85 @@ func readLoadFiles(paths []string) ([]*store.Entry, []string, []string, error) {
 			files = append(files, filepath.Join(p, n))
 		}
 	}
-	var all []*store.Entry
+	var out []*loadFile
 	var problems, warnings []string
 	for _, f := range files {
+		lf := &loadFile{name: filepath.Base(f), path: f}
+		ok, err := checkStream(lf)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if ok {
+			out = append(out, lf)
+			continue
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		entries, warn, err := store.ParseDocumentLenient(filepath.Base(f), data)
+		entries, warn, err := store.ParseDocumentLenient(lf.name, data)
 		if err != nil {
 			problems = append(problems, store.ErrorMessage(err))
 			continue
 		}
 		warnings = append(warnings, warn...)
-		all = append(all, entries...)
+		lf.entries = entries
+		out = append(out, lf)
 	}
-	return all, problems, warnings, nil
+	return out, problems, warnings, nil
+}
+
+// loadFile is a file to load: streamed (read item by item while loading, after a
+// first reading checked every item parses) or parsed whole into entries.
+type loadFile struct {
+	name, path string
+	stream     bool
+	entries    []*store.Entry
+}
+
+// checkStream reads the file item by item without keeping anything: true when the
+// whole file parses that way, so it can be loaded as it is read.
+func checkStream(lf *loadFile) (bool, error) {
+	f, err := os.Open(lf.path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	err = store.StreamDocument(lf.name, f, func(*store.Entry) error { return nil })
+	if errors.Is(err, store.ErrNotStreamable) {
+		return false, nil
+	}
+	lf.stream = err == nil
+	return lf.stream, err
+}
+
+// loadSource yields the entries of files in order, streaming those that stream.
+func loadSource(files []*loadFile) func(yield func(*store.Entry) error) error {
+	return func(yield func(*store.Entry) error) error {
+		for _, lf := range files {
+			if !lf.stream {
+				for _, e := range lf.entries {
+					if err := yield(e); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			f, err := os.Open(lf.path)
+			if err != nil {
+				return err
+			}
+			err = store.StreamDocument(lf.name, f, yield)
+			f.Close()
+			if errors.Is(err, store.ErrNotStreamable) {
+				return fmt.Errorf("%s: the file changed while it was loaded", lf.path)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 func setupLoad(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
@@ -397,7 +461,7 @@ func (c *cli) load(ctx context.Context, args []string, action string, dryrun boo
 	default:
 		return &usageError{c.find("load"), fmt.Sprintf("--action %q: not create, update, init, delete, enable, disable or noop", action)}
 	}
-	entries, problems, warnings, err := readLoadFiles(args)
+	files, problems, warnings, err := readLoadFiles(args)
 	if err != nil {
 		return err
 	}
@@ -415,7 +479,7 @@ func (c *cli) load(ctx context.Context, args []string, action string, dryrun boo
 			return err
 		}
 	}
-	res, err := db.Load(ctx, entries, opts)
+	res, err := db.LoadStream(ctx, loadSource(files), opts)
 	if err != nil {
 		return err
 	}

@@ -68,3 +68,36 @@ func BenchmarkStartupUpToDate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStartupFloor is the floor of BenchmarkStartupUpToDate without a password:
+// the reads an up-to-date start cannot avoid (DB_VERSION, INSTANCE_UUID and the
+// configuration), each one query on the same file, in one read transaction.
+func BenchmarkStartupFloor(b *testing.B) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(b.TempDir(), "data.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if err := bootstrap.Run(ctx, db, benchOptions("")); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		tx, err := db.Reader().BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var v, u string
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT value FROM registry WHERE key = 'DB_VERSION'").Scan(&v); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.QueryRowContext(ctx, "SELECT value FROM registry WHERE key = 'INSTANCE_UUID'").Scan(&u); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM configuration").Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		tx.Rollback()
+	}
+}

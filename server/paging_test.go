@@ -2,8 +2,15 @@ package server_test
 
 import (
 	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+
+	"dataservice/internal/testkit"
+	"dataservice/server"
 )
 
 // TestInstancesKeysetPaging: the `after` cursor walks every instance once, the Link
@@ -71,4 +78,71 @@ func TestInstancesKeysetPaging(t *testing.T) {
 	} {
 		wantError(t, e.get("/api/instances/server/"+q, reader), 400, msg)
 	}
+}
+
+// TestClientCancelNotLoggedAsError: a request whose client went away is not an
+// internal error: nothing is logged at ERROR for it.
+func TestClientCancelNotLoggedAsError(t *testing.T) {
+	e := newEnv(t, envOptions{NoRunner: true})
+	e.load(serverSchema)
+	reader := e.key("reader", keySpec{perms: []string{"p_data_access", "p_data_read"}})
+	var logs testkit.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h := server.New(server.Options{DB: e.db, Logger: logger, Version: "4.9.0", VersionDate: "2026-11-22"})
+	// The key is verified (and cached) first, so the canceled request gets past authentication.
+	warm := httptest.NewRequest(http.MethodGet, "/api/instances/server/", nil)
+	reader(warm)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, warm)
+	if rec.Code != 200 {
+		t.Fatalf("warm-up request: %d %s", rec.Code, rec.Body)
+	}
+	// The client goes away at every point of the request in turn: after the k-th time
+	// the request's context is asked whether it is done.
+	for _, path := range []string{"/api/instances/server/", "/api/instances/server/srv1/", "/api/schemas/"} {
+		for k := int64(0); k < 300; k++ {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req = req.WithContext(&goneAfter{Context: req.Context(), left: k, done: make(chan struct{})})
+			reader(req)
+			h.ServeHTTP(httptest.NewRecorder(), req)
+		}
+	}
+	if out := logs.String(); strings.Contains(out, "level=ERROR") || !strings.Contains(out, "canceled") {
+		t.Fatalf("logs of canceled requests:\n%s", out)
+	}
+}
+
+// goneAfter is a context canceled once Done or Err has been asked left times.
+type goneAfter struct {
+	context.Context
+	mu   sync.Mutex
+	left int64
+	done chan struct{}
+}
+
+func (g *goneAfter) tick() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.left > 0 {
+		g.left--
+		return false
+	}
+	select {
+	case <-g.done:
+	default:
+		close(g.done)
+	}
+	return true
+}
+
+func (g *goneAfter) Done() <-chan struct{} {
+	g.tick()
+	return g.done
+}
+
+func (g *goneAfter) Err() error {
+	if g.tick() {
+		return context.Canceled
+	}
+	return nil
 }

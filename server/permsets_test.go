@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -34,6 +35,13 @@ func TestReadyMadePermissionSets(t *testing.T) {
 		}
 		if got := status(e.post("/api/load/", viewer, []byte("- {classname: server, keyname: v1}\n"))); got != 403 {
 			t.Fatalf("load: %d", got)
+		}
+		// As the page says: keys are out of reach, users are readable without passwords.
+		if got := status(e.get("/api/instances/_apikey/", viewer)); got != 403 {
+			t.Fatalf("GET keys: %d", got)
+		}
+		if r := e.get("/api/instances/_user/admin/", viewer); r.status != 200 || strings.Contains(string(r.body), "password") {
+			t.Fatalf("GET a user: %d %s", r.status, r.body)
 		}
 		if got := status(e.post("/api/pipelines/upper/?schema=server", viewer, nil)); got != 403 {
 			t.Fatalf("run: %d", got)

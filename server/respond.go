@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 
@@ -75,6 +77,12 @@ var statusOf = map[string]int{
 // fail writes err: internal errors are logged and shown only as "internal error".
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := store.ErrorCode(err)
+	if code == store.EInternal && (errors.Is(err, context.Canceled) || r.Context().Err() != nil) {
+		// The client went away (or its deadline passed): nothing failed here, and
+		// nobody reads the reply.
+		s.log.Info("request canceled by the client", "method", r.Method, "path", r.URL.Path, "error", err)
+		return
+	}
 	if code == store.EInternal {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}

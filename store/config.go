@@ -161,11 +161,47 @@ func (db *DB) ConfigValue(ctx context.Context, key string) string {
 	if !ok {
 		db.log.Error("read of an unknown configuration key", "key", key)
 	}
-	var v string
-	if err := db.r.QueryRowContext(ctx, "SELECT value FROM configuration WHERE keyname = ?", key).Scan(&v); err == nil {
-		return v
+	if vals, err := db.configValues(ctx); err == nil {
+		if v, ok := vals[key]; ok {
+			return v
+		}
 	}
 	return d.Default
+}
+
+// configValues returns the stored configuration values, cached in memory until the
+// generation counter moves (every change of the configuration table moves it).
+func (db *DB) configValues(ctx context.Context) (map[string]string, error) {
+	gen, err := db.generation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	vals, fresh := db.config, db.config != nil && db.configGen == gen
+	db.mu.RUnlock()
+	if fresh {
+		return vals, nil
+	}
+	rows, err := db.r.QueryContext(ctx, "SELECT keyname, value FROM configuration WHERE value IS NOT NULL")
+	if err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	defer rows.Close()
+	vals = map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("read configuration: %w", err)
+		}
+		vals[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read configuration: %w", err)
+	}
+	db.mu.Lock()
+	db.config, db.configGen = vals, gen
+	db.mu.Unlock()
+	return vals, nil
 }
 
 // ConfigInt is ConfigValue as an integer, falling back to the default when unreadable.

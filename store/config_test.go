@@ -150,6 +150,40 @@ func TestSetConfig(t *testing.T) {
 	}
 }
 
+// Configuration is cached in memory, and a change made through this handle or by
+// another process (another handle on the file) is seen by the next read.
+func TestConfigCacheSeesChanges(t *testing.T) {
+	ctx := context.Background()
+	db := newTestDB(t)
+	if err := db.WithTx(ctx, func(tx *store.Tx) error { return tx.SyncConfig() }); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.ConfigInt(ctx, "DATA_MAX_SIZE"); got != 500 {
+		t.Fatalf("DATA_MAX_SIZE = %d, want the default 500", got)
+	}
+	if err := db.SetConfig(ctx, map[string]string{"DATA_MAX_SIZE": "77"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.ConfigInt(ctx, "DATA_MAX_SIZE"); got != 77 {
+		t.Fatalf("after a local change DATA_MAX_SIZE = %d, want 77", got)
+	}
+	other, err := store.Open(ctx, db.Path(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.SetConfig(ctx, map[string]string{"DATA_MAX_SIZE": "88"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.ConfigInt(ctx, "DATA_MAX_SIZE"); got != 88 {
+		t.Fatalf("after another process's change DATA_MAX_SIZE = %d, want 88", got)
+	}
+	exec(t, db, "DELETE FROM configuration WHERE keyname = 'DATA_MAX_SIZE'")
+	if got := db.ConfigInt(ctx, "DATA_MAX_SIZE"); got != 500 {
+		t.Fatalf("after the entry is removed DATA_MAX_SIZE = %d, want the default 500", got)
+	}
+}
+
 func TestConfigKeysAreDefined(t *testing.T) {
 	defined := map[string]bool{}
 	for _, d := range store.ConfigDefs {

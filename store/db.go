@@ -34,6 +34,45 @@ type DB struct {
 	schemaGen int64
 	local     uint64
 	verify    sync.Map // verified-secret cache, see secret.go
+	// config caches the configuration values at configGen (same counter as schemas).
+	config    map[string]string
+	configGen int64
+	// rstmts are statements prepared once on the read pool (query -> *sql.Stmt).
+	rstmts sync.Map
+}
+
+// rstmt returns query prepared on the read pool, prepared on first use.
+func (db *DB) rstmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s, ok := db.rstmts.Load(query); ok {
+		return s.(*sql.Stmt), nil
+	}
+	s, err := db.r.PrepareContext(context.WithoutCancel(ctx), query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := db.rstmts.LoadOrStore(query, s); loaded {
+		s.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return s, nil
+}
+
+// rqueryRow runs a read-pool statement prepared once.
+func (db *DB) rqueryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	s, err := db.rstmt(ctx, query)
+	if err != nil {
+		return db.r.QueryRowContext(ctx, query, args...)
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
+// generation reads the committed schema_generation counter.
+func (db *DB) generation(ctx context.Context) (int64, error) {
+	var gen int64
+	if err := db.rqueryRow(ctx, "SELECT generation FROM schema_generation").Scan(&gen); err != nil {
+		return 0, fmt.Errorf("read schema generation: %w", err)
+	}
+	return gen, nil
 }
 
 // Options tune Open.
@@ -155,6 +194,11 @@ func (db *DB) Path() string { return db.path }
 
 // Close closes both pools, then releases the in-use lock.
 func (db *DB) Close() error {
+	db.rstmts.Range(func(k, v any) bool {
+		v.(*sql.Stmt).Close()
+		db.rstmts.Delete(k)
+		return true
+	})
 	err := db.w.Close()
 	if db.r != nil && db.r != db.w {
 		if rerr := db.r.Close(); err == nil {

@@ -257,6 +257,10 @@ func fromJSON(v any) any {
 	return v
 }
 
+// DecodeData decodes a stored data column as instances are read (benchmark floors use
+// it to decode the same bytes the same way).
+func DecodeData(s string) (map[string]any, error) { return decodeData(s) }
+
 func decodeData(s string) (map[string]any, error) {
 	m := map[string]any{}
 	if s == "" {

@@ -53,7 +53,7 @@ func notFoundInstance(cls, key string, err error) error {
 
 // Instance reads one instance through the read pool.
 func (db *DB) Instance(ctx context.Context, cls, key string) (*Instance, error) {
-	in, err := scanInstance(db.r.QueryRowContext(ctx, "SELECT "+instanceCols+
+	in, err := scanInstance(db.rqueryRow(ctx, "SELECT "+instanceCols+
 		" FROM instances WHERE classname = ? AND keyname = ?", cls, key))
 	if err != nil {
 		return nil, notFoundInstance(cls, key, err)
@@ -143,7 +143,7 @@ func eachInstance(next func(after int64) ([]*Instance, error), fn func(*Instance
 // (table instance_counts), so it costs one lookup whatever the number.
 func (db *DB) CountInstances(ctx context.Context, cls string) (int, error) {
 	var n int
-	err := db.r.QueryRowContext(ctx, "SELECT n FROM instance_counts WHERE classname = ?", cls).Scan(&n)
+	err := db.rqueryRow(ctx, "SELECT n FROM instance_counts WHERE classname = ?", cls).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -388,6 +388,12 @@ func (tx *Tx) write(s *Schema, old, in *Instance, action, data string, ifAbsent 
 			return false, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
 		}
 		in.ID, in.CreatedAt, in.UpdatedAt = old.ID, old.CreatedAt, now
+		if in.Classname == "_user" && fmt.Sprint(old.Data["password"]) != fmt.Sprint(in.Data["password"]) {
+			// A new password ends the console sessions opened with the old one.
+			if _, err := tx.exec("DELETE FROM sessions WHERE user_id = ?", old.ID); err != nil {
+				return false, fmt.Errorf("end sessions of %s: %w", old.Keyname, err)
+			}
+		}
 	}
 	if old == nil {
 		tx.remember(in.Classname, in.Keyname)
@@ -409,6 +415,13 @@ func (tx *Tx) write(s *Schema, old, in *Instance, action, data string, ifAbsent 
 func (tx *Tx) DeleteInstance(s *Schema, in *Instance) error {
 	if _, err := tx.exec("DELETE FROM instances WHERE id = ?", in.ID); err != nil {
 		return fmt.Errorf("delete %s %s: %w", in.Classname, in.Keyname, err)
+	}
+	if in.Classname == "_user" {
+		// Its console sessions end with it: a user created later may get the same row
+		// id, and must not inherit them.
+		if _, err := tx.exec("DELETE FROM sessions WHERE user_id = ?", in.ID); err != nil {
+			return fmt.Errorf("delete sessions of %s: %w", in.Keyname, err)
+		}
 	}
 	tx.forget()
 	return tx.revision(in.Classname, in.Keyname, "delete", instanceDoc(s, in, in.raw), "")

@@ -51,7 +51,7 @@ func TestInstanceIDsNeverReused(t *testing.T) {
 	erin := instance(t, db, "_user", "erin").ID
 	db.Close()
 
-	// A file from before the id tracking (layout 4), where the newest user was deleted
+	// A file from before the id tracking (layout 6), where the newest user was deleted
 	// and its task kept: the first open above it gives ids above the task's owner.
 	sdb, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -59,7 +59,7 @@ func TestInstanceIDsNeverReused(t *testing.T) {
 	}
 	for _, q := range []string{
 		"DROP TRIGGER instances_id_high", "DROP TRIGGER instances_id_fresh", "DROP TABLE instance_ids",
-		"PRAGMA user_version = 4",
+		"PRAGMA user_version = 5",
 		"DELETE FROM instances WHERE classname = '_user' AND keyname = 'erin'",
 		"INSERT INTO tasks(handle, kind, owner_type, owner_id, status, created_at) VALUES('h2', 'pipeline', 'api', '" +
 			strconv.FormatInt(erin, 10) + "', 'queued', '')",

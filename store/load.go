@@ -134,6 +134,20 @@ func (r *LoadResult) fail(e *Entry, err error) {
 // atomically; a failed entry never stops the others. Entries that failed only for an
 // unresolved reference are retried once after all others.
 func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*LoadResult, error) {
+	return db.LoadStream(ctx, func(yield func(*Entry) error) error {
+		for _, e := range entries {
+			if err := yield(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, opts)
+}
+
+// LoadStream is Load over entries produced one at a time by source, which calls yield
+// for each (and returns yield's error when it fails): a document is loaded as it is
+// read, holding only the current batch and the entries waiting for a retry.
+func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions) (*LoadResult, error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 1000
 	}
@@ -181,39 +195,43 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 		return err
 	}
 	var retry []*Entry
-	pass := func(list []*Entry, second bool) error {
-		for _, e := range list {
-			if err := ctx.Err(); err != nil {
+	one := func(e *Entry, second bool) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if tx == nil {
+			if err := begin(); err != nil {
 				return err
 			}
-			if tx == nil {
-				if err := begin(); err != nil {
-					return err
-				}
-			}
-			outcome, err := l.loadEntry(ctx, e)
-			switch {
-			case err == nil:
-				res.count(outcome)
-			case !second && isUnresolved(err):
-				retry = append(retry, e)
-			case ErrorCode(err) == EInternal:
-				return fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
-			default:
-				res.fail(e, err)
-			}
-			inBatch++
-			// A batch also commits once it has held the writer for a quarter of a second, so
-			// other writers never wait long behind a large load.
-			if inBatch >= opts.BatchSize || time.Since(began) > maxBatchTime {
-				if err := flush(); err != nil {
-					return err
-				}
+		}
+		outcome, err := l.loadEntry(ctx, e)
+		switch {
+		case err == nil:
+			res.count(outcome)
+		case !second && isUnresolved(err):
+			retry = append(retry, e)
+		case ErrorCode(err) == EInternal:
+			return fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
+		default:
+			res.fail(e, err)
+		}
+		inBatch++
+		// A batch also commits once it has held the writer for a quarter of a second, so
+		// other writers never wait long behind a large load.
+		if inBatch >= opts.BatchSize || time.Since(began) > maxBatchTime {
+			return flush()
+		}
+		return nil
+	}
+	pass := func(list []*Entry, second bool) error {
+		for _, e := range list {
+			if err := one(e, second); err != nil {
+				return err
 			}
 		}
 		return nil
 	}
-	if err := pass(entries, false); err != nil {
+	if err := source(func(e *Entry) error { return one(e, false) }); err != nil {
 		return nil, err
 	}
 	// Retry passes go on while they resolve something, so chains of forward

@@ -19,7 +19,7 @@ const MaxYAMLBody = 8 << 20
 // ParseBody parses a load body as ParseDocumentLenient does, with bounded memory: a
 // JSON body (starting with '[' or '{') is decoded one entry at a time, and more than
 // maxEntries entries (0: no bound) is an ETooLarge error, raised as soon as the entry
-// after the last allowed one starts. Bodies that are not JSON and larger than
+// after the last allowed one has been read. Bodies that are not JSON and larger than
 // MaxYAMLBody are refused with ETooLarge.
 func ParseBody(name string, body []byte, maxEntries int) ([]*Entry, []string, error) {
 	t := bytes.TrimLeft(body, " \t\r\n\ufeff")
@@ -53,60 +53,74 @@ func tooManyEntries(name string, max int) error {
 // parseJSONStream decodes a JSON list of objects (or one object) entry by entry,
 // keeping each object's key order.
 func parseJSONStream(name string, data []byte, maxEntries int) ([]*Entry, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	tok, err := dec.Token()
+	var out []*Entry
+	err := eachJSON(name, bytes.NewReader(data), func(e *Entry) error {
+		if maxEntries > 0 && len(out) >= maxEntries {
+			return tooManyEntries(name, maxEntries)
+		}
+		out = append(out, e)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	var out []*Entry
-	add := func() (*Entry, error) {
-		if maxEntries > 0 && len(out) >= maxEntries {
-			return nil, tooManyEntries(name, maxEntries)
-		}
-		e := &Entry{File: name, Index: len(out) + 1, Fields: map[string]any{}}
-		out = append(out, e)
-		return e, nil
+	return out, nil
+}
+
+// eachJSON decodes a JSON list of objects (or one object) from r and calls fn with
+// each entry as soon as it is read (its first token); fn's error stops it.
+func eachJSON(name string, r io.Reader, fn func(*Entry) error) error {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	n := 0
+	next := func() *Entry {
+		n++
+		return &Entry{File: name, Index: n, Fields: map[string]any{}}
 	}
 	switch tok {
 	case json.Delim('{'):
-		e, _ := add()
+		e := next()
 		if err := jsonObjectInto(dec, e); err != nil {
-			return nil, err
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
 		}
 	case json.Delim('['):
 		for dec.More() {
-			e, err := add()
-			if err != nil {
-				return nil, err
-			}
+			e := next()
 			tok, err := dec.Token()
 			if err != nil {
-				return nil, err
+				return err
 			}
-			if tok != json.Delim('{') {
-				// Not an object: skip its value; the entry fails as "no classname".
-				if d, ok := tok.(json.Delim); ok && d == '[' {
-					if _, err := jsonList(dec); err != nil {
-						return nil, err
-					}
+			if tok == json.Delim('{') {
+				if err := jsonObjectInto(dec, e); err != nil {
+					return err
 				}
-				continue
+			} else if d, ok := tok.(json.Delim); ok && d == '[' {
+				// Not an object: skip its value; the entry fails as "no classname".
+				if _, err := jsonList(dec); err != nil {
+					return err
+				}
 			}
-			if err := jsonObjectInto(dec, e); err != nil {
-				return nil, err
+			if err := fn(e); err != nil {
+				return err
 			}
 		}
 		if _, err := dec.Token(); err != nil {
-			return nil, err
+			return err
 		}
 	default:
-		return nil, errors.New("not a list of objects")
+		return errors.New("not a list of objects")
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("trailing data after the JSON value")
+		return errors.New("trailing data after the JSON value")
 	}
-	return out, nil
+	return nil
 }
 
 func jsonObjectInto(dec *json.Decoder, e *Entry) error {

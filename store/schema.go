@@ -96,9 +96,9 @@ func loadSchema(ctx context.Context, q querier, name string) (*Schema, error) {
 // The cache is keyed by the schema_generation counter, which every transaction
 // that changes schemas bumps, so a change made by another process is seen at once.
 func (db *DB) Schema(ctx context.Context, name string) (*Schema, error) {
-	var gen int64
-	if err := db.r.QueryRowContext(ctx, "SELECT generation FROM schema_generation").Scan(&gen); err != nil {
-		return nil, fmt.Errorf("read schema generation: %w", err)
+	gen, err := db.generation(ctx)
+	if err != nil {
+		return nil, err
 	}
 	db.mu.RLock()
 	s, ok := db.schemas[name]
@@ -108,7 +108,7 @@ func (db *DB) Schema(ctx context.Context, name string) (*Schema, error) {
 	if fresh {
 		return s, nil
 	}
-	s, err := loadSchema(ctx, db.r, name)
+	s, err = loadSchema(ctx, db.r, name)
 	if err != nil {
 		return nil, err
 	}

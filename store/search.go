@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 )
 
 // SearchCountSlack bounds the counting of a search's matches: without ListQuery.ExactCount
@@ -71,9 +70,8 @@ type ListResult struct {
 const instanceColsI = "i.id, i.classname, i.keyname, i.displayname, i.is_enabled, i.data, i.created_at, i.updated_at"
 
 // ListInstances returns a page of the instances of s. Without a search the count is
-// the maintained per-schema count. A search of three characters or more is answered
-// from the trigram index (its candidates re-checked with LIKE, so the matches are
-// exactly LIKE's); a shorter one scans the schema's rows.
+// the maintained per-schema count; a search reads the schema's rows in id order until
+// the page is full, and counts its matches up to a bound (see ListQuery.ExactCount).
 func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListResult, error) {
 	cls := s.Keyname
 	if q.Limit < 0 || q.Offset < 0 {
@@ -96,43 +94,28 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
 		like := `(i.keyname LIKE ? ESCAPE '\' OR i.displayname LIKE ? ESCAPE '\'`
 		likeArgs := []any{pat, pat}
-		cols := "{keyname displayname}"
 		if !s.hasSecrets() {
 			like += ` OR i.data LIKE ? ESCAPE '\'`
 			likeArgs = append(likeArgs, pat)
-			cols = "{keyname displayname data}"
 		}
 		like += ")"
-		if utf8.RuneCountInString(q.Search) >= 3 {
-			// The index drives: its rowids come in order, each joined to its row.
-			from, idCol = "instances_search s CROSS JOIN instances i", "s.rowid"
-			where = "instances_search MATCH ? AND i.id = s.rowid AND i.classname = ?"
-			args = []any{cols + ` : "` + strings.ReplaceAll(q.Search, `"`, `""`) + `"`, cls}
-		}
 		where += " AND " + like
 		args = append(args, likeArgs...)
-		countQ, countArgs := "SELECT count(*) FROM "+from+" WHERE "+where, args
-		bound := q.Offset + q.Limit + SearchCountSlack
-		if !q.ExactCount {
-			countQ = "SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?)"
-			countArgs = append(append([]any{}, args...), bound+1)
-		}
-		if err := db.r.QueryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {
-			return nil, fmt.Errorf("search %s: %w", cls, err)
-		}
-		if !q.ExactCount && res.Count > bound {
-			res.Count, res.CountExact = bound, false
-		}
 	}
-	if q.After > 0 && order == "" {
-		where += " AND " + idCol + " > ?"
-		args = append(args, q.After)
+	after := q.After
+	if order != "" {
+		after = 0 // a sorted page has no id cursor
+	}
+	listWhere, listArgs := where, args
+	if after > 0 {
+		listWhere += " AND " + idCol + " > ?"
+		listArgs = append(append([]any{}, args...), after)
 	}
 	if order == "" {
 		order = idCol
 	}
-	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM "+from+" WHERE "+where+
-		" ORDER BY "+order+" LIMIT ? OFFSET ?", append(args, q.Limit+1, q.Offset)...)
+	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM "+from+" WHERE "+listWhere+
+		" ORDER BY "+order+" LIMIT ? OFFSET ?", append(listArgs, q.Limit+1, q.Offset)...)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
 	}
@@ -147,11 +130,33 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
 	}
-	if q.Limit > 0 && len(res.Instances) > q.Limit {
+	rows.Close()
+	full := q.Limit > 0 && len(res.Instances) > q.Limit
+	if full {
 		res.Instances = res.Instances[:q.Limit]
 		if q.Sort == "" || q.Sort == "id" {
 			res.Next = res.Instances[len(res.Instances)-1].ID
 		}
+	}
+	if q.Search == "" {
+		return res, nil
+	}
+	if !full && q.Limit > 0 && after == 0 && (len(res.Instances) > 0 || q.Offset == 0) {
+		// The last page of the matches: they number offset + this page (no second scan).
+		res.Count = q.Offset + len(res.Instances)
+		return res, nil
+	}
+	countQ, countArgs := "SELECT count(*) FROM "+from+" WHERE "+where, args
+	bound := q.Offset + q.Limit + SearchCountSlack
+	if !q.ExactCount {
+		countQ = "SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?)"
+		countArgs = append(append([]any{}, args...), bound+1)
+	}
+	if err := db.r.QueryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {
+		return nil, fmt.Errorf("search %s: %w", cls, err)
+	}
+	if !q.ExactCount && res.Count > bound {
+		res.Count, res.CountExact = bound, false
 	}
 	return res, nil
 }

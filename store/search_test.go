@@ -90,8 +90,8 @@ func listIDs(t *testing.T, db *store.DB, s *store.Schema, q store.ListQuery) ([]
 	return ids, res
 }
 
-// The indexed search answers exactly what LIKE answers, over random data and random
-// searches (substrings of stored values and random strings, short and long), in a
+// The search answers exactly what LIKE answers (with the pattern escaping), over random
+// data and random searches (substrings of stored values and random strings, short and long), in a
 // schema with and one without secret fields; and after updates and deletes.
 func TestSearchMatchesLike(t *testing.T) {
 	db := newTestDB(t)
@@ -233,9 +233,8 @@ func TestCountsAndKeysetPaging(t *testing.T) {
 	check("item", want-moved)
 }
 
-// A file written before the counts and the search index existed gets both built when
-// it is opened.
-func TestCountsAndSearchIndexBuiltForExistingFiles(t *testing.T) {
+// A file written before the counts existed gets them built when it is opened.
+func TestCountsBuiltForExistingFiles(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "old.db")
 	db, err := store.Open(context.Background(), path, store.Options{})
@@ -249,11 +248,11 @@ func TestCountsAndSearchIndexBuiltForExistingFiles(t *testing.T) {
 	}
 	for _, q := range []string{
 		"DROP TRIGGER instances_count_insert", "DROP TRIGGER instances_count_delete", "DROP TRIGGER instances_count_move",
-		"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete", "DROP TRIGGER instances_search_update",
-		"DROP TABLE instances_search", "DROP TABLE instance_counts",
-		"DROP TRIGGER instances_id_high", "DROP TRIGGER instances_id_fresh", "DROP TABLE instance_ids", // layout 5
+		"DROP TRIGGER configuration_insert", "DROP TRIGGER configuration_update", "DROP TRIGGER configuration_delete",
+		"DROP TABLE instance_counts",
+		"DROP TRIGGER instances_id_high", "DROP TRIGGER instances_id_fresh", "DROP TABLE instance_ids", // layout 6
 		"INSERT INTO instances(classname, keyname, data, created_at, updated_at) VALUES('a', 'one', '{\"x\":\"needle\"}', '', ''), ('a', 'two', '{}', '', ''), ('b', 'three', '{}', '', '')",
-		"PRAGMA user_version = 3", // before layout 4 (counts and search); layout 3 is the sessions table
+		"PRAGMA user_version = 3", // before layouts 4 (counts) and 5; layout 3 is the sessions table
 	} {
 		if _, err := sdb.Exec(q); err != nil {
 			sdb.Close()
@@ -271,7 +270,27 @@ func TestCountsAndSearchIndexBuiltForExistingFiles(t *testing.T) {
 			t.Fatalf("count %s = %d, %v; want %d", cls, n, err, want)
 		}
 	}
-	if n := queryInt(t, db, `SELECT count(*) FROM instances_search WHERE instances_search MATCH '"eedl"'`); n != 1 {
-		t.Fatalf("rebuilt index finds %d rows, want 1", n)
+}
+
+// The count of a search is the same whether it comes from the last page or from
+// counting: on every page, with page numbers past the end too.
+func TestSearchCountOnEveryPage(t *testing.T) {
+	db := newTestDB(t)
+	mustLoad(t, db, `- {classname: _schema, keyname: item, n: {dataformat: int}}`, store.LoadOptions{System: true})
+	var b strings.Builder
+	for i := range 37 {
+		fmt.Fprintf(&b, "- {classname: item, keyname: item%02d, n: %d}\n", i, i)
+	}
+	mustLoad(t, db, b.String(), store.LoadOptions{System: true})
+	s, err := db.Schema(context.Background(), "item")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(likeIDs(t, db, "item", "1", true))
+	for page := range 6 {
+		_, res := listIDs(t, db, s, store.ListQuery{Search: "1", Offset: page * 5, Limit: 5})
+		if res.Count != want || !res.CountExact {
+			t.Fatalf("page %d: count %d (exact %v), want %d", page+1, res.Count, res.CountExact, want)
+		}
 	}
 }

@@ -305,11 +305,16 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 		x.res.Disabled++
 	case store.OutUpdated:
 		x.res.Updated++
+		if out.Renamed {
+			x.renamed = !x.p.DryRun
+		}
+		if len(x.res.Changes) >= maxListed {
+			return nil // the result lists the first changes only: no need to compare fields
+		}
 		change := Change{Classname: in.Classname, Keyname: in.Keyname, Action: store.ActionUpdate,
 			Fields: changedFields(s, in, w.New)}
 		if out.Renamed {
 			change.NewKey = w.New.Keyname
-			x.renamed = !x.p.DryRun
 		}
 		x.record(change)
 		return nil
@@ -325,7 +330,11 @@ func newState(s *store.Schema, in *store.Instance, e rules.Entry) (*store.Instan
 	next := &store.Instance{ID: in.ID, Classname: in.Classname, Keyname: in.Keyname, Displayname: in.Displayname,
 		IsEnabled: in.IsEnabled, Data: make(map[string]any, len(in.Data))}
 	for k, v := range in.Data {
-		next.Data[k] = v
+		// Values the rules saw come from e below; the others (secret, external and
+		// removed fields) are kept as stored.
+		if f := s.Field(k); f == nil || f.Dataformat == "secret" || f.Dataformat == "external" {
+			next.Data[k] = v
+		}
 	}
 	if k, ok := e["keyname"]; ok {
 		next.Keyname = strings.TrimSpace(fmt.Sprint(k))
@@ -349,8 +358,6 @@ func newState(s *store.Schema, in *store.Instance, e rules.Entry) (*store.Instan
 		}
 		if v, ok := e[f.Keyname]; ok {
 			next.Data[f.Keyname] = v
-		} else {
-			delete(next.Data, f.Keyname)
 		}
 	}
 	return next, nil

@@ -85,9 +85,12 @@ func clientAddr(r *http.Request) string {
 	return host
 }
 
-// safeNext keeps only local paths as the place to go after signing in.
+// safeNext keeps only local paths as the place to go after signing in. Browsers drop
+// tabs and newlines from a Location and read backslashes as slashes ("/\t/host" is
+// "//host"), so a next holding a control character or a backslash is refused too.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/login") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/login") ||
+		strings.ContainsFunc(next, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
 		return "/"
 	}
 	return next

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"embed"
+	"errors"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -125,6 +126,15 @@ func (c *Console) plain(h httprouter.Handle) httprouter.Handle {
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		if r.Method == http.MethodPost {
+			// Read the form here so a body over the limit is named as such (not seen
+			// later as a form without its CSRF token).
+			var tooBig *http.MaxBytesError
+			if err := r.ParseForm(); errors.As(err, &tooBig) {
+				c.errorPage(w, r, nil, http.StatusRequestEntityTooLarge, "The form is larger than 1 MiB.")
+				return
+			}
+		}
 		h(w, r, ps)
 	}
 }

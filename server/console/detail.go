@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -100,7 +101,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *st
 		d.Fields = append(d.Fields, df)
 	}
 	var err error
-	if d.ReferencedBy, err = c.db.ReferencedBy(ctx, sch.Keyname, in.Keyname, 100); err != nil {
+	if d.ReferencedBy, err = c.referencedBy(ctx, q.auth, sch.Keyname, in.Keyname, 100); err != nil {
 		c.fail(w, r, q, err)
 		return
 	}
@@ -132,6 +133,29 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *st
 		title = in.Displayname + " (" + in.Keyname + ")"
 	}
 	c.render(w, r, q, http.StatusOK, "detail", title, d)
+}
+
+// referencedBy is store.DB.ReferencedBy keeping only the referrers whose schema auth
+// may read: a referrer's keyname and displayname are data of its schema.
+func (c *Console) referencedBy(ctx context.Context, auth *store.Auth, cls, key string, limit int) ([]store.Reference, error) {
+	refs, err := c.db.ReferencedBy(ctx, cls, key, limit)
+	if err != nil {
+		return nil, err
+	}
+	readable := map[string]bool{}
+	out := refs[:0]
+	for _, r := range refs {
+		ok, seen := readable[r.Classname]
+		if !seen {
+			s, err := c.db.Schema(ctx, r.Classname)
+			ok = err == nil && store.CanRead(auth, s)
+			readable[r.Classname] = ok
+		}
+		if ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // changes lists the keys that differ between two revision documents.
@@ -245,7 +269,7 @@ func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch
 	ctx := r.Context()
 	self := link(sch.Keyname, in.Keyname)
 	if r.Method == http.MethodGet {
-		refs, err := c.db.ReferencedBy(ctx, sch.Keyname, in.Keyname, 100)
+		refs, err := c.referencedBy(ctx, q.auth, sch.Keyname, in.Keyname, 100)
 		if err != nil {
 			c.fail(w, r, q, err)
 			return
@@ -276,7 +300,7 @@ func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch
 	}
 	ctx := r.Context()
 	d := confirmData{Schema: sch, Instance: in, Self: link(sch.Keyname, in.Keyname)}
-	refs, err := c.db.ReferencedBy(ctx, sch.Keyname, in.Keyname, 100)
+	refs, err := c.referencedBy(ctx, q.auth, sch.Keyname, in.Keyname, 100)
 	if err != nil {
 		c.fail(w, r, q, err)
 		return
@@ -300,7 +324,7 @@ func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch
 		return
 	}
 	// What refers to the new keyname now: the references that followed.
-	after, err := c.db.ReferencedBy(ctx, sch.Keyname, d.NewKey, 1000)
+	after, err := c.referencedBy(ctx, q.auth, sch.Keyname, d.NewKey, 1000)
 	if err != nil {
 		c.fail(w, r, q, err)
 		return

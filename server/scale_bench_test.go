@@ -1,0 +1,261 @@
+package server_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"dataservice/bootstrap"
+	"dataservice/builtin"
+	"dataservice/server"
+	"dataservice/store"
+)
+
+// scaleN is the number of instances of the scale benchmarks: BENCH_N, default 100000.
+func scaleN() int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_N")); err == nil && n > 0 {
+		return n
+	}
+	return 100_000
+}
+
+// scaleData is the data of instance i: about 200 bytes of JSON, six string fields.
+func scaleData(i int) string {
+	return fmt.Sprintf(`{"f1":"Host-%07d-ABCDEF","f2":"value-%07d","f3":"three-%07d","f4":"a-b-c-d-%07d","f5":"copy-me-%07d-xyz","f6":"old-value-%07d-tail"}`,
+		i, i, i, i, i, i)
+}
+
+// scaleDB opens a bootstrapped database holding n "item" instances, written by plain
+// INSERTs in one transaction (the triggers keep the counts and the search index).
+func scaleDB(b *testing.B, n int) *store.DB {
+	b.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(b.TempDir(), "scale.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if err := bootstrap.Run(ctx, db, bootstrap.Options{Version: "4.9.0", VersionDate: "2026-11-22",
+		Init: builtin.Init(), AdminPassword: adminPassword}); err != nil {
+		b.Fatal(err)
+	}
+	entries, err := store.ParseDocument("schema.yml", []byte(`
+- {classname: _schema, keyname: item, f1: {dataformat: string}, f2: {dataformat: string}, f3: {dataformat: string},
+   f4: {dataformat: string}, f5: {dataformat: string}, f6: {dataformat: string}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res, err := db.Load(ctx, entries, store.LoadOptions{System: true}); err != nil || res.Errors != 0 {
+		b.Fatalf("schema: %v %v", err, res)
+	}
+	start := time.Now()
+	for from := 0; from < n; from += 50_000 {
+		err = db.WithTx(ctx, func(tx *store.Tx) error {
+			st, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
+				created_at, updated_at) VALUES('item', ?, '', 1, ?, '2026-11-22T10:00:00Z', '2026-11-22T10:00:00Z')`)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			for i := from; i < min(from+50_000, n); i++ {
+				if _, err := st.ExecContext(ctx, fmt.Sprintf("item-%07d", i), scaleData(i)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("set-up: %d instances in %v", n, time.Since(start).Round(time.Millisecond))
+	return db
+}
+
+// latencies records request times and reports their median and 99th percentile.
+type latencies []time.Duration
+
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	slices.Sort(l)
+	b.ReportMetric(float64(l[len(l)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(l[len(l)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(len(l))/b.Elapsed().Seconds(), "req/s")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkScale measures, at BENCH_N instances, the product's requests through the
+// real HTTP stack (a cached API key, one client) and their floors: net/http and one
+// prepared SELECT of the same rows, encoded as JSON. Each request is timed alone;
+// p50/p99 are of b.N requests.
+//   - page: GET ?size=50&page=P (P random in 1..20) and, alternately, GET ?after=<random id>&size=50
+//   - search: GET ?search=<a 7-digit number of a random instance>&size=50
+//   - one: GET /api/instances/item/<key>/
+func BenchmarkScale(b *testing.B) {
+	n := scaleN()
+	db := scaleDB(b, n)
+	h := server.New(server.Options{DB: db, Version: "4.9.0", VersionDate: "2026-11-22"})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	secret := makeBenchKey(b, db)
+	client := srv.Client()
+	get := func(b *testing.B, url string) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("%s: %d %s", url, resp.StatusCode, body)
+		}
+	}
+	floor := httptest.NewServer(floorHandler(b, db))
+	defer floor.Close()
+	rng := rand.New(rand.NewPCG(16, 16))
+	urls := map[string]func(i int) string{
+		"page": func(i int) string {
+			if i%2 == 0 {
+				return fmt.Sprintf("/api/instances/item/?size=50&page=%d", 1+rng.IntN(20))
+			}
+			return fmt.Sprintf("/api/instances/item/?size=50&after=%d", rng.IntN(n))
+		},
+		"search": func(int) string { return fmt.Sprintf("/api/instances/item/?size=50&search=%07d", rng.IntN(n)) },
+		"one":    func(int) string { return fmt.Sprintf("/api/instances/item/item-%07d/", rng.IntN(n)) },
+	}
+	for _, name := range []string{"page", "search", "one"} {
+		for _, which := range []string{"product", "floor"} {
+			b.Run(fmt.Sprintf("n=%d/%s/%s", n, name, which), func(b *testing.B) {
+				base := srv.URL
+				if which == "floor" {
+					base = floor.URL
+				}
+				get(b, base+urls[name](0)) // warm: the key's verification is cached
+				reqs := b.N
+				if name == "search" {
+					// A search reads the schema's rows: at a million instances each request
+					// takes about a second, so fewer are sent (BENCH_SEARCH_REQS, default 40).
+					reqs = min(reqs, 40)
+					if v, err := strconv.Atoi(os.Getenv("BENCH_SEARCH_REQS")); err == nil && v > 0 {
+						reqs = min(b.N, v)
+					}
+				}
+				l := make(latencies, 0, reqs)
+				b.ResetTimer()
+				for i := 0; i < reqs; i++ {
+					u := base + urls[name](i)
+					t0 := time.Now()
+					get(b, u)
+					l = append(l, time.Since(t0))
+				}
+				b.StopTimer()
+				l.report(b)
+			})
+		}
+	}
+}
+
+// floorHandler answers the same URLs with net/http and one prepared SELECT of the
+// rows the product returns with the same SQL (no authentication, no count), encoded as JSON.
+func floorHandler(b *testing.B, db *store.DB) http.Handler {
+	ctx := context.Background()
+	cols := "id, classname, keyname, displayname, is_enabled, data, created_at, updated_at"
+	prep := func(q string) *sqlStmt {
+		st, err := db.Reader().PrepareContext(ctx, q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return &sqlStmt{st}
+	}
+	page := prep("SELECT " + cols + " FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ? OFFSET ?")
+	search := prep(`SELECT ` + cols + ` FROM instances WHERE classname = ? AND (keyname LIKE ? ESCAPE '\' OR
+		displayname LIKE ? ESCAPE '\' OR data LIKE ? ESCAPE '\') ORDER BY id LIMIT ?`)
+	one := prep("SELECT " + cols + " FROM instances WHERE classname = ? AND keyname = ?")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		var out []map[string]any
+		var err error
+		switch {
+		case q.Get("search") != "":
+			pat := "%" + q.Get("search") + "%" // digits only: nothing to escape
+			out, err = search.rows(r.Context(), "item", pat, pat, pat, 50)
+		case q.Get("after") != "":
+			after, _ := strconv.Atoi(q.Get("after"))
+			out, err = page.rows(r.Context(), "item", after, 50, 0)
+		case q.Get("page") != "":
+			p, _ := strconv.Atoi(q.Get("page"))
+			out, err = page.rows(r.Context(), "item", 0, 50, (p-1)*50)
+		default:
+			key := filepath.Base(r.URL.Path)
+			out, err = one.rows(r.Context(), "item", key)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(out)
+	})
+}
+
+// makeBenchKey creates an API key with the data permissions and returns its bearer token.
+func makeBenchKey(b *testing.B, db *store.DB) string {
+	doc, _ := json.Marshal([]any{map[string]any{"classname": "_apikey", "keyname": "bench",
+		"secret": sha256Hash([]byte("salt-bench"), "s3cret-bench"), "permissions": []string{"p_data_access", "p_data_read"}}})
+	entries, err := store.ParseDocument("key.json", doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res, err := db.Load(context.Background(), entries, store.LoadOptions{System: true}); err != nil || res.Errors != 0 {
+		b.Fatalf("key: %v %+v", err, res)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	bearer("bench", "s3cret-bench")(req)
+	return req.Header.Get("Authorization")[len("Bearer "):]
+}
+
+// sqlStmt runs a prepared query and returns its rows as JSON-ready maps, the data
+// decoded as the store decodes it.
+type sqlStmt struct{ *sql.Stmt }
+
+func (s *sqlStmt) rows(ctx context.Context, args ...any) ([]map[string]any, error) {
+	rows, err := s.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []map[string]any
+	for rows.Next() {
+		var id int64
+		var cls, key, disp, raw, cr, up string
+		var en bool
+		if err := rows.Scan(&id, &cls, &key, &disp, &en, &raw, &cr, &up); err != nil {
+			return nil, err
+		}
+		data, err := store.DecodeData(raw)
+		if err != nil {
+			return nil, err
+		}
+		m := map[string]any{"classname": cls, "keyname": key, "displayname": disp, "is_enabled": en}
+		for k, v := range data {
+			m[k] = v
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

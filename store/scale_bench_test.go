@@ -1,0 +1,263 @@
+package store_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+
+	"dataservice/store"
+)
+
+// scaleN is the number of instances of the scale benchmarks: BENCH_N, default 100000.
+func scaleN() int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_N")); err == nil && n > 0 {
+		return n
+	}
+	return 100_000
+}
+
+// resetPeakRSS frees what the heap can give back and resets the kernel's peak RSS
+// counter (Linux ≥ 4.0), so peakRSS measures only what follows.
+func resetPeakRSS() {
+	runtime.GC()
+	debug.FreeOSMemory()
+	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSS reads VmHWM (peak resident set size) in MB, or -1 where there is no /proc.
+func peakRSS() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return float64(kb) / 1024
+		}
+	}
+	return -1
+}
+
+// writeScaleFile writes n bplain entries (block-style YAML, one item per entry).
+func writeScaleFile(b *testing.B, n int) string {
+	path := filepath.Join(b.TempDir(), "load.yml")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	for i := 0; i < n; i++ {
+		key, host, port, ip, site := benchRow(i)
+		fmt.Fprintf(w, "- classname: bplain\n  keyname: %s\n  hostname: %s\n  port: %d\n  ip: %s\n  site: %s\n", key, host, port, ip, site)
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkLoadScale loads BENCH_N new instances from one YAML file as the CLI does
+// (a first reading checks every item parses, then the file is read again item by item
+// and loaded as it is read) — "product" — and its floor: the same instance and
+// revision rows, with the same JSON, inserted with prepared statements in
+// transactions of 1000 (rows built before the timer starts) — "floor".
+func BenchmarkLoadScale(b *testing.B) {
+	n := scaleN()
+	ctx := context.Background()
+	b.Run(fmt.Sprintf("n=%d/product", n), func(b *testing.B) {
+		path := writeScaleFile(b, n)
+		var peak float64
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			db := newTestDB(b)
+			mustLoad(b, db, benchSchema+benchSites(), store.LoadOptions{})
+			resetPeakRSS()
+			b.StartTimer()
+			readAll := func(fn func(*store.Entry) error) error {
+				f, err := os.Open(path)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				return store.StreamDocument("load.yml", f, fn)
+			}
+			if err := readAll(func(*store.Entry) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+			res, err := db.LoadStream(ctx, readAll, store.LoadOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			peak = max(peak, peakRSS())
+			if res.Created != n || res.Errors != 0 {
+				b.Fatalf("load: %s %s", counts(res), messages(res))
+			}
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "instances/s")
+		b.ReportMetric(peak, "peak-RSS-MB")
+		b.ReportMetric(0, "ns/op")
+	})
+	b.Run(fmt.Sprintf("n=%d/floor", n), func(b *testing.B) {
+		type row struct{ key, data, after string }
+		rows := make([]row, n)
+		for i := range rows {
+			key, host, port, ip, site := benchRow(i)
+			data := map[string]any{"hostname": host, "port": port, "ip": ip, "site": site}
+			d, _ := json.Marshal(data)
+			a, _ := json.Marshal(map[string]any{"keyname": key, "displayname": "", "is_enabled": true, "data": data})
+			rows[i] = row{key, string(d), string(a)}
+		}
+		now := fixedNow.Format("2006-01-02T15:04:05Z")
+		var peak float64
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			path := filepath.Join(b.TempDir(), "floor.db")
+			layout, err := store.Open(ctx, path, store.Options{}) // the same tables, indexes and triggers
+			if err != nil {
+				b.Fatal(err)
+			}
+			layout.Close()
+			q := url.Values{}
+			for _, p := range []string{"busy_timeout(15000)", "foreign_keys(1)", "synchronous(NORMAL)", "journal_mode(WAL)"} {
+				q.Add("_pragma", p)
+			}
+			q.Set("_txlock", "immediate")
+			db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+			if err != nil {
+				b.Fatal(err)
+			}
+			db.SetMaxOpenConns(1)
+			resetPeakRSS()
+			b.StartTimer()
+			for start := 0; start < len(rows); start += 1000 {
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ins, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
+	VALUES(?, ?, ?, ?, ?, ?, ?)`)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rev, err := tx.PrepareContext(ctx, `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
+		VALUES(?, ?, ?, ?, ?, ?, ?)`)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, r := range rows[start:min(start+1000, len(rows))] {
+					if _, err := ins.ExecContext(ctx, "bplain", r.key, "", true, r.data, now, now); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := rev.ExecContext(ctx, "bplain", r.key, "create", nil, r.after, "system", now); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := tx.Commit(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			peak = max(peak, peakRSS())
+			db.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "instances/s")
+		b.ReportMetric(peak, "peak-RSS-MB")
+		b.ReportMetric(0, "ns/op")
+	})
+}
+
+// BenchmarkExportScale exports BENCH_N instances as YAML and as JSON to io.Discard, and
+// a floor: the same rows read with the same SELECT, decoded as the store decodes them,
+// and written as JSON with encoding/json.
+func BenchmarkExportScale(b *testing.B) {
+	n := scaleN()
+	ctx := context.Background()
+	db := newTestDB(b)
+	mustLoad(b, db, benchSchema+benchSites(), store.LoadOptions{})
+	err := db.WithTx(ctx, func(tx *store.Tx) error {
+		st, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
+			created_at, updated_at) VALUES('bplain', ?, '', 1, ?, '2026-11-22T10:00:00Z', '2026-11-22T10:00:00Z')`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for i := 0; i < n; i++ {
+			key, host, port, ip, site := benchRow(i)
+			d, _ := json.Marshal(map[string]any{"hostname": host, "port": port, "ip": ip, "site": site})
+			if _, err := st.ExecContext(ctx, key, string(d)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"yaml", "json", "floor"} {
+		b.Run(fmt.Sprintf("n=%d/%s", n, mode), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if mode != "floor" {
+					if err := db.Export(ctx, io.Discard, []string{"bplain"}, mode); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				enc := json.NewEncoder(io.Discard)
+				var after int64
+				for {
+					rows, err := db.Reader().QueryContext(ctx, `SELECT id, classname, keyname, displayname, is_enabled, data,
+						created_at, updated_at FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?`, "bplain", after, 1000)
+					if err != nil {
+						b.Fatal(err)
+					}
+					got := 0
+					for rows.Next() {
+						var id int64
+						var cls, key, disp, raw, cr, up string
+						var en bool
+						if err := rows.Scan(&id, &cls, &key, &disp, &en, &raw, &cr, &up); err != nil {
+							b.Fatal(err)
+						}
+						data, err := store.DecodeData(raw)
+						if err != nil {
+							b.Fatal(err)
+						}
+						data["classname"], data["keyname"], data["displayname"], data["is_enabled"] = cls, key, disp, en
+						if err := enc.Encode(data); err != nil {
+							b.Fatal(err)
+						}
+						after, got = id, got+1
+					}
+					rows.Close()
+					if got < 1000 {
+						break
+					}
+				}
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "instances/s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
