@@ -36,6 +36,8 @@ type dryCarry struct {
 	byWord map[string][]string
 	// replayed are the rows written back in the current batch.
 	replayed map[string]bool
+	// stuck is set once the carry would be too large (see full).
+	stuck bool
 }
 
 // carriedRow is the final state of an instance after the batches so far.
@@ -46,6 +48,24 @@ type carriedRow struct {
 	enabled            bool
 	data, created      string
 	updated            string
+}
+
+// maxDryCarry bounds the rows a dry run keeps in memory. A batch that would carry
+// more (a schema change rewriting a large class) keeps the rest of the dry run in its
+// own transaction instead, holding the writer as a single transaction does.
+var maxDryCarry = 200000
+
+// full reports whether carrying the current batch would exceed maxDryCarry; once it
+// does, it keeps reporting so.
+func (c *dryCarry) full(tx *Tx) bool {
+	if c.stuck {
+		return true
+	}
+	var n int
+	if err := tx.QueryRowContext(tx.ctx, "SELECT count(*) FROM temp.dry_touched").Scan(&n); err != nil || len(c.rows)+n > maxDryCarry {
+		c.stuck = true
+	}
+	return c.stuck
 }
 
 // dryTables are the definition tables a dry run carries whole, in the order they are

@@ -186,6 +186,9 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 		}
 		var err error
 		if carry != nil {
+			if carry.full(tx) {
+				return nil // the rest of the dry run stays in this transaction
+			}
 			err = carry.capture(tx)
 			tx.Rollback()
 		} else {
