@@ -197,13 +197,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return exitOK
 	}
 	if len(words) == 0 {
-		if help {
-			c.printCommands(stdout)
-			return exitOK
+		if len(rest) > 0 && !help {
+			fmt.Fprintf(stderr, "dataservice: no command given (flags alone do not start the server: use \"dataservice serve\")\n\n")
+			c.printCommands(stderr)
+			return exitUsage
 		}
-		// No command is serve (with whatever flags were given), as the command table
-		// says: `./dataservice` on an appliance starts the service.
-		words = []string{"serve"}
+		c.printCommands(stdout)
+		return exitOK
 	}
 	cmd := c.find(strings.Join(words, " "))
 	if cmd == nil {

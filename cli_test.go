@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,16 +8,13 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	"dataservice/internal/testkit"
 )
 
-// TestHelpListsEveryCommand: "help", --help and -h (also after other flags) list every
-// command of the table with one line each, exit 0. (No command at all is serve.)
+// TestHelpListsEveryCommand: no arguments, "help", --help and -h (also after other
+// flags) list every command of the table with one line each, exit 0.
 func TestHelpListsEveryCommand(t *testing.T) {
 	env := testEnv(t)
-	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"--db", "x.db", "--help"}} {
+	for _, args := range [][]string{nil, {"help"}, {"--help"}, {"-h"}, {"--db", "x.db", "--help"}} {
 		code, out, stderr := runCLI(t, env, args...)
 		if code != 0 || stderr != "" {
 			t.Fatalf("%v: exit %d, stderr %q", args, code, stderr)
@@ -130,7 +124,7 @@ func TestGroupHelpAndUsageErrors(t *testing.T) {
 		{[]string{"export", "--schema", "x", "--format", "xml"}, `--format "xml"`},
 		{[]string{"load", "--action", "zap", "x.yml"}, `--action "zap"`},
 		{[]string{"task", "list", "--status", "done"}, `--status "done"`},
-		{[]string{"--db", "x.db", "--nope"}, "unknown flag: --nope"},
+		{[]string{"--db", "x.db"}, "no command given"},
 	} {
 		code, _, stderr := runCLI(t, env, tc.args...)
 		if code != 2 || !strings.Contains(stderr, tc.msg) {
@@ -279,54 +273,5 @@ func TestReadOnlyDatabaseReads(t *testing.T) {
 	after, _ := os.ReadFile(env["SERVICE_DB"])
 	if string(before) != string(after) {
 		t.Fatal("the read-only database file changed")
-	}
-}
-
-// TestNoCommandServes: "dataservice" with no command (flags allowed) is "dataservice
-// serve", as the command table says; it stops cleanly when its context ends.
-func TestNoCommandServes(t *testing.T) {
-	env := testEnv(t)
-	env["SERVICE_LOG_LEVEL"] = "info"
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stderr testkit.Buffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", "127.0.0.1:0"}, envOf(env), io.Discard, &stderr)
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stderr.String(), "msg=listening addr=127.0.0.1:") {
-		select {
-		case code := <-done:
-			t.Fatalf("exited %d without serving: %s", code, stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line: %s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	addr := regexp.MustCompile(`msg=listening addr=(127\.0\.0\.1:\d+)`).FindStringSubmatch(stderr.String())[1]
-	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never ready: %s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("did not stop")
 	}
 }
