@@ -298,3 +298,25 @@ func TestTaskCancel(t *testing.T) {
 		}
 	})
 }
+
+// TestTasksOfKeysWithoutUser: keys without a user share the owner id "system", yet
+// each sees, lists and cancels only the tasks it submitted.
+func TestTasksOfKeysWithoutUser(t *testing.T) {
+	e := newTaskEnv(t, envOptions{NoRunner: true})
+	perms := []string{"p_pipeline_run", "p_data_access", "p_data_read", "p_data_update", "p_data_delete"}
+	ka := e.key("nouser_a", keySpec{perms: perms})
+	kb := e.key("nouser_b", keySpec{perms: perms})
+	rr := decodeRun(t, e.post("/api/pipelines/upper/?schema=server", ka, nil))
+	path := "/api/tasks/" + rr.Handle + "/"
+	if got := object(t, e.get(path, ka), 200)["owner_id"]; got != "system" {
+		t.Fatalf("owner_id = %v, want system (the seed's owner id)", got)
+	}
+	wantError(t, e.get(path, kb), 404, "task not found")
+	wantError(t, e.post(path+"cancel/", kb, nil), 404, "task not found")
+	if list := object(t, e.get("/api/tasks/", kb), 200); num(t, list["count"]) != 0 {
+		t.Fatalf("another key lists the task: %v", list)
+	}
+	if list := object(t, e.get("/api/tasks/", ka), 200); num(t, list["count"]) != 1 {
+		t.Fatalf("the submitting key does not list its task: %v", list)
+	}
+}
