@@ -486,6 +486,11 @@ func TestConcurrentClientsAndLoads(t *testing.T) {
 `)
 	db := openStore(t, env["SERVICE_DB"])
 	insertInstances(t, db, "conc", "c", existing, func(i int) map[string]any { return map[string]any{"n": i} })
+	// Every client submits as admin: the per-owner queue bound is raised to the queue's own
+	// (this test stresses concurrency; the per-owner limit has its own tests).
+	if err := db.SetConfig(context.Background(), map[string]string{"QUEUE_MAX_PER_OWNER": "1000"}); err != nil {
+		t.Fatal(err)
+	}
 	db.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -320,3 +320,31 @@ func TestTasksOfKeysWithoutUser(t *testing.T) {
 		t.Fatalf("the submitting key does not list its task: %v", list)
 	}
 }
+
+// TestDeletedUsersTasksNotInherited: a user created after the newest user was deleted
+// gets another id and sees none of the deleted user's tasks.
+func TestDeletedUsersTasksNotInherited(t *testing.T) {
+	e := newRunEnv(t, envOptions{NoRunner: true})
+	e.load(`[{classname: _role, keyname: r_run, permissions: [p_pipeline_run, p_data_access, p_data_read, p_data_update]}]`)
+	carol := e.user("carol", true)
+	e.load(`[{classname: _role, keyname: r_run, _action: update, users: [carol]}]`)
+	carolID := e.instanceID("_user", "carol")
+	if max := e.queryString("SELECT max(id) FROM instances"); max != strconv.FormatInt(carolID, 10) {
+		t.Fatalf("carol has id %d, the highest is %s: the test needs her to be the newest row", carolID, max)
+	}
+	handle := decodeRun(t, e.post("/api/pipelines/upper/?schema=server", carol, nil)).Handle
+	e.load(`[{classname: _role, keyname: r_run, _action: update, users: []}, {classname: _user, keyname: carol, _action: delete}]`)
+	dave := e.user("dave", true)
+	e.load(`[{classname: _role, keyname: r_run, _action: update, users: [dave]}]`)
+	if daveID := e.instanceID("_user", "dave"); daveID == carolID {
+		t.Fatalf("dave got the deleted user's id %d", daveID)
+	}
+	var body struct {
+		Tasks []map[string]any `json:"tasks"`
+	}
+	wantJSON(t, e.get("/api/tasks/", dave), 200, &body)
+	if len(body.Tasks) != 0 {
+		t.Fatalf("dave lists %d task(s) of the deleted user: %v", len(body.Tasks), body.Tasks)
+	}
+	wantError(t, e.get("/api/tasks/"+handle+"/", dave), 404, "task not found")
+}

@@ -361,8 +361,8 @@ func (tx *Tx) writeInstance(ctx context.Context, s *Schema, old, in *Instance, a
 	return err
 }
 
-const insertInstance = `INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-	VALUES(?, ?, ?, ?, ?, ?, ?)`
+const insertInstance = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
+	VALUES(` + nextInstanceID + `, ?, ?, ?, ?, ?, ?, ?)`
 
 // write inserts (old == nil) or updates the row with data (in.Data encoded) and
 // writes the revision. With ifAbsent, an insert whose keyname exists writes nothing and

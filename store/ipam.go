@@ -56,8 +56,8 @@ func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (int, err
 			}
 			// One statement instead of a lookup and an insert: most addresses repeat.
 			now := tx.db.now()
-			res, err := tx.exec(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-				VALUES('ipam_ip', ?, ?, 1, '{"collected":true}', ?, ?) ON CONFLICT(classname, keyname) DO NOTHING`,
+			res, err := tx.exec(ctx, `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
+				VALUES(`+nextInstanceID+`, 'ipam_ip', ?, ?, 1, '{"collected":true}', ?, ?) ON CONFLICT(classname, keyname) DO NOTHING`,
 				hex, addr, now, now)
 			if err != nil {
 				return created, fmt.Errorf("collect %s: %w", addr, err)

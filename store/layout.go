@@ -156,15 +156,35 @@ CREATE TRIGGER configuration_delete AFTER DELETE ON configuration BEGIN
 	UPDATE schema_generation SET generation = generation + 1;
 END;
 `,
-	// 6: the layout versions of the packages that own tables of their own (see
-	// RegisterLayout); store's own version stays in PRAGMA user_version.
+	// 6: instance ids are never reused (a deleted user's id must not pass to a new user
+	// with its tasks and sessions). instance_ids.high is the highest id ever given out
+	// that may no longer be in instances: deletes raise it, and inserts take
+	// max(high, max(id)) + 1 (nextInstanceID). For existing files it starts above every
+	// id still named by instances, tasks or sessions. An insert that would reuse an id
+	// anyway (SQL written by hand without nextInstanceID) is refused.
 	`
-CREATE TABLE layout_versions (
-	owner   TEXT PRIMARY KEY,
-	version INTEGER NOT NULL
-) WITHOUT ROWID;
+CREATE TABLE instance_ids (
+	id   INTEGER PRIMARY KEY CHECK (id = 1),
+	high INTEGER NOT NULL
+);
+INSERT INTO instance_ids(id, high) VALUES(1, max(
+	coalesce((SELECT max(id) FROM instances), 0),
+	coalesce((SELECT max(CAST(owner_id AS INTEGER)) FROM tasks
+		WHERE owner_id <> '' AND owner_id NOT GLOB '*[^0-9]*'), 0),
+	coalesce((SELECT max(user_id) FROM sessions), 0)));
+CREATE TRIGGER instances_id_high AFTER DELETE ON instances
+	WHEN OLD.id > (SELECT high FROM instance_ids) BEGIN
+	UPDATE instance_ids SET high = OLD.id;
+END;
+CREATE TRIGGER instances_id_fresh AFTER INSERT ON instances
+	WHEN NEW.id <= (SELECT high FROM instance_ids) BEGIN
+	SELECT RAISE(ABORT, 'instance id reused');
+END;
 `,
 }
+
+// nextInstanceID is the id a new instance takes: above every id ever given out.
+const nextInstanceID = `(SELECT max(high, coalesce((SELECT max(id) FROM instances), 0)) + 1 FROM instance_ids)`
 
 // owned holds the layout steps other packages registered for their own tables, by
 // owner. Like store's own list, each owner's list is append-only; layout_versions
@@ -207,12 +227,14 @@ func ownedLayouts() (owners []string, steps map[string][]string) {
 	return owners, steps
 }
 
-// migrateLayout applies the layout changes the file has not seen yet: store's own,
-// then every registered owner's, each in its own transaction together with its
+// migrateLayout applies the layout changes the file has not seen yet: every
+// registered owner's, then store's own, each in its own transaction together with its
 // version bump. The version is read inside the (immediate) transaction so two
-// processes opening a new file do not both apply a change.
+// processes opening a new file do not both apply a change. Owners go first because
+// store's layout 6 reads the tasks table, which the tasks package creates on new
+// files; an owner's tables therefore must not depend on store's.
 func (db *DB) migrateLayout(ctx context.Context) error {
-	if err := db.retryBusy(ctx, db.migrateLayoutStep); err != nil {
+	if err := db.retryBusy(ctx, db.checkNotNewer); err != nil {
 		return err
 	}
 	owners, steps := ownedLayouts()
@@ -222,7 +244,20 @@ func (db *DB) migrateLayout(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return db.retryBusy(ctx, db.migrateLayoutStep)
+}
+
+// checkNotNewer refuses a file whose store layout is newer than this program before
+// anything is written to it.
+func (db *DB) checkNotNewer(ctx context.Context) (bool, error) {
+	var have int
+	if err := db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+		return false, fmt.Errorf("read layout version: %w", err)
+	}
+	if have > len(layout) {
+		return false, fmt.Errorf("table layout version %d is newer than this program knows (%d)", have, len(layout))
+	}
+	return true, nil
 }
 
 // retryBusy runs step until it reports done or fails.
@@ -282,6 +317,14 @@ func (db *DB) migrateOwnedStep(ctx context.Context, owner string, steps []string
 		return false, fmt.Errorf("layout of %s: %w", owner, err)
 	}
 	defer tx.Rollback()
+	// The owners' versions, kept beside store's PRAGMA user_version (bookkeeping,
+	// like the pragma, not a step of the layout).
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS layout_versions (
+	owner   TEXT PRIMARY KEY,
+	version INTEGER NOT NULL
+) WITHOUT ROWID`); err != nil {
+		return false, fmt.Errorf("layout of %s: %w", owner, err)
+	}
 	have, err := ownedVersion(ctx, tx, owner)
 	if err != nil {
 		return false, err

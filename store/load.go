@@ -161,6 +161,11 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 	}()
 	inBatch := 0
 	var began time.Time
+	// A dry run rolls each batch back and carries its changes to the next (dryrun.go).
+	var carry *dryCarry
+	if opts.DryRun {
+		carry = newDryCarry()
+	}
 	begin := func() error {
 		var err error
 		if tx, err = db.BeginAs(ctx, Revisions{Author: loadAuthor(opts), Off: opts.NoRevisions}); err != nil {
@@ -168,13 +173,27 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 		}
 		l = &loader{tx: tx, opts: opts}
 		began = time.Now()
+		if carry != nil {
+			btx := tx
+			l.before = func(ctx context.Context, e *Entry) error { return carry.before(ctx, btx, e) }
+			return carry.start(ctx, tx)
+		}
 		return nil
 	}
 	flush := func() error {
-		if opts.DryRun || tx == nil {
+		if tx == nil {
 			return nil
 		}
-		err := tx.Commit()
+		var err error
+		if carry != nil {
+			if carry.full(ctx, tx) {
+				return nil // the rest of the dry run stays in this transaction
+			}
+			err = carry.capture(ctx, tx)
+			tx.Rollback()
+		} else {
+			err = tx.Commit()
+		}
 		tx, inBatch = nil, 0
 		return err
 	}
@@ -202,7 +221,7 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 		inBatch++
 		// A batch also commits once it has held the writer for a quarter of a second, so
 		// other writers never wait long behind a large load.
-		if inBatch >= opts.BatchSize || (!opts.DryRun && time.Since(began) > maxBatchTime) {
+		if inBatch >= opts.BatchSize || time.Since(began) > maxBatchTime {
 			return flush()
 		}
 		return nil
@@ -232,6 +251,9 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 				return nil, err
 			}
 		}
+	}
+	if opts.DryRun {
+		return res, nil // the deferred rollback ends the last batch: nothing to carry
 	}
 	if err := flush(); err != nil {
 		return nil, err
@@ -287,6 +309,8 @@ type loader struct {
 	opts LoadOptions
 	// sawExisting turns the insert-first path off once an entry existed.
 	sawExisting bool
+	// before, when set, runs before each entry is applied (a dry run's write-back).
+	before func(context.Context, *Entry) error
 }
 
 // loadEntry applies one entry inside a savepoint so a failure leaves nothing behind.
@@ -309,6 +333,11 @@ func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
 	}
 	if err := e.prepare(opts.Action); err != nil {
 		return "", err
+	}
+	if l.before != nil {
+		if err := l.before(ctx, e); err != nil {
+			return "", err
+		}
 	}
 	// Every refusal of an entry happens before its first write, so a failed entry
 	// leaves nothing behind without a savepoint (two statements an entry saved). Should

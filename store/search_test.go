@@ -250,7 +250,7 @@ func TestCountsBuiltForExistingFiles(t *testing.T) {
 		"DROP TRIGGER instances_count_insert", "DROP TRIGGER instances_count_delete", "DROP TRIGGER instances_count_move",
 		"DROP TRIGGER configuration_insert", "DROP TRIGGER configuration_update", "DROP TRIGGER configuration_delete",
 		"DROP TABLE instance_counts",
-		"DROP TABLE layout_versions", // layout 6
+		"DROP TRIGGER instances_id_high", "DROP TRIGGER instances_id_fresh", "DROP TABLE instance_ids", // layout 6
 		"INSERT INTO instances(classname, keyname, data, created_at, updated_at) VALUES('a', 'one', '{\"x\":\"needle\"}', '', ''), ('a', 'two', '{}', '', ''), ('b', 'three', '{}', '', '')",
 		"PRAGMA user_version = 3", // before layouts 4 (counts), 5 and 6; layout 3 is the sessions table
 	} {

@@ -14,7 +14,7 @@ import (
 )
 
 // waitLimit bounds every wait for asynchronous progress; reaching it fails the test.
-const waitLimit = 30 * time.Second
+const waitLimit = 2 * time.Minute
 
 // testSchemas are the user schemas of most tests: host holds the instances a task
 // runs over; rack references hosts through a single- and a multi-valued field; site

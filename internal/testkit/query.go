@@ -125,8 +125,9 @@ func InsertInstances(tb testing.TB, db *store.DB, cls string, rows []Row) {
 	tb.Helper()
 	ctx := context.Background()
 	err := db.WithTx(ctx, func(tx *store.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
-			created_at, updated_at) VALUES(?, ?, ?, ?, ?, ?, ?)`)
+		st, err := tx.PrepareContext(ctx, `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data,
+			created_at, updated_at) VALUES((SELECT max(high, coalesce((SELECT max(id) FROM instances), 0)) + 1
+			FROM instance_ids), ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
