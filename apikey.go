@@ -23,14 +23,9 @@ func setupAPIKeyCreate(c *cli, fs *pflag.FlagSet) func(context.Context, []string
 
 func setupAPIKeyList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, true)
-	return func(ctx context.Context, _ []string) error {
-		db, _, _, err := c.openRead(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
+	return reading(c, func(ctx context.Context, db *store.DB) error {
 		return c.apikeyList(ctx, db)
-	}
+	})
 }
 
 func setupAPIKeyRevoke(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {

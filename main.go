@@ -163,6 +163,19 @@ func (c *cli) openRead(ctx context.Context) (*store.DB, *settings, *slog.Logger,
 	return c.open(ctx, false)
 }
 
+// reading is the run function of a command that only reads: the database opened as
+// openRead opens it, handed to fn, closed after.
+func reading(c *cli, fn func(ctx context.Context, db *store.DB) error) func(context.Context, []string) error {
+	return func(ctx context.Context, _ []string) error {
+		db, _, _, err := c.openRead(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return fn(ctx, db)
+	}
+}
+
 // startUp runs the start-up sequence with the settings; a refusal is returned as is.
 func startUp(ctx context.Context, db *store.DB, s *settings, log *slog.Logger) error {
 	return startUpWith(ctx, db, s, log, nil)

@@ -31,12 +31,7 @@ func pipelineTransform(ctx context.Context, db *store.DB, name string) (rules.Tr
 
 func setupPipelineList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, true)
-	return func(ctx context.Context, _ []string) error {
-		db, _, _, err := c.openRead(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
+	return reading(c, func(ctx context.Context, db *store.DB) error {
 		list, err := db.Pipelines(ctx)
 		if err != nil {
 			return err
@@ -49,7 +44,7 @@ func setupPipelineList(c *cli, fs *pflag.FlagSet) func(context.Context, []string
 			fmt.Fprintf(c.stdout, "%d\t%s\trun_permission=%s\n", p.ID, p.Keyname, rp)
 		}
 		return nil
-	}
+	})
 }
 
 func setupPipelineRun(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {

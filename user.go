@@ -110,12 +110,7 @@ func setupUserPasswd(c *cli, fs *pflag.FlagSet) func(context.Context, []string) 
 
 func setupUserList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, true)
-	return func(ctx context.Context, _ []string) error {
-		db, _, _, err := c.openRead(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
+	return reading(c, func(ctx context.Context, db *store.DB) error {
 		return db.EachInstance(ctx, "_user", func(in *store.Instance) error {
 			state := "enabled"
 			if !in.IsEnabled {
@@ -125,7 +120,7 @@ func setupUserList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) er
 			fmt.Fprintf(c.stdout, "%s\t%s\temail=%v\tname=%s\n", in.Keyname, state, orDash(in.Data["email"]), pick(name, "-"))
 			return nil
 		})
-	}
+	})
 }
 
 func orEmpty(v any) any {
@@ -164,12 +159,7 @@ func setupUserDisable(c *cli, fs *pflag.FlagSet) func(context.Context, []string)
 
 func setupPermissionList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, true)
-	return func(ctx context.Context, _ []string) error {
-		db, _, _, err := c.openRead(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
+	return reading(c, func(ctx context.Context, db *store.DB) error {
 		list, err := db.Permissions(ctx)
 		if err != nil {
 			return err
@@ -182,5 +172,5 @@ func setupPermissionList(c *cli, fs *pflag.FlagSet) func(context.Context, []stri
 			fmt.Fprintf(c.stdout, "%-22s %-9s %s\n", p.Keyname, kind, pick(p.Description, p.Displayname))
 		}
 		return nil
-	}
+	})
 }
