@@ -104,13 +104,9 @@ func (s *starter) run(ctx context.Context) error {
 		}
 		s.ran("bootstrap")
 	}
-	// 3. Synchronise configuration, and the built-in permissions the code defines beyond
-	// the seed's data-version blocks (docs/permissions.md).
+	// 3. Synchronise configuration.
 	if err := s.db.WithTx(ctx, func(tx *store.Tx) error {
-		if err := tx.SyncConfig(ctx); err != nil {
-			return err
-		}
-		return tx.SyncPermissions(ctx)
+		return tx.SyncConfig(ctx)
 	}); err != nil {
 		return s.failed(ctx, "configuration", err)
 	}

@@ -325,7 +325,11 @@ func TestRunFailedBootstrapLeavesNothing(t *testing.T) {
 	})
 	t.Run("nothing of the bootstrap is left", func(t *testing.T) {
 		for _, table := range []string{"permissions", "schemas", "schema_fields", "instances"} {
-			if got, want := count(t, db, "SELECT count(*) FROM "+table), 0; got != want {
+			want := 0
+			if table == "permissions" {
+				want = len(store.CodePermissions()) // added by the table layout when the file was opened
+			}
+			if got := count(t, db, "SELECT count(*) FROM "+table); got != want {
 				t.Fatalf("%s rows = %d, want %d", table, got, want)
 			}
 		}

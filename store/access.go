@@ -27,8 +27,8 @@ var classPermissions = map[string]string{
 	"_home":       "p_home_import",
 	"_apikey":     "p_apikey_admin",
 	"_pipeline":   "p_pipeline_admin",
-	"_dataview":   "p_dataview_import",
-	"_enumerate":  "p_enumerate_import",
+	"_dataview":   "p_schema_import",
+	"_enumerate":  "p_schema_import",
 }
 
 // ClassPermissions returns a copy of the table of built-in classes and the permission

@@ -181,6 +181,14 @@ CREATE TRIGGER instances_id_fresh AFTER INSERT ON instances
 	SELECT RAISE(ABORT, 'instance id reused');
 END;
 `,
+	// 7: the built-in permission p_pipeline_admin (writing _pipeline), which came after
+	// the seed's data-version blocks: added to every file as built-in; a permission of
+	// that name made by a user before becomes built-in.
+	`
+INSERT INTO permissions(keyname, displayname, description, is_builtin)
+	VALUES('p_pipeline_admin', 'Pipeline admin', 'Create, update, enable, disable and delete pipelines (_pipeline)', 1)
+	ON CONFLICT(keyname) DO UPDATE SET is_builtin = 1;
+`,
 }
 
 // nextInstanceID is the id a new instance takes: above every id ever given out.

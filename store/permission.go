@@ -129,25 +129,11 @@ func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string,
 }
 
 // codePermissions are built-in permissions the code defines beyond the seed's
-// data-version blocks (whose table is fixed): SyncPermissions adds them to every
-// database at each start, as configuration is synchronised.
+// data-version blocks (whose table is fixed). A store layout change adds them to every
+// file, new or existing, as built-in (layout.go, step 7).
 var codePermissions = []Permission{
 	{Keyname: "p_pipeline_admin", Displayname: "Pipeline admin", Description: "Create, update, enable, disable and delete pipelines (_pipeline)"},
-	{Keyname: "p_dataview_import", Displayname: "Dataview import", Description: "Create, update and delete dataviews (_dataview) by load"},
-	{Keyname: "p_enumerate_import", Displayname: "Enumeration import", Description: "Create, update and delete enumerations (_enumerate) by load"},
 }
 
-// CodePermissions lists the built-in permissions SyncPermissions keeps present.
+// CodePermissions lists the built-in permissions the code adds beyond the seed's blocks.
 func CodePermissions() []Permission { return append([]Permission(nil), codePermissions...) }
-
-// SyncPermissions adds the code's built-in permissions a database lacks, as built-in,
-// without revisions; it leaves existing ones as they are.
-func (tx *Tx) SyncPermissions(ctx context.Context) error {
-	for _, p := range codePermissions {
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO permissions(keyname, displayname, description, is_builtin)
-			VALUES(?, ?, ?, 1)`, p.Keyname, p.Displayname, p.Description); err != nil {
-			return fmt.Errorf("sync permission %s: %w", p.Keyname, err)
-		}
-	}
-	return nil
-}
