@@ -59,6 +59,21 @@ func TestBrowser(t *testing.T) {
 	e.load(browserData)
 	base := e.srv.URL // http://127.0.0.1:port
 
+	// Chromium may still be writing its profile for a moment after it is told to quit,
+	// which makes t.TempDir's cleanup fail; this directory is removed with a few retries.
+	profile, err := os.MkdirTemp("", "dataservice-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for i := 0; i < 20; i++ {
+			if err = os.RemoveAll(profile); err == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("chromium profile %s left behind: %v", profile, err)
+	})
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin),
 		chromedp.Flag("headless", true),
@@ -69,7 +84,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("no-default-browser-check", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 860),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)

@@ -182,7 +182,7 @@ func (c *Console) session(ctx context.Context, w http.ResponseWriter, r *http.Re
 	lim := c.db.ConsoleSessionLimits(ctx)
 	sess, err := c.db.Session(ctx, ck.Value, lim)
 	if err != nil {
-		if !store.IsNotFound(err) {
+		if !store.IsNotFound(err) && ctx.Err() == nil { // a client that went away is no internal error
 			c.log.Error("read session", "error", err)
 		}
 		c.clearCookie(w)
