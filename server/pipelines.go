@@ -121,9 +121,11 @@ func (s *server) pipelineRun(w http.ResponseWriter, r *http.Request, ident strin
 	handle, err := s.runner.Submit(r.Context(), tasks.Params{Pipeline: pl.Keyname, Schemas: schemas, DryRun: dryrun,
 		Auth: p.auth, OwnerType: "api", OwnerID: p.ownerID()})
 	if err != nil {
-		msg := "failed to submit task"
+		msg := "failed to submit task" // the seed's text when the submission gives none
 		if store.ErrorCode(err) != store.EInternal {
-			msg = store.ErrorMessage(err)
+			if m := store.ErrorMessage(err); m != "" {
+				msg = m
+			}
 		} else {
 			s.log.Error("submit task", "pipeline", pl.Keyname, "error", err)
 		}

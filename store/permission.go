@@ -86,6 +86,16 @@ func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string,
 		}
 		return OutDeleted, tx.revision(ctx, "_permission", e.Keyname, "delete", mustJSON(old), "")
 	case "init":
+		if exists && system && !old.IsBuiltin {
+			// A permission the built-in definitions add already exists as a user's: it
+			// becomes built-in (so the normal delete refuses it), its texts stay.
+			next := *old
+			next.IsBuiltin = true
+			if _, err := tx.exec(ctx, "UPDATE permissions SET is_builtin = 1 WHERE id = ?", old.ID); err != nil {
+				return "", fmt.Errorf("write permission %s: %w", e.Keyname, err)
+			}
+			return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, "update", mustJSON(old), mustJSON(next))
+		}
 		if exists {
 			return OutUnchanged, nil
 		}
