@@ -21,7 +21,9 @@ func TestRestoreOfABackupTakenWhileWriting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: serves three restored copies")
 	}
-	const total, loads, perLoad = 20000, 8, 100
+	// Large and slow enough per instance (identity substitutions after the append) that
+	// the run is still going when the first backups are taken, even on a fast machine.
+	const total, loads, perLoad = 60000, 8, 100
 	env := testEnv(t)
 	env["SERVICE_TASK_LEASE"] = "1s"
 	if code, _, stderr := runCLI(t, env, "migrate"); code != 0 {
@@ -34,6 +36,7 @@ func TestRestoreOfABackupTakenWhileWriting(t *testing.T) {
   keyname: append_x
   content: |
     - field_append: ['', note, X]
+`+strings.Repeat("    - field_regexp_sub: ['', note, '^(.*)$', '$1']\n", 8)+`
 `)
 	db := openStore(t, env["SERVICE_DB"])
 	insertInstances(t, db, "box", "box", total, func(int) map[string]any { return map[string]any{"note": ""} })
