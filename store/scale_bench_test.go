@@ -3,11 +3,9 @@ package store_test
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -132,22 +130,7 @@ func BenchmarkLoadScale(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			path := filepath.Join(b.TempDir(), "floor.db")
-			layout, err := store.Open(ctx, path, store.Options{}) // the same tables, indexes and triggers
-			if err != nil {
-				b.Fatal(err)
-			}
-			layout.Close()
-			q := url.Values{}
-			for _, p := range []string{"busy_timeout(15000)", "foreign_keys(1)", "synchronous(NORMAL)", "journal_mode(WAL)"} {
-				q.Add("_pragma", p)
-			}
-			q.Set("_txlock", "immediate")
-			db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
-			if err != nil {
-				b.Fatal(err)
-			}
-			db.SetMaxOpenConns(1)
+			db := openFloorDB(b)
 			resetPeakRSS()
 			b.StartTimer()
 			for start := 0; start < len(rows); start += 1000 {
