@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"dataservice/store"
 )
@@ -65,6 +66,27 @@ func TestOpen(t *testing.T) {
 				t.Fatalf("%s: mode %o, want 600", filepath.Base(p), got)
 			}
 		}
+	})
+	t.Run("an up-to-date file opens while another connection writes", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "busy.db")
+		writer, err := store.Open(ctx, path, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer writer.Close()
+		tx, err := writer.BeginAs(ctx, store.Revisions{Author: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		// The transaction holds the write lock; opening must not need it.
+		octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		db, err := store.Open(octx, path, store.Options{})
+		if err != nil {
+			t.Fatalf("open while a writer holds the lock: %v", err)
+		}
+		db.Close()
 	})
 	t.Run("a directory is refused", func(t *testing.T) {
 		if _, err := store.Open(ctx, t.TempDir(), store.Options{}); err == nil {

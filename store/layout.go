@@ -245,6 +245,11 @@ func (db *DB) migrateLayout(ctx context.Context) error {
 	if err := db.retryBusy(ctx, db.checkNotNewer); err != nil {
 		return err
 	}
+	// A file already up to date needs no write transaction, so opening it does not
+	// wait for a writer (a backup taken while a long pipeline commits its batches).
+	if checkLayout(ctx, db.w) == nil {
+		return nil
+	}
 	owners, steps := ownedLayouts()
 	for _, owner := range owners {
 		step := func(ctx context.Context) (bool, error) { return db.migrateOwnedStep(ctx, owner, steps[owner]) }
