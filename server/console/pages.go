@@ -72,7 +72,13 @@ func group(list []homeEntry, sec func(homeEntry) string) []navSection {
 }
 
 func (c *Console) sidebar(ctx context.Context, auth *store.Auth) []navSection {
-	return group(c.homeEntries(ctx, auth), func(e homeEntry) string { return e.Sidebar })
+	list := c.homeEntries(ctx, auth)
+	linked := map[string]bool{}
+	for _, e := range list {
+		linked[e.URL] = true
+	}
+	list = append(list, toolLinks(auth, linked)...)
+	return group(list, func(e homeEntry) string { return e.Sidebar })
 }
 
 // dashboard: GET / — tiles the user may see, grouped by dashboard section, with counts.
@@ -220,12 +226,16 @@ func (c *Console) data(w http.ResponseWriter, r *http.Request, q *req) {
 		return
 	}
 	name, key, _ := strings.Cut(path, "/")
-	sch, err := c.db.Schema(r.Context(), name)
-	if store.IsNotFound(err) && key == "" {
-		if name == "revision" {
-			c.revisions(w, r, q)
+	if t := toolNamed(name); t != nil {
+		if !t.allowed(q.auth) {
+			c.forbidden(w, r, q)
 			return
 		}
+		t.Serve(c, w, r, q, key)
+		return
+	}
+	sch, err := c.db.Schema(r.Context(), name)
+	if store.IsNotFound(err) && key == "" {
 		c.schemas(w, r, q, name)
 		return
 	}

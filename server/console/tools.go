@@ -1,0 +1,70 @@
+package console
+
+import (
+	"net/http"
+
+	"dataservice/store"
+)
+
+// tool is a console tool served under /data/private/<Name>/. A tool's name takes
+// precedence over a schema or page of the same name: the built-in dashboard entries
+// promise these URLs. Every tool also needs p_data_access, as every data page does.
+type tool struct {
+	Name  string
+	Title string
+	Icon  string
+	// Allowed reports whether auth may open the tool; nil allows every caller with
+	// p_data_access. A caller without it gets 403, and no sidebar link.
+	Allowed func(auth *store.Auth) bool
+	// Serve answers the tool's pages; rest is the path after the tool's name, without
+	// its leading and trailing slashes ("" for the tool's own page).
+	Serve func(c *Console, w http.ResponseWriter, r *http.Request, q *req, rest string)
+}
+
+// tools are the console's tools, in sidebar order. A tool adds itself to the list in
+// init (a package variable would form an initialization cycle through the pages).
+var tools []tool
+
+func init() {
+	tools = []tool{
+		{Name: "revision", Title: "Revisions", Icon: "fa-history", Serve: (*Console).revisionTool},
+	}
+}
+
+// toolNamed is the tool served under /data/private/<name>/, or nil.
+func toolNamed(name string) *tool {
+	for i := range tools {
+		if tools[i].Name == name {
+			return &tools[i]
+		}
+	}
+	return nil
+}
+
+func (t *tool) allowed(auth *store.Auth) bool {
+	return auth.Has("p_data_access") && (t.Allowed == nil || t.Allowed(auth))
+}
+
+// toolLinks are the sidebar links of the tools auth may open that no `_home` entry
+// already links to.
+func toolLinks(auth *store.Auth, linked map[string]bool) []homeEntry {
+	var out []homeEntry
+	for i := range tools {
+		t := &tools[i]
+		u := "/data/private/" + t.Name + "/"
+		if linked[u] || !t.allowed(auth) {
+			continue
+		}
+		out = append(out, homeEntry{Keyname: t.Name, Displayname: t.Title, URL: u, Icon: t.Icon, Sidebar: "Tools"})
+	}
+	return out
+}
+
+// revisionTool: /data/private/revision/ — the history page.
+func (c *Console) revisionTool(w http.ResponseWriter, r *http.Request, q *req, rest string) {
+	if rest != "" {
+		c.errorPage(w, r, q, http.StatusNotFound, "not found")
+		return
+	}
+	c.revisions(w, r, q)
+}
