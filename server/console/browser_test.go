@@ -4,10 +4,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -59,82 +57,10 @@ func TestBrowser(t *testing.T) {
 	e.load(browserData)
 	base := e.srv.URL // http://127.0.0.1:port
 
-	// Chromium may still be writing its profile for a moment after it is told to quit,
-	// which makes t.TempDir's cleanup fail; this directory is removed with a few retries.
-	profile, err := os.MkdirTemp("", "dataservice-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for i := 0; i < 20; i++ {
-			if err = os.RemoveAll(profile); err == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Logf("chromium profile %s left behind: %v", profile, err)
-	})
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-default-browser-check", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 860),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelA()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancelT()
+	b := newChrome(t, bin)
+	shot, run, clear, textOf := b.shot, b.run, b.clear, b.textOf
 
-	shots := os.Getenv("DATASERVICE_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	}
-	shot := func(name string) chromedp.Action {
-		return chromedp.ActionFunc(func(ctx context.Context) error {
-			var buf []byte
-			if err := chromedp.FullScreenshot(&buf, 100).Do(ctx); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(shots, name+".png"), buf, 0o644)
-		})
-	}
-	run := func(step string, actions ...chromedp.Action) {
-		t.Helper()
-		if err := chromedp.Run(ctx, actions...); err != nil {
-			var loc, body string
-			_ = chromedp.Run(ctx, chromedp.Location(&loc), chromedp.Text("body", &body, chromedp.ByQuery))
-			t.Fatalf("%s: %v\nat %s:\n%s", step, err, loc, body)
-		}
-	}
-	// clear empties an input the way a user selecting its text and deleting it would.
-	clear := func(id string) chromedp.Action {
-		return chromedp.Evaluate(`document.getElementById("`+id+`").value = ""`, nil)
-	}
-	textOf := func(sel string) string {
-		t.Helper()
-		var s string
-		run("read "+sel, chromedp.Text(sel, &s, chromedp.ByQuery))
-		return s
-	}
-
-	// Sign in.
-	run("sign in",
-		chromedp.Navigate(base+"/"),
-		chromedp.WaitVisible("#login", chromedp.ByID),
-		chromedp.SendKeys("#login", "operator", chromedp.ByID),
-		chromedp.SendKeys("#password", "operator-pass-1", chromedp.ByID),
-		chromedp.Click("#signin", chromedp.ByID),
-		chromedp.WaitVisible("#tile-data", chromedp.ByID),
-	)
+	b.signIn(base, "operator", "operator-pass-1")
 	if s := textOf("#tile-data"); !strings.Contains(s, "schemas") {
 		t.Fatalf("data tile: %q", s)
 	}
