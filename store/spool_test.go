@@ -57,6 +57,13 @@ func FuzzSpoolBody(f *testing.F) {
 		"[1, 2, {\"classname\": \"a\"}, [3]]",
 		"\x00\xff- \x01",
 		billionLaughs(),
+		// The shapes read without the YAML parser, and their near misses.
+		"- classname: a\n  keyname: h0000001\n  port: 80\n  ip: 10.0.0.1\n  n: -12\n\n- classname: a\n  keyname: b\n",
+		"- classname: a\n  v: true\n  w: Null\n  x: 0815\n  y: -0\n  z: 1.5\n",
+		"- classname: a\n  v: 1.2.\n  w: 1_000\n  x: 12345678901234567890\n  y: e1\n  z: host-1.example.org\n",
+		"- classname: a\n  keyname: k\n    deeper: x\n  k2: v # c\n  k3: v \n  k4:\n",
+		"- classname: a\r\n  keyname: k\r\n  keyname: l\n  classname: b\n",
+		"-  classname: a\n- classname: a\n \tkeyname: k\n- classname: a\n  0k: v\n",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s), 3)

@@ -87,6 +87,12 @@ func eachYAMLItem(name string, br *bufio.Reader, maxItem int, fn func(*Entry) er
 		if item.Len() == 0 {
 			return nil
 		}
+		if e, ok := fastItem(name, item.Bytes()); ok {
+			item.Reset()
+			n++
+			e.Index = n
+			return fn(e)
+		}
 		entries, err := parseDocument(name, item.Bytes(), d)
 		item.Reset()
 		if err != nil {
