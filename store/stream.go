@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -96,7 +98,13 @@ func eachYAMLItem(name string, br *bufio.Reader, maxItem int, fn func(*Entry) er
 		entries, err := parseDocument(name, item.Bytes(), d)
 		item.Reset()
 		if err != nil {
-			return &notStreamable{reason: fmt.Sprintf("item %d (line %d): %s", n+1, itemLine, ErrorMessage(err))}
+			// The message without the name, its line numbers counted in the document.
+			msg := strings.TrimPrefix(ErrorMessage(err), name+": ")
+			msg = yamlErrLine.ReplaceAllStringFunc(msg, func(m string) string {
+				k, _ := strconv.Atoi(yamlErrLine.FindStringSubmatch(m)[1])
+				return fmt.Sprintf("line %d:", k+itemLine-1)
+			})
+			return &notStreamable{reason: fmt.Sprintf("item %d: %s", n+1, msg)}
 		}
 		if len(entries) != 1 {
 			return &notStreamable{reason: fmt.Sprintf("item %d (line %d) is not one object", n+1, itemLine)}
