@@ -78,9 +78,47 @@ func HostRange(p netip.Prefix) IPRange {
 const ipKeyRange = `i.classname = 'ipam_ip' AND i.keyname >= ? AND i.keyname <= ?
 	AND length(i.keyname) = 8 AND i.keyname NOT GLOB '*[^0-9a-f]*'`
 
-// CountIPs counts the ipam_ip instances whose address is in r: an index range count,
-// proportional to the number of addresses it finds, not to the size of r.
+// CountIPs counts the ipam_ip instances whose address is in r. The /16 blocks r covers
+// whole are read from their maintained counts (table ipam_blocks); the addresses in the
+// partial blocks at its ends are counted in the keyname index. So a count reads at most
+// one row per /16 and two blocks' worth of index entries (2 x 65,536), whatever the
+// size of r or the number of addresses.
 func (db *DB) CountIPs(ctx context.Context, r IPRange) (int, error) {
+	first, last := r.First>>16, r.Last>>16
+	if first == last {
+		return db.countIPsIndexed(ctx, r)
+	}
+	total := 0
+	if r.First&0xffff != 0 { // a partial first block
+		n, err := db.countIPsIndexed(ctx, IPRange{r.First, r.First | 0xffff})
+		if err != nil {
+			return 0, err
+		}
+		total += n
+		first++
+	}
+	if r.Last&0xffff != 0xffff { // a partial last block
+		n, err := db.countIPsIndexed(ctx, IPRange{r.Last &^ 0xffff, r.Last})
+		if err != nil {
+			return 0, err
+		}
+		total += n
+		last--
+	}
+	if first <= last {
+		var n int
+		err := db.rqueryRow(ctx, "SELECT coalesce(sum(n), 0) FROM ipam_blocks WHERE block >= ? AND block <= ?",
+			fmt.Sprintf("%04x", first), fmt.Sprintf("%04x", last)).Scan(&n)
+		if err != nil {
+			return 0, fmt.Errorf("count addresses %s-%s: %w", IPv4String(r.First), IPv4String(r.Last), err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// countIPsIndexed counts the ipam_ip instances in r in the keyname index.
+func (db *DB) countIPsIndexed(ctx context.Context, r IPRange) (int, error) {
 	var n int
 	err := db.rqueryRow(ctx, "SELECT count(*) FROM instances i WHERE "+ipKeyRange,
 		hexIPOf(r.First), hexIPOf(r.Last)).Scan(&n)
@@ -88,6 +126,25 @@ func (db *DB) CountIPs(ctx context.Context, r IPRange) (int, error) {
 		return 0, fmt.Errorf("count addresses %s-%s: %w", IPv4String(r.First), IPv4String(r.Last), err)
 	}
 	return n, nil
+}
+
+// SubnetUsage returns how many of p's usable addresses (HostRange) have an ipam_ip
+// instance, and how many usable addresses p has.
+func (db *DB) SubnetUsage(ctx context.Context, p netip.Prefix) (used int, usable uint64, err error) {
+	all, hosts := PrefixRange(p), HostRange(p)
+	if used, err = db.CountIPs(ctx, all); err != nil {
+		return 0, 0, err
+	}
+	if hosts != all { // the network and broadcast addresses are not counted
+		for _, a := range []uint32{all.First, all.Last} {
+			n, err := db.countIPsIndexed(ctx, IPRange{a, a})
+			if err != nil {
+				return 0, 0, err
+			}
+			used -= n
+		}
+	}
+	return used, hosts.Size(), nil
 }
 
 // IPsInRange returns up to limit ipam_ip instances whose address is in r, in address

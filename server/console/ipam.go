@@ -144,10 +144,9 @@ func (c *Console) ipamTool(w http.ResponseWriter, r *http.Request, q *req, rest 
 	}
 }
 
-// subnetRowOf describes a subnet with its usage (an index range count of its hosts).
+// subnetRowOf describes a subnet with its usage.
 func (c *Console) subnetRowOf(ctx context.Context, s store.Subnet) (subnetRow, error) {
-	hosts := store.HostRange(s.Prefix)
-	n, err := c.db.CountIPs(ctx, hosts)
+	n, usable, err := c.db.SubnetUsage(ctx, s.Prefix)
 	if err != nil {
 		return subnetRow{}, err
 	}
@@ -155,7 +154,7 @@ func (c *Console) subnetRowOf(ctx context.Context, s store.Subnet) (subnetRow, e
 	cidr := s.Prefix.String()
 	return subnetRow{CIDR: cidr, Link: subnetLink(cidr), Detail: link("ipam_subnet", cidr),
 		Name: s.Instance.Displayname, Description: str("description"), Site: str("site"), Gateway: str("gateway"),
-		Depth: min(s.Depth, 6), Usage: newUsage(n, hosts.Size())}, nil
+		Depth: min(s.Depth, 6), Usage: newUsage(n, usable)}, nil
 }
 
 func subnetLink(cidr string) string { return "/data/private/ipam/" + cidr + "/" }
