@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"dataservice/store"
 )
@@ -24,6 +25,9 @@ const (
 	ipv4HoldersMax = 500
 	// subnetVLANsMax bounds the VLANs a subnet's page lists.
 	subnetVLANsMax = 100
+	// subnetChildrenMax bounds the subnets a subnet's page lists inside it (the others
+	// are on the subnets page filtered to it).
+	subnetChildrenMax = 100
 )
 
 // usage is a subnet's usage: addresses in use among those hosts may use.
@@ -57,11 +61,16 @@ type ipamData struct {
 	Subnets          []subnetRow
 	Skipped          int
 	Total            int
+	Within           string
 	PrevURL, NextURL string
 
 	Subnet   subnetRow
 	Parents  []subnetRow
 	Children []subnetRow
+	// MoreChildren is how many subnets directly inside are not listed; WithinURL lists
+	// them all.
+	MoreChildren int
+	WithinURL    string
 	InVLANs  []ipamLink
 	Rows     []addressRow
 	FirstURL string
@@ -159,16 +168,35 @@ func (c *Console) subnetRowOf(ctx context.Context, s store.Subnet) (subnetRow, e
 
 func subnetLink(cidr string) string { return "/data/private/ipam/" + cidr + "/" }
 
-// ipamSubnets: GET /data/private/ipam/ — every subnet by address, nested, a page at a
-// time, each with its usage.
+// ipamSubnets: GET /data/private/ipam/[?within=CIDR] — every subnet (or those inside
+// a CIDR) by address, nested, a page at a time, each with its usage.
 func (c *Console) ipamSubnets(w http.ResponseWriter, r *http.Request, q *req, d *ipamData) {
 	ctx := r.Context()
+	qs := r.URL.Query()
+	var within store.IPRange
+	if d.Within = strings.TrimSpace(qs.Get("within")); d.Within != "" {
+		p, err := store.ParseSubnet(d.Within)
+		if err != nil {
+			c.errorPage(w, r, q, http.StatusBadRequest, "Not a subnet: "+store.ErrorMessage(err)+".")
+			return
+		}
+		within = store.PrefixRange(p)
+	}
 	list, skipped, err := c.db.Subnets(ctx)
 	if err != nil {
 		c.fail(w, r, q, err)
 		return
 	}
-	page, size := c.pageSize(ctx, r.URL.Query())
+	if d.Within != "" {
+		kept := list[:0]
+		for _, s := range list {
+			if within.Contains(s.Range.First) && within.Contains(s.Range.Last) {
+				kept = append(kept, s)
+			}
+		}
+		list, skipped = kept, 0
+	}
+	page, size := c.pageSize(ctx, qs)
 	d.View, d.Skipped, d.Total = "subnets", skipped, len(list)
 	start := min((page-1)*size, len(list))
 	end := min(start+size, len(list))
@@ -180,11 +208,18 @@ func (c *Console) ipamSubnets(w http.ResponseWriter, r *http.Request, q *req, d 
 		}
 		d.Subnets = append(d.Subnets, row)
 	}
+	pageURL := func(n int) string {
+		u := fmt.Sprintf("?page=%d&size=%d", n, size)
+		if d.Within != "" {
+			u += "&within=" + url.QueryEscape(d.Within)
+		}
+		return u
+	}
 	if page > 1 {
-		d.PrevURL = fmt.Sprintf("?page=%d&size=%d", page-1, size)
+		d.PrevURL = pageURL(page - 1)
 	}
 	if end < len(list) {
-		d.NextURL = fmt.Sprintf("?page=%d&size=%d", page+1, size)
+		d.NextURL = pageURL(page + 1)
 	}
 	c.render(w, r, q, http.StatusOK, "ipam", "IPAM · Subnets", d)
 }
@@ -283,8 +318,14 @@ func (c *Console) subnetFamily(ctx context.Context, d *ipamData, p netip.Prefix)
 		if s.Prefix.Bits() <= p.Bits() || !all.Contains(s.Range.First) {
 			continue
 		}
-		if len(d.Children) > 0 && last.Contains(s.Range.First) {
+		if len(d.Children)+d.MoreChildren > 0 && last.Contains(s.Range.First) {
 			continue // inside a child: a grandchild
+		}
+		last = s.Range
+		if len(d.Children) == subnetChildrenMax {
+			d.MoreChildren++
+			d.WithinURL = "/data/private/ipam/?within=" + url.QueryEscape(p.String())
+			continue
 		}
 		row, err := c.subnetRowOf(ctx, s)
 		if err != nil {
@@ -292,7 +333,6 @@ func (c *Console) subnetFamily(ctx context.Context, d *ipamData, p netip.Prefix)
 		}
 		row.Depth = 0
 		d.Children = append(d.Children, row)
-		last = s.Range
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -113,6 +114,12 @@ func TestIPAMSubnetsPage(t *testing.T) {
 	lacks(t, p, `href="/data/private/ipam/10.1.2.9/32/"`)
 	p = b.get("/data/private/ipam/?page=2&size=4")
 	want(t, p, 200, `href="/data/private/ipam/10.1.2.9/32/"`, `href="/data/private/ipam/192.168.0.0/24/"`, `href="?page=1&amp;size=4"`)
+	// Only the subnets inside a CIDR.
+	p = b.get("/data/private/ipam/?within=10.1.0.0/16&size=2")
+	want(t, p, 200, "4 subnets inside 10.1.0.0/16", `href="/data/private/ipam/10.1.0.0/16/"`, `href="/data/private/ipam/10.1.2.0/24/"`,
+		`href="?page=2&amp;size=2&amp;within=10.1.0.0%2F16"`)
+	lacks(t, p, `href="/data/private/ipam/10.0.0.0/8/"`, `href="/data/private/ipam/192.168.0.0/24/"`, `href="/data/private/ipam/10.1.2.4/31/"`)
+	want(t, b.get("/data/private/ipam/?within=10.1.0.0/8"), 400, "has host bits set (expected 10.0.0.0/8)")
 	// A keyname an old version left that is not a CIDR is counted, not shown.
 	e.exec(`INSERT INTO instances(id, classname, keyname, created_at, updated_at) VALUES((SELECT max(id) + 1000 FROM instances), 'ipam_subnet', 'old lan', '', '')`)
 	want(t, b.get("/data/private/ipam/"), 200, "1 ipam_subnet instances are not shown")
@@ -170,6 +177,19 @@ func TestIPAMSubnetPage(t *testing.T) {
 	// 192.168.0.0/24 has no address at all, nor a VLAN of netops's... it has v20.
 	p = b.get("/data/private/ipam/192.168.0.0/24/")
 	want(t, p, 200, "0 / 254", "network address", "broadcast address", "free · 254 addresses", "VLAN 20")
+
+	// A subnet's page lists at most 100 subnets inside it, and links to them all.
+	var many strings.Builder
+	for i := 1; i <= 105; i++ {
+		many.WriteString("- {classname: ipam_subnet, keyname: 192.168.0." + strconv.Itoa(i) + "/32}\n")
+	}
+	e.load(many.String())
+	p = b.get("/data/private/ipam/192.168.0.0/24/")
+	want(t, p, 200, `href="/data/private/ipam/192.168.0.100/32/"`, "5 more subnets directly inside it",
+		`href="/data/private/ipam/?within=192.168.0.0%2F24"`)
+	lacks(t, p, `href="/data/private/ipam/192.168.0.101/32/"`)
+	want(t, b.get("/data/private/ipam/?within=192.168.0.0%2F24&size=200"), 200, "106 subnets inside 192.168.0.0/24",
+		`href="/data/private/ipam/192.168.0.105/32/"`)
 
 	// /0: the whole address space.
 	e.load(`[{classname: ipam_subnet, keyname: 0.0.0.0/0, displayname: Everything}, {classname: ipam_ip, displayname: 255.255.255.255}]`)
