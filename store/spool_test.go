@@ -64,6 +64,9 @@ func FuzzSpoolBody(f *testing.F) {
 		"- classname: a\n  keyname: k\n    deeper: x\n  k2: v # c\n  k3: v \n  k4:\n",
 		"- classname: a\r\n  keyname: k\r\n  keyname: l\n  classname: b\n",
 		"-  classname: a\n- classname: a\n \tkeyname: k\n- classname: a\n  0k: v\n",
+		"[ {\"classname\" : \"a\", \"k\":-0, \"f\": 1.50, \"e\": 1e999, \"big\": 12345678901234567890},\n\t{ } , 3, [1], \"s\", null ]",
+		"[{\"classname\": \"a\", \"classname\": \"b\", \"l\": [1, \"x\", true, null], \"m\": {\"n\": 1}, \"esc\": \"a\\u00e9\\n\"}]",
+		"[{\"k\": \"\xff\"}, {\"k\": [[1]]}, {\"k\": 1.5e3, \"j\": -1.0E-2}]",
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s), 3)

@@ -130,7 +130,7 @@ func eachYAMLItem(name string, br *bufio.Reader, maxItem int, fn func(*Entry) er
 		return nil
 	}
 	blankOnly := func(p []byte) error {
-		if len(bytes.Trim(p, " \t\r\n")) > 0 || !text.check(p) {
+		if len(bytes.Trim(p, " \r\n")) > 0 || !text.check(p) {
 			return &notStreamable{reason: fmt.Sprintf("line %d: indented text before the first item", line)}
 		}
 		return nil
