@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+
+	"dataservice/rules"
 )
 
 // Pipeline is a stored `_pipeline` instance.
@@ -54,4 +56,17 @@ func (db *DB) PipelineByID(ctx context.Context, id int64) (*Pipeline, error) {
 		return nil, err
 	}
 	return pipelineOf(in), nil
+}
+
+// PipelineContent is the stored form of a pipeline's content v: the flat rule list
+// (the older `tasks:` wrapper is unwrapped), or an invalid error naming the failing
+// rule's position ("content: rule 2: unknown rule ..."). Loads and updates of a
+// `_pipeline` both check content through it.
+func PipelineContent(v any) (string, error) {
+	text, _ := scalarText(v)
+	norm, _ := rules.Normalize(text)
+	if err := rules.Check(norm); err != nil {
+		return "", Errorf(EInvalid, "content: %v", err)
+	}
+	return norm, nil
 }
