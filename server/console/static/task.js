@@ -7,21 +7,27 @@
   var root = document.getElementById("task");
   if (!root || root.getAttribute("data-finished") === "true") { return; }
   var url = root.getAttribute("data-progress");
+  var doneEl = document.getElementById("done");
+  var lastDone = doneEl ? Number(doneEl.textContent) : null;
 
   function set(id, text) {
     var el = document.getElementById(id);
     if (el) { el.textContent = text; }
   }
 
-  // finish replaces the task's part of the page with the server's final rendering.
-  function finish() {
+  // refresh replaces the elements with these ids by the server's current rendering
+  // of the page: the whole task when it has finished, the change sample and the
+  // errors after each batch.
+  function refresh(ids) {
     fetch(location.pathname, { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
         if (!html) { return; }
         var doc = new DOMParser().parseFromString(html, "text/html");
-        var fresh = doc.getElementById("task");
-        if (fresh) { root.replaceWith(fresh); }
+        ids.forEach(function (id) {
+          var fresh = doc.getElementById(id), old = document.getElementById(id);
+          if (fresh && old) { old.replaceWith(fresh); }
+        });
       })
       .catch(function () {});
   }
@@ -48,7 +54,8 @@
       })
       .then(function (p) {
         show(p);
-        if (p.finished) { finish(); return; }
+        if (p.finished) { refresh(["task"]); return; }
+        if (p.done !== lastDone) { lastDone = p.done; refresh(["changes", "errors"]); }
         setTimeout(poll, 700);
       })
       .catch(function () {
