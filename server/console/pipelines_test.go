@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -283,14 +284,33 @@ func TestTaskPages(t *testing.T) {
 	// The owner's task list; everyone's for the caller holding every permission.
 	want(t, ops.get("/data/private/task/"), 200, "yours", h1[:8])
 	want(t, admin.get("/data/private/task/"), 200, "everyone", h1[:8], "console "+strconv.FormatInt(e.queryIntRow("SELECT id FROM instances WHERE classname = '_user' AND keyname = 'ops'"), 10))
-	// The owner sees its console task through the API too.
-	req, _ := http.NewRequest("GET", e.srv.URL+"/api/tasks/"+h1+"/", nil)
-	req.SetBasicAuth("ops", "ops-pass-1")
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("API read of the console task: %v %v", resp, err)
-	} else {
-		resp.Body.Close()
+	// The owner sees its console task through the API too, and its API tasks in the console.
+	api := func(method, path string) (int, string) {
+		req, _ := http.NewRequest(method, e.srv.URL+path, nil)
+		req.SetBasicAuth("ops", "ops-pass-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body strings.Builder
+		_, _ = io.Copy(&body, resp.Body)
+		return resp.StatusCode, body.String()
 	}
+	if st, body := api("GET", "/api/tasks/"+h1+"/"); st != 200 || !strings.Contains(body, `"owner_type":"console"`) {
+		t.Fatalf("API read of the console task: %d %s", st, body)
+	}
+	st, body := api("POST", "/api/pipelines/tag/?schema=host&dryrun=1")
+	var rr struct{ Handle string }
+	if err := json.Unmarshal([]byte(body), &rr); st != 202 || err != nil {
+		t.Fatalf("API run: %d %s", st, body)
+	}
+	if st, body := api("GET", "/api/tasks/"); st != 200 || !strings.Contains(body, h1) || !strings.Contains(body, rr.Handle) {
+		t.Fatalf("API task list lacks the console task or the API task: %d %s", st, body)
+	}
+	want(t, ops.get("/data/private/task/"), 200, h1[:8], rr.Handle[:8])
+	want(t, ops.get("/data/private/task/"+rr.Handle+"/"), 200, `id="dryrun-badge"`)
+	lacks(t, bob.get("/data/private/task/"), rr.Handle[:8])
 
 	p = ops.post("/data/private/task/"+h1+"/cancel/", url.Values{"csrf": {ops.csrf()}})
 	if p.status != http.StatusSeeOther || p.loc != "/data/private/task/"+h1+"/?done=cancel" {
