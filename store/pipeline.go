@@ -15,7 +15,8 @@ type Pipeline struct {
 	IsEnabled     bool    `json:"-" yaml:"-"`
 }
 
-func pipelineOf(in *Instance) *Pipeline {
+// PipelineOf reads a `_pipeline` instance as a Pipeline.
+func PipelineOf(in *Instance) *Pipeline {
 	p := &Pipeline{ID: in.ID, Keyname: in.Keyname, IsEnabled: in.IsEnabled}
 	p.Content, _ = in.Data["content"].(string)
 	if rp, ok := in.Data["run_permission"].(string); ok && rp != "" {
@@ -28,7 +29,7 @@ func pipelineOf(in *Instance) *Pipeline {
 func (db *DB) Pipelines(ctx context.Context) ([]*Pipeline, error) {
 	out := []*Pipeline{}
 	err := db.EachInstance(ctx, "_pipeline", func(in *Instance) error {
-		out = append(out, pipelineOf(in))
+		out = append(out, PipelineOf(in))
 		return nil
 	})
 	return out, err
@@ -43,7 +44,7 @@ func (db *DB) PipelineByName(ctx context.Context, name string) (*Pipeline, error
 		}
 		return nil, err
 	}
-	return pipelineOf(in), nil
+	return PipelineOf(in), nil
 }
 
 // PipelineByID finds a pipeline by id.
@@ -55,7 +56,7 @@ func (db *DB) PipelineByID(ctx context.Context, id int64) (*Pipeline, error) {
 		}
 		return nil, err
 	}
-	return pipelineOf(in), nil
+	return PipelineOf(in), nil
 }
 
 // PipelineContent is the stored form of a pipeline's content v: the flat rule list

@@ -108,10 +108,7 @@ func (c *Console) pipelineList(w http.ResponseWriter, r *http.Request, q *req) {
 		d.TasksURL = "/data/private/task/"
 	}
 	err = c.db.EachInstance(ctx, "_pipeline", func(in *store.Instance) error {
-		pl, err := c.db.PipelineByID(ctx, in.ID)
-		if err != nil {
-			return err
-		}
+		pl := store.PipelineOf(in)
 		row := pipelineRow{Keyname: in.Keyname, Displayname: in.Displayname, Enabled: in.IsEnabled,
 			CanRun: mayRun(q.auth, pl) == nil}
 		if pl.RunPermission != nil {
