@@ -12,6 +12,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -40,6 +41,10 @@ type Options struct {
 	BaseURL string
 	// Ready reports whether the start-up sequence is done (nil: always ready).
 	Ready func() bool
+	// MaxBody and MaxEntries are the API's bounds on a load's body and entries; the
+	// tools that take documents (import, code editor) use them (default 32 MiB, 100000).
+	MaxBody    int64
+	MaxEntries int
 }
 
 // Console serves the pages.
@@ -51,6 +56,8 @@ type Console struct {
 	ready    func() bool
 	pages    map[string]*template.Template
 	throttle *throttle
+	maxBody  int64
+	maxEnt   int
 }
 
 // New builds the console.
@@ -61,8 +68,14 @@ func New(o Options) *Console {
 	if o.Ready == nil {
 		o.Ready = func() bool { return true }
 	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = 32 << 20
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = 100000
+	}
 	c := &Console{db: o.DB, log: o.Logger, ready: o.Ready, pages: map[string]*template.Template{},
-		throttle: newThrottle(time.Now)}
+		throttle: newThrottle(time.Now), maxBody: o.MaxBody, maxEnt: o.MaxEntries}
 	if u, err := url.Parse(o.BaseURL); err == nil && u.Scheme != "" && u.Host != "" {
 		c.secure = u.Scheme == "https"
 		c.origin = u.Scheme + "://" + u.Host
@@ -71,12 +84,13 @@ func New(o Options) *Console {
 	if err != nil {
 		panic(err)
 	}
+	// Files named _*.html are partials every page may use.
 	for _, n := range names {
 		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
-		if base == "layout" {
+		if base == "layout" || strings.HasPrefix(base, "_") {
 			continue
 		}
-		c.pages[base] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n))
+		c.pages[base] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html", n))
 	}
 	return c
 }
@@ -125,13 +139,21 @@ func (c *Console) plain(h httprouter.Handle) httprouter.Handle {
 			http.Error(w, "starting up", http.StatusServiceUnavailable)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+		limit := c.bodyLimit(r)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if r.Method == http.MethodPost {
 			// Read the form here so a body over the limit is named as such (not seen
-			// later as a form without its CSRF token).
+			// later as a form without its CSRF token). A multipart form (an upload) is
+			// held in memory up to the limit, as the API holds a load's body.
 			var tooBig *http.MaxBytesError
-			if err := r.ParseForm(); errors.As(err, &tooBig) {
-				c.errorPage(w, r, nil, http.StatusRequestEntityTooLarge, "The form is larger than 1 MiB.")
+			var err error
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+				err = r.ParseMultipartForm(limit)
+			} else {
+				err = r.ParseForm()
+			}
+			if errors.As(err, &tooBig) {
+				c.errorPage(w, r, nil, http.StatusRequestEntityTooLarge, "The form is larger than "+sizeText(limit)+".")
 				return
 			}
 		}
