@@ -40,6 +40,14 @@ func (r *loadReport) Total() int {
 	return x.Created + x.Updated + x.Unchanged + x.Deleted + x.Enabled + x.Disabled + x.Skipped + x.Errors
 }
 
+// Entries is the number of entries counted, in words ("1 entry", "3 entries").
+func (r *loadReport) Entries() string {
+	if n := r.Total(); n != 1 {
+		return fmt.Sprintf("%d entries", n)
+	}
+	return "1 entry"
+}
+
 func newReport(verb string, res *store.LoadResult, warnings []string) *loadReport {
 	rep := &loadReport{Verb: verb, DryRun: res.DryRun, Result: res, Warnings: append(warnings, res.Warnings...)}
 	rep.More = res.Errors - len(res.Messages)
