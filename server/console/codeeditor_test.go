@@ -100,7 +100,7 @@ func TestCodeEditorValidateDryRunSave(t *testing.T) {
 	want(t, p, http.StatusBadRequest, `id="editor-error"`, "unclosed") // the text is kept
 
 	p = post("dryrun", edited)
-	want(t, p, 200, "Dry run: a dry run, nothing was written", "What would change", `data-field="email"`,
+	want(t, p, 200, "Dry run: nothing was written (dry run)", "What would change", `data-field="email"`,
 		"<del>v@example.org</del> → <ins>new@example.org</ins>")
 	// A change to what the user may not read is counted, never shown.
 	p = post("dryrun", "- {classname: vault, keyname: v9, code: not-for-you}\n")

@@ -153,7 +153,7 @@ func TestImportCheckChangesNothing(t *testing.T) {
 	b, tok := signedIn(e, "importer")
 	inst, revs := e.queryInt("SELECT count(*) FROM instances"), e.queryInt("SELECT count(*) FROM revisions")
 	p := b.postMultipart("/data/private/import/", map[string]string{"csrf": tok, "do": "check", "text": importDoc}, "", "")
-	want(t, p, 200, "Check: a dry run, nothing was written", `id="report-errors"`)
+	want(t, p, 200, "Check: nothing was written (dry run)", `id="report-errors"`)
 	for name, n := range map[string]string{"entries": "4", "created": "2", "updated": "1", "errors": "1"} {
 		if got := count(t, p, name); got != n {
 			t.Fatalf("%s: got %s, want %s", name, got, n)
@@ -268,7 +268,7 @@ func TestImportTakesLargeDocuments(t *testing.T) {
 	}
 	sb.WriteString("]\n")
 	p := b.postMultipart("/data/private/import/", map[string]string{"csrf": tok, "do": "check"}, "big.json", sb.String())
-	want(t, p, 200, "Check: a dry run")
+	want(t, p, 200, "Check: nothing was written")
 	if got := count(t, p, "errors"); got != "0" {
 		t.Fatalf("errors: %s", got)
 	}
