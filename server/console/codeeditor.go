@@ -102,6 +102,9 @@ func (c *Console) openObjects(ctx context.Context, auth *store.Auth, d *editorDa
 			}
 			seen[k] = true
 			in, err := c.db.Instance(ctx, sch.Keyname, k)
+			if hex, herr := store.HexIP(k); store.IsNotFound(err) && herr == nil && strings.HasPrefix(sch.KeynameMode, "hexip") {
+				in, err = c.db.Instance(ctx, sch.Keyname, hex) // an address named in a hexip schema
+			}
 			if store.IsNotFound(err) {
 				missing = append(missing, k)
 				continue

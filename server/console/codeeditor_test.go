@@ -40,6 +40,12 @@ func TestCodeEditorOpenHidesSecretsAndUnreadable(t *testing.T) {
 	if doc := editorDoc(t, p); !strings.Contains(doc, `"keyname": "r1"`) || !strings.Contains(doc, `"units": 42`) {
 		t.Fatalf("JSON document:\n%s", doc)
 	}
+	// An address of a hexip schema may be named as written.
+	e.load("- {classname: ipam_ip, keyname: 10.9.8.7}")
+	if doc := editorDoc(t, b.get("/data/private/code_editor/?schema=ipam_ip&keys=10.9.8.7")); !strings.Contains(doc, "keyname: 0a090807") ||
+		!strings.Contains(doc, "displayname: 10.9.8.7") {
+		t.Fatalf("ipam_ip document:\n%s", doc)
+	}
 	// A schema the user may not read is neither offered nor opened.
 	lacks(t, b.get("/data/private/code_editor/"), "<option>vault</option>")
 	want(t, b.get("/data/private/code_editor/?schema=vault"), http.StatusForbidden)

@@ -139,26 +139,34 @@ func (c *Console) plain(h httprouter.Handle) httprouter.Handle {
 			http.Error(w, "starting up", http.StatusServiceUnavailable)
 			return
 		}
-		limit := c.bodyLimit(r)
+		limit, documents := c.bodyLimit(r)
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
-		if r.Method == http.MethodPost {
-			// Read the form here so a body over the limit is named as such (not seen
-			// later as a form without its CSRF token). A multipart form (an upload) is
-			// held in memory up to the limit, as the API holds a load's body.
-			var tooBig *http.MaxBytesError
-			var err error
-			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
-				err = r.ParseMultipartForm(limit)
-			} else {
-				err = r.ParseForm()
-			}
-			if errors.As(err, &tooBig) {
-				c.errorPage(w, r, nil, http.StatusRequestEntityTooLarge, "The form is larger than "+sizeText(limit)+".")
-				return
-			}
+		// Read a small form here so a body over the limit is named as such (not seen
+		// later as a form without its CSRF token). A tool's larger body is read only
+		// once the session is known (page).
+		if r.Method == http.MethodPost && !documents && !c.readForm(w, r, nil, limit) {
+			return
 		}
 		h(w, r, ps)
 	}
+}
+
+// readForm parses a posted form (once; later calls find it parsed), answering 413 itself
+// when the body is over limit. A multipart form (an upload) is held in memory up to
+// the limit, as the API holds a load's body.
+func (c *Console) readForm(w http.ResponseWriter, r *http.Request, q *req, limit int64) bool {
+	var err error
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		err = r.ParseMultipartForm(limit)
+	} else {
+		err = r.ParseForm()
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		c.errorPage(w, r, q, http.StatusRequestEntityTooLarge, "The form is larger than "+sizeText(limit)+".")
+		return false
+	}
+	return true
 }
 
 func headers(w http.ResponseWriter) {
@@ -186,6 +194,9 @@ func (c *Console) page(h pageHandler) httprouter.Handle {
 			return
 		}
 		q.ps = ps
+		if limit, _ := c.bodyLimit(r); r.Method == http.MethodPost && !c.readForm(w, r, q, limit) {
+			return
+		}
 		if r.Method == http.MethodPost && !c.csrfOK(r, q.sess) {
 			c.errorPage(w, r, q, http.StatusForbidden, "The form was refused: it did not come from this console (missing or wrong CSRF token or origin). Reload the page and try again.")
 			return

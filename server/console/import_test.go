@@ -4,12 +4,18 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
+
+	"dataservice/internal/testkit"
+	"dataservice/server"
+	"dataservice/store"
+	"dataservice/tasks"
 )
 
 // toolPeople: importer may import (data permissions, no user import), editor may use
@@ -271,5 +277,29 @@ func TestImportTakesLargeDocuments(t *testing.T) {
 	want(t, p, 200, "Check: nothing was written")
 	if got := count(t, p, "errors"); got != "0" {
 		t.Fatalf("errors: %s", got)
+	}
+}
+
+// The import tool's body limit is the API's (MaxBody), named when exceeded; a body is
+// read only for a signed-in session.
+func TestImportBodyLimit(t *testing.T) {
+	st := testkit.NewStack(t, testkit.StackOptions{AdminPassword: adminPassword, NoRunner: true,
+		Handler: func(db *store.DB, _ *tasks.Runner) http.Handler {
+			return server.New(server.Options{DB: db, Logger: testkit.Logger(t, slog.LevelWarn), MaxBody: 256 << 10,
+				Version: testkit.Version, VersionDate: testkit.VersionDate})
+		}})
+	e := &env{t: t, db: st.DB, srv: st.Server}
+	e.load(toolPeople)
+	b, tok := signedIn(e, "importer")
+	big := "- {classname: site, keyname: big, location: " + strings.Repeat("x", 300<<10) + "}\n"
+	want(t, b.postMultipart("/data/private/import/", map[string]string{"csrf": tok, "do": "import"}, "big.yml", big),
+		http.StatusRequestEntityTooLarge, "The form is larger than 256 KiB.")
+	small := "- {classname: site, keyname: small, location: " + strings.Repeat("x", 200<<10) + "}\n"
+	want(t, b.postMultipart("/data/private/import/", map[string]string{"csrf": tok, "do": "import"}, "small.yml", small),
+		http.StatusOK, "Import: done")
+	anon := e.browser()
+	want(t, anon.postMultipart("/data/private/import/", map[string]string{"do": "import"}, "big.yml", big), http.StatusUnauthorized)
+	if n := e.queryInt("SELECT count(*) FROM instances WHERE classname = 'site' AND keyname IN ('big', 'small')"); n != 1 {
+		t.Fatalf("sites big, small: %d, want only small", n)
 	}
 }

@@ -39,13 +39,13 @@ func init() {
 	}
 }
 
-// bodyLimit is the largest request body r may send: the API's for a tool that takes
-// documents, else 1 MiB.
-func (c *Console) bodyLimit(r *http.Request) int64 {
+// bodyLimit is the largest request body r may send, and whether r goes to a tool that
+// takes documents: such a tool's limit is the API's, else it is 1 MiB.
+func (c *Console) bodyLimit(r *http.Request) (int64, bool) {
 	if t := toolOfURL(r.URL.Path); t != nil && t.Documents {
-		return c.maxBody
+		return c.maxBody, true
 	}
-	return 1 << 20
+	return 1 << 20, false
 }
 
 // toolOfURL is the tool a console URL ("/data/private/<tool>/...") opens, or nil.
