@@ -65,10 +65,11 @@ type changeRecorder struct {
 	list  []objectChange
 	more  int
 	perms map[string]string
+	can   map[string]bool // readable, by class
 }
 
 func (c *Console) newChangeRecorder(ctx context.Context, auth *store.Auth) *changeRecorder {
-	return &changeRecorder{c: c, ctx: ctx, auth: auth, perms: store.ClassPermissions()}
+	return &changeRecorder{c: c, ctx: ctx, auth: auth, perms: store.ClassPermissions(), can: map[string]bool{}}
 }
 
 func (cr *changeRecorder) add(rv store.Revision) {
@@ -88,12 +89,21 @@ func (cr *changeRecorder) add(rv store.Revision) {
 
 // readable: a schema's instances as CanRead says; schema and permission definitions
 // for those who may write them.
+// A class the database does not hold yet (a schema the same dry run creates) is not
+// listed: its read permission is not known.
 func (cr *changeRecorder) readable(cls string) bool {
-	if cls == "_schema" || cls == "_permission" {
-		return cr.auth.Has(cr.perms[cls])
+	if ok, seen := cr.can[cls]; seen {
+		return ok
 	}
-	sch, err := cr.c.db.Schema(cr.ctx, cls)
-	return err == nil && store.CanRead(cr.auth, sch)
+	var ok bool
+	if cls == "_schema" || cls == "_permission" {
+		ok = cr.auth.Has(cr.perms[cls])
+	} else {
+		sch, err := cr.c.db.Schema(cr.ctx, cls)
+		ok = err == nil && store.CanRead(cr.auth, sch)
+	}
+	cr.can[cls] = ok
+	return ok
 }
 
 // importData is the import tool's page.
@@ -176,6 +186,9 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 			}
 			d.FileName = fh.Filename
 		}
+	}
+	if d.FileName != "" && d.Format != "csv" && strings.HasSuffix(strings.ToLower(d.FileName), ".csv") {
+		return http.StatusBadRequest, nil, d.FileName + " looks like a CSV file: choose the format CSV and the schema its rows belong to."
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return http.StatusBadRequest, nil, "Paste a document or choose a file."

@@ -254,6 +254,8 @@ func TestImportCSVAndPipeline(t *testing.T) {
 	f["pipeline"] = "nosuch"
 	want(t, b.postMultipart("/data/private/import/", f, "racks.csv", csv), http.StatusNotFound, "pipeline not found")
 	want(t, b.postMultipart("/data/private/import/", map[string]string{"csrf": tok, "do": "import"}, "", ""), http.StatusBadRequest, "Paste a document or choose a file")
+	want(t, b.postMultipart("/data/private/import/", map[string]string{"csrf": tok, "do": "import"}, "racks.csv", csv), http.StatusBadRequest,
+		"racks.csv looks like a CSV file")
 	want(t, b.postMultipart("/data/private/import/", map[string]string{"csrf": tok, "do": "import", "text": "- [unclosed"}, "", ""), http.StatusBadRequest, "document")
 	if got := e.queryInt("SELECT count(*) FROM instances WHERE classname = 'rack' AND keyname LIKE 'c%'"); got != 1 {
 		t.Fatalf("racks c*: %d, want 1", got)
