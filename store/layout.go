@@ -189,6 +189,11 @@ INSERT INTO permissions(keyname, displayname, description, is_builtin)
 	VALUES('p_pipeline_admin', 'Pipeline admin', 'Create, update, enable, disable and delete pipelines (_pipeline)', 1)
 	ON CONFLICT(keyname) DO UPDATE SET is_builtin = 1;
 `,
+	// 8: the history of one class, newest first, read without sorting the class's rows
+	// (the console's revisions page filtered by class pages by id within a class).
+	`
+CREATE INDEX revisions_class ON revisions(classname, id);
+`,
 }
 
 // nextInstanceID is the id a new instance takes: above every id ever given out.
