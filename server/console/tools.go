@@ -59,12 +59,3 @@ func toolLinks(auth *store.Auth, linked map[string]bool) []homeEntry {
 	}
 	return out
 }
-
-// revisionTool: /data/private/revision/ — the history page.
-func (c *Console) revisionTool(w http.ResponseWriter, r *http.Request, q *req, rest string) {
-	if rest != "" {
-		c.errorPage(w, r, q, http.StatusNotFound, "not found")
-		return
-	}
-	c.revisions(w, r, q)
-}
