@@ -28,6 +28,7 @@ var tools []tool
 func init() {
 	tools = []tool{
 		{Name: "revision", Title: "Revisions", Icon: "fa-history", Serve: (*Console).revisionTool},
+		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, Serve: (*Console).configurationTool},
 	}
 }
 
