@@ -208,7 +208,8 @@ func TestRevisionRestore(t *testing.T) {
 	if err := e.db.Reader().QueryRow("SELECT author, action FROM revisions WHERE id = ?", restored).Scan(&author, &action); err != nil || restored <= edit || author != "user:writer" || action != "update" {
 		t.Fatalf("restore revision %d (after %d): %s %s %v", restored, edit, author, action, err)
 	}
-	want(t, w.get("/data/private/rack/r1/?done=restored"), 200, "Restored")
+	// The detail page links each of its revisions to its diff.
+	want(t, w.get("/data/private/rack/r1/?done=restored"), 200, "Restored", `href="`+revURL(restored)+`"`, `href="`+revURL(edit)+`"`)
 	// Restoring the same version again changes nothing and writes no revision.
 	p = w.post(revURL(edit), url.Values{"csrf": {tok}, "version": {"before"}})
 	if p.status != http.StatusSeeOther || !strings.HasSuffix(p.loc, "?done=unchanged") || e.lastRevision("rack", "r1") != restored {
