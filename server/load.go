@@ -77,8 +77,8 @@ func (s *server) writeGate(w http.ResponseWriter, r *http.Request, perms ...stri
 }
 
 // load: POST /api/load/?pipeline=&action=&dryrun= — a YAML or JSON load document.
-// The body is received into a temporary file beside the database, decoded entry by
-// entry on the way in (a body over a bound or that does not parse is refused before
+// The body is received into memory, or beyond 1 MiB a temporary file beside the
+// database, decoded entry by entry on the way in (a body over a bound or that does not parse is refused before
 // anything is written), then read back entry by entry by the load: memory holds one
 // batch whatever the size of the body.
 func (s *server) load(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {

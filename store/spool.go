@@ -1,21 +1,25 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 )
 
-// Body is a load body received into a temporary file: every entry was checked on
+// Body is a load body received into memory or a temporary file: every entry was checked on
 // the way in (the document parses and holds at most the allowed entries), so a load
 // that reads it back entry by entry never fails half-way for the document's sake.
-// Memory holds one entry at a time whatever the size of the body, except a body that
-// must be parsed whole (see ParseBody), which is at most MaxYAMLBody.
+// Memory holds at most spoolInMemory bytes of it and one entry at a time whatever the
+// size of the body, except a body that must be parsed whole (see ParseBody), which is
+// at most MaxYAMLBody.
 type Body struct {
 	name    string
-	f       *os.File
-	path    string // set while the file could not be removed at once
+	dir     string
+	mem     []byte   // the body, while it is small
+	f       *os.File // the body, once it is not
+	path    string   // set while the file could not be removed at once
 	size    int64
 	stream  bool
 	entries []*Entry // the body parsed whole, when it does not stream
@@ -32,27 +36,16 @@ type BodyReadError struct{ Err error }
 func (e *BodyReadError) Error() string { return "read body: " + e.Err.Error() }
 func (e *BodyReadError) Unwrap() error { return e.Err }
 
-// SpoolBody reads a load body from r into a temporary file in dir (the system's
-// temporary directory when dir is empty or not writable), decoding it entry by entry
-// as it arrives and keeping none: JSON with a token decoder, YAML block sequences
-// item by item. More than maxEntries entries (0: no bound) is an ETooLarge error as
-// soon as the entry after the last allowed one has been read; a body that does not
-// stream is parsed whole under ParseBody's rules (at most MaxYAMLBody). Errors are
-// ParseBody's, or a *BodyReadError. The caller closes the Body.
+// SpoolBody reads a load body from r, decoding it entry by entry as it arrives and
+// keeping none: JSON lists object by object, YAML block sequences item by item. The
+// bytes are kept in memory up to spoolInMemory, beyond it in a temporary file in dir
+// (the system's temporary directory when dir is empty or not writable), unlinked at
+// once. More than maxEntries entries (0: no bound) is an ETooLarge error as soon as
+// the entry after the last allowed one has been read; a body that does not stream is
+// parsed whole under ParseBody's rules (at most MaxYAMLBody). Errors are ParseBody's,
+// or a *BodyReadError. The caller closes the Body.
 func SpoolBody(name string, r io.Reader, dir string, maxEntries int) (*Body, error) {
-	f, err := os.CreateTemp(dir, ".dataservice-load-*")
-	if err != nil && dir != "" {
-		f, err = os.CreateTemp("", ".dataservice-load-*")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("spool load body: %w", err)
-	}
-	b := &Body{name: name, f: f}
-	// Removed at once: the open file stays readable and nothing is left behind
-	// should the process die.
-	if os.Remove(f.Name()) != nil {
-		b.path = f.Name()
-	}
+	b := &Body{name: name, dir: dir}
 	if err := b.receive(r, maxEntries); err != nil {
 		b.Close()
 		return nil, err
@@ -60,19 +53,65 @@ func SpoolBody(name string, r io.Reader, dir string, maxEntries int) (*Body, err
 	return b, nil
 }
 
-// spoolWriter writes to the file and counts, remembering the first error.
+// spoolInMemory is the size up to which a body stays in memory.
+const spoolInMemory = 1 << 20
+
+// spoolWriter keeps the body: in memory, then in the file; it remembers the first
+// error.
 type spoolWriter struct {
 	b   *Body
 	err error
 }
 
 func (w *spoolWriter) Write(p []byte) (int, error) {
-	n, err := w.b.f.Write(p)
-	w.b.size += int64(n)
+	b := w.b
+	if b.f == nil && len(b.mem)+len(p) > spoolInMemory {
+		if err := b.toFile(); err != nil {
+			w.err = err
+			return 0, err
+		}
+	}
+	if b.f == nil {
+		b.mem = append(b.mem, p...)
+		b.size += int64(len(p))
+		return len(p), nil
+	}
+	n, err := b.f.Write(p)
+	b.size += int64(n)
 	if err != nil && w.err == nil {
 		w.err = err
 	}
 	return n, err
+}
+
+// toFile moves the body received so far into a new temporary file.
+func (b *Body) toFile() error {
+	f, err := os.CreateTemp(b.dir, ".dataservice-load-*")
+	if err != nil && b.dir != "" {
+		f, err = os.CreateTemp("", ".dataservice-load-*")
+	}
+	if err != nil {
+		return err
+	}
+	b.f = f
+	// Removed at once: the open file stays readable and nothing is left behind
+	// should the process die.
+	if os.Remove(f.Name()) != nil {
+		b.path = f.Name()
+	}
+	if _, err := f.Write(b.mem); err != nil {
+		return err
+	}
+	b.mem = nil
+	return nil
+}
+
+// reader reads the body back from its start.
+func (b *Body) reader() io.Reader {
+	if b.f == nil {
+		return bytes.NewReader(b.mem)
+	}
+	return io.NewSectionReader(b.f, 0, b.size)
 }
 
 // readRecorder remembers the first error of its reader other than io.EOF.
@@ -132,8 +171,8 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 			"sequence whose items start with \"- \" at column 0, share no anchors and are at most %d MiB each; this one is not%s",
 			b.name, MaxYAMLBody>>20, MaxYAMLBody>>20, reason)
 	}
-	data := make([]byte, b.size)
-	if _, err := b.f.ReadAt(data, 0); err != nil {
+	data, err := io.ReadAll(b.reader())
+	if err != nil {
 		return fmt.Errorf("spool load body: %w", err)
 	}
 	entries, warnings, err := ParseBody(b.name, data, maxEntries)
@@ -156,7 +195,7 @@ func (b *Body) Each(yield func(*Entry) error) error {
 		return nil
 	}
 	var fnErr error
-	err := streamDocument(b.name, io.NewSectionReader(b.f, 0, b.size), MaxYAMLBody, func(e *Entry) error {
+	err := streamDocument(b.name, b.reader(), MaxYAMLBody, func(e *Entry) error {
 		fnErr = yield(e)
 		return fnErr
 	})
@@ -169,6 +208,10 @@ func (b *Body) Each(yield func(*Entry) error) error {
 
 // Close removes the temporary file.
 func (b *Body) Close() error {
+	b.mem = nil
+	if b.f == nil {
+		return nil
+	}
 	err := b.f.Close()
 	if b.path != "" {
 		os.Remove(b.path)
