@@ -21,6 +21,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"dataservice/store"
+	"dataservice/tasks"
 )
 
 //go:embed templates/*.html
@@ -41,6 +42,9 @@ type Options struct {
 	BaseURL string
 	// Ready reports whether the start-up sequence is done (nil: always ready).
 	Ready func() bool
+	// Runner runs pipelines as tasks (the pipeline and task pages); nil: those pages
+	// answer 503.
+	Runner *tasks.Runner
 	// MaxBody and MaxEntries are the API's bounds on a load's body and entries; the
 	// tools that take documents (import, code editor) use them (default 32 MiB, 100000).
 	MaxBody    int64
@@ -56,6 +60,7 @@ type Console struct {
 	ready    func() bool
 	pages    map[string]*template.Template
 	throttle *throttle
+	runner   *tasks.Runner
 	maxBody  int64
 	maxEnt   int
 }
@@ -75,7 +80,7 @@ func New(o Options) *Console {
 		o.MaxEntries = 100000
 	}
 	c := &Console{db: o.DB, log: o.Logger, ready: o.Ready, pages: map[string]*template.Template{},
-		throttle: newThrottle(time.Now), maxBody: o.MaxBody, maxEnt: o.MaxEntries}
+		throttle: newThrottle(time.Now), runner: o.Runner, maxBody: o.MaxBody, maxEnt: o.MaxEntries}
 	if u, err := url.Parse(o.BaseURL); err == nil && u.Scheme != "" && u.Host != "" {
 		c.secure = u.Scheme == "https"
 		c.origin = u.Scheme + "://" + u.Host

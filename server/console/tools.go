@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"dataservice/store"
+	"dataservice/tasks"
 )
 
 // tool is a console tool served under /data/private/<Name>/. A tool's name takes
@@ -32,6 +33,10 @@ var tools []tool
 func init() {
 	tools = []tool{
 		{Name: "revision", Title: "Revisions", Icon: "fa-history", Serve: (*Console).revisionTool},
+		{Name: "ipam", Title: "IPAM", Icon: "fa-sitemap", Serve: (*Console).ipamTool},
+		{Name: "pipeline", Title: "Pipelines", Icon: "fa-cogs", Serve: (*Console).pipelineTool},
+		{Name: "task", Title: "Tasks", Icon: "fa-tasks", Serve: (*Console).taskTool,
+			Allowed: func(a *store.Auth) bool { return a.Has(tasks.PermRun) }},
 		{Name: "import", Title: "Import", Icon: "fa-upload", Documents: true, Serve: (*Console).importTool,
 			Allowed: func(a *store.Auth) bool { return a.Has("p_data_import") }},
 		{Name: "code_editor", Title: "Code editor", Icon: "fa-code", Documents: true, Serve: (*Console).codeEditor,
