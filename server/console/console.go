@@ -316,6 +316,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, q *req, status 
 var flashText = map[string]string{
 	"created": "Created.", "updated": "Saved.", "enabled": "Enabled.", "disabled": "Disabled.",
 	"deleted": "Deleted.", "renamed": "Renamed.", "password": "Password changed.", "unchanged": "Nothing changed.",
+	"restored": "Restored: the version was written back as a new revision.",
 }
 
 // errorPage renders an error (403 for what the user may not use, 404, ...).

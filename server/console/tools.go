@@ -41,6 +41,7 @@ func init() {
 			Allowed: func(a *store.Auth) bool { return a.Has("p_data_import") }},
 		{Name: "code_editor", Title: "Code editor", Icon: "fa-code", Documents: true, Serve: (*Console).codeEditor,
 			Allowed: func(a *store.Auth) bool { return a.Has("p_code_editor") }},
+		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, Serve: (*Console).configurationTool},
 	}
 }
 
@@ -90,13 +91,4 @@ func toolLinks(auth *store.Auth, linked map[string]bool) []homeEntry {
 		out = append(out, homeEntry{Keyname: t.Name, Displayname: t.Title, URL: u, Icon: t.Icon, Sidebar: "Tools"})
 	}
 	return out
-}
-
-// revisionTool: /data/private/revision/ — the history page.
-func (c *Console) revisionTool(w http.ResponseWriter, r *http.Request, q *req, rest string) {
-	if rest != "" {
-		c.errorPage(w, r, q, http.StatusNotFound, "not found")
-		return
-	}
-	c.revisions(w, r, q)
 }
