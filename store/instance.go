@@ -52,7 +52,11 @@ func notFoundInstance(cls, key string, err error) error {
 }
 
 // Instance reads one instance through the read pool.
+// The first read of a request scope also reads the generation counter.
 func (db *DB) Instance(ctx context.Context, cls, key string) (*Instance, error) {
+	if m, _, fresh := db.memoOf(ctx); m != nil && !fresh {
+		return db.instanceAndGeneration(ctx, m, cls, key)
+	}
 	in, err := scanInstance(db.rqueryRow(ctx, "SELECT "+instanceCols+
 		" FROM instances WHERE classname = ? AND keyname = ?", cls, key))
 	if err != nil {
