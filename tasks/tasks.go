@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,6 +58,8 @@ type Runner struct {
 	log  *slog.Logger
 	id   string
 	wake chan struct{}
+	// claims numbers this runner's claims; each claim's lease is unique.
+	claims atomic.Uint64
 }
 
 // New returns a Runner over db.
