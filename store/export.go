@@ -20,7 +20,7 @@ func (db *DB) InstanceDoc(ctx context.Context, s *Schema, in *Instance) *Doc {
 // InstanceDocAs is InstanceDoc as auth reads it: an external field shows a value only
 // when auth may read every schema the value is read from (nil: every permission).
 func (db *DB) InstanceDocAs(ctx context.Context, auth *Auth, s *Schema, in *Instance) *Doc {
-	d := &Doc{}
+	d := &Doc{Keys: make([]string, 0, 4+len(s.Fields)), Vals: make(map[string]any, 4+len(s.Fields))}
 	d.Set("classname", in.Classname)
 	d.Set("keyname", in.Keyname)
 	d.Set("displayname", in.Displayname)
