@@ -324,6 +324,13 @@ func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) 
 			data[k] = v // values of removed fields are kept as stored
 			continue
 		}
+		if s.Keyname == "_pipeline" && k == "content" {
+			norm, err := PipelineContent(v)
+			if err != nil {
+				return err
+			}
+			v = norm
+		}
 		nv, present, err := f.normalize(v, tx.refs(ctx))
 		if err != nil {
 			return err

@@ -544,10 +544,9 @@ func (tx *Tx) buildInstance(ctx context.Context, s *Schema, e *Entry, old *Insta
 		}
 		v := e.Fields[k]
 		if s.Keyname == "_pipeline" && k == "content" {
-			text, _ := scalarText(v)
-			norm, _ := rules.Normalize(text)
-			if err := rules.Check(norm); err != nil {
-				return nil, Errorf(EInvalid, "content: %v", err)
+			norm, err := PipelineContent(v)
+			if err != nil {
+				return nil, err
 			}
 			v = norm
 		}

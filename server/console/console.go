@@ -20,6 +20,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"dataservice/store"
+	"dataservice/tasks"
 )
 
 //go:embed templates/*.html
@@ -40,6 +41,9 @@ type Options struct {
 	BaseURL string
 	// Ready reports whether the start-up sequence is done (nil: always ready).
 	Ready func() bool
+	// Runner runs pipelines as tasks (the pipeline and task pages); nil: those pages
+	// answer 503.
+	Runner *tasks.Runner
 }
 
 // Console serves the pages.
@@ -51,6 +55,7 @@ type Console struct {
 	ready    func() bool
 	pages    map[string]*template.Template
 	throttle *throttle
+	runner   *tasks.Runner
 }
 
 // New builds the console.
@@ -62,7 +67,7 @@ func New(o Options) *Console {
 		o.Ready = func() bool { return true }
 	}
 	c := &Console{db: o.DB, log: o.Logger, ready: o.Ready, pages: map[string]*template.Template{},
-		throttle: newThrottle(time.Now)}
+		throttle: newThrottle(time.Now), runner: o.Runner}
 	if u, err := url.Parse(o.BaseURL); err == nil && u.Scheme != "" && u.Host != "" {
 		c.secure = u.Scheme == "https"
 		c.origin = u.Scheme + "://" + u.Host

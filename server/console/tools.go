@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"dataservice/store"
+	"dataservice/tasks"
 )
 
 // tool is a console tool served under /data/private/<Name>/. A tool's name takes
@@ -28,6 +29,10 @@ var tools []tool
 func init() {
 	tools = []tool{
 		{Name: "revision", Title: "Revisions", Icon: "fa-history", Serve: (*Console).revisionTool},
+		{Name: "ipam", Title: "IPAM", Icon: "fa-sitemap", Serve: (*Console).ipamTool},
+		{Name: "pipeline", Title: "Pipelines", Icon: "fa-cogs", Serve: (*Console).pipelineTool},
+		{Name: "task", Title: "Tasks", Icon: "fa-tasks", Serve: (*Console).taskTool,
+			Allowed: func(a *store.Auth) bool { return a.Has(tasks.PermRun) }},
 	}
 }
 
