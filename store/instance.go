@@ -268,12 +268,15 @@ func instanceDoc(s *Schema, in *Instance, dataJSON string) string {
 
 // revision writes one revisions row unless the transaction suppresses them.
 func (tx *Tx) revision(ctx context.Context, cls, key, action, before, after string) error {
-	if tx.rev.Off {
-		return nil
-	}
 	author := tx.rev.Author
 	if author == "" {
 		author = "system"
+	}
+	if tx.rev.Observe != nil {
+		tx.rev.Observe(Revision{Classname: cls, Keyname: key, Action: action, Before: before, After: after, Author: author})
+	}
+	if tx.rev.Off {
+		return nil
 	}
 	_, err := tx.exec(ctx, `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
 		VALUES(?, ?, ?, ?, ?, ?, ?)`, cls, key, action, nullable(before), nullable(after), author, tx.db.now())

@@ -219,6 +219,13 @@ CREATE TRIGGER IF NOT EXISTS ipam_blocks_move AFTER UPDATE OF classname, keyname
 		ON CONFLICT(block) DO UPDATE SET n = n + 1;
 END;
 `,
+	// 9: the history of one class, newest first, read without sorting the class's rows
+	// (the console's revisions page filtered by class pages by id within a class).
+	// IF NOT EXISTS: a file whose layout version was set back (as upgrade tests do) may
+	// hold it already.
+	`
+CREATE INDEX IF NOT EXISTS revisions_class ON revisions(classname, id);
+`,
 }
 
 // nextInstanceID is the id a new instance takes: above every id ever given out.

@@ -71,9 +71,9 @@ type ipamData struct {
 	// them all.
 	MoreChildren int
 	WithinURL    string
-	InVLANs  []ipamLink
-	Rows     []addressRow
-	FirstURL string
+	InVLANs      []ipamLink
+	Rows         []addressRow
+	FirstURL     string
 
 	VLANRows []vlanRow
 
