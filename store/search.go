@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 )
@@ -114,8 +115,14 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	if order == "" {
 		order = idCol
 	}
-	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM "+from+" WHERE "+listWhere+
-		" ORDER BY "+order+" LIMIT ? OFFSET ?", append(listArgs, q.Limit+1, q.Offset)...)
+	listQ := "SELECT " + instanceColsI + " FROM " + from + " WHERE " + listWhere + " ORDER BY " + order + " LIMIT ? OFFSET ?"
+	var rows *sql.Rows
+	if order == idCol {
+		// Pages in id order (a handful of query texts) use statements prepared once.
+		rows, err = db.rquery(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
+	} else {
+		rows, err = db.r.QueryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
 	}
