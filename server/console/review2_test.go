@@ -1,0 +1,107 @@
+package console_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// garbage are query values that are wrong in many ways at once.
+var garbage = []string{"", "%", "'\"<x>", "-1", "0", "99999999999999999999", "9223372036854775807",
+	"10.0.0.0/0", "0.0.0.0/0", "::/0", "10.1.2.0/24/", "255.255.255.255", "1.2.3", "\x00", strings.Repeat("a", 5000),
+	strings.Repeat("1.2.3.4,", 600), "../../etc", "//evil.example/", "true", "json", "csv"}
+
+// No tool page fails (500) or panics on garbage in its query or form, for an
+// administrator and for a modest user.
+func TestToolsGarbageInput(t *testing.T) {
+	re := newRunEnv(t, 0, nil) // the runner stays stopped: tasks stay queued
+	e := re.env
+	e.load(ipamPeople)
+	e.load(ipamNet)
+	e.load(toolPeople)
+	users := map[string]string{"admin": adminPassword, "importer": "importer-pass-1", "netops": "netops-pass-1"}
+	gets := []string{
+		"/data/private/pipeline/?x=%s", "/data/private/pipeline/%s/", "/data/private/pipeline/upper_tag/?do=%s",
+		"/data/private/task/?status=%s", "/data/private/task/%s/", "/data/private/task/%s/progress/",
+		"/data/private/revision/?class=%[1]s&keyname=%[1]s&author=%[1]s&action=%[1]s&from=%[1]s&to=%[1]s&before=%[1]s",
+		"/data/private/revision/%s/", "/data/private/revision/?from=2020-01-01&to=%s",
+		"/data/private/ipam/?within=%[1]s&page=%[1]s&size=%[1]s", "/data/private/ipam/%s/",
+		"/data/private/ipam/10.1.2.0/24/?from=%[1]s&size=%[1]s", "/data/private/ipam/find/?ip=%s",
+		"/data/private/ipam/vlan/?page=%[1]s&size=%[1]s", "/data/private/code_editor/?schema=%[1]s&keys=%[1]s&format=%[1]s",
+		"/data/private/code_editor/?schema=rack&keys=%s", "/data/private/code_editor/?schema=ipam_ip&keys=%s",
+		"/data/private/import/?%s", "/data/private/configuration/?done=%s",
+	}
+	posts := []struct {
+		path   string
+		fields []string
+	}{
+		{"/data/private/pipeline/upper_tag/?do=run", []string{"schema", "dryrun"}},
+		{"/data/private/pipeline/upper_tag/?do=edit", []string{"content"}},
+		{"/data/private/task/%s/cancel/", nil},
+		{"/data/private/revision/1/", []string{"version"}},
+		{"/data/private/import/", []string{"format", "text", "schema", "keyfield", "delimiter", "encoding", "pipeline", "do"}},
+		{"/data/private/code_editor/", []string{"doc", "do"}},
+		{"/data/private/configuration/", []string{"v_GLOBAL_APPNAME", "v_DATA_MAX_SIZE", "v_CSV_DELIMITER"}},
+	}
+	for login, pw := range users {
+		b := e.browser()
+		b.signIn(login, pw)
+		csrf := b.csrf()
+		for _, g := range garbage {
+			esc := url.QueryEscape(g)
+			for _, f := range gets {
+				path := strings.ReplaceAll(f, "%[1]s", esc)
+				path = strings.ReplaceAll(path, "%s", esc)
+				if p := b.get(path); p.status >= 500 {
+					t.Fatalf("%s GET %s: %d\n%.2000s", login, path, p.status, p.body)
+				}
+			}
+			for _, ps := range posts {
+				v := url.Values{"csrf": {csrf}}
+				for _, f := range ps.fields {
+					v.Set(f, g)
+				}
+				path := strings.ReplaceAll(ps.path, "%s", esc)
+				if p := b.post(path, v); p.status >= 500 {
+					t.Fatalf("%s POST %s %v: %d\n%.2000s", login, path, v, p.status, p.body)
+				}
+			}
+		}
+	}
+}
+
+// A deleted user's tasks are not inherited by the user created next: tasks are owned
+// by user id, so ids must not be reused; the new user neither lists, opens nor
+// cancels them.
+func TestDeletedUserTasksNotInherited(t *testing.T) {
+	re := newRunEnv(t, 0, nil) // the runner stays stopped: tasks stay queued
+	e := re.env
+	e.load(`
+- {classname: _role, keyname: runners, permissions: [p_data_access, p_data_read, p_data_update, p_pipeline_run]}
+- {classname: _schema, keyname: host, note: {dataformat: string}}
+- {classname: _pipeline, keyname: tag, content: "- field_set: ['', note, checked]"}
+- {classname: host, keyname: h1}
+- {classname: _user, keyname: eve, password: eve-pass-12}
+- {classname: _role, keyname: runners, users: [eve]}
+`)
+	eve := e.browser()
+	eve.signIn("eve", "eve-pass-12")
+	p := eve.post("/data/private/pipeline/tag/?do=run", url.Values{"csrf": {eve.csrf()}, "schema": {"host"}})
+	if p.status != 303 || !strings.HasPrefix(p.loc, "/data/private/task/") {
+		t.Fatalf("run: %d %q\n%s", p.status, p.loc, p.body)
+	}
+	taskPage := p.loc
+	evesID := e.queryInt("SELECT id FROM instances WHERE classname = '_user' AND keyname = 'eve'")
+	e.load(`- {classname: _user, keyname: eve, _action: delete}`)
+	e.load(`- {classname: _user, keyname: frank, password: frank-pass-12}`)
+	e.load(`- {classname: _role, keyname: runners, users: [frank]}`)
+	if id := e.queryInt("SELECT id FROM instances WHERE classname = '_user' AND keyname = 'frank'"); id == evesID {
+		t.Fatalf("frank got the deleted eve's id %d", id)
+	}
+	frank := e.browser()
+	frank.signIn("frank", "frank-pass-12")
+	lacks(t, frank.get("/data/private/task/"), taskPage)
+	want(t, frank.get(taskPage), 404)
+	want(t, frank.get(taskPage+"progress/"), 404)
+	want(t, frank.post(taskPage+"cancel/", url.Values{"csrf": {frank.csrf()}}), 404)
+}
