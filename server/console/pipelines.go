@@ -109,12 +109,12 @@ func (c *Console) pipelineList(w http.ResponseWriter, r *http.Request, q *req) {
 	}
 	err = c.db.EachInstance(ctx, "_pipeline", func(in *store.Instance) error {
 		pl := store.PipelineOf(in)
-		row := pipelineRow{Keyname: in.Keyname, Displayname: in.Displayname, Enabled: in.IsEnabled,
-			CanRun: mayRun(q.auth, pl) == nil}
+		row := pipelineRow{Keyname: in.Keyname, Enabled: in.IsEnabled, CanRun: mayRun(q.auth, pl) == nil}
 		if pl.RunPermission != nil {
 			row.RunPermission = *pl.RunPermission
 		}
-		if d.CanRead {
+		if d.CanRead { // instance data of _pipeline, as the API's list leaves them out
+			row.Displayname = in.Displayname
 			row.Description, _ = in.Data["description"].(string)
 		}
 		d.Rows = append(d.Rows, row)

@@ -105,3 +105,29 @@ func TestDeletedUserTasksNotInherited(t *testing.T) {
 	want(t, frank.get(taskPage+"progress/"), 404)
 	want(t, frank.post(taskPage+"cancel/", url.Values{"csrf": {frank.csrf()}}), 404)
 }
+
+// A pipeline's display name is instance data of `_pipeline`, as its description: the
+// pipelines list and a pipeline's page show it only to users who may read `_pipeline`
+// (GET /api/pipelines/ gives id, keyname and run_permission).
+func TestPipelineDisplaynameNeedsRead(t *testing.T) {
+	re := newRunEnv(t, 0, nil)
+	e := re.env
+	e.load(pipelinePeople)
+	e.load(`
+- {classname: _user, keyname: blind, password: blind-pass-12}
+- {classname: _role, keyname: blind_runners, permissions: [p_data_access, p_pipeline_run], users: [blind]}
+`)
+	b := e.browser()
+	b.signIn("blind", "blind-pass-12")
+	p := b.get("/data/private/pipeline/")
+	want(t, p, 200, "tag")
+	lacks(t, p, "Tag hosts", "Marks every host")
+	p = b.get("/data/private/pipeline/tag/")
+	want(t, p, 200, `id="no-read"`)
+	lacks(t, p, "Tag hosts", "Marks every host")
+	// A reader sees both.
+	v := e.browser()
+	v.signIn("viewer", "viewer-pass-1")
+	want(t, v.get("/data/private/pipeline/"), 200, "Tag hosts", "Marks every host")
+	want(t, v.get("/data/private/pipeline/tag/"), 200, "Tag hosts", "Marks every host")
+}
