@@ -131,3 +131,46 @@ func TestPipelineDisplaynameNeedsRead(t *testing.T) {
 	want(t, v.get("/data/private/pipeline/"), 200, "Tag hosts", "Marks every host")
 	want(t, v.get("/data/private/pipeline/tag/"), 200, "Tag hosts", "Marks every host")
 }
+
+// Every tool's POST is refused without the session's CSRF token or from another
+// origin, and changes nothing.
+func TestToolPostsNeedCSRFAndOrigin(t *testing.T) {
+	re := newRunEnv(t, 0, nil)
+	e := re.env
+	e.load(pipelinePeople)
+	a := e.browser()
+	a.signIn("admin", adminPassword)
+	csrf := a.csrf()
+	posts := map[string]url.Values{
+		"/data/private/pipeline/tag/?do=run":  {"schema": {"host"}},
+		"/data/private/pipeline/tag/?do=edit": {"content": {"[]"}},
+		"/data/private/import/":               {"format": {"yaml"}, "text": {"- {classname: host, keyname: h9}"}, "do": {"import"}},
+		"/data/private/code_editor/":          {"do": {"save"}, "doc": {"- {classname: host, keyname: h8}"}},
+		"/data/private/configuration/":        {"v_GLOBAL_APPNAME": {"pwned"}},
+		"/data/private/revision/1/":           {"version": {"before"}},
+	}
+	revs := e.queryInt("SELECT count(*) FROM revisions")
+	for path, form := range posts {
+		if p := a.post(path, form); p.status != 403 {
+			t.Fatalf("POST %s without a token: %d", path, p.status)
+		}
+		f := url.Values{"csrf": {csrf}}
+		for k, v := range form {
+			f[k] = v
+		}
+		if p := a.do("POST", path, f, map[string]string{"Origin": "http://evil.example"}); p.status != 403 {
+			t.Fatalf("POST %s from another origin: %d", path, p.status)
+		}
+		if p := a.do("POST", path, f, map[string]string{"Origin": "", "Referer": "http://evil.example/x"}); p.status != 403 {
+			t.Fatalf("POST %s with a foreign Referer: %d", path, p.status)
+		}
+	}
+	if n := e.queryInt("SELECT count(*) FROM revisions"); n != revs {
+		t.Fatalf("refused posts wrote %d revisions", n-revs)
+	}
+	if n := e.queryInt("SELECT count(*) FROM tasks"); n != 0 {
+		t.Fatalf("refused posts queued %d tasks", n)
+	}
+	// The same form with the token from this origin goes through.
+	want(t, a.post("/data/private/configuration/", url.Values{"csrf": {csrf}, "v_GLOBAL_APPNAME": {"renamed"}}), 303)
+}
