@@ -142,7 +142,7 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	}
 	q := r.URL.Query()
 	co := store.CSVOptions{Schema: q.Get("schema"), Keyfield: q.Get("keyfield"), Delimiter: q.Get("delimiter"),
-		Encoding: q.Get("encoding"), MaxRows: s.maxEnt}
+		Encoding: q.Get("encoding"), MaxRows: s.maxEnt, MaxCells: store.CSVMaxCells}
 	if co.Delimiter == "" {
 		co.Delimiter = s.db.ConfigValue(r.Context(), store.ConfigCSVDelimiter)
 	}

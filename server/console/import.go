@@ -212,7 +212,8 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 		if d.Delimiter == "" {
 			d.Delimiter = c.db.ConfigValue(ctx, store.ConfigCSVDelimiter)
 		}
-		co := store.CSVOptions{Schema: d.Schema, Keyfield: d.Keyfield, Delimiter: d.Delimiter, Encoding: d.Encoding, MaxRows: c.maxEnt}
+		co := store.CSVOptions{Schema: d.Schema, Keyfield: d.Keyfield, Delimiter: d.Delimiter, Encoding: d.Encoding, MaxRows: c.maxEnt,
+			MaxCells: store.CSVMaxCells}
 		entries, err = store.ParseCSV(body, co)
 	case "yaml", "":
 		if name == "" {

@@ -1,9 +1,13 @@
 package console_test
 
 import (
+	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"dataservice/store"
 )
 
 // garbage are query values that are wrong in many ways at once.
@@ -173,4 +177,36 @@ func TestToolPostsNeedCSRFAndOrigin(t *testing.T) {
 	}
 	// The same form with the token from this origin goes through.
 	want(t, a.post("/data/private/configuration/", url.Values{"csrf": {csrf}, "v_GLOBAL_APPNAME": {"renamed"}}), 303)
+}
+
+// A CSV costs memory per cell, not per byte: one cell is a delimiter, but an entry's
+// field. The import tool refuses a CSV of more than store.CSVMaxCells cells (rows ×
+// columns) with 413 naming the bound, before loading anything (a 32 MiB CSV of empty
+// cells took over 4 GiB).
+func TestImportCSVCellsBounded(t *testing.T) {
+	e := toolEnv(t)
+	b, csrf := signedIn(e, "importer")
+	cols := 2001
+	var sb strings.Builder
+	sb.WriteString("keyname")
+	for i := 1; i < cols; i++ {
+		fmt.Fprintf(&sb, ";c%d", i)
+	}
+	sb.WriteString("\n")
+	rows := store.CSVMaxCells/cols + 1
+	for i := 0; i < rows; i++ {
+		fmt.Fprintf(&sb, "wide%d%s\n", i, strings.Repeat(";", cols-1))
+	}
+	p := b.postMultipart("/data/private/import/", map[string]string{"csrf": csrf, "format": "csv", "schema": "site", "do": "import"}, "wide.csv", sb.String())
+	want(t, p, http.StatusRequestEntityTooLarge, fmt.Sprintf("more than %d cells", store.CSVMaxCells))
+	if n := e.queryInt("SELECT count(*) FROM instances WHERE classname = 'site' AND keyname LIKE 'wide%'"); n != 0 {
+		t.Fatalf("%d instances written by a refused import", n)
+	}
+	// A CSV within the bound imports.
+	p = b.postMultipart("/data/private/import/", map[string]string{"csrf": csrf, "format": "csv", "schema": "site", "do": "import"},
+		"small.csv", "keyname;location\nnarrow1;Rue B\n")
+	want(t, p, 200)
+	if n := e.queryInt("SELECT count(*) FROM instances WHERE classname = 'site' AND keyname = 'narrow1'"); n != 1 {
+		t.Fatal("a small CSV did not import")
+	}
 }
