@@ -210,3 +210,33 @@ func TestImportCSVCellsBounded(t *testing.T) {
 		t.Fatal("a small CSV did not import")
 	}
 }
+
+// Markup in stored values (keynames, display names, descriptions, rule arguments,
+// subnet fields) is shown as text on every tool page, never as markup.
+func TestToolPagesEscapeStoredMarkup(t *testing.T) {
+	e := newRunEnv(t, 0, nil).env
+	e.load(ipamPeople)
+	e.load(ipamNet)
+	e.load(`
+- {classname: _schema, keyname: host, note: {dataformat: string}}
+- {classname: host, keyname: '"><b>k1</b>', displayname: '<script>x1</script>', note: '<img src=x onerror=x2>'}
+- {classname: _pipeline, keyname: mark, displayname: '<script>x3</script>', description: '<b>x4</b>', content: "- field_set: ['', note, '<i>x5</i>']"}
+- {classname: ipam_subnet, keyname: 10.9.0.0/24, displayname: '<b>x6</b>', description: '<script>x7</script>', site: '<b>x8</b>'}
+`)
+	rev := e.queryInt("SELECT max(id) FROM revisions WHERE classname = 'host'")
+	a := e.browser()
+	a.signIn("admin", adminPassword)
+	for _, path := range []string{"/data/private/pipeline/", "/data/private/pipeline/mark/",
+		"/data/private/revision/", "/data/private/revision/?class=host", fmt.Sprintf("/data/private/revision/%d/", rev),
+		"/data/private/code_editor/?schema=host", "/data/private/ipam/", "/data/private/ipam/10.9.0.0/24/",
+		"/data/private/ipam/find/?ip=10.9.0.1", "/data/private/revision/?keyname=" + url.QueryEscape("<b>k1</b>")} {
+		p := a.get(path)
+		if p.status != 200 {
+			t.Fatalf("GET %s: %d\n%.1500s", path, p.status, p.body)
+		}
+		if strings.Contains(path, "/mark/") {
+			want(t, p, 200, "&lt;script&gt;x3", "&lt;b&gt;x4&lt;/b&gt;", "x5") // shown, as text
+		}
+		lacks(t, p, "<b>k1</b>", "<script>x1", "<img src=x", "<script>x3", "<b>x4</b>", "<i>x5</i>", "<b>x6</b>", "<script>x7", "<b>x8</b>")
+	}
+}
