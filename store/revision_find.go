@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 )
 
@@ -32,8 +31,11 @@ type RevisionFilter struct {
 // non-zero next, the scan budget ended the call, not the history).
 //
 // A class filter reads the index on (classname, id), a class and keyname filter the
-// one on (classname, keyname, id); the other filters are tested on the rows read in
-// id order.
+// one on (classname, keyname, id): the rows read are the matching ones. The other
+// filters (author, action, dates, a keyname without a class) are tested on the rows in
+// id order, a window of ids at a time, and one call reads at most revisionSpan ids,
+// however few of them match: a filter that matches nothing recent never reads the
+// whole history (next then says where to go on).
 func (db *DB) FindRevisions(ctx context.Context, f RevisionFilter, limit, scan int, allowed func(cls string) bool) (out []Revision, next int64, err error) {
 	if limit < 1 {
 		limit = 1
@@ -57,14 +59,30 @@ func (db *DB) FindRevisions(ctx context.Context, f RevisionFilter, limit, scan i
 	add("created_at < ?", f.Until)
 	q := `SELECT id, classname, keyname, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
 		FROM revisions WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
-	cursor := f.Before
-	if cursor <= 0 {
-		cursor = math.MaxInt64
+	// windowed: the filters are not all served by an index. Each query then reads the
+	// ids [low, cursor) only, a window of revisionWindow ids, and one call reads at
+	// most revisionSpan ids of the history, whatever the budget of matching rows.
+	windowed := f.Author != "" || f.Action != "" || f.Since != "" || f.Until != "" || (f.Keyname != "" && f.Classname == "")
+	if windowed {
+		q = strings.Replace(q, "WHERE id < ?", "WHERE id < ? AND id >= ?", 1)
 	}
+	var cursor int64 // above the newest revision, or Before when it is lower
+	if err := db.r.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) + 1 FROM revisions").Scan(&cursor); err != nil {
+		return nil, 0, fmt.Errorf("read revisions: %w", err)
+	}
+	if f.Before > 0 && f.Before < cursor {
+		cursor = f.Before
+	}
+	top := cursor
 	chunk := max(limit, 200)
 	for scanned := 0; ; {
 		want := min(chunk, scan-scanned)
-		rows, err := db.r.QueryContext(ctx, q, append(append([]any{cursor}, args...), want)...)
+		qargs := []any{cursor}
+		low := cursor - revisionWindow
+		if windowed {
+			qargs = append(qargs, low)
+		}
+		rows, err := db.r.QueryContext(ctx, q, append(append(qargs, args...), want)...)
 		if err != nil {
 			return nil, 0, fmt.Errorf("read revisions: %w", err)
 		}
@@ -93,6 +111,11 @@ func (db *DB) FindRevisions(ctx context.Context, f RevisionFilter, limit, scan i
 		switch {
 		case len(out) == limit:
 			return out, cursor, nil
+		case n < want && windowed && low > 1:
+			cursor = low // this window is done; the history goes on below it
+			if top-cursor >= revisionSpan {
+				return out, cursor, nil
+			}
 		case n < want:
 			return out, 0, nil // the history ends here
 		case scanned >= scan:
@@ -100,6 +123,13 @@ func (db *DB) FindRevisions(ctx context.Context, f RevisionFilter, limit, scan i
 		}
 	}
 }
+
+// revisionWindow and revisionSpan bound what FindRevisions reads for the filters no
+// index serves: ids per query, and ids per call.
+const (
+	revisionWindow = 10_000
+	revisionSpan   = 100_000
+)
 
 // RevisionByID returns one revision.
 func (db *DB) RevisionByID(ctx context.Context, id int64) (Revision, error) {

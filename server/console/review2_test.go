@@ -2,8 +2,10 @@ package console_test
 
 import (
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -239,4 +241,35 @@ func TestToolPagesEscapeStoredMarkup(t *testing.T) {
 		}
 		lacks(t, p, "<b>k1</b>", "<script>x1", "<img src=x", "<script>x3", "<b>x4</b>", "<i>x5</i>", "<b>x6</b>", "<script>x7", "<b>x8</b>")
 	}
+}
+
+// A revisions filter the indexes do not serve (author, action, dates, a keyname
+// without a class) reads a bounded part of the history per page (100,000 revisions):
+// a filter that matches nothing recent ends the page early with a link to search
+// older, and does not read the whole history in one request.
+func TestRevisionFilterScanBounded(t *testing.T) {
+	e := newEnv(t, "")
+	e.load(people)
+	// 110,000 recent revisions of site by one author, and one older by another.
+	e.exec(`INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
+		VALUES ('site', 'old', 'update', NULL, NULL, 'user:rare', '2020-01-01T00:00:00Z')`)
+	e.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 110000)
+		INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
+		SELECT 'site', 'bulk' || i, 'update', NULL, NULL, 'user:bulk', '2021-01-01T00:00:00Z' FROM n`)
+	a := e.browser()
+	a.signIn("admin", adminPassword)
+	for _, q := range []string{"author=user%3Arare", "keyname=old", "action=update&author=user%3Arare", "from=2020-01-01&to=2020-01-01"} {
+		p := a.get("/data/private/revision/?" + q)
+		want(t, p, 200, `id="partial"`, `id="older"`)
+		lacks(t, p, ">old<")
+		// Searching older finds it.
+		m := regexp.MustCompile(`href="([^"]+)" rel="next"`).FindStringSubmatch(p.body)
+		if m == nil {
+			t.Fatalf("%s: no link to search older", q)
+		}
+		p = a.get(html.UnescapeString(m[1]))
+		want(t, p, 200, "user:rare")
+	}
+	// The class filter is served by its index: it finds the old revision at once.
+	want(t, a.get("/data/private/revision/?class=site&keyname=old"), 200, "user:rare")
 }
