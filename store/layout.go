@@ -122,7 +122,8 @@ CREATE INDEX sessions_user ON sessions(user_id);
 	// instances (so every write path keeps them), and built here for existing files.
 	// (A trigram FTS5 index kept the same way was tried and left out: it made every
 	// instance write many times slower in this SQLite build, and a sequence of loads
-	// in the hostile-input suite left it failing integrity_check. Search reads rows.)
+	// in the hostile-input suite left it failing integrity_check. Layout 8 indexes
+	// search another way.)
 	`
 CREATE TABLE instance_counts (
 	classname TEXT PRIMARY KEY,
@@ -188,6 +189,45 @@ END;
 INSERT INTO permissions(keyname, displayname, description, is_builtin)
 	VALUES('p_pipeline_admin', 'Pipeline admin', 'Create, update, enable, disable and delete pipelines (_pipeline)', 1)
 	ON CONFLICT(keyname) DO UPDATE SET is_builtin = 1;
+`,
+	// 8: the search index: a trigram FTS5 index of every instance's keyname,
+	// displayname and data (the stored JSON text), built here for existing files. It is
+	// contentless (no second copy of the text) with contentless_delete, so removing a
+	// row needs only its id, never the text it was indexed with. No trigger writes it:
+	// FTS5 flushes its pending rows at every statement savepoint, and the instances
+	// statements open one (their triggers), which made each instance write a segment
+	// of its own. Instead the triggers note the ids written in instances_search_dirty
+	// (in_index: the index may hold an entry for the id), and every store write
+	// transaction re-indexes those rows in one pass just before it commits
+	// (reindexDirty). A search treats a non-empty dirty list (rows written by SQL
+	// outside the store) by reading rows as before, so results never depend on it.
+	// The step first drops what an earlier trial of such an index (never released)
+	// left under the same names, so it can also run again on a file whose version
+	// was set back.
+	`
+DROP TRIGGER IF EXISTS instances_search_insert;
+DROP TRIGGER IF EXISTS instances_search_delete;
+DROP TRIGGER IF EXISTS instances_search_update;
+DROP TABLE IF EXISTS instances_search_dirty;
+DROP TABLE IF EXISTS instances_search;
+CREATE VIRTUAL TABLE instances_search USING fts5(keyname, displayname, data,
+	content='', contentless_delete=1, tokenize='trigram', detail=none);
+INSERT INTO instances_search(rowid, keyname, displayname, data)
+	SELECT id, keyname, displayname, data FROM instances ORDER BY id;
+CREATE TABLE instances_search_dirty (
+	id       INTEGER PRIMARY KEY,
+	in_index INTEGER NOT NULL
+);
+CREATE TRIGGER instances_search_insert AFTER INSERT ON instances BEGIN
+	INSERT INTO instances_search_dirty(id, in_index) VALUES(NEW.id, 0) ON CONFLICT(id) DO NOTHING;
+END;
+CREATE TRIGGER instances_search_delete AFTER DELETE ON instances BEGIN
+	INSERT INTO instances_search_dirty(id, in_index) VALUES(OLD.id, 1) ON CONFLICT(id) DO NOTHING;
+END;
+CREATE TRIGGER instances_search_update AFTER UPDATE OF id, keyname, displayname, data ON instances BEGIN
+	INSERT INTO instances_search_dirty(id, in_index) VALUES(OLD.id, 1) ON CONFLICT(id) DO NOTHING;
+	INSERT INTO instances_search_dirty(id, in_index) VALUES(NEW.id, 1) ON CONFLICT(id) DO NOTHING;
+END;
 `,
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 )
@@ -84,6 +85,27 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	res := &ListResult{CountExact: true}
 	from, where, idCol := "instances i", "i.classname = ?", "i.id"
 	args := []any{cls}
+	var rq rquerier = db.r
+	if match, ok := indexQuery(q.Search); ok {
+		// One read snapshot for the check of the dirty list and every query after it.
+		rtx, err := db.r.BeginTx(ctx, nil)
+		if err != nil {
+			return nil, fmt.Errorf("search %s: %w", cls, err)
+		}
+		defer rtx.Rollback()
+		rq = rtx
+		var dirty bool
+		if err := rtx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM instances_search_dirty)").Scan(&dirty); err != nil {
+			return nil, fmt.Errorf("search %s: %w", cls, err)
+		}
+		if !dirty {
+			// The index gives the candidate rows in id order, each joined to its row;
+			// the LIKE below decides, as in a scan.
+			from, idCol = "instances_search CROSS JOIN instances i", "instances_search.rowid"
+			where = "instances_search MATCH ? AND i.id = instances_search.rowid AND i.classname = ?"
+			args = []any{match, cls}
+		}
+	}
 	if q.Search == "" {
 		n, err := db.CountInstances(ctx, cls)
 		if err != nil {
@@ -114,7 +136,7 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	if order == "" {
 		order = idCol
 	}
-	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM "+from+" WHERE "+listWhere+
+	rows, err := rq.QueryContext(ctx, "SELECT "+instanceColsI+" FROM "+from+" WHERE "+listWhere+
 		" ORDER BY "+order+" LIMIT ? OFFSET ?", append(listArgs, q.Limit+1, q.Offset)...)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
@@ -152,13 +174,19 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 		countQ = "SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?)"
 		countArgs = append(append([]any{}, args...), bound+1)
 	}
-	if err := db.r.QueryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {
+	if err := rq.QueryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {
 		return nil, fmt.Errorf("search %s: %w", cls, err)
 	}
 	if !q.ExactCount && res.Count > bound {
 		res.Count, res.CountExact = bound, false
 	}
 	return res, nil
+}
+
+// rquerier runs read queries: the read pool, or one snapshot of it.
+type rquerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // SearchInstances returns a page of instances of s in id order whose keyname,
