@@ -1057,6 +1057,7 @@ func TestHostileInput(t *testing.T) {
 		if err := e.db.Reader().QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&check); err != nil || check != "ok" {
 			t.Fatalf("integrity_check = %q, %v", check, err)
 		}
+		testkit.CheckSearchIndex(t, e.db.Path(), "after the hostile requests")
 	})
 	all := map[int]int{}
 	routes := map[string]map[int]int{}

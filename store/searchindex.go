@@ -14,8 +14,13 @@ import (
 // scan uses, so the index only narrows and never decides what matches.
 
 // reindexDirty brings the search index up to date with the instances the
-// transaction wrote (noted in instances_search_dirty by triggers): it removes their
-// old entries by id, indexes their current text in id order, and empties the list.
+// transaction wrote (noted in instances_search_dirty by triggers): it removes the
+// entries of the rows deleted, replaces those of the rows still there with their
+// current text, in id order (the index deletes the text it holds for an id, so the
+// removal never depends on what the row holds now), and empties the list. The
+// replacing is one statement: FTS5 flushes its pending changes to a new segment at
+// each statement savepoint, and removing and re-adding in two statements would
+// write two segments a commit.
 // It runs last in every store write transaction, right before the commit.
 func reindexDirty(ctx context.Context, tx *sql.Tx) error {
 	var dirty bool
@@ -26,8 +31,9 @@ func reindexDirty(ctx context.Context, tx *sql.Tx) error {
 		return nil
 	}
 	for _, q := range []string{
-		`DELETE FROM instances_search WHERE rowid IN (SELECT id FROM instances_search_dirty WHERE in_index)`,
-		`INSERT INTO instances_search(rowid, keyname, displayname, data)
+		`DELETE FROM instances_search WHERE rowid IN (SELECT d.id FROM instances_search_dirty d
+			WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = d.id))`,
+		`INSERT OR REPLACE INTO instances_search(rowid, keyname, displayname, data)
 			SELECT i.id, i.keyname, i.displayname, i.data
 			FROM instances_search_dirty d JOIN instances i ON i.id = d.id ORDER BY d.id`,
 		`DELETE FROM instances_search_dirty`,
