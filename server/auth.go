@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -28,14 +27,6 @@ func (p *principal) readOnly() bool { return p.auth != nil && p.auth.ReadOnly }
 
 // has reports whether an allowed caller holds permission perm.
 func (p *principal) has(perm string) bool { return p.allowed && p.auth.Has(perm) }
-
-// ownerID is the caller user's id as text, or "system" when the request has no user.
-func (p *principal) ownerID() string {
-	if p.auth == nil || p.auth.UserID == 0 {
-		return "system"
-	}
-	return strconv.FormatInt(p.auth.UserID, 10)
-}
 
 type ctxKey struct{}
 

@@ -1,18 +1,13 @@
 package server
 
 import (
-	"bytes"
-	"encoding/csv"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 
-	"dataservice/rules"
 	"dataservice/store"
 )
 
@@ -47,23 +42,9 @@ func (s *server) loadOptions(w http.ResponseWriter, r *http.Request) (store.Load
 		}
 	}
 	if name := strings.TrimSpace(q.Get("pipeline")); name != "" {
-		pl, err := s.db.PipelineByName(r.Context(), name)
+		tf, err := s.db.LoadTransform(r.Context(), p.auth, name)
 		if err != nil {
 			s.fail(w, r, err)
-			return opts, false
-		}
-		if pl.RunPermission != nil && !p.auth.Has(*pl.RunPermission) {
-			s.writeError(w, r, http.StatusForbidden, "permission denied")
-			return opts, false
-		}
-		if !pl.IsEnabled {
-			// Refused at load time as it is for runs.
-			s.writeError(w, r, http.StatusBadRequest, "pipeline "+pl.Keyname+" is disabled")
-			return opts, false
-		}
-		tf, err := rules.LoadTransform(pl.Content, s.db.Now)
-		if err != nil {
-			s.writeError(w, r, http.StatusBadRequest, "pipeline "+pl.Keyname+": invalid content: "+err.Error())
 			return opts, false
 		}
 		opts.Transform = tf
@@ -133,43 +114,22 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		return
 	}
 	q := r.URL.Query()
-	schema := strings.TrimSpace(q.Get("schema"))
-	if schema == "" {
-		s.writeError(w, r, http.StatusBadRequest, "missing required parameter: schema")
-		return
+	co := store.CSVOptions{Schema: q.Get("schema"), Keyfield: q.Get("keyfield"), Delimiter: q.Get("delimiter"),
+		Encoding: q.Get("encoding"), MaxRows: s.maxEnt}
+	if co.Delimiter == "" {
+		co.Delimiter = s.db.ConfigValue(r.Context(), store.ConfigCSVDelimiter)
 	}
-	keyfield := strings.TrimSpace(q.Get("keyfield"))
-	if keyfield == "" {
-		keyfield = "keyname"
-	}
-	delim := q.Get("delimiter")
-	if delim == "" {
-		delim = s.db.ConfigValue(r.Context(), store.ConfigCSVDelimiter)
-	}
-	dr, n := utf8.DecodeRuneInString(delim)
-	if n != len(delim) || dr == utf8.RuneError || dr == '"' || dr == '\r' || dr == '\n' {
-		s.writeError(w, r, http.StatusBadRequest, "delimiter must be one character (not a quote or newline)")
-		return
-	}
-	encoding := strings.ToLower(strings.TrimSpace(q.Get("encoding")))
-	if encoding == "" {
-		encoding = "utf-8"
-	}
-	if encoding != "utf-8" && encoding != "utf8" && encoding != "iso-8859-1" && encoding != "latin1" {
-		s.writeError(w, r, http.StatusBadRequest, "encoding must be utf-8 or iso-8859-1")
+	if err := co.Check(); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	opts, body, ok := s.loadRequest(w, r)
 	if !ok {
 		return
 	}
-	entries, err := parseCSV(body, schema, keyfield, dr, encoding == "iso-8859-1" || encoding == "latin1", s.maxEnt)
-	if errors.Is(err, errTooManyRows) {
-		s.writeError(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("more than %d rows in one request; split the file", s.maxEnt))
-		return
-	}
+	entries, err := store.ParseCSV(body, co)
 	if err != nil {
-		s.writeError(w, r, http.StatusBadRequest, err.Error())
+		s.fail(w, r, err)
 		return
 	}
 	s.runLoad(w, r, entries, opts, nil)
@@ -178,84 +138,12 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 // ParseCSV turns a CSV body (header row first) into load entries of schema: the
 // keyfield column is the keyname; other columns are fields (empty cells clear them).
 func ParseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool) ([]*store.Entry, error) {
-	return parseCSV(body, schema, keyfield, delim, latin1, 0)
+	enc := "utf-8"
+	if latin1 {
+		enc = "iso-8859-1"
+	}
+	return store.ParseCSV(body, store.CSVOptions{Schema: schema, Keyfield: keyfield, Delimiter: string(delim), Encoding: enc})
 }
 
 // DefaultMaxEntries is the default bound on the entries of one load or rawfile request.
 const DefaultMaxEntries = 100000
-
-var errTooManyRows = errors.New("too many rows")
-
-// parseCSV is ParseCSV with a bound on the rows (0: none).
-func parseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool, maxRows int) ([]*store.Entry, error) {
-	if latin1 {
-		var b strings.Builder
-		for _, c := range body {
-			b.WriteRune(rune(c))
-		}
-		body = []byte(b.String())
-	} else if !utf8.Valid(body) {
-		return nil, errors.New("body is not valid UTF-8 (set encoding=iso-8859-1 for Latin-1 files)")
-	}
-	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
-	cr := csv.NewReader(bytes.NewReader(body))
-	cr.Comma = delim
-	cr.ReuseRecord = false
-	header, err := cr.Read()
-	if errors.Is(err, io.EOF) {
-		return nil, errors.New("empty CSV: a header row is required")
-	}
-	if err != nil {
-		return nil, errors.New("invalid CSV: " + err.Error())
-	}
-	keyCol := -1
-	seen := map[string]bool{}
-	for i, h := range header {
-		h = strings.TrimSpace(h)
-		header[i] = h
-		if h == "" {
-			return nil, errors.New("invalid CSV: empty column name in the header")
-		}
-		if seen[h] {
-			return nil, errors.New("invalid CSV: duplicate column " + h)
-		}
-		seen[h] = true
-		if h == keyfield {
-			keyCol = i
-		}
-	}
-	if keyCol < 0 {
-		found := header
-		if len(found) > 20 {
-			found = append(found[:20:20], "...")
-		}
-		return nil, fmt.Errorf("invalid CSV: no column named %s (keyfield); the header has %s (split on %q: "+
-			"set delimiter= or the configuration CSV_DELIMITER)", keyfield, strings.Join(found, ", "), string(delim))
-	}
-	var out []*store.Entry
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, errors.New("invalid CSV: " + err.Error())
-		}
-		if maxRows > 0 && len(out) >= maxRows {
-			return nil, errTooManyRows
-		}
-		e := &store.Entry{File: "csv", Index: len(out) + 1, Fields: map[string]any{"classname": schema}}
-		e.Order = append(e.Order, "classname")
-		for i, h := range header {
-			name := h
-			if i == keyCol {
-				name = "keyname"
-			} else if h == "keyname" || h == "classname" {
-				continue
-			}
-			e.Set(name, rec[i])
-		}
-		out = append(out, e)
-	}
-	return out, nil
-}

@@ -3,7 +3,6 @@ package server
 import (
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -91,67 +90,18 @@ func (s *server) pipelineRun(w http.ResponseWriter, r *http.Request, ident strin
 		s.writeError(w, r, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
+	// 3.–7. Read-only key, schema, identifier, lookup, submission: the same checks
+	// and submission as the console's run form.
 	p := principalOf(r)
-	// 3. Read-only key.
-	if p.readOnly() {
-		s.writeError(w, r, http.StatusForbidden, "API key is read-only")
-		return
-	}
-	// 4. schema.
-	q := r.URL.Query()
-	schemas := ParseSchemaParam(q.Get("schema"))
-	if len(schemas) == 0 {
-		s.writeError(w, r, http.StatusBadRequest, "missing required parameter: schema")
-		return
-	}
-	// 5. Identifier.
-	ident = strings.TrimSpace(ident)
-	if ident == "" {
-		s.writeError(w, r, http.StatusBadRequest, "missing pipeline identifier")
-		return
-	}
-	// 6. Lookup: digits are an id first, then a keyname.
-	pl, err := s.findPipeline(r, ident)
+	dryrun := ParseDryRun(r.URL.Query().Get("dryrun"))
+	pl, handle, err := s.runner.Start(r.Context(), tasks.RunRequest{Pipeline: ident,
+		Schemas: ParseSchemaParam(r.URL.Query().Get("schema")), DryRun: dryrun, Auth: p.auth, OwnerType: tasks.OwnerAPI})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	// 7. Submit.
-	dryrun := ParseDryRun(q.Get("dryrun"))
-	handle, err := s.runner.Submit(r.Context(), tasks.Params{Pipeline: pl.Keyname, Schemas: schemas, DryRun: dryrun,
-		Auth: p.auth, OwnerType: "api", OwnerID: p.ownerID()})
-	if err != nil {
-		msg := "failed to submit task" // the seed's text when the submission gives none
-		if store.ErrorCode(err) != store.EInternal {
-			if m := store.ErrorMessage(err); m != "" {
-				msg = m
-			}
-		} else {
-			s.log.Error("submit task", "pipeline", pl.Keyname, "error", err)
-		}
-		s.writeError(w, r, http.StatusBadRequest, msg)
-		return
-	}
 	s.reply(w, r, http.StatusAccepted, runReply{Pipeline: pl.Keyname, DryRun: dryrun, Handle: handle,
 		TaskURL: s.absURL(r, "/api/tasks/"+handle+"/")})
-}
-
-func (s *server) findPipeline(r *http.Request, ident string) (*store.Pipeline, error) {
-	notFound := store.Errorf(store.ENotFound, "pipeline not found")
-	if len(ident) > 256 {
-		return nil, notFound
-	}
-	if id, err := strconv.ParseInt(ident, 10, 64); err == nil && strings.Trim(ident, "0123456789") == "" {
-		pl, err := s.db.PipelineByID(r.Context(), id)
-		if err == nil || !store.IsNotFound(err) {
-			return pl, err
-		}
-	}
-	pl, err := s.db.PipelineByName(r.Context(), ident)
-	if store.IsNotFound(err) {
-		return nil, notFound
-	}
-	return pl, err
 }
 
 // absURL makes an absolute URL from SERVICE_BASE_URL, else from the request's Host,

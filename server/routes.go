@@ -38,7 +38,8 @@ func (s *server) routes() http.Handler {
 	// The web console: "/" (browsers; other clients get the API index), "/data/private/...",
 	// /login, /logout and /static/. It has its own sessions; a session cookie never
 	// authenticates /api/, and the console never accepts API credentials.
-	con := console.New(console.Options{DB: s.db, Logger: s.log, BaseURL: s.baseURL, Ready: s.ready})
+	con := console.New(console.Options{DB: s.db, Logger: s.log, BaseURL: s.baseURL, Ready: s.ready, Runner: s.runner,
+		MaxBody: s.maxBody, MaxEntries: s.maxEnt})
 	con.Register(r)
 	r.GET("/", s.index(con.Dashboard()))
 	r.GET("/api/", s.apiIndex)

@@ -6,32 +6,14 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"dataservice/store"
 	"dataservice/tasks"
 )
 
-// visibleTask returns the task when the caller owns it or holds every permission;
-// anyone else gets the same 404 as for a missing task.
+// visibleTask returns the task when the caller may see it (tasks.Runner.GetFor: its
+// own, or every task for callers holding every permission); anyone else gets the same
+// 404 as for a missing task.
 func (s *server) visibleTask(r *http.Request, handle string) (*tasks.Task, error) {
-	notFound := store.Errorf(store.ENotFound, "task not found")
-	if len(handle) > 64 {
-		return nil, notFound
-	}
-	t, err := s.runner.Get(r.Context(), handle)
-	if store.IsNotFound(err) {
-		return nil, notFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	p := principalOf(r)
-	// A user owns its tasks through any of its credentials; keys without a user all
-	// have the owner id "system", so for them the submitting key must match.
-	if p.auth.HasAll() || (t.OwnerType == "api" && t.OwnerID == p.ownerID() &&
-		(p.ownerID() != "system" || t.Submitter == tasks.SubmitterOf(p.auth))) {
-		return t, nil
-	}
-	return nil, notFound
+	return s.runner.GetFor(r.Context(), handle, principalOf(r).auth)
 }
 
 // shown fills a task's empty result lists, so replies carry [] rather than null
@@ -110,15 +92,7 @@ func (s *server) taskList(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		}
 		limit = n
 	}
-	p := principalOf(r)
-	ownerType, ownerID, submitter := "api", p.ownerID(), p.auth
-	if ownerID != "system" {
-		submitter = nil // a user's tasks, whichever of its credentials submitted them
-	}
-	if p.auth.HasAll() {
-		ownerType, ownerID, submitter = "", "", nil
-	}
-	list, err := s.runner.ListSubmitted(r.Context(), ownerType, ownerID, submitter, status, limit)
+	list, err := s.runner.ListFor(r.Context(), principalOf(r).auth, status, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -135,16 +109,7 @@ func (s *server) taskCancel(w http.ResponseWriter, r *http.Request, ps httproute
 	if s.denied(w, r, "p_pipeline_run") {
 		return
 	}
-	if principalOf(r).readOnly() {
-		s.writeError(w, r, http.StatusForbidden, "API key is read-only")
-		return
-	}
-	t, err := s.visibleTask(r, ps.ByName("handle"))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	t, err = s.runner.Cancel(r.Context(), t.Handle)
+	t, err := s.runner.CancelFor(r.Context(), ps.ByName("handle"), principalOf(r).auth)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -141,39 +141,3 @@ func (db *DB) PermissionOrigins(ctx context.Context, login string) (all bool, or
 	})
 	return all, origins, nil
 }
-
-// RecentRevisions returns at most limit revisions newest first, older than the id
-// before (0: from the newest), of the classes allowed accepts. It scans at most 50
-// times limit rows, so unreadable classes cannot make one page unbounded work.
-func (db *DB) RecentRevisions(ctx context.Context, before int64, limit int, allowed func(cls string) bool) ([]Revision, error) {
-	var out []Revision
-	for scanned := 0; len(out) < limit && scanned < 50*limit; {
-		q := `SELECT id, classname, keyname, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
-			FROM revisions WHERE (? = 0 OR id < ?) ORDER BY id DESC LIMIT ?`
-		rows, err := db.r.QueryContext(ctx, q, before, before, limit)
-		if err != nil {
-			return nil, fmt.Errorf("read revisions: %w", err)
-		}
-		n := 0
-		for rows.Next() {
-			var r Revision
-			var cls, key string
-			if err := rows.Scan(&r.ID, &cls, &key, &r.Action, &r.Before, &r.After, &r.Author, &r.CreatedAt); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("read revisions: %w", err)
-			}
-			n++
-			before = r.ID
-			if len(out) < limit && allowed(cls) {
-				r.Classname, r.Keyname = cls, key
-				out = append(out, r)
-			}
-		}
-		rows.Close()
-		scanned += n
-		if n < limit {
-			break
-		}
-	}
-	return out, nil
-}

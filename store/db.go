@@ -223,6 +223,10 @@ func (db *DB) now() string { return db.Now().UTC().Format(time.RFC3339) }
 type Revisions struct {
 	Author string
 	Off    bool
+	// Observe, when set, is given every change the transaction records as a revision
+	// row (Before and After as stored: secrets masked), rolled back or not: a dry-run
+	// load reports with it what would change.
+	Observe func(Revision)
 }
 
 // Tx is a write transaction. It remembers whether it changed schemas so the schema

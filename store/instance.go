@@ -264,12 +264,15 @@ func instanceDoc(s *Schema, in *Instance, dataJSON string) string {
 
 // revision writes one revisions row unless the transaction suppresses them.
 func (tx *Tx) revision(ctx context.Context, cls, key, action, before, after string) error {
-	if tx.rev.Off {
-		return nil
-	}
 	author := tx.rev.Author
 	if author == "" {
 		author = "system"
+	}
+	if tx.rev.Observe != nil {
+		tx.rev.Observe(Revision{Classname: cls, Keyname: key, Action: action, Before: before, After: after, Author: author})
+	}
+	if tx.rev.Off {
+		return nil
 	}
 	_, err := tx.exec(ctx, `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
 		VALUES(?, ?, ?, ?, ?, ?, ?)`, cls, key, action, nullable(before), nullable(after), author, tx.db.now())
@@ -319,6 +322,13 @@ func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) 
 			}
 			data[k] = v // values of removed fields are kept as stored
 			continue
+		}
+		if s.Keyname == "_pipeline" && k == "content" {
+			norm, err := PipelineContent(v)
+			if err != nil {
+				return err
+			}
+			v = norm
 		}
 		nv, present, err := f.normalize(v, tx.refs(ctx))
 		if err != nil {

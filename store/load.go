@@ -42,6 +42,10 @@ type LoadOptions struct {
 	Transform rules.Transform
 	// BatchSize is the number of entries per committed transaction (default 1000).
 	BatchSize int
+	// OnChange, when set, is given each change the load makes (or, in a dry run,
+	// would make) as the revision it records, secrets masked; with the second pass an
+	// entry's change may come after later entries' (DB.Load and DB.LoadStream only).
+	OnChange func(Revision)
 }
 
 // EntryError describes one failed entry.
@@ -168,7 +172,7 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 	}
 	begin := func() error {
 		var err error
-		if tx, err = db.BeginAs(ctx, Revisions{Author: loadAuthor(opts), Off: opts.NoRevisions}); err != nil {
+		if tx, err = db.BeginAs(ctx, Revisions{Author: loadAuthor(opts), Off: opts.NoRevisions, Observe: opts.OnChange}); err != nil {
 			return err
 		}
 		l = &loader{tx: tx, opts: opts}
@@ -544,10 +548,9 @@ func (tx *Tx) buildInstance(ctx context.Context, s *Schema, e *Entry, old *Insta
 		}
 		v := e.Fields[k]
 		if s.Keyname == "_pipeline" && k == "content" {
-			text, _ := scalarText(v)
-			norm, _ := rules.Normalize(text)
-			if err := rules.Check(norm); err != nil {
-				return nil, Errorf(EInvalid, "content: %v", err)
+			norm, err := PipelineContent(v)
+			if err != nil {
+				return nil, err
 			}
 			v = norm
 		}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+
+	"dataservice/rules"
 )
 
 // Pipeline is a stored `_pipeline` instance.
@@ -13,7 +15,8 @@ type Pipeline struct {
 	IsEnabled     bool    `json:"-" yaml:"-"`
 }
 
-func pipelineOf(in *Instance) *Pipeline {
+// PipelineOf reads a `_pipeline` instance as a Pipeline.
+func PipelineOf(in *Instance) *Pipeline {
 	p := &Pipeline{ID: in.ID, Keyname: in.Keyname, IsEnabled: in.IsEnabled}
 	p.Content, _ = in.Data["content"].(string)
 	if rp, ok := in.Data["run_permission"].(string); ok && rp != "" {
@@ -26,7 +29,7 @@ func pipelineOf(in *Instance) *Pipeline {
 func (db *DB) Pipelines(ctx context.Context) ([]*Pipeline, error) {
 	out := []*Pipeline{}
 	err := db.EachInstance(ctx, "_pipeline", func(in *Instance) error {
-		out = append(out, pipelineOf(in))
+		out = append(out, PipelineOf(in))
 		return nil
 	})
 	return out, err
@@ -41,7 +44,7 @@ func (db *DB) PipelineByName(ctx context.Context, name string) (*Pipeline, error
 		}
 		return nil, err
 	}
-	return pipelineOf(in), nil
+	return PipelineOf(in), nil
 }
 
 // PipelineByID finds a pipeline by id.
@@ -53,5 +56,18 @@ func (db *DB) PipelineByID(ctx context.Context, id int64) (*Pipeline, error) {
 		}
 		return nil, err
 	}
-	return pipelineOf(in), nil
+	return PipelineOf(in), nil
+}
+
+// PipelineContent is the stored form of a pipeline's content v: the flat rule list
+// (the older `tasks:` wrapper is unwrapped), or an invalid error naming the failing
+// rule's position ("content: rule 2: unknown rule ..."). Loads and updates of a
+// `_pipeline` both check content through it.
+func PipelineContent(v any) (string, error) {
+	text, _ := scalarText(v)
+	norm, _ := rules.Normalize(text)
+	if err := rules.Check(norm); err != nil {
+		return "", Errorf(EInvalid, "content: %v", err)
+	}
+	return norm, nil
 }

@@ -56,3 +56,42 @@ func TestPipelineLookups(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineContentOnUpdate: an update through the apply path (the console's) checks
+// a pipeline's content as a load does: an invalid rule list is refused naming the
+// rule's position and nothing changes; the older `tasks:` form is stored unwrapped.
+func TestPipelineContentOnUpdate(t *testing.T) {
+	db := newTestDB(t)
+	ctx := context.Background()
+	mustLoad(t, db, `
+- {classname: _pipeline, keyname: tidy, content: "- field_lower: ['', name]"}
+`, store.LoadOptions{})
+	sch, err := db.Schema(ctx, "_pipeline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := db.Instance(ctx, "_pipeline", "tidy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	update := func(content string) error {
+		next := *old
+		next.Data = map[string]any{"content": content}
+		_, err := db.Apply(ctx, store.Write{Schema: sch, Old: old, New: &next, Action: "update"},
+			store.ApplyOptions{Auth: userAuth("p_pipeline_admin")})
+		return err
+	}
+	err = update("- field_lower: ['', name]\n- field_shout: ['', name]\n")
+	if got, want := store.ErrorMessage(err), `content: rule 2: unknown rule "field_shout"`; got != want {
+		t.Fatalf("invalid content: got %q (%v), want %q", got, err, want)
+	}
+	if in, _ := db.Instance(ctx, "_pipeline", "tidy"); in.Data["content"] != "- field_lower: ['', name]" {
+		t.Fatalf("refused update changed the content: %q", in.Data["content"])
+	}
+	if err := update("tasks:\n  - field_upper: ['', name]\n"); err != nil {
+		t.Fatalf("older form: %v", err)
+	}
+	if in, _ := db.Instance(ctx, "_pipeline", "tidy"); in.Data["content"] != "- field_upper: ['', name]\n" {
+		t.Fatalf("older form stored as %q, want the flat list", in.Data["content"])
+	}
+}

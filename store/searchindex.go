@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// The search index (layout 8) is a trigram FTS5 index of each instance's keyname,
+// The search index (layout 10) is a trigram FTS5 index of each instance's keyname,
 // displayname and data: a search of three characters or more asks it for the rows
 // holding every trigram of the search, and checks those rows with the same LIKE a
 // scan uses, so the index only narrows and never decides what matches.

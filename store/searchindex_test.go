@@ -224,7 +224,7 @@ func TestSearchUsesIndex(t *testing.T) {
 	}
 }
 
-// A file written before the search index (layout 7) gets it built when it is opened.
+// A file written before the search index (layout 10) gets it built when it is opened.
 func TestSearchIndexBuiltForExistingFiles(t *testing.T) {
 	db := newTestDB(t)
 	path := db.Path()
@@ -242,7 +242,7 @@ func TestSearchIndexBuiltForExistingFiles(t *testing.T) {
 		"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
 		"DROP TRIGGER instances_search_update", "DROP TABLE instances_search_dirty", "DROP TABLE instances_search",
 		"INSERT INTO instances(id, classname, keyname, data, created_at, updated_at) VALUES(100000, 'note', 'gamma', '{\"text\":\"more needles\"}', '', '')",
-		"PRAGMA user_version = 7",
+		"PRAGMA user_version = 9",
 	} {
 		if _, err := sdb.Exec(q); err != nil {
 			sdb.Close()
@@ -251,7 +251,7 @@ func TestSearchIndexBuiltForExistingFiles(t *testing.T) {
 	}
 	sdb.Close()
 	db = testkit.Open(t, path, testkit.Options{})
-	checkSearchIndex(t, path, "layout 8")
+	checkSearchIndex(t, path, "layout 10")
 	s, err := db.Schema(context.Background(), "note")
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ type checkpoint struct {
 type pipelineRun struct {
 	r      *Runner
 	handle string
+	lease  string // the claim's lease: a batch commits only while the task is held under it
 	p      *params
 	auth   *store.Auth
 	rules  *rules.Pipeline
@@ -36,7 +37,7 @@ type pipelineRun struct {
 // runPipeline processes the task's schemas in batches from its checkpoint. It returns
 // the final status and error text, or status "" when the task was interrupted
 // (shutdown or lost lease) and stays resumable.
-func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *store.Auth) (string, string) {
+func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *store.Auth, lease string) (string, string) {
 	// The set-up and each batch run to their end even when ctx ends (shutdown): a
 	// cancelled query would otherwise fail the task, while the loop below hands it
 	// back to the queue between batches.
@@ -58,7 +59,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 	if err != nil {
 		return StatusFailed, err.Error()
 	}
-	x := &pipelineRun{r: r, handle: t.Handle, p: p, auth: auth, rules: compiled, res: t.Result, now: r.db.Now().UTC()}
+	x := &pipelineRun{r: r, handle: t.Handle, lease: lease, p: p, auth: auth, rules: compiled, res: t.Result, now: r.db.Now().UTC()}
 	if x.res == nil {
 		x.res = &Result{}
 	}
@@ -88,7 +89,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 	batchNo := 0
 	for cp.Schema < len(p.Schemas) {
 		if shutdown() != nil {
-			r.release(ctx, t.Handle)
+			r.release(ctx, t.Handle, lease)
 			return "", ""
 		}
 		// The submitter's credential is re-checked between batches: a key made
@@ -180,7 +181,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 	var flag int
 	err = tx.QueryRowContext(ctx, `UPDATE tasks SET checkpoint = ?, result = ?, progress_done = ?, lease_until = ?
 		WHERE handle = ? AND lease_owner = ? AND status = 'running' RETURNING cancel_requested`,
-		string(cpj), string(rj), x.res.Scanned, leaseTime(r.db.Now().Add(r.o.Lease)), x.handle, r.id).Scan(&flag)
+		string(cpj), string(rj), x.res.Scanned, leaseTime(r.db.Now().Add(r.o.Lease)), x.handle, x.lease).Scan(&flag)
 	if err != nil {
 		// No row: another runner took the task over; this batch must not commit.
 		return false, false, nil

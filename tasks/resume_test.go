@@ -258,3 +258,30 @@ func TestResumeAfterKill(t *testing.T) {
 		}
 	})
 }
+
+// TestTakeoverWithinOneRunner: a worker that stalls past its lease loses the task to
+// another worker of the same runner, and its next batch must not commit (each
+// instance is still processed exactly once).
+func TestTakeoverWithinOneRunner(t *testing.T) {
+	const hosts, batch = 400, 10
+	db := newDB(t)
+	insertRows(t, db, "host", markerRows(hosts))
+	addPipeline(t, db, "marker", markerPipeline, "")
+	var stalled atomic.Bool
+	r := newRunner(t, db, tasks.Options{Workers: 2, BatchSize: batch, Lease: 300 * time.Millisecond,
+		AfterBatch: func(_ string, n int) error {
+			if n == 1 && stalled.CompareAndSwap(false, true) {
+				// The first worker stalls after its first batch until its lease has
+				// long expired and the other worker is well into the task.
+				time.Sleep(time.Second)
+				return nil
+			}
+			time.Sleep(20 * time.Millisecond) // the taking-over worker is still running when the first wakes
+			return nil
+		}})
+	h := submit(t, r, tasks.Params{Pipeline: "marker", Schemas: []string{"host"}})
+	stop := startRun(t, r)
+	mustSucceed(t, waitStatus(t, r, h, tasks.StatusSucceeded))
+	stop()
+	checkMarkedOnce(t, db, h, "host", hosts)
+}

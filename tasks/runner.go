@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
@@ -60,12 +61,12 @@ func (r *Runner) RunOne(ctx context.Context, handle string) error {
 // work claims and runs tasks until ctx ends (or, with only set, until that task is done).
 func (r *Runner) work(ctx context.Context, only string) {
 	for ctx.Err() == nil {
-		claimed, err := r.claim(ctx, only)
+		claimed, lease, err := r.claim(ctx, only)
 		if err != nil && ctx.Err() == nil {
 			r.log.Error("claim task", "error", err)
 		}
 		if claimed != "" {
-			r.execute(ctx, claimed)
+			r.execute(ctx, claimed, lease)
 			continue
 		}
 		if only != "" {
@@ -83,12 +84,16 @@ func (r *Runner) work(ctx context.Context, only string) {
 }
 
 // claim takes one queued task, or a running one whose lease expired, with one UPDATE ... RETURNING.
-func (r *Runner) claim(ctx context.Context, only string) (string, error) {
+// The lease it returns names this claim alone (the runner's id and a claim number):
+// when a worker's lease expires and another worker of the same runner takes the task
+// over, the first worker's next batch must find the lease no longer its own.
+func (r *Runner) claim(ctx context.Context, only string) (handle, lease string, err error) {
+	lease = r.id + "#" + strconv.FormatUint(r.claims.Add(1), 10)
 	// Leases are instants of the database's clock like every other time a row holds
 	// (in production it is the wall clock, which every process sharing the file reads).
 	ts := r.db.Now().UTC()
 	cond := "(status = 'queued' OR (status = 'running' AND lease_until < ?))"
-	args := []any{r.id, leaseTime(ts.Add(r.o.Lease)), r.now(), leaseTime(ts)}
+	args := []any{lease, leaseTime(ts.Add(r.o.Lease)), r.now(), leaseTime(ts)}
 	q := `UPDATE tasks SET status = 'running', lease_owner = ?, lease_until = ?, started_at = COALESCE(started_at, ?)
 		WHERE handle = (SELECT handle FROM tasks WHERE ` + cond
 	if only != "" {
@@ -96,42 +101,41 @@ func (r *Runner) claim(ctx context.Context, only string) (string, error) {
 		args = append(args, only)
 	}
 	q += " ORDER BY created_at, rowid LIMIT 1) RETURNING handle"
-	var handle string
-	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
+	err = r.db.WithTx(ctx, func(tx *store.Tx) error {
 		return tx.QueryRowContext(ctx, q, args...).Scan(&handle)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
+		return "", "", nil
 	}
-	return handle, err
+	return handle, lease, err
 }
 
 // leaseTime formats lease instants with a fixed width so they compare as text.
 func leaseTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // execute runs a claimed task to its end, recovering from panics.
-func (r *Runner) execute(ctx context.Context, handle string) {
+func (r *Runner) execute(ctx context.Context, handle, lease string) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("task panicked", "handle", handle, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			r.finish(context.WithoutCancel(ctx), handle, StatusFailed, "internal error")
+			r.finish(context.WithoutCancel(ctx), handle, lease, StatusFailed, "internal error")
 		}
 	}()
 	t, p, auth, err := r.load(context.WithoutCancel(ctx), handle)
 	if err != nil {
 		r.log.Error("load task", "handle", handle, "error", err)
-		r.finish(context.WithoutCancel(ctx), handle, StatusFailed, "internal error")
+		r.finish(context.WithoutCancel(ctx), handle, lease, StatusFailed, "internal error")
 		return
 	}
 	r.log.Info("task start", "handle", handle, "pipeline", p.Pipeline, "schemas", p.Schemas, "dryrun", p.DryRun)
-	status, msg := r.runPipeline(ctx, t, p, auth)
+	status, msg := r.runPipeline(ctx, t, p, auth, lease)
 	switch status {
 	case "":
 		// Stopped by shutdown or a lost lease: the task stays resumable.
 		r.log.Info("task interrupted; it resumes from its checkpoint", "handle", handle)
 		return
 	default:
-		r.finish(context.WithoutCancel(ctx), handle, status, msg)
+		r.finish(context.WithoutCancel(ctx), handle, lease, status, msg)
 		r.log.Info("task end", "handle", handle, "status", status)
 	}
 }
@@ -140,15 +144,15 @@ func (r *Runner) load(ctx context.Context, handle string) (*Task, *params, *stor
 	return scanTask(r.db.Reader().QueryRowContext(ctx, "SELECT "+taskCols+" FROM tasks WHERE handle = ?", handle))
 }
 
-// finish records a final status, if the task is still held by this runner.
-func (r *Runner) finish(ctx context.Context, handle, status, msg string) {
+// finish records a final status, if the task is still held under lease.
+func (r *Runner) finish(ctx context.Context, handle, lease, status, msg string) {
 	var errText any
 	if msg != "" {
 		errText = msg
 	}
 	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, error = ?, finished_at = ?, lease_owner = '',
-			lease_until = '' WHERE handle = ? AND lease_owner = ? AND status = 'running'`, status, errText, r.now(), handle, r.id)
+			lease_until = '' WHERE handle = ? AND lease_owner = ? AND status = 'running'`, status, errText, r.now(), handle, lease)
 		return err
 	})
 	if err != nil {
@@ -157,10 +161,10 @@ func (r *Runner) finish(ctx context.Context, handle, status, msg string) {
 }
 
 // release hands a running task back to the queue (graceful shutdown).
-func (r *Runner) release(ctx context.Context, handle string) {
+func (r *Runner) release(ctx context.Context, handle, lease string) {
 	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'queued', lease_owner = '', lease_until = ''
-			WHERE handle = ? AND lease_owner = ? AND status = 'running'`, handle, r.id)
+			WHERE handle = ? AND lease_owner = ? AND status = 'running'`, handle, lease)
 		return err
 	})
 	if err != nil {

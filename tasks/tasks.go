@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,6 +58,8 @@ type Runner struct {
 	log  *slog.Logger
 	id   string
 	wake chan struct{}
+	// claims numbers this runner's claims; each claim's lease is unique.
+	claims atomic.Uint64
 }
 
 // New returns a Runner over db.
@@ -260,8 +263,8 @@ func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []str
 	if auth == nil {
 		return store.Errorf(store.EInvalid, "no authorisation context")
 	}
-	if !pl.IsEnabled {
-		return store.Errorf(store.EInvalid, "pipeline %s is disabled", pl.Keyname)
+	if err := MayRun(auth, pl); err != nil {
+		return err
 	}
 	if _, err := rules.Parse(pl.Content); err != nil {
 		return store.Errorf(store.EInvalid, "pipeline %s: invalid content: %v", pl.Keyname, err)
@@ -272,9 +275,6 @@ func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []str
 	if len(schemas) > MaxSchemas {
 		return store.Errorf(store.EInvalid, "too many schemas: %d (at most %d)", len(schemas), MaxSchemas)
 	}
-	if pl.RunPermission != nil && !auth.Has(*pl.RunPermission) {
-		return store.Errorf(store.EInvalid, "permission denied: pipeline %s needs %s", pl.Keyname, *pl.RunPermission)
-	}
 	for _, name := range schemas {
 		s, err := r.db.Schema(ctx, name)
 		if store.IsNotFound(err) {
@@ -283,14 +283,8 @@ func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []str
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(name, "_") && name != "_user" {
-			return store.Errorf(store.EInvalid, "schema %q cannot be run (built-in class)", name)
-		}
-		if !store.CanRead(auth, s) {
-			return store.Errorf(store.EInvalid, "permission denied: reading %s", name)
-		}
-		if !dryrun && !store.CanWrite(auth, s, "update") {
-			return store.Errorf(store.EInvalid, "permission denied: updating %s", name)
+		if err := Runnable(auth, s, dryrun); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -369,11 +363,23 @@ func (r *Runner) List(ctx context.Context, ownerType, ownerID, status string, li
 // ListSubmitted is List restricted, when submitter is not nil, to the tasks that
 // credential submitted.
 func (r *Runner) ListSubmitted(ctx context.Context, ownerType, ownerID string, submitter *store.Auth, status string, limit int) ([]*Task, error) {
+	var types []string
+	if ownerType != "" {
+		types = []string{ownerType}
+	}
+	return r.list(ctx, types, ownerID, submitter, status, limit)
+}
+
+// list is ListSubmitted for the owner id under any of ownerTypes (nil: every task).
+func (r *Runner) list(ctx context.Context, ownerTypes []string, ownerID string, submitter *store.Auth, status string, limit int) ([]*Task, error) {
 	q := "SELECT " + taskCols + " FROM tasks WHERE 1 = 1"
 	var args []any
-	if ownerType != "" {
-		q += " AND owner_type = ? AND owner_id = ?"
-		args = append(args, ownerType, ownerID)
+	if len(ownerTypes) > 0 {
+		q += " AND owner_type IN (?" + strings.Repeat(", ?", len(ownerTypes)-1) + ") AND owner_id = ?"
+		for _, t := range ownerTypes {
+			args = append(args, t)
+		}
+		args = append(args, ownerID)
 	}
 	if submitter != nil {
 		if SubmitterOf(submitter) == "system" {

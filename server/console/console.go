@@ -12,6 +12,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"dataservice/store"
+	"dataservice/tasks"
 )
 
 //go:embed templates/*.html
@@ -40,6 +42,13 @@ type Options struct {
 	BaseURL string
 	// Ready reports whether the start-up sequence is done (nil: always ready).
 	Ready func() bool
+	// Runner runs pipelines as tasks (the pipeline and task pages); nil: those pages
+	// answer 503.
+	Runner *tasks.Runner
+	// MaxBody and MaxEntries are the API's bounds on a load's body and entries; the
+	// tools that take documents (import, code editor) use them (default 32 MiB, 100000).
+	MaxBody    int64
+	MaxEntries int
 }
 
 // Console serves the pages.
@@ -51,6 +60,9 @@ type Console struct {
 	ready    func() bool
 	pages    map[string]*template.Template
 	throttle *throttle
+	runner   *tasks.Runner
+	maxBody  int64
+	maxEnt   int
 }
 
 // New builds the console.
@@ -61,8 +73,14 @@ func New(o Options) *Console {
 	if o.Ready == nil {
 		o.Ready = func() bool { return true }
 	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = 32 << 20
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = 100000
+	}
 	c := &Console{db: o.DB, log: o.Logger, ready: o.Ready, pages: map[string]*template.Template{},
-		throttle: newThrottle(time.Now)}
+		throttle: newThrottle(time.Now), runner: o.Runner, maxBody: o.MaxBody, maxEnt: o.MaxEntries}
 	if u, err := url.Parse(o.BaseURL); err == nil && u.Scheme != "" && u.Host != "" {
 		c.secure = u.Scheme == "https"
 		c.origin = u.Scheme + "://" + u.Host
@@ -71,12 +89,13 @@ func New(o Options) *Console {
 	if err != nil {
 		panic(err)
 	}
+	// Files named _*.html are partials every page may use.
 	for _, n := range names {
 		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
-		if base == "layout" {
+		if base == "layout" || strings.HasPrefix(base, "_") {
 			continue
 		}
-		c.pages[base] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n))
+		c.pages[base] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html", n))
 	}
 	return c
 }
@@ -125,18 +144,34 @@ func (c *Console) plain(h httprouter.Handle) httprouter.Handle {
 			http.Error(w, "starting up", http.StatusServiceUnavailable)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
-		if r.Method == http.MethodPost {
-			// Read the form here so a body over the limit is named as such (not seen
-			// later as a form without its CSRF token).
-			var tooBig *http.MaxBytesError
-			if err := r.ParseForm(); errors.As(err, &tooBig) {
-				c.errorPage(w, r, nil, http.StatusRequestEntityTooLarge, "The form is larger than 1 MiB.")
-				return
-			}
+		limit, documents := c.bodyLimit(r)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		// Read a small form here so a body over the limit is named as such (not seen
+		// later as a form without its CSRF token). A tool's larger body is read only
+		// once the session is known (page).
+		if r.Method == http.MethodPost && !documents && !c.readForm(w, r, nil, limit) {
+			return
 		}
 		h(w, r, ps)
 	}
+}
+
+// readForm parses a posted form (once; later calls find it parsed), answering 413 itself
+// when the body is over limit. A multipart form (an upload) is held in memory up to
+// the limit, as the API holds a load's body.
+func (c *Console) readForm(w http.ResponseWriter, r *http.Request, q *req, limit int64) bool {
+	var err error
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		err = r.ParseMultipartForm(limit)
+	} else {
+		err = r.ParseForm()
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		c.errorPage(w, r, q, http.StatusRequestEntityTooLarge, "The form is larger than "+sizeText(limit)+".")
+		return false
+	}
+	return true
 }
 
 func headers(w http.ResponseWriter) {
@@ -164,6 +199,9 @@ func (c *Console) page(h pageHandler) httprouter.Handle {
 			return
 		}
 		q.ps = ps
+		if limit, _ := c.bodyLimit(r); r.Method == http.MethodPost && !c.readForm(w, r, q, limit) {
+			return
+		}
 		if r.Method == http.MethodPost && !c.csrfOK(r, q.sess) {
 			c.errorPage(w, r, q, http.StatusForbidden, "The form was refused: it did not come from this console (missing or wrong CSRF token or origin). Reload the page and try again.")
 			return
@@ -278,6 +316,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, q *req, status 
 var flashText = map[string]string{
 	"created": "Created.", "updated": "Saved.", "enabled": "Enabled.", "disabled": "Disabled.",
 	"deleted": "Deleted.", "renamed": "Renamed.", "password": "Password changed.", "unchanged": "Nothing changed.",
+	"restored": "Restored: the version was written back as a new revision.",
 }
 
 // errorPage renders an error (403 for what the user may not use, 404, ...).

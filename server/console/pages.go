@@ -37,6 +37,9 @@ func (c *Console) homeEntries(ctx context.Context, auth *store.Auth) []homeEntry
 		if p := str("permission"); p != "" && !auth.Has(p) {
 			return nil
 		}
+		if t := toolOfURL(str("url")); t != nil && !t.allowed(auth) {
+			return nil // a tool the user may not open (it also needs p_data_access)
+		}
 		order, _ := strconv.Atoi(fmt.Sprint(in.Data["order"]))
 		out = append(out, homeEntry{Keyname: in.Keyname, Displayname: in.Displayname, Description: str("description"),
 			URL: str("url"), Icon: str("icon"), Dashboard: str("dashboard_section"), Sidebar: str("sidebar_section"), Order: order})

@@ -2,8 +2,10 @@ package console
 
 import (
 	"net/http"
+	"strings"
 
 	"dataservice/store"
+	"dataservice/tasks"
 )
 
 // tool is a console tool served under /data/private/<Name>/. A tool's name takes
@@ -16,6 +18,9 @@ type tool struct {
 	// Allowed reports whether auth may open the tool; nil allows every caller with
 	// p_data_access. A caller without it gets 403, and no sidebar link.
 	Allowed func(auth *store.Auth) bool
+	// Documents marks a tool whose forms carry load documents: its requests may be as
+	// large as the API's (Options.MaxBody) instead of 1 MiB.
+	Documents bool
 	// Serve answers the tool's pages; rest is the path after the tool's name, without
 	// its leading and trailing slashes ("" for the tool's own page).
 	Serve func(c *Console, w http.ResponseWriter, r *http.Request, q *req, rest string)
@@ -28,7 +33,35 @@ var tools []tool
 func init() {
 	tools = []tool{
 		{Name: "revision", Title: "Revisions", Icon: "fa-history", Serve: (*Console).revisionTool},
+		{Name: "ipam", Title: "IPAM", Icon: "fa-sitemap", Serve: (*Console).ipamTool},
+		{Name: "pipeline", Title: "Pipelines", Icon: "fa-cogs", Serve: (*Console).pipelineTool},
+		{Name: "task", Title: "Tasks", Icon: "fa-tasks", Serve: (*Console).taskTool,
+			Allowed: func(a *store.Auth) bool { return a.Has(tasks.PermRun) }},
+		{Name: "import", Title: "Import", Icon: "fa-upload", Documents: true, Serve: (*Console).importTool,
+			Allowed: func(a *store.Auth) bool { return a.Has("p_data_import") }},
+		{Name: "code_editor", Title: "Code editor", Icon: "fa-code", Documents: true, Serve: (*Console).codeEditor,
+			Allowed: func(a *store.Auth) bool { return a.Has("p_code_editor") }},
+		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, Serve: (*Console).configurationTool},
 	}
+}
+
+// bodyLimit is the largest request body r may send, and whether r goes to a tool that
+// takes documents: such a tool's limit is the API's, else it is 1 MiB.
+func (c *Console) bodyLimit(r *http.Request) (int64, bool) {
+	if t := toolOfURL(r.URL.Path); t != nil && t.Documents {
+		return c.maxBody, true
+	}
+	return 1 << 20, false
+}
+
+// toolOfURL is the tool a console URL ("/data/private/<tool>/...") opens, or nil.
+func toolOfURL(u string) *tool {
+	rest, ok := strings.CutPrefix(u, "/data/private/")
+	if !ok {
+		return nil
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return toolNamed(name)
 }
 
 // toolNamed is the tool served under /data/private/<name>/, or nil.
@@ -58,13 +91,4 @@ func toolLinks(auth *store.Auth, linked map[string]bool) []homeEntry {
 		out = append(out, homeEntry{Keyname: t.Name, Displayname: t.Title, URL: u, Icon: t.Icon, Sidebar: "Tools"})
 	}
 	return out
-}
-
-// revisionTool: /data/private/revision/ — the history page.
-func (c *Console) revisionTool(w http.ResponseWriter, r *http.Request, q *req, rest string) {
-	if rest != "" {
-		c.errorPage(w, r, q, http.StatusNotFound, "not found")
-		return
-	}
-	c.revisions(w, r, q)
 }

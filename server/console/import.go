@@ -1,0 +1,301 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"dataservice/store"
+)
+
+// loadReport is what the import tool and the code editor show after a load or a dry
+// run: the counts, the failed entries, the warnings, and (code editor) the changes.
+type loadReport struct {
+	DryRun bool
+	// Verb names what was done: "Check", "Import", "Validate", "Dry run", "Save".
+	Verb   string
+	Result *store.LoadResult
+	// More is how many failed entries the result counts but does not list.
+	More     int
+	Warnings []string
+	// Changes are the changes made (or that would be made) to objects the user may
+	// read, field by field; ChangesMore counts those left out past the bound.
+	Changes     []objectChange
+	ChangesMore int
+	ShowChanges bool
+}
+
+// objectChange is one object's change in a load report.
+type objectChange struct {
+	Classname, Keyname, Action, Link string
+	Fields                           []change
+}
+
+// Total is the number of entries the report counts.
+func (r *loadReport) Total() int {
+	x := r.Result
+	return x.Created + x.Updated + x.Unchanged + x.Deleted + x.Enabled + x.Disabled + x.Skipped + x.Errors
+}
+
+// Entries is the number of entries counted, in words ("1 entry", "3 entries").
+func (r *loadReport) Entries() string {
+	if n := r.Total(); n != 1 {
+		return fmt.Sprintf("%d entries", n)
+	}
+	return "1 entry"
+}
+
+func newReport(verb string, res *store.LoadResult, warnings []string) *loadReport {
+	rep := &loadReport{Verb: verb, DryRun: res.DryRun, Result: res, Warnings: append(warnings, res.Warnings...)}
+	rep.More = res.Errors - len(res.Messages)
+	return rep
+}
+
+// maxShownChanges bounds the changes a report lists.
+const maxShownChanges = 1000
+
+// changeRecorder collects a load's changes (LoadOptions.OnChange) to what auth may read.
+type changeRecorder struct {
+	c     *Console
+	ctx   context.Context
+	auth  *store.Auth
+	list  []objectChange
+	more  int
+	perms map[string]string
+	can   map[string]bool // readable, by class
+}
+
+func (c *Console) newChangeRecorder(ctx context.Context, auth *store.Auth) *changeRecorder {
+	return &changeRecorder{c: c, ctx: ctx, auth: auth, perms: store.ClassPermissions(), can: map[string]bool{}}
+}
+
+func (cr *changeRecorder) add(rv store.Revision) {
+	if !cr.readable(rv.Classname) {
+		return
+	}
+	if len(cr.list) >= maxShownChanges {
+		cr.more++
+		return
+	}
+	oc := objectChange{Classname: rv.Classname, Keyname: rv.Keyname, Action: rv.Action, Fields: changes(rv.Before, rv.After)}
+	if rv.Action != "delete" && rv.Classname != "_schema" && rv.Classname != "_permission" {
+		oc.Link = link(rv.Classname, rv.Keyname)
+	}
+	cr.list = append(cr.list, oc)
+}
+
+// readable: a schema's instances as CanRead says; schema and permission definitions
+// for those who may write them.
+// A class the database does not hold yet (a schema the same dry run creates) is not
+// listed: its read permission is not known.
+func (cr *changeRecorder) readable(cls string) bool {
+	if ok, seen := cr.can[cls]; seen {
+		return ok
+	}
+	var ok bool
+	if cls == "_schema" || cls == "_permission" {
+		ok = cr.auth.Has(cr.perms[cls])
+	} else {
+		sch, err := cr.c.db.Schema(cr.ctx, cls)
+		ok = err == nil && store.CanRead(cr.auth, sch)
+	}
+	cr.can[cls] = ok
+	return ok
+}
+
+// importData is the import tool's page.
+type importData struct {
+	Format, Schema, Keyfield, Delimiter, Encoding, Pipeline string
+	Text                                                    string
+	FileName                                                string
+	Pipelines                                               []string
+	Schemas                                                 []string
+	Error                                                   string
+	Report                                                  *loadReport
+	MaxSize                                                 string
+}
+
+// importTool: /data/private/import/ — paste or upload YAML, JSON or CSV; Check runs
+// it as a dry run, Import loads it, both with the user's permissions (p_data_import).
+func (c *Console) importTool(w http.ResponseWriter, r *http.Request, q *req, rest string) {
+	if rest != "" {
+		c.errorPage(w, r, q, http.StatusNotFound, "not found")
+		return
+	}
+	ctx := r.Context()
+	d := &importData{Format: "yaml", Keyfield: "keyname", Encoding: "utf-8", MaxSize: sizeText(c.maxBody),
+		Delimiter: c.db.ConfigValue(ctx, store.ConfigCSVDelimiter)}
+	var err error
+	if d.Pipelines, err = c.runnablePipelines(ctx, q.auth); err == nil {
+		d.Schemas, err = c.writableSchemas(ctx, q.auth)
+	}
+	if err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		c.render(w, r, q, http.StatusOK, "import", "Import", d)
+		return
+	case http.MethodPost:
+	default:
+		c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	get := r.PostFormValue
+	d.Format, d.Pipeline, d.Text = get("format"), strings.TrimSpace(get("pipeline")), get("text")
+	d.Schema, d.Keyfield, d.Delimiter, d.Encoding = get("schema"), get("keyfield"), get("delimiter"), get("encoding")
+	dry := get("do") != "import"
+	verb := "Import"
+	if dry {
+		verb = "Check"
+	}
+	status, rep, msg := c.runImport(r, q, d, dry)
+	if msg != "" {
+		d.Error = msg
+		c.render(w, r, q, status, "import", "Import", d)
+		return
+	}
+	rep.Verb = verb
+	d.Report = rep
+	c.render(w, r, q, http.StatusOK, "import", "Import", d)
+}
+
+// runImport reads the document (an uploaded file wins over pasted text), parses it as
+// the API's load (YAML/JSON) or raw-file (CSV) endpoint does, and loads it with the
+// user's permissions; on a refusal it returns the status and the message to show.
+func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (int, *loadReport, string) {
+	ctx := r.Context()
+	body := []byte(d.Text)
+	if r.MultipartForm != nil {
+		if fhs := r.MultipartForm.File["file"]; len(fhs) > 0 && fhs[0].Filename != "" {
+			fh := fhs[0]
+			fr, err := fh.Open()
+			if err != nil {
+				c.log.Error("open upload", "error", err)
+				return http.StatusInternalServerError, nil, "internal error"
+			}
+			body, err = io.ReadAll(io.LimitReader(fr, c.maxBody+1))
+			fr.Close()
+			if err != nil {
+				c.log.Error("read upload", "error", err)
+				return http.StatusInternalServerError, nil, "internal error"
+			}
+			d.FileName = fh.Filename
+		}
+	}
+	if d.FileName != "" && d.Format != "csv" && strings.HasSuffix(strings.ToLower(d.FileName), ".csv") {
+		return http.StatusBadRequest, nil, d.FileName + " looks like a CSV file: choose the format CSV and the schema its rows belong to."
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return http.StatusBadRequest, nil, "Paste a document or choose a file."
+	}
+	opts := store.LoadOptions{Auth: q.auth, DryRun: dry}
+	if d.Pipeline != "" {
+		tf, err := c.db.LoadTransform(ctx, q.auth, d.Pipeline)
+		if err != nil {
+			return c.refusal(r, err)
+		}
+		opts.Transform = tf
+	}
+	var entries []*store.Entry
+	var warnings []string
+	var err error
+	name := d.FileName
+	switch d.Format {
+	case "csv":
+		if strings.TrimSpace(d.Schema) == "" {
+			return http.StatusBadRequest, nil, "Choose the schema the CSV rows belong to."
+		}
+		if d.Delimiter == "" {
+			d.Delimiter = c.db.ConfigValue(ctx, store.ConfigCSVDelimiter)
+		}
+		co := store.CSVOptions{Schema: d.Schema, Keyfield: d.Keyfield, Delimiter: d.Delimiter, Encoding: d.Encoding, MaxRows: c.maxEnt}
+		entries, err = store.ParseCSV(body, co)
+	case "yaml", "":
+		if name == "" {
+			name = "document"
+		}
+		entries, warnings, err = store.ParseBody(name, body, c.maxEnt)
+	default:
+		return http.StatusBadRequest, nil, "format must be yaml (YAML or JSON) or csv"
+	}
+	if err != nil {
+		return c.refusal(r, err)
+	}
+	res, err := c.db.Load(ctx, entries, opts)
+	if err != nil {
+		return c.refusal(r, err)
+	}
+	return http.StatusOK, newReport("", res, warnings), ""
+}
+
+// refusal is the status and message of a store error; internal errors are logged and
+// shown only as "internal error".
+func (c *Console) refusal(r *http.Request, err error) (int, *loadReport, string) {
+	code := store.ErrorCode(err)
+	status := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409,
+		store.EUnauthorized: 401, store.EForbidden: 403, store.ETooLarge: 413}[code]
+	if status == 0 {
+		if !errors.Is(err, context.Canceled) && r.Context().Err() == nil {
+			c.log.Error("console load failed", "path", r.URL.Path, "error", err)
+		}
+		return http.StatusInternalServerError, nil, "internal error"
+	}
+	return status, nil, store.ErrorMessage(err)
+}
+
+// runnablePipelines are the enabled pipelines auth may run.
+func (c *Console) runnablePipelines(ctx context.Context, auth *store.Auth) ([]string, error) {
+	pls, err := c.db.Pipelines(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range pls {
+		if p.IsEnabled && (p.RunPermission == nil || auth.Has(*p.RunPermission)) {
+			out = append(out, p.Keyname)
+		}
+	}
+	return out, nil
+}
+
+// writableSchemas are the schemas auth may create instances of (the CSV target).
+func (c *Console) writableSchemas(ctx context.Context, auth *store.Auth) ([]string, error) {
+	return c.schemaNames(ctx, func(s *store.Schema) bool {
+		return store.CanWrite(auth, s, "create") || store.CanWrite(auth, s, "update")
+	})
+}
+
+// schemaNames lists the schemas keep accepts, by keyname.
+func (c *Console) schemaNames(ctx context.Context, keep func(*store.Schema) bool) ([]string, error) {
+	names, err := c.db.SchemaNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range names {
+		s, err := c.db.Schema(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if keep(s) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// sizeText is a byte count as a person reads it (32 MiB, 512 KiB).
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
