@@ -23,13 +23,13 @@ run() { # name command...
 	"$@" >"$OUT/$name.txt" 2>&1 || { cat "$OUT/$name.txt" >&2; exit 1; }
 }
 
-STORE_CMD="go test -run ^\$ -bench LoadScale|ExportScale -benchtime 1x -timeout 3h ./store/"
+STORE_CMD="go test -run ^\$ -bench LoadScale|ExportScale|SearchIndexLayout -benchtime 1x -timeout 3h ./store/"
 SERVER_CMD="go test -run ^\$ -bench Scale -benchtime 400x -timeout 3h ./server/"
 TASKS_CMD="go test -run ^\$ -bench Pipeline -benchtime 1x -timeout 3h ./tasks/"
 START_CMD="go test -run ^\$ -bench Startup -benchtime 20x -timeout 30m ./bootstrap/"
 PARTS=${BENCH_PARTS:-store server tasks startup cli}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
-has store && run store go test -run '^$' -bench 'LoadScale|ExportScale' -benchtime 1x -timeout 3h ./store/
+has store && run store go test -run '^$' -bench 'LoadScale|ExportScale|SearchIndexLayout' -benchtime 1x -timeout 3h ./store/
 has server && run server go test -run '^$' -bench 'Scale' -benchtime 400x -timeout 3h ./server/
 has tasks && run tasks go test -run '^$' -bench 'Pipeline' -benchtime 1x -timeout 3h ./tasks/
 has startup && run startup go test -run '^$' -bench 'Startup' -benchtime 20x -timeout 30m ./bootstrap/
@@ -66,9 +66,13 @@ OP=$(metric $s "one/product" req/s); OF=$(metric $s "one/floor" req/s)
 OPP=$(metric $s "one/product" p99-ms); OFP=$(metric $s "one/floor" p99-ms)
 LP=$(metric store "LoadScale.*product" instances/s); LF=$(metric store "LoadScale.*floor" instances/s)
 LR=$(metric store "LoadScale.*product" peak-RSS-MB); LFR=$(metric store "LoadScale.*floor" peak-RSS-MB)
+LPN=$(metric store "LoadScale.*without-index" instances/s)
+XS=$(metric store "SearchIndexLayout" open-s); XM=$(metric store "SearchIndexLayout" index-MB)
+XF=$(metric store "SearchIndexLayout" file-MB)
 EY=$(metric store "ExportScale.*yaml" instances/s); EJ=$(metric store "ExportScale.*json" instances/s)
 EF=$(metric store "ExportScale.*floor" instances/s)
 RP=$(metric tasks "/real" instances/s); RF=$(metric tasks "/floor-2|/floor$" instances/s)
+RPN=$(metric tasks "/real-without-index" instances/s)
 DP=$(metric tasks "/dry" instances/s); DF=$(metric tasks "/floor-dry" instances/s)
 RR=$(metric tasks "/real" peak-RSS-MB)
 SE=$(metric startup "StartupEmpty" ns/op); SU=$(metric startup "no_admin_password" ns/op)
@@ -90,6 +94,9 @@ CLI_MB=$(awk -v k="$CLI_KB" 'BEGIN { printf "%.0f", k / 1024 }')
 	echo "| export --format json | ${EJ}/s | read + decode + encoding/json ${EF}/s | $(ratio "$EJ" "$EF") | |"
 	echo "| pipeline real run | ${RP}/s, peak RSS ${RR} MB | ${RF}/s | $(ratio "$RP" "$RF") | ≥ 0.95 |"
 	echo "| pipeline dry run | ${DP}/s | ${DF}/s | $(ratio "$DP" "$DF") | ≥ 0.85 |"
+	echo "| write cost of the search index: load / load without it | ${LP}/s / ${LPN}/s | | $(ratio "$LP" "$LPN") | |"
+	echo "| write cost of the search index: pipeline real run / without it | ${RP}/s / ${RPN}/s | | $(ratio "$RP" "$RPN") | |"
+	echo "| first start of a file from before the search index (builds it) | ${XS} s, index ${XM} MB of ${XF} MB | | | |"
 	echo "| start-up, up to date, no admin password | $(awk -v x="$SU" 'BEGIN { printf "%.2f ms", x / 1e6 }') | $(awk -v x="$SFL" 'BEGIN { printf "%.3f ms", x / 1e6 }') (3 reads) | $(inv "$SU" "$SFL") | < 30 ms |"
 	echo "| start-up, empty database (open, bootstrap, blocks) | $(awk -v x="$SE" 'BEGIN { printf "%.1f ms", x / 1e6 }') | | | < 200 ms |"
 	echo
