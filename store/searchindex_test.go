@@ -198,15 +198,24 @@ func TestSearchUsesIndex(t *testing.T) {
 	mustLoad(t, db, `
 - {classname: _schema, keyname: note, text: {dataformat: string}}
 - {classname: note, keyname: alpha, text: Needle}
+- {classname: note, keyname: beta, text: needles}
+- {classname: note, keyname: gamma, text: hay}
 `, store.LoadOptions{System: true})
 	s, err := db.Schema(context.Background(), "note")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"eed", "ne", "NEEDLE"} {
-		if ids, _ := listIDs(t, db, s, store.ListQuery{Search: q, Limit: 10}); len(ids) != 1 {
+		if ids, _ := listIDs(t, db, s, store.ListQuery{Search: q, Limit: 10}); len(ids) != 2 {
 			t.Fatalf("search %q finds %v", q, ids)
 		}
+	}
+	// Sorted and paged by cursor, an indexed search keeps the same matches.
+	ids, _ := listIDs(t, db, s, store.ListQuery{Search: "edl", Limit: 10})
+	desc, _ := listIDs(t, db, s, store.ListQuery{Search: "edl", Limit: 10, Sort: "-keyname"})
+	after, res := listIDs(t, db, s, store.ListQuery{Search: "edl", Limit: 10, After: ids[0]})
+	if len(ids) != 2 || !slices.Equal(desc, []int64{ids[1], ids[0]}) || !slices.Equal(after, ids[1:]) || res.Count != 2 {
+		t.Fatalf("search %v, sorted by -keyname %v, after %d %v (count %d)", ids, desc, ids[0], after, res.Count)
 	}
 	raw, err := sql.Open("sqlite", "file:"+db.Path()+"?_pragma=busy_timeout(15000)")
 	if err != nil {
@@ -219,7 +228,7 @@ func TestSearchUsesIndex(t *testing.T) {
 	if ids, _ := listIDs(t, db, s, store.ListQuery{Search: "eed", Limit: 10}); len(ids) != 0 {
 		t.Fatalf("search with an emptied index finds %v: the index is not used", ids)
 	}
-	if ids, _ := listIDs(t, db, s, store.ListQuery{Search: "ee", Limit: 10}); len(ids) != 1 {
+	if ids, _ := listIDs(t, db, s, store.ListQuery{Search: "ee", Limit: 10}); len(ids) != 2 {
 		t.Fatalf("short search finds %v, want the row read", ids)
 	}
 }
