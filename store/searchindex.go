@@ -23,6 +23,10 @@ import (
 // write two segments a commit.
 // It runs last in every store write transaction, right before the commit.
 func reindexDirty(ctx context.Context, tx *sql.Tx) error {
+	// Not interruptible: a canceled request must not stop FTS5 midway through writing
+	// its segments. The last statement writes the index's pending changes out, so the
+	// commit (which the request's context can still interrupt) has none left to flush.
+	ctx = context.WithoutCancel(ctx)
 	var dirty bool
 	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM instances_search_dirty)").Scan(&dirty); err != nil {
 		return fmt.Errorf("search index: %w", err)
@@ -37,6 +41,7 @@ func reindexDirty(ctx context.Context, tx *sql.Tx) error {
 			SELECT i.id, i.keyname, i.displayname, i.data
 			FROM instances_search_dirty d JOIN instances i ON i.id = d.id ORDER BY d.id`,
 		`DELETE FROM instances_search_dirty`,
+		`INSERT INTO instances_search(instances_search) VALUES('flush')`,
 	} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("search index: %w", err)
