@@ -122,8 +122,9 @@ CREATE INDEX sessions_user ON sessions(user_id);
 	// instances (so every write path keeps them), and built here for existing files.
 	// (A trigram FTS5 index kept the same way was tried and left out: it made every
 	// instance write many times slower in this SQLite build, and a sequence of loads
-	// in the hostile-input suite left it failing integrity_check. Layout 10 indexes
-	// search another way.)
+	// in the hostile-input suite left it failing integrity_check: as found later, FTS5's
+	// check run on a pooled connection that had cached the index's structure before
+	// other writes, not a damaged file. Layout 10 indexes search another way.)
 	`
 CREATE TABLE instance_counts (
 	classname TEXT PRIMARY KEY,
