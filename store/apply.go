@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Actions an entry may ask for (its `_action`).
@@ -201,9 +202,13 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 			return Outcome{}, err
 		}
 	}
-	data := mustJSON(next.Data) // the one encoding of the new state
 	renamed := next.Keyname != old.Keyname
-	changed := next.Displayname != old.Displayname || next.IsEnabled != old.IsEnabled || !sameData(old, data)
+	var data string // the one encoding of the new state; a dry run needs none
+	if !opts.DryRun {
+		data = mustJSON(next.Data)
+	}
+	changed := next.Displayname != old.Displayname || next.IsEnabled != old.IsEnabled ||
+		!(data != "" && old.raw == data || sameJSON(old.Data, next.Data))
 	if !changed && !renamed {
 		return Outcome{Result: OutUnchanged}, nil
 	}
@@ -290,9 +295,68 @@ func entryOfInstance(s *Schema, in *Instance) *Entry {
 	return e
 }
 
-// sameData reports whether the stored data of old encodes as data.
-func sameData(old *Instance, data string) bool {
-	return old.raw == data || mustJSON(old.Data) == data
+// sameJSON reports whether a and b have the same JSON encoding (mustJSON(a) ==
+// mustJSON(b)), comparing values directly where that is exact.
+func sameJSON(a, b map[string]any) bool {
+	if a == nil || b == nil {
+		return mustJSON(a) == mustJSON(b)
+	}
+	if len(a) != len(b) {
+		// Different key sets encode alike only through keys that are not valid UTF-8.
+		if validKeys(a) && validKeys(b) {
+			return false
+		}
+		return mustJSON(a) == mustJSON(b)
+	}
+	for k, av := range a {
+		if !utf8.ValidString(k) {
+			// Keys that are not valid UTF-8 may encode alike: compare the encodings.
+			return mustJSON(a) == mustJSON(b)
+		}
+		// A valid key never encodes as an invalid one does (that is escaped as \ufffd).
+		if bv, ok := b[k]; !ok || !sameJSONValue(av, bv) {
+			return false
+		}
+	}
+	return true
+}
+
+func validKeys(m map[string]any) bool {
+	for k := range m {
+		if !utf8.ValidString(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameJSONValue reports whether a and b encode alike (appendJSON). Two different
+// strings encode alike only when invalid UTF-8 in them becomes the same \ufffd.
+func sameJSONValue(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		if y, ok := b.(string); ok && (x == y || utf8.ValidString(x) && utf8.ValidString(y)) {
+			return x == y
+		}
+	case int64:
+		if y, ok := b.(int64); ok {
+			return x == y
+		}
+	case bool:
+		if y, ok := b.(bool); ok {
+			return x == y
+		}
+	case nil:
+		if b == nil {
+			return true
+		}
+	}
+	ea, errA := appendJSON(nil, a)
+	eb, errB := appendJSON(nil, b)
+	if errA != nil || errB != nil {
+		panic("store: value not encodable as JSON")
+	}
+	return string(ea) == string(eb)
 }
 
 func isAdminAccount(s *Schema, in *Instance) bool {

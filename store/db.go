@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the CGO-free SQLite driver
@@ -39,6 +40,8 @@ type DB struct {
 	configGen int64
 	// rstmts are statements prepared once on the read pool (query -> *sql.Stmt).
 	rstmts sync.Map
+	// commits counts the write transactions this process committed (see genMemo).
+	commits atomic.Uint64
 }
 
 // rstmt returns query prepared on the read pool, prepared on first use.
@@ -66,11 +69,28 @@ func (db *DB) rqueryRow(ctx context.Context, query string, args ...any) *sql.Row
 	return s.QueryRowContext(ctx, args...)
 }
 
+// rquery runs a read-pool query prepared once.
+func (db *DB) rquery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := db.rstmt(ctx, query)
+	if err != nil {
+		return db.r.QueryContext(ctx, query, args...)
+	}
+	return s.QueryContext(ctx, args...)
+}
+
 // generation reads the committed schema_generation counter.
+// Inside a request scope it is read once (see genMemo).
 func (db *DB) generation(ctx context.Context) (int64, error) {
-	var gen int64
+	m, gen, fresh := db.memoOf(ctx)
+	if fresh {
+		return gen, nil
+	}
+	commits := db.commits.Load()
 	if err := db.rqueryRow(ctx, "SELECT generation FROM schema_generation").Scan(&gen); err != nil {
 		return 0, fmt.Errorf("read schema generation: %w", err)
+	}
+	if m != nil {
+		m.remember(gen, commits)
 	}
 	return gen, nil
 }
@@ -314,6 +334,7 @@ func (tx *Tx) Commit() error {
 		}
 	}
 	err := tx.Tx.Commit()
+	tx.db.commits.Add(1)
 	tx.end()
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -261,6 +262,10 @@ func fromJSON(v any) any {
 // it to decode the same bytes the same way).
 func DecodeData(s string) (map[string]any, error) { return decodeData(s) }
 
+// EncodeData encodes a data map as instances are written (the bytes of json.Marshal;
+// benchmark floors use it to encode the same way).
+func EncodeData(m map[string]any) string { return mustJSON(m) }
+
 func decodeData(s string) (map[string]any, error) {
 	m := map[string]any{}
 	if s == "" {
@@ -281,11 +286,39 @@ func decodeData(s string) (map[string]any, error) {
 }
 
 func mustJSON(v any) string {
+	if m, ok := v.(map[string]any); ok && m != nil {
+		// Instance data, encoded for every write and comparison: written directly.
+		if b, err := appendJSONMap(make([]byte, 0, 256), m); err == nil {
+			return string(b)
+		}
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic("store: value not encodable as JSON: " + err.Error())
 	}
 	return string(b)
+}
+
+// appendJSONMap appends m as encoding/json writes it: keys sorted, values by appendJSON.
+func appendJSONMap(buf []byte, m map[string]any) ([]byte, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	buf = append(buf, '{')
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendJSONString(buf, k)
+		buf = append(buf, ':')
+		var err error
+		if buf, err = appendJSON(buf, m[k]); err != nil {
+			return nil, err
+		}
+	}
+	return append(buf, '}'), nil
 }
 
 func cloneMap(m map[string]any) map[string]any {

@@ -20,7 +20,7 @@ func (db *DB) InstanceDoc(ctx context.Context, s *Schema, in *Instance) *Doc {
 // InstanceDocAs is InstanceDoc as auth reads it: an external field shows a value only
 // when auth may read every schema the value is read from (nil: every permission).
 func (db *DB) InstanceDocAs(ctx context.Context, auth *Auth, s *Schema, in *Instance) *Doc {
-	d := &Doc{}
+	d := &Doc{Keys: make([]string, 0, 4+len(s.Fields)), Vals: make(map[string]any, 4+len(s.Fields))}
 	d.Set("classname", in.Classname)
 	d.Set("keyname", in.Keyname)
 	d.Set("displayname", in.Displayname)
@@ -97,10 +97,13 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 		schemas = append(schemas, s)
 	}
 	first := true
-	// YAML items are encoded in batches, each batch one block sequence: their
+	// YAML items are written to out, each item either directly (appendYAMLItem: the
+	// bytes yaml.v3 would write) or, when it has a value that needs yaml.v3's rules,
+	// encoded by yaml.v3 in batches, each batch one block sequence: their
 	// concatenation is the one sequence of the export.
 	var batch yaml.Node
-	flush := func() error {
+	var out, item []byte
+	encodeBatch := func() error {
 		if len(batch.Content) == 0 {
 			return nil
 		}
@@ -109,7 +112,18 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 		if err != nil {
 			return err
 		}
-		_, err = w.Write(b)
+		out = append(out, b...)
+		return nil
+	}
+	flush := func() error {
+		if err := encodeBatch(); err != nil {
+			return err
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		_, err := w.Write(out)
+		out = out[:0]
 		return err
 	}
 	emit := func(v *Doc) error {
@@ -127,6 +141,18 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 			return err
 		}
 		first = false
+		var ok bool
+		if item, ok = appendYAMLItem(item[:0], v); ok {
+			// Items yaml.v3 holds go out first: the order is kept.
+			if err := encodeBatch(); err != nil {
+				return err
+			}
+			out = append(out, item...)
+			if len(out) >= 64<<10 {
+				return flush()
+			}
+			return nil
+		}
 		n, err := v.yamlNode()
 		if err != nil {
 			return err

@@ -52,7 +52,11 @@ func notFoundInstance(cls, key string, err error) error {
 }
 
 // Instance reads one instance through the read pool.
+// The first read of a request scope also reads the generation counter.
 func (db *DB) Instance(ctx context.Context, cls, key string) (*Instance, error) {
+	if m, _, fresh := db.memoOf(ctx); m != nil && !fresh {
+		return db.instanceAndGeneration(ctx, m, cls, key)
+	}
 	in, err := scanInstance(db.rqueryRow(ctx, "SELECT "+instanceCols+
 		" FROM instances WHERE classname = ? AND keyname = ?", cls, key))
 	if err != nil {
@@ -310,7 +314,7 @@ func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) 
 	data := make(map[string]any, len(in.Data))
 	for k, v := range in.Data {
 		if old != nil {
-			if ov, ok := old.Data[k]; ok && reflect.DeepEqual(ov, v) {
+			if ov, ok := old.Data[k]; ok && deepEqual(ov, v) {
 				data[k] = v
 				continue
 			}
@@ -343,6 +347,22 @@ func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) 
 	}
 	in.Data = data
 	return nil
+}
+
+// deepEqual is reflect.DeepEqual with the common scalar cases compared directly.
+func deepEqual(a, b any) bool {
+	switch x := a.(type) {
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case int64:
+		y, ok := b.(int64)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 func checkCardinality(s *Schema, data map[string]any) error {

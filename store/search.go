@@ -86,6 +86,7 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	from, where, idCol := "instances i", "i.classname = ?", "i.id"
 	args := []any{cls}
 	var rq rquerier = db.r
+	snapshot := false // rq is one read transaction (an indexed search)
 	if match, ok := indexQuery(q.Search); ok {
 		// One read snapshot for the check of the dirty list and every query after it.
 		rtx, err := db.r.BeginTx(ctx, nil)
@@ -93,7 +94,7 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 			return nil, fmt.Errorf("search %s: %w", cls, err)
 		}
 		defer rtx.Rollback()
-		rq = rtx
+		rq, snapshot = rtx, true
 		var dirty bool
 		if err := rtx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM instances_search_dirty)").Scan(&dirty); err != nil {
 			return nil, fmt.Errorf("search %s: %w", cls, err)
@@ -136,8 +137,17 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	if order == "" {
 		order = idCol
 	}
-	rows, err := rq.QueryContext(ctx, "SELECT "+instanceColsI+" FROM "+from+" WHERE "+listWhere+
-		" ORDER BY "+order+" LIMIT ? OFFSET ?", append(listArgs, q.Limit+1, q.Offset)...)
+	listQ := "SELECT " + instanceColsI + " FROM " + from + " WHERE " + listWhere + " ORDER BY " + order + " LIMIT ? OFFSET ?"
+	var rows *sql.Rows
+	switch {
+	case snapshot:
+		rows, err = rq.QueryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
+	case order == idCol:
+		// Pages in id order (a handful of query texts) use statements prepared once.
+		rows, err = db.rquery(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
+	default:
+		rows, err = db.r.QueryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
 	}

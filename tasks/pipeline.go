@@ -331,16 +331,12 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 // newState is the state the rules left in e: changed fields, displayname, is_enabled
 // and keyname (a change is a cascading rename). Secret and external fields keep their
 // stored values (the rules never see them).
+//
+// e becomes the new state's data (the caller hands it over): its keys that are not
+// fields the rules may set are removed.
 func newState(s *store.Schema, in *store.Instance, e rules.Entry) (*store.Instance, error) {
 	next := &store.Instance{ID: in.ID, Classname: in.Classname, Keyname: in.Keyname, Displayname: in.Displayname,
-		IsEnabled: in.IsEnabled, Data: make(map[string]any, len(in.Data))}
-	for k, v := range in.Data {
-		// Values the rules saw come from e below; the others (secret, external and
-		// removed fields) are kept as stored.
-		if f := s.Field(k); f == nil || f.Dataformat == "secret" || f.Dataformat == "external" {
-			next.Data[k] = v
-		}
-	}
+		IsEnabled: in.IsEnabled}
 	if k, ok := e["keyname"]; ok {
 		next.Keyname = strings.TrimSpace(fmt.Sprint(k))
 	}
@@ -357,14 +353,19 @@ func newState(s *store.Schema, in *store.Instance, e rules.Entry) (*store.Instan
 		}
 		next.IsEnabled = b
 	}
-	for _, f := range s.Fields {
-		if f.Dataformat == "secret" || f.Dataformat == "external" {
-			continue
-		}
-		if v, ok := e[f.Keyname]; ok {
-			next.Data[f.Keyname] = v
+	for k := range e {
+		if f := s.Field(k); f == nil || f.Dataformat == "secret" || f.Dataformat == "external" {
+			delete(e, k)
 		}
 	}
+	for k, v := range in.Data {
+		// Values the rules saw come from e; the others (secret, external and removed
+		// fields) are kept as stored.
+		if f := s.Field(k); f == nil || f.Dataformat == "secret" || f.Dataformat == "external" {
+			e[k] = v
+		}
+	}
+	next.Data = map[string]any(e)
 	return next, nil
 }
 

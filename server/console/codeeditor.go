@@ -17,21 +17,22 @@ import (
 // document it validates, dry-runs or saves may hold (the import tool takes more).
 const maxEditorObjects = 500
 
-// editorData is the code editor's page.
+// editorData is the code editor's page: the choice (schema, keynames, format), the
+// document, and the error or the report of the last action.
 type editorData struct {
-	Schemas          []string
-	Schema, Keys     string
-	Format           string
-	Doc              string
-	Opened           bool
-	Action           string
-	Notes            []string
-	Error            string
-	Report           *loadReport
-	Valid            bool
-	Max              int
-	RevisionsURL     string
-	ChangedSomething bool
+	Schemas              []string
+	Schema, Keys, Format string
+	// Action is the URL the editor posts to (the choice kept in its query).
+	Action, Doc string
+	// Opened shows the editor; Notes say what the opening left out.
+	Opened bool
+	Notes  []string
+	Error  string
+	Report *loadReport
+	// Valid: the report has no failed entry. Saved: a save changed something (the
+	// revisions link is shown).
+	Valid, Saved bool
+	Max          int
 }
 
 // codeEditor: /data/private/code_editor/ — GET ?schema=&keys=&format= opens objects
@@ -212,10 +213,7 @@ func (c *Console) editorPost(w http.ResponseWriter, r *http.Request, q *req, d *
 	rep.ShowChanges = do != "validate"
 	rep.Changes, rep.ChangesMore = rec.list, rec.more
 	d.Report, d.Valid = rep, res.Errors == 0
-	if do == "save" && len(rec.list) > 0 {
-		d.ChangedSomething = true
-		d.RevisionsURL = "/data/private/revision/"
-	}
+	d.Saved = do == "save" && len(rec.list) > 0
 	c.render(w, r, q, http.StatusOK, "code_editor", "Code editor", d)
 }
 

@@ -106,16 +106,15 @@ func (cr *changeRecorder) readable(cls string) bool {
 	return ok
 }
 
-// importData is the import tool's page.
+// importData is the import tool's page: the form as posted (or its defaults), what
+// the user may choose from, and the error or the report.
 type importData struct {
 	Format, Schema, Keyfield, Delimiter, Encoding, Pipeline string
-	Text                                                    string
-	FileName                                                string
-	Pipelines                                               []string
-	Schemas                                                 []string
-	Error                                                   string
-	Report                                                  *loadReport
-	MaxSize                                                 string
+	// Text is the pasted document; FileName the last uploaded file's name.
+	Text, FileName     string
+	Pipelines, Schemas []string
+	Error, MaxSize     string
+	Report             *loadReport
 }
 
 // importTool: /data/private/import/ — paste or upload YAML, JSON or CSV; Check runs

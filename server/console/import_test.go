@@ -268,17 +268,20 @@ func TestImportTakesLargeDocuments(t *testing.T) {
 	b, tok := signedIn(e, "importer")
 	var sb strings.Builder
 	sb.WriteString("[\n")
-	for i := 0; sb.Len() < 3<<19; i++ { // 1.5 MiB in about 400 entries
+	for i := 0; sb.Len() < 3<<19; i++ { // 1.5 MiB in 40 entries
 		if i > 0 {
 			sb.WriteString(",\n")
 		}
-		sb.WriteString(`{"classname": "site", "keyname": "s` + fmt.Sprintf("%06d", i) + `", "location": "` + strings.Repeat("x", 4000) + `"}`)
+		sb.WriteString(`{"classname": "site", "keyname": "s` + fmt.Sprintf("%06d", i) + `", "location": "` + strings.Repeat("x", 40000) + `"}`)
 	}
 	sb.WriteString("]\n")
 	p := b.postMultipart("/data/private/import/", map[string]string{"csrf": tok, "do": "check"}, "big.json", sb.String())
 	want(t, p, 200, "Check: nothing was written")
 	if got := count(t, p, "errors"); got != "0" {
 		t.Fatalf("errors: %s", got)
+	}
+	if got := count(t, p, "created"); got != "40" {
+		t.Fatalf("created: %s, want 40", got)
 	}
 }
 

@@ -126,18 +126,26 @@ func TestBrowserPipelineRun(t *testing.T) {
 	if !strings.HasSuffix(loc, "/data/private/task/"+handle+"/") {
 		t.Fatalf("the run led to %s, want the page of task %s", loc, handle)
 	}
-	// Held after its first batch: the page shows it live (polling), with a rate once a
-	// second has passed since the start, and the change sample so far.
+	// Held after its first batch (at most 500 instances: a slow batch commits early), the
+	// page shows it live (polling), with a rate once a second has passed since the start,
+	// and the change sample so far.
+	mid, err := e.runner.Get(ctx, handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mid.Progress.Done < 1 || mid.Progress.Done > 500 {
+		t.Fatalf("held after its first batch with %d done", mid.Progress.Done)
+	}
 	run("mid-run progress",
-		chromedp.WaitVisible(`//span[@id="done"][.="500"]`, chromedp.BySearch),
+		chromedp.WaitVisible(`//span[@id="done"][.="`+strconv.FormatInt(mid.Progress.Done, 10)+`"]`, chromedp.BySearch),
 		chromedp.WaitVisible(`//span[@id="total"][.="`+strconv.FormatInt(total, 10)+`"]`, chromedp.BySearch),
 		chromedp.WaitVisible(`//span[@id="status"][.="running"]`, chromedp.BySearch),
 		chromedp.WaitVisible(`//span[@id="rate"][contains(., "/s")]`, chromedp.BySearch),
 		chromedp.WaitVisible("#change-list", chromedp.ByID), // the change sample so far
 		chromedp.Evaluate(`window.stillThisPage = true`, nil),
 	)
-	if s := textOf("#percent"); s != "16.6%" {
-		t.Fatalf("percent mid-run: %q, want 16.6%%", s)
+	if s, want := textOf("#percent"), strconv.FormatFloat(mid.Progress.Percent, 'f', -1, 64)+"%"; s != want || mid.Progress.Percent >= 100 {
+		t.Fatalf("percent mid-run: %q, want %s", s, want)
 	}
 	if s := textOf("#eta"); !strings.HasSuffix(s, "s") {
 		t.Fatalf("ETA mid-run: %q", s)
@@ -151,7 +159,8 @@ func TestBrowserPipelineRun(t *testing.T) {
 	run("finished",
 		chromedp.WaitVisible(`//span[@id="status"][.="succeeded"]`, chromedp.BySearch),
 		chromedp.WaitVisible(`//strong[@id="percent"][.="100%"]`, chromedp.BySearch),
-		chromedp.WaitVisible("#change-list", chromedp.ByID),
+		// The page re-rendered the task's part once it finished (read after that swap).
+		chromedp.WaitVisible(`#task[data-finished="true"] #change-list`, chromedp.ByQuery),
 		chromedp.Evaluate(`document.getElementById("bar").value`, &bar),
 		chromedp.Evaluate(`window.stillThisPage === true`, &same),
 	)
@@ -205,7 +214,7 @@ func TestBrowserPipelineRun(t *testing.T) {
 		t.Fatalf("after the cancel click: status %s, cancel requested %d; want running with the cancel requested", status, requested)
 	}
 	gate.open()
-	run("cancelled", chromedp.WaitVisible(`//span[@id="status"][.="cancelled"]`, chromedp.BySearch))
+	run("cancelled", chromedp.WaitVisible(`#task[data-finished="true"] #status.status-cancelled`, chromedp.ByQuery))
 	if task, err = e.runner.Get(ctx, handle); err != nil {
 		t.Fatal(err)
 	}

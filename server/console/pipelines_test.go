@@ -195,8 +195,10 @@ func TestPipelineRunForm(t *testing.T) {
 	want(t, ops.runForm("tag", true, "nosuch"), 400, "unknown schema &#34;nosuch&#34;")
 	// The form keeps the choices.
 	want(t, ops.runForm("tag", true, "nosuch", "host"), 400, `<option value="host" selected`, `id="dryrun" checked`)
-	// Without the CSRF token nothing runs.
+	// Without the CSRF token, or from another origin, nothing runs.
 	want(t, ops.post("/data/private/pipeline/tag/?do=run", url.Values{"schema": {"host"}}), 403)
+	want(t, ops.do("POST", "/data/private/pipeline/tag/?do=run", url.Values{"csrf": {ops.csrf()}, "schema": {"host"}},
+		map[string]string{"Origin": "http://evil.example"}), 403)
 	if n := e.queryInt("SELECT count(*) FROM tasks"); n != 0 {
 		t.Fatalf("%d tasks after refused runs", n)
 	}
