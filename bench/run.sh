@@ -4,7 +4,7 @@
 #   bench/run.sh [N]     N instances for the scale rows (default 100000; the recorded
 #                        figures use 1000000)
 #   BENCH_PARTS="store server tasks startup cli"   the parts to run (default all)
-#   BENCH_SEARCH_REQS=40                             search requests timed (each reads the rows)
+#   BENCH_SEARCH_REQS=40                             fewer search requests timed (default: all)
 #
 # Every product figure and its floor come from the same run. Rates are given by the wall
 # clock and by the process's CPU time (user + system, getrusage): on a machine shared
