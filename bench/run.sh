@@ -3,7 +3,7 @@
 #
 #   bench/run.sh [N]     N instances for the scale rows (default 100000; the recorded
 #                        figures use 1000000)
-#   BENCH_PARTS="store server tasks startup cli"   the parts to run (default all)
+#   BENCH_PARTS="store server api tasks startup cli"   the parts to run (default all)
 #   BENCH_SEARCH_REQS=40                             fewer search requests timed (default: all)
 #
 # Every product figure and its floor come from the same run. Rates are given by the wall
@@ -27,17 +27,19 @@ run() { # name command...
 
 STORE_CMD="go test -run ^\$ -bench LoadScale|ExportScale|SearchIndexLayout -benchtime 1x -timeout 3h ./store/"
 SERVER_CMD="go test -run ^\$ -bench Scale -benchtime 400x -timeout 3h ./server/"
+API_CMD="go test -run ^\$ -bench APILoad -benchtime 1x -timeout 3h ./server/"
 TASKS_CMD="go test -run ^\$ -bench Pipeline -benchtime 1x -timeout 3h ./tasks/"
 START_CMD="go test -run ^\$ -bench Startup -benchtime 20x -timeout 30m ./bootstrap/"
-PARTS=${BENCH_PARTS:-store server tasks startup cli}
+PARTS=${BENCH_PARTS:-store server api tasks startup cli}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 has store && run store go test -run '^$' -bench 'LoadScale|ExportScale|SearchIndexLayout' -benchtime 1x -timeout 3h ./store/
 has server && run server go test -run '^$' -bench 'Scale' -benchtime 400x -timeout 3h ./server/
+has api && run api go test -run '^$' -bench 'APILoad' -benchtime 1x -timeout 3h ./server/
 has tasks && run tasks go test -run '^$' -bench 'Pipeline' -benchtime 1x -timeout 3h ./tasks/
 has startup && run startup go test -run '^$' -bench 'Startup' -benchtime 20x -timeout 30m ./bootstrap/
 
 # The CLI load of one YAML file, peak RSS of the whole process from /usr/bin/time.
-for p in store server tasks startup; do [ -f "$OUT/$p.txt" ] || : >"$OUT/$p.txt"; done
+for p in store server api tasks startup; do [ -f "$OUT/$p.txt" ] || : >"$OUT/$p.txt"; done
 CLI_SECS=0 CLI_KB=0
 if has cli; then
 go build -o "$OUT/dataservice" .
@@ -73,6 +75,11 @@ LR=$(metric store "LoadScale.*product" peak-RSS-MB); LFR=$(metric store "LoadSca
 LPN=$(metric store "LoadScale.*without-index" instances/s)
 XS=$(metric store "SearchIndexLayout" open-s); XM=$(metric store "SearchIndexLayout" index-MB)
 XF=$(metric store "SearchIndexLayout" file-MB)
+AY=$(metric api "product-yaml" instances/s); AYF=$(metric api "floor-yaml" instances/s)
+AJ=$(metric api "product-json" instances/s); AJF=$(metric api "floor-json" instances/s)
+AYR=$(metric api "product-yaml" peak-RSS-MB); AYH=$(metric api "product-yaml" peak-heap-MB)
+AJR=$(metric api "product-json" peak-RSS-MB); AJH=$(metric api "product-json" peak-heap-MB)
+AYFR=$(metric api "floor-yaml" peak-RSS-MB); AJFR=$(metric api "floor-json" peak-RSS-MB)
 EY=$(metric store "ExportScale.*yaml" instances/s); EJ=$(metric store "ExportScale.*json" instances/s)
 EF=$(metric store "ExportScale.*floor" instances/s)
 EYC=$(metric store "ExportScale.*yaml" instances/cpu-s); EJC=$(metric store "ExportScale.*json" instances/cpu-s)
@@ -96,6 +103,8 @@ CLI_MB=$(awk -v k="$CLI_KB" 'BEGIN { printf "%.0f", k / 1024 }')
 	echo "| GET with search= (p99; a 7-digit number) | ${SP} ms, ${SPR} req/s | ${SF} ms, ${SFR} req/s | $(inv "$SP" "$SF") (p99) | p99 < 20 ms |"
 	echo "| GET one instance (cached key) | ${OP} req/s, p99 ${OPP} ms, ${OPC} µs CPU | ${OF} req/s, p99 ${OFP} ms, ${OFC} µs CPU | $(ratio "$OP" "$OF") (req/s), $(inv "$OPC" "$OFC") (CPU) | ≥ 0.8 |"
 	echo "| load, one YAML file (in process: check + streamed load) | ${LP}/s, peak RSS ${LR} MB | ${LF}/s, ${LFR} MB | $(ratio "$LP" "$LF") | ≥ 0.7, RSS < 150 MB |"
+	echo "| \`POST /api/load/\`, one YAML body (received into a file and checked, then loaded as read) | ${AY}/s, peak RSS ${AYR} MB, heap ${AYH} MB | net/http receiving the same bytes + the same INSERTs ${AYF}/s, ${AYFR} MB | $(ratio "$AY" "$AYF") | ≥ 0.7, RSS < 150 MB |"
+	echo "| \`POST /api/load/\`, one JSON body (the same) | ${AJ}/s, peak RSS ${AJR} MB, heap ${AJH} MB | ${AJF}/s, ${AJFR} MB | $(ratio "$AJ" "$AJF") | ≥ 0.7, RSS < 150 MB |"
 	echo "| CLI \`dataservice load\` of the same size (whole process) | ${CLI_RATE}/s, peak RSS ${CLI_MB} MB | | | RSS < 150 MB |"
 	echo "| export --format yaml | ${EY}/s, ${EYC}/CPU-s | JSON export ${EJ}/s, ${EJC}/CPU-s | $(ratio "$EY" "$EJ"), $(ratio "$EYC" "$EJC") (CPU) | ≥ 0.8 |"
 	echo "| export --format json | ${EJ}/s | read + decode + encoding/json ${EF}/s | $(ratio "$EJ" "$EF") | |"
@@ -107,7 +116,7 @@ CLI_MB=$(awk -v k="$CLI_KB" 'BEGIN { printf "%.0f", k / 1024 }')
 	echo "| start-up, up to date, no admin password | $(awk -v x="$SU" 'BEGIN { printf "%.2f ms", x / 1e6 }') | $(awk -v x="$SFL" 'BEGIN { printf "%.3f ms", x / 1e6 }') (3 reads) | $(inv "$SU" "$SFL") | < 30 ms |"
 	echo "| start-up, empty database (open, bootstrap, blocks) | $(awk -v x="$SE" 'BEGIN { printf "%.1f ms", x / 1e6 }') | | | < 200 ms |"
 	echo
-	echo "Commands (BENCH_N=$N): \`$STORE_CMD\`; \`$SERVER_CMD\`; \`$TASKS_CMD\`; \`$START_CMD\`;"
+	echo "Commands (BENCH_N=$N): \`$STORE_CMD\`; \`$SERVER_CMD\`; \`$API_CMD\`; \`$TASKS_CMD\`; \`$START_CMD\`;"
 	echo "CLI: \`/usr/bin/time -f '%e %M' dataservice --db x.db load file.yml\` (file written by bench/run.sh)."
 	echo
 	echo "<!-- bench:end -->"

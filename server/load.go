@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -76,24 +77,50 @@ func (s *server) writeGate(w http.ResponseWriter, r *http.Request, perms ...stri
 }
 
 // load: POST /api/load/?pipeline=&action=&dryrun= — a YAML or JSON load document.
+// The body is received into memory, or beyond 1 MiB a temporary file beside the
+// database, decoded entry by entry on the way in (a body over a bound or that does not parse is refused before
+// anything is written), then read back entry by entry by the load: memory holds one
+// batch whatever the size of the body.
 func (s *server) load(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if !s.writeGate(w, r, "p_api_load") {
 		return
 	}
-	opts, body, ok := s.loadRequest(w, r)
+	opts, ok := s.loadOptions(w, r)
 	if !ok {
 		return
 	}
-	entries, warnings, err := store.ParseBody("body", body, s.maxEnt)
-	if err != nil {
+	body, err := store.SpoolBody("body", r.Body, filepath.Dir(s.db.Path()), s.maxEnt)
+	var tooBig *http.MaxBytesError
+	var readErr *store.BodyReadError
+	switch {
+	case errors.As(err, &tooBig):
+		s.writeError(w, r, http.StatusRequestEntityTooLarge, "request body too large")
+		return
+	case errors.As(err, &readErr):
+		s.writeError(w, r, http.StatusBadRequest, "could not read request body")
+		return
+	case err != nil:
 		s.fail(w, r, err)
 		return
 	}
-	s.runLoad(w, r, entries, opts, warnings)
+	defer body.Close()
+	s.runLoadFrom(w, r, body.Each, opts, body.Warnings)
 }
 
 func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*store.Entry, opts store.LoadOptions, warnings []string) {
-	res, err := s.db.Load(r.Context(), entries, opts)
+	s.runLoadFrom(w, r, func(yield func(*store.Entry) error) error {
+		for _, e := range entries {
+			if err := yield(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, opts, warnings)
+}
+
+func (s *server) runLoadFrom(w http.ResponseWriter, r *http.Request, source func(yield func(*store.Entry) error) error,
+	opts store.LoadOptions, warnings []string) {
+	res, err := s.db.LoadStream(r.Context(), source, opts)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -28,13 +28,18 @@ type decoder struct {
 // ParseDocument parses a YAML or JSON load document (a list of objects, or one object)
 // into entries. name is used in error messages and kept on each entry.
 func ParseDocument(name string, data []byte) ([]*Entry, error) {
+	// One budget for the whole body: many small documents must not each spend a full one.
+	return parseDocument(name, data, &decoder{budget: maxExpansion})
+}
+
+// parseDocument is ParseDocument spending d's budget (shared by the items of a
+// document read item by item).
+func parseDocument(name string, data []byte, d *decoder) ([]*Entry, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var out []*Entry
-	// One budget for the whole body: many small documents must not each spend a full one.
-	d := &decoder{budget: maxExpansion}
 	for {
 		var root yaml.Node
 		err := dec.Decode(&root)

@@ -93,18 +93,22 @@ func eachJSON(name string, r io.Reader, fn func(*Entry) error) error {
 	case json.Delim('['):
 		for dec.More() {
 			e := next()
-			tok, err := dec.Token()
-			if err != nil {
+			// Each item is scanned whole, then read by jsonEntry (the common flat shape)
+			// or token by token; anything but an object fails as "no classname".
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
 				return err
 			}
-			if tok == json.Delim('{') {
-				if err := jsonObjectInto(dec, e); err != nil {
-					return err
-				}
-			} else if d, ok := tok.(json.Delim); ok && d == '[' {
-				// Not an object: skip its value; the entry fails as "no classname".
-				if _, err := jsonList(dec); err != nil {
-					return err
+			if raw[0] == '{' {
+				if m, order, ok := jsonEntry(raw); ok {
+					e.Fields, e.Order = m, order
+				} else {
+					item := json.NewDecoder(bytes.NewReader(raw))
+					item.UseNumber()
+					item.Token() // '{'
+					if err := jsonObjectInto(item, e); err != nil {
+						return err
+					}
 				}
 			}
 			if err := fn(e); err != nil {
