@@ -140,7 +140,7 @@ func BenchmarkLoadScale(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
-			db := openFloorDB(b)
+			db := testkit.OpenFloorDB(b)
 			resetPeakRSS()
 			b.StartTimer()
 			for start := 0; start < len(rows); start += 1000 {
