@@ -367,6 +367,7 @@ func checkPipelineCommitted(t *testing.T, path, handle string, total int64) int6
 	if got := queryInt(t, r, "SELECT count(*) FROM revisions WHERE author = ?", "task:"+handle); got != done {
 		t.Fatalf("after the kill: %d revisions of the task, want %d", got, done)
 	}
+	testkit.CheckSearchIndex(t, path, "after the pipeline was killed")
 	return done
 }
 
@@ -436,6 +437,7 @@ func checkLoaded(t *testing.T, path string, entries int64) int64 {
 	if ok := queryText(t, r, "PRAGMA integrity_check"); ok != "ok" {
 		t.Fatalf("integrity_check: %s", ok)
 	}
+	testkit.CheckSearchIndex(t, path, "after the load was killed")
 	if n == 0 || n > entries {
 		t.Fatalf("%d entries loaded, want some of %d", n, entries)
 	}

@@ -4,7 +4,7 @@
 #   bench/run.sh [N]     N instances for the scale rows (default 100000; the recorded
 #                        figures use 1000000)
 #   BENCH_PARTS="store server api tasks startup cli"   the parts to run (default all)
-#   BENCH_SEARCH_REQS=40                             search requests timed (each reads the rows)
+#   BENCH_SEARCH_REQS=40                             fewer search requests timed (default: all)
 #
 # Every product figure and its floor come from the same run. Rates are given by the wall
 # clock and by the process's CPU time (user + system, getrusage): on a machine shared
@@ -25,14 +25,14 @@ run() { # name command...
 	"$@" >"$OUT/$name.txt" 2>&1 || { cat "$OUT/$name.txt" >&2; exit 1; }
 }
 
-STORE_CMD="go test -run ^\$ -bench LoadScale|ExportScale -benchtime 1x -timeout 3h ./store/"
+STORE_CMD="go test -run ^\$ -bench LoadScale|ExportScale|SearchIndexLayout -benchtime 1x -timeout 3h ./store/"
 SERVER_CMD="go test -run ^\$ -bench Scale -benchtime 400x -timeout 3h ./server/"
 API_CMD="go test -run ^\$ -bench APILoad -benchtime 1x -timeout 3h ./server/"
 TASKS_CMD="go test -run ^\$ -bench Pipeline -benchtime 1x -timeout 3h ./tasks/"
 START_CMD="go test -run ^\$ -bench Startup -benchtime 20x -timeout 30m ./bootstrap/"
 PARTS=${BENCH_PARTS:-store server api tasks startup cli}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
-has store && run store go test -run '^$' -bench 'LoadScale|ExportScale' -benchtime 1x -timeout 3h ./store/
+has store && run store go test -run '^$' -bench 'LoadScale|ExportScale|SearchIndexLayout' -benchtime 1x -timeout 3h ./store/
 has server && run server go test -run '^$' -bench 'Scale' -benchtime 400x -timeout 3h ./server/
 has api && run api go test -run '^$' -bench 'APILoad' -benchtime 1x -timeout 3h ./server/
 has tasks && run tasks go test -run '^$' -bench 'Pipeline' -benchtime 1x -timeout 3h ./tasks/
@@ -72,6 +72,9 @@ OP=$(metric $s "one/product" req/s); OF=$(metric $s "one/floor" req/s)
 OPP=$(metric $s "one/product" p99-ms); OFP=$(metric $s "one/floor" p99-ms)
 LP=$(metric store "LoadScale.*product" instances/s); LF=$(metric store "LoadScale.*floor" instances/s)
 LR=$(metric store "LoadScale.*product" peak-RSS-MB); LFR=$(metric store "LoadScale.*floor" peak-RSS-MB)
+LPN=$(metric store "LoadScale.*without-index" instances/s)
+XS=$(metric store "SearchIndexLayout" open-s); XM=$(metric store "SearchIndexLayout" index-MB)
+XF=$(metric store "SearchIndexLayout" file-MB)
 AY=$(metric api "product-yaml" instances/s); AYF=$(metric api "floor-yaml" instances/s)
 AJ=$(metric api "product-json" instances/s); AJF=$(metric api "floor-json" instances/s)
 AYR=$(metric api "product-yaml" peak-RSS-MB); AYH=$(metric api "product-yaml" peak-heap-MB)
@@ -83,6 +86,7 @@ EYC=$(metric store "ExportScale.*yaml" instances/cpu-s); EJC=$(metric store "Exp
 RPC=$(metric tasks "/real" instances/cpu-s); RFC=$(metric tasks "/floor-2|/floor$" instances/cpu-s)
 DPC=$(metric tasks "/dry" instances/cpu-s); DFC=$(metric tasks "/floor-dry" instances/cpu-s)
 RP=$(metric tasks "/real" instances/s); RF=$(metric tasks "/floor-2|/floor$" instances/s)
+RPN=$(metric tasks "/real-without-index" instances/s)
 DP=$(metric tasks "/dry" instances/s); DF=$(metric tasks "/floor-dry" instances/s)
 RR=$(metric tasks "/real" peak-RSS-MB)
 SE=$(metric startup "StartupEmpty" ns/op); SU=$(metric startup "no_admin_password" ns/op)
@@ -106,6 +110,9 @@ CLI_MB=$(awk -v k="$CLI_KB" 'BEGIN { printf "%.0f", k / 1024 }')
 	echo "| export --format json | ${EJ}/s | read + decode + encoding/json ${EF}/s | $(ratio "$EJ" "$EF") | |"
 	echo "| pipeline real run | ${RP}/s, ${RPC}/CPU-s, peak RSS ${RR} MB | ${RF}/s, ${RFC}/CPU-s | $(ratio "$RP" "$RF"), $(ratio "$RPC" "$RFC") (CPU) | ≥ 0.95 |"
 	echo "| pipeline dry run | ${DP}/s, ${DPC}/CPU-s | ${DF}/s, ${DFC}/CPU-s | $(ratio "$DP" "$DF"), $(ratio "$DPC" "$DFC") (CPU) | ≥ 0.85 |"
+	echo "| write cost of the search index: load / load without it | ${LP}/s / ${LPN}/s | | $(ratio "$LP" "$LPN") | |"
+	echo "| write cost of the search index: pipeline real run / without it | ${RP}/s / ${RPN}/s | | $(ratio "$RP" "$RPN") | |"
+	echo "| first start of a file from before the search index (builds it) | ${XS} s, index ${XM} MB of ${XF} MB | | | |"
 	echo "| start-up, up to date, no admin password | $(awk -v x="$SU" 'BEGIN { printf "%.2f ms", x / 1e6 }') | $(awk -v x="$SFL" 'BEGIN { printf "%.3f ms", x / 1e6 }') (3 reads) | $(inv "$SU" "$SFL") | < 30 ms |"
 	echo "| start-up, empty database (open, bootstrap, blocks) | $(awk -v x="$SE" 'BEGIN { printf "%.1f ms", x / 1e6 }') | | | < 200 ms |"
 	echo

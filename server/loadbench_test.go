@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,6 +22,7 @@ import (
 
 	"dataservice/bootstrap"
 	"dataservice/builtin"
+	"dataservice/internal/testkit"
 	"dataservice/server"
 	"dataservice/store"
 )
@@ -201,7 +201,7 @@ func BenchmarkAPILoad(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				db := openLoadFloorDB(b)
+				db := testkit.OpenFloorDB(b)
 				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if _, err := io.Copy(io.Discard, r.Body); err != nil {
 						http.Error(w, err.Error(), 400)
@@ -269,26 +269,4 @@ func floorBatch[R any](ctx context.Context, db *sql.DB, rows []R, now string, co
 		}
 	}
 	return tx.Commit()
-}
-
-// openLoadFloorDB opens a database with the product's table layout through plain
-// database/sql with the store's pragmas.
-func openLoadFloorDB(b *testing.B) *sql.DB {
-	path := filepath.Join(b.TempDir(), "floor.db")
-	layout, err := store.Open(context.Background(), path, store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	layout.Close()
-	q := url.Values{}
-	for _, p := range []string{"busy_timeout(15000)", "foreign_keys(1)", "synchronous(NORMAL)", "journal_mode(WAL)"} {
-		q.Add("_pragma", p)
-	}
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
-	if err != nil {
-		b.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	return db
 }

@@ -2,14 +2,12 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -123,7 +121,7 @@ func benchFloor(b *testing.B, withIP bool) {
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		db := openFloorDB(b)
+		db := testkit.OpenFloorDB(b)
 		b.StartTimer()
 
 		for start := 0; start < len(rows); start += 1000 {
@@ -172,29 +170,4 @@ func benchFloor(b *testing.B, withIP bool) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(benchInstances*b.N)/b.Elapsed().Seconds(), "instances/s")
-}
-
-// openFloorDB makes a new file with the store's own tables, indexes and triggers and
-// opens it as plain database/sql with the store's writer pragmas: the connection a
-// floor writes through. It is closed when the benchmark ends.
-func openFloorDB(b *testing.B) *sql.DB {
-	b.Helper()
-	path := filepath.Join(b.TempDir(), "floor.db")
-	layout, err := store.Open(context.Background(), path, store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	layout.Close()
-	q := url.Values{}
-	for _, p := range []string{"busy_timeout(15000)", "foreign_keys(1)", "synchronous(NORMAL)", "journal_mode(WAL)"} {
-		q.Add("_pragma", p)
-	}
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
-	if err != nil {
-		b.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	b.Cleanup(func() { db.Close() })
-	return db
 }

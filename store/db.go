@@ -166,6 +166,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		inUse.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	if err := db.reindexLeftovers(ctx); err != nil {
+		w.Close()
+		inUse.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	r, err := sql.Open("sqlite", dsn(abs, true))
 	if err != nil {
 		w.Close()
@@ -270,6 +275,9 @@ type txState struct {
 	// known caches instances known to exist in this transaction ("class\x00key") for
 	// reference checks and address collection; dropped on delete and rename.
 	known map[string]struct{}
+	// writer marks a write transaction (BeginAs): its Commit re-indexes the instances
+	// it wrote for search (reindexDirty).
+	writer bool
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE) whose revisions name "system".
@@ -282,7 +290,7 @@ func (db *DB) BeginAs(ctx context.Context, rev Revisions) (*Tx, error) {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	return &Tx{Tx: tx, db: db, began: ctx, rev: rev,
-		txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}, nil
+		txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}, writer: true}}, nil
 }
 
 // withRevisions is a view of the transaction that records its changes as rev says.
@@ -316,6 +324,13 @@ func (tx *Tx) Commit() error {
 		// Other processes (a CLI load next to the server) see the bump and drop their cache.
 		if _, err := tx.ExecContext(tx.began, "UPDATE schema_generation SET generation = generation + 1"); err != nil {
 			return fmt.Errorf("bump schema generation: %w", err)
+		}
+	}
+	if tx.writer {
+		// Last before the commit: FTS5 flushes its pending rows at every later
+		// statement savepoint.
+		if err := reindexDirty(tx.began, tx.Tx); err != nil {
+			return err
 		}
 	}
 	err := tx.Tx.Commit()

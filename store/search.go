@@ -85,6 +85,28 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	res := &ListResult{CountExact: true}
 	from, where, idCol := "instances i", "i.classname = ?", "i.id"
 	args := []any{cls}
+	var rq rquerier = db.r
+	snapshot := false // rq is one read transaction (an indexed search)
+	if match, ok := indexQuery(q.Search); ok {
+		// One read snapshot for the check of the dirty list and every query after it.
+		rtx, err := db.r.BeginTx(ctx, nil)
+		if err != nil {
+			return nil, fmt.Errorf("search %s: %w", cls, err)
+		}
+		defer rtx.Rollback()
+		rq, snapshot = rtx, true
+		var dirty bool
+		if err := rtx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM instances_search_dirty)").Scan(&dirty); err != nil {
+			return nil, fmt.Errorf("search %s: %w", cls, err)
+		}
+		if !dirty {
+			// The index gives the candidate rows in id order, each joined to its row;
+			// the LIKE below decides, as in a scan.
+			from, idCol = "instances_search CROSS JOIN instances i", "instances_search.rowid"
+			where = "instances_search MATCH ? AND i.id = instances_search.rowid AND i.classname = ?"
+			args = []any{match, cls}
+		}
+	}
 	if q.Search == "" {
 		n, err := db.CountInstances(ctx, cls)
 		if err != nil {
@@ -117,10 +139,13 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 	}
 	listQ := "SELECT " + instanceColsI + " FROM " + from + " WHERE " + listWhere + " ORDER BY " + order + " LIMIT ? OFFSET ?"
 	var rows *sql.Rows
-	if order == idCol {
+	switch {
+	case snapshot:
+		rows, err = rq.QueryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
+	case order == idCol:
 		// Pages in id order (a handful of query texts) use statements prepared once.
 		rows, err = db.rquery(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
-	} else {
+	default:
 		rows, err = db.r.QueryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
 	}
 	if err != nil {
@@ -159,13 +184,19 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 		countQ = "SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?)"
 		countArgs = append(append([]any{}, args...), bound+1)
 	}
-	if err := db.r.QueryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {
+	if err := rq.QueryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {
 		return nil, fmt.Errorf("search %s: %w", cls, err)
 	}
 	if !q.ExactCount && res.Count > bound {
 		res.Count, res.CountExact = bound, false
 	}
 	return res, nil
+}
+
+// rquerier runs read queries: the read pool, or one snapshot of it.
+type rquerier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // SearchInstances returns a page of instances of s in id order whose keyname,

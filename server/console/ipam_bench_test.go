@@ -2,11 +2,7 @@ package console_test
 
 import (
 	"fmt"
-	"net/http"
-	"sort"
-	"sync"
 	"testing"
-	"time"
 
 	"dataservice/internal/testkit"
 )
@@ -17,18 +13,8 @@ import (
 //
 //	go test -run '^$' -bench IPAMPages -benchtime 50x ./server/console/
 func BenchmarkIPAMPages(b *testing.B) {
-	var mu sync.Mutex
-	var times []time.Duration
-	e := newEnvWith(b, "", func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			start := time.Now()
-			h.ServeHTTP(w, r)
-			d := time.Since(start)
-			mu.Lock()
-			times = append(times, d)
-			mu.Unlock()
-		})
-	})
+	var pt pageTimer
+	e := newEnvWith(b, "", pt.wrap)
 	e.load(`- {classname: _schema, keyname: host, mgmt: {dataformat: ipv4}, role: {dataformat: string}}`)
 	subnets := []testkit.Row{{Keyname: "10.0.0.0/8", Enabled: true, Data: map[string]any{}}}
 	var ips []testkit.Row
@@ -59,25 +45,5 @@ func BenchmarkIPAMPages(b *testing.B) {
 		{"subnet_24", "/data/private/ipam/10.2.100.0/24/"},
 		{"find_ip_scan_100k", "/data/private/ipam/find/?ip=10.1.2.3"},
 	}
-	for _, pg := range pages {
-		b.Run(pg.name, func(b *testing.B) {
-			if p := br.get(pg.path); p.status != 200 {
-				b.Fatalf("%s: %d\n%s", pg.path, p.status, p.body)
-			}
-			mu.Lock()
-			times = times[:0]
-			mu.Unlock()
-			for i := 0; i < b.N; i++ {
-				br.get(pg.path)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-			at := func(q float64) float64 {
-				return float64(times[min(len(times)-1, int(q*float64(len(times))))].Microseconds()) / 1000
-			}
-			b.ReportMetric(at(0.50), "p50-ms")
-			b.ReportMetric(at(0.99), "p99-ms")
-		})
-	}
+	pt.benchPages(b, br, pages)
 }

@@ -1,0 +1,36 @@
+package testkit
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"path/filepath"
+	"testing"
+
+	"dataservice/store"
+)
+
+// OpenFloorDB makes a new database file with the product's table layout and opens it
+// as plain database/sql with the store's writer pragmas and one connection: the
+// connection a benchmark's floor writes through. It is closed when the benchmark ends.
+func OpenFloorDB(tb testing.TB) *sql.DB {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "floor.db")
+	layout, err := store.Open(context.Background(), path, store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	layout.Close()
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(15000)", "foreign_keys(1)", "synchronous(NORMAL)", "journal_mode(WAL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	tb.Cleanup(func() { db.Close() })
+	return db
+}

@@ -1,0 +1,100 @@
+package testkit
+
+import (
+	"database/sql"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// CheckSearchIndex fails the test unless, in one snapshot of the file at path, its
+// search index holds exactly what an index rebuilt from the instances holds (the same
+// rows for every term either knows), nothing is left to re-index, and integrity_check
+// passes.
+func CheckSearchIndex(t testing.TB, path, round string) {
+	t.Helper()
+	sdb, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(15000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Close()
+	// One read transaction: one snapshot of the file even beside a running writer; the
+	// temp tables made in it are dropped with its connection.
+	tx, err := sdb.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	one := func(q string) string {
+		t.Helper()
+		var s string
+		if err := tx.QueryRow(q).Scan(&s); err != nil {
+			t.Fatalf("%s: %s: %v", round, q, err)
+		}
+		return s
+	}
+	if n := one("SELECT count(*) FROM instances_search_dirty"); n != "0" {
+		t.Fatalf("%s: %s rows left to re-index", round, n)
+	}
+	if ok := one("PRAGMA integrity_check"); ok != "ok" {
+		t.Fatalf("%s: integrity_check: %s", round, ok)
+	}
+	// The text the index holds is the rows' (its own integrity check, part of
+	// integrity_check, checks its entries against that text).
+	if diff := one(`SELECT (SELECT count(*) FROM (SELECT rowid, keyname, displayname, data FROM instances_search
+		EXCEPT SELECT id, keyname, displayname, data FROM instances)) + (SELECT count(*) FROM (
+		SELECT id, keyname, displayname, data FROM instances
+		EXCEPT SELECT rowid, keyname, displayname, data FROM instances_search))`); diff != "0" {
+		t.Fatalf("%s: %s rows differ between the index's text and the instances", round, diff)
+	}
+	for _, q := range []string{
+		`CREATE VIRTUAL TABLE temp.rebuilt USING fts5(keyname, displayname, data, tokenize='trigram', detail=none)`,
+		`INSERT INTO temp.rebuilt(rowid, keyname, displayname, data) SELECT id, keyname, displayname, data FROM instances`,
+		`CREATE VIRTUAL TABLE temp.vocab_live USING fts5vocab(main, instances_search, row)`,
+		`CREATE VIRTUAL TABLE temp.vocab_rebuilt USING fts5vocab(temp, rebuilt, row)`,
+	} {
+		if _, err := tx.Exec(q); err != nil {
+			t.Fatalf("%s: %s: %v", round, q, err)
+		}
+	}
+	ids := func(q, term string) []int64 {
+		t.Helper()
+		rows, err := tx.Query(q, `"`+strings.ReplaceAll(term, `"`, `""`)+`"`)
+		if err != nil {
+			t.Fatalf("%s: %s %q: %v", round, q, term, err)
+		}
+		defer rows.Close()
+		var out []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, id)
+		}
+		return out
+	}
+	rows, err := tx.Query("SELECT term FROM temp.vocab_live UNION SELECT term FROM temp.vocab_rebuilt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var terms []string
+	for rows.Next() {
+		var term string
+		if err := rows.Scan(&term); err != nil {
+			t.Fatal(err)
+		}
+		terms = append(terms, term)
+	}
+	rows.Close()
+	if len(terms) == 0 {
+		t.Fatalf("%s: no terms in the index", round)
+	}
+	for _, term := range terms {
+		live := ids("SELECT rowid FROM instances_search WHERE instances_search MATCH ? ORDER BY rowid", term)
+		want := ids("SELECT rowid FROM temp.rebuilt WHERE rebuilt MATCH ? ORDER BY rowid", term)
+		if !slices.Equal(live, want) {
+			t.Fatalf("%s: term %q: the index has rows %v, a rebuilt index %v", round, term, live, want)
+		}
+	}
+}

@@ -1,0 +1,271 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"dataservice/internal/testkit"
+	"dataservice/store"
+)
+
+// checkSearchIndex is testkit.CheckSearchIndex.
+var checkSearchIndex = testkit.CheckSearchIndex
+
+// compareSearch checks n random searches of each class against LIKE.
+func compareSearch(t *testing.T, db *store.DB, r *rand.Rand, stored []string, round string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for _, cls := range []string{"note", "vault"} {
+		s, err := db.Schema(ctx, cls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			var search string
+			if src := []rune(stored[r.IntN(len(stored))]); i%2 == 0 && len(src) > 0 {
+				a := r.IntN(len(src))
+				search = string(src[a : a+1+r.IntN(len(src)-a)])
+			} else {
+				search = randText(r, 1+r.IntN(6))
+			}
+			want := likeIDs(t, db, cls, search, cls == "note")
+			got, res := listIDs(t, db, s, store.ListQuery{Search: search, Limit: 1000, ExactCount: true})
+			if !slices.Equal(got, want) || res.Count != len(want) {
+				t.Fatalf("%s: %s search %q: got %v (count %d), LIKE gives %v", round, cls, search, got, res.Count, want)
+			}
+		}
+	}
+}
+
+// Every way the store writes instances keeps the search index equal to one rebuilt
+// from the rows, and searches equal to LIKE: loads (create, merge, update, delete,
+// disable), Apply with a cascading rename, a field's deletion, statements run in a
+// store transaction, a rolled-back transaction, a dry-run load, and SQL run outside
+// the store (searched by reading rows until the file is next opened for writing).
+func TestSearchIndexEveryWriter(t *testing.T) {
+	ctx := context.Background()
+	db := newTestDB(t)
+	path := db.Path()
+	mustLoad(t, db, `
+- {classname: _schema, keyname: note, text: {dataformat: string}, more: {dataformat: string, cardinal_max: 0}, gone: {dataformat: string}, ref: {dataformat: schema, dataformat_ext: note}}
+- {classname: _schema, keyname: vault, text: {dataformat: string}, pw: {dataformat: secret}}
+`, store.LoadOptions{System: true})
+	r := rand.New(rand.NewPCG(16, 2))
+	var stored []string
+	entry := func(i int, cls string) map[string]any {
+		e := map[string]any{"classname": cls, "keyname": fmt.Sprintf("k%d-%s", i, strings.ReplaceAll(randText(r, 4), " ", "-")),
+			"displayname": randText(r, r.IntN(8)), "text": randText(r, r.IntN(12))}
+		if cls == "note" {
+			e["more"] = []any{randText(r, 5), randText(r, 3)}
+			e["gone"] = "Gone-" + randText(r, 4)
+		} else if i%40 == 0 {
+			e["pw"] = randText(r, 6)
+		}
+		stored = append(stored, e["keyname"].(string), e["displayname"].(string), e["text"].(string))
+		return e
+	}
+	var docs []map[string]any
+	for i := range 240 {
+		cls := "note"
+		if i%3 == 0 {
+			cls = "vault"
+		}
+		docs = append(docs, entry(i, cls))
+	}
+	loadJSON := func(v any, opts store.LoadOptions) {
+		t.Helper()
+		opts.System = true
+		body, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustLoad(t, db, string(body), opts)
+	}
+	loadJSON(docs, store.LoadOptions{})
+	checkSearchIndex(t, path, "load")
+	compareSearch(t, db, r, stored, "load", 60)
+
+	// Merges, updates, deletes and disables by load, in one batch and in small ones.
+	var batch []map[string]any
+	for i := 1; i < 240; i += 5 {
+		e := map[string]any{"classname": docs[i]["classname"], "keyname": docs[i]["keyname"]}
+		switch i % 4 {
+		case 0:
+			e["text"] = randText(r, 9)
+			stored = append(stored, e["text"].(string))
+		case 1:
+			e["_action"], e["displayname"] = "update", randText(r, 7)
+			stored = append(stored, e["displayname"].(string))
+		case 2:
+			e["_action"] = "delete"
+		case 3:
+			e["_action"] = "disable"
+		}
+		batch = append(batch, e)
+	}
+	loadJSON(batch, store.LoadOptions{BatchSize: 7})
+	checkSearchIndex(t, path, "load updates")
+	compareSearch(t, db, r, stored, "load updates", 60)
+
+	// Apply: creates and cascading renames (the references to a renamed note change).
+	note, err := db.Schema(ctx, "note")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := docs[4]["keyname"].(string)
+	loadJSON([]map[string]any{{"classname": "note", "keyname": docs[7]["keyname"], "ref": target}}, store.LoadOptions{})
+	old, err := db.Instance(ctx, "note", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := *old
+	renamed.Keyname = "renamed-" + strings.Map(func(c rune) rune { // no JSON escapes: searched in data too
+		if c == '"' || c == '\\' {
+			return 'q'
+		}
+		return c
+	}, randText(r, 5))
+	stored = append(stored, renamed.Keyname)
+	if _, err := db.Apply(ctx, store.Write{Schema: note, Old: old, New: &renamed, Action: store.ActionUpdate}, store.ApplyOptions{}); err != nil {
+		t.Fatalf("rename: %v", err)
+	}
+	checkSearchIndex(t, path, "rename")
+	compareSearch(t, db, r, stored, "rename", 60)
+	if ids, _ := listIDs(t, db, note, store.ListQuery{Search: renamed.Keyname[:10], Limit: 10}); len(ids) != 2 {
+		t.Fatalf("search of the new name %q finds %v, want the renamed note and the note referencing it", renamed.Keyname, ids)
+	}
+
+	// A field's deletion rewrites the data of every instance of the class.
+	if err := db.WithTx(ctx, func(tx *store.Tx) error { return tx.DeleteField(ctx, "note", "gone") }); err != nil {
+		t.Fatal(err)
+	}
+	checkSearchIndex(t, path, "field delete")
+	if ids, _ := listIDs(t, db, note, store.ListQuery{Search: "gone-", Limit: 10}); len(ids) != 0 {
+		t.Fatalf("a deleted field's values are still found: %v", ids)
+	}
+	compareSearch(t, db, r, stored, "field delete", 60)
+
+	// Statements run in a store transaction; a rolled-back one; a dry-run load.
+	for i := 0; i < 240; i += 7 {
+		exec(t, db, "UPDATE instances SET displayname = ?, data = json_set(data, '$.text', ?) WHERE classname = ? AND keyname = ?",
+			randText(r, 6), randText(r, 6), docs[i]["classname"], docs[i]["keyname"])
+	}
+	exec(t, db, "DELETE FROM instances WHERE classname IN ('note', 'vault') AND id % 11 = 0")
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE instances SET displayname = 'rolled back' WHERE classname = 'note'"); err != nil {
+		t.Fatal(err)
+	}
+	tx.Rollback()
+	loadJSON([]map[string]any{entry(1000, "note"), {"classname": "note", "keyname": docs[2]["keyname"], "_action": "delete"}},
+		store.LoadOptions{DryRun: true})
+	checkSearchIndex(t, path, "statements")
+	compareSearch(t, db, r, stored, "statements", 60)
+
+	// SQL outside the store leaves rows to re-index: searches read rows meanwhile, and
+	// opening the file for writing indexes them.
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(15000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("UPDATE instances SET displayname = 'outside ' || id WHERE classname = 'note' AND id % 4 = 0"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	stored = append(stored, "outside 1", "side 2")
+	compareSearch(t, db, r, stored, "outside the store", 60)
+	if ids, _ := listIDs(t, db, note, store.ListQuery{Search: "outside", Limit: 1000}); len(ids) == 0 {
+		t.Fatal("rows written outside the store are not found")
+	}
+	db.Close()
+	db = testkit.Open(t, path, testkit.Options{})
+	checkSearchIndex(t, path, "reopened")
+	compareSearch(t, db, r, stored, "reopened", 60)
+}
+
+// A search of three characters or more is answered by the index (an emptied index
+// finds nothing), a shorter one by reading rows.
+func TestSearchUsesIndex(t *testing.T) {
+	db := newTestDB(t)
+	mustLoad(t, db, `
+- {classname: _schema, keyname: note, text: {dataformat: string}}
+- {classname: note, keyname: alpha, text: Needle}
+- {classname: note, keyname: beta, text: needles}
+- {classname: note, keyname: gamma, text: hay}
+`, store.LoadOptions{System: true})
+	s, err := db.Schema(context.Background(), "note")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"eed", "ne", "NEEDLE"} {
+		if ids, _ := listIDs(t, db, s, store.ListQuery{Search: q, Limit: 10}); len(ids) != 2 {
+			t.Fatalf("search %q finds %v", q, ids)
+		}
+	}
+	// Sorted and paged by cursor, an indexed search keeps the same matches.
+	ids, _ := listIDs(t, db, s, store.ListQuery{Search: "edl", Limit: 10})
+	desc, _ := listIDs(t, db, s, store.ListQuery{Search: "edl", Limit: 10, Sort: "-keyname"})
+	after, res := listIDs(t, db, s, store.ListQuery{Search: "edl", Limit: 10, After: ids[0]})
+	if len(ids) != 2 || !slices.Equal(desc, []int64{ids[1], ids[0]}) || !slices.Equal(after, ids[1:]) || res.Count != 2 {
+		t.Fatalf("search %v, sorted by -keyname %v, after %d %v (count %d)", ids, desc, ids[0], after, res.Count)
+	}
+	raw, err := sql.Open("sqlite", "file:"+db.Path()+"?_pragma=busy_timeout(15000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if _, err := raw.Exec("DELETE FROM instances_search"); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := listIDs(t, db, s, store.ListQuery{Search: "eed", Limit: 10}); len(ids) != 0 {
+		t.Fatalf("search with an emptied index finds %v: the index is not used", ids)
+	}
+	if ids, _ := listIDs(t, db, s, store.ListQuery{Search: "ee", Limit: 10}); len(ids) != 2 {
+		t.Fatalf("short search finds %v, want the row read", ids)
+	}
+}
+
+// A file written before the search index (layout 10) gets it built when it is opened.
+func TestSearchIndexBuiltForExistingFiles(t *testing.T) {
+	db := newTestDB(t)
+	path := db.Path()
+	mustLoad(t, db, `
+- {classname: _schema, keyname: note, text: {dataformat: string}}
+- {classname: note, keyname: alpha, displayname: First, text: Needle-é}
+- {classname: note, keyname: beta, text: haystack}
+`, store.LoadOptions{System: true})
+	db.Close()
+	sdb, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
+		"DROP TRIGGER instances_search_update", "DROP TABLE instances_search_dirty", "DROP TABLE instances_search",
+		"INSERT INTO instances(id, classname, keyname, data, created_at, updated_at) VALUES(100000, 'note', 'gamma', '{\"text\":\"more needles\"}', '', '')",
+		"PRAGMA user_version = 9",
+	} {
+		if _, err := sdb.Exec(q); err != nil {
+			sdb.Close()
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	sdb.Close()
+	db = testkit.Open(t, path, testkit.Options{})
+	checkSearchIndex(t, path, "layout 10")
+	s, err := db.Schema(context.Background(), "note")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := listIDs(t, db, s, store.ListQuery{Search: "NEEDLE", Limit: 10}); len(ids) != 2 {
+		t.Fatalf("search finds %v, want alpha and gamma", ids)
+	}
+}
