@@ -242,7 +242,8 @@ func writeSchema(b *testing.B, doc string) string {
 	return path
 }
 
-// floorBatch inserts rows' instance and revision rows in one transaction.
+// floorBatch inserts rows' instance and revision rows in one transaction and keeps the
+// search index as a store transaction does before it commits.
 func floorBatch[R any](ctx context.Context, db *sql.DB, rows []R, now string, cols func(R) (string, string, string)) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -265,6 +266,11 @@ func floorBatch[R any](ctx context.Context, db *sql.DB, rows []R, now string, co
 			return err
 		}
 		if _, err := rev.ExecContext(ctx, "bload", key, "create", nil, after, "admin", now); err != nil {
+			return err
+		}
+	}
+	for _, q := range testkit.FloorReindex { // the search index, as the store keeps it
+		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}
 	}

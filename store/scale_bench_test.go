@@ -166,7 +166,7 @@ func BenchmarkLoadScale(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				for _, q := range floorReindex { // the search index, as the store keeps it
+				for _, q := range testkit.FloorReindex { // the search index, as the store keeps it
 					if _, err := tx.ExecContext(ctx, q); err != nil {
 						b.Fatal(err)
 					}
@@ -184,18 +184,6 @@ func BenchmarkLoadScale(b *testing.B) {
 		b.ReportMetric(peak, "peak-RSS-MB")
 		b.ReportMetric(0, "ns/op")
 	})
-}
-
-// floorReindex is what a store write transaction runs before it commits to index
-// the instances it wrote for search (the check of the dirty list, the re-indexing).
-var floorReindex = []string{
-	`SELECT EXISTS (SELECT 1 FROM instances_search_dirty)`,
-	`DELETE FROM instances_search WHERE rowid IN (SELECT d.id FROM instances_search_dirty d
-			WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = d.id))`,
-	`INSERT OR REPLACE INTO instances_search(rowid, keyname, displayname, data)
-		SELECT i.id, i.keyname, i.displayname, i.data
-		FROM instances_search_dirty d JOIN instances i ON i.id = d.id ORDER BY d.id`,
-	`DELETE FROM instances_search_dirty`,
 }
 
 // dropSearchIndex drops the triggers that feed the search index: writes then cost
