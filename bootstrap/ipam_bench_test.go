@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"dataservice/bootstrap"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -46,14 +45,6 @@ func procStatusKB(name string) float64 {
 	return 0
 }
 
-// resetPeakRSS returns freed memory to the system and resets VmHWM to the current
-// resident size (Linux: writing 5 to clear_refs). It reports whether the reset worked.
-func resetPeakRSS() bool {
-	runtime.GC()
-	debug.FreeOSMemory()
-	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
-}
-
 // benchIPAMRun is one timed start: the data is in place and DB_VERSION set.
 type benchIPAMRun struct {
 	elapsed          time.Duration
@@ -66,7 +57,7 @@ type benchIPAMRun struct {
 func timeRun(b *testing.B, db *store.DB, instances int) benchIPAMRun {
 	b.Helper()
 	r := benchIPAMRun{instancesInBlock: instances}
-	r.peakResetWorked = resetPeakRSS()
+	r.peakResetWorked = testkit.ResetPeakRSS()
 	r.rssBefore = procStatusKB("VmRSS") / 1024
 	start := time.Now()
 	b.StartTimer()

@@ -11,11 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"runtime/metrics"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,9 +72,7 @@ type memPeak struct {
 }
 
 func startMemPeak() *memPeak {
-	runtime.GC()
-	debug.FreeOSMemory()
-	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	testkit.ResetPeakRSS()
 	m := &memPeak{stop: make(chan struct{})}
 	m.done.Add(1)
 	go func() {
@@ -103,17 +97,7 @@ func startMemPeak() *memPeak {
 func (m *memPeak) end() (rss, heap float64) {
 	close(m.stop)
 	m.done.Wait()
-	f, err := os.ReadFile("/proc/self/status")
-	rss = -1
-	if err == nil {
-		for _, l := range strings.Split(string(f), "\n") {
-			if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-				kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-				rss = float64(kb) / 1024
-			}
-		}
-	}
-	return rss, float64(m.heap) / (1 << 20)
+	return testkit.PeakRSS(), float64(m.heap) / (1 << 20)
 }
 
 // BenchmarkAPILoad posts BENCH_N new instances in one POST /api/load/ body (YAML

@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,31 +24,6 @@ func scaleN() int {
 		return n
 	}
 	return 100_000
-}
-
-// resetPeakRSS frees what the heap can give back and resets the kernel's peak RSS
-// counter (Linux ≥ 4.0), so peakRSS measures only what follows.
-func resetPeakRSS() {
-	runtime.GC()
-	debug.FreeOSMemory()
-	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-}
-
-// peakRSS reads VmHWM (peak resident set size) in MB, or -1 where there is no /proc.
-func peakRSS() float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			return float64(kb) / 1024
-		}
-	}
-	return -1
 }
 
 // writeScaleFile writes n bplain entries (block-style YAML, one item per entry).
@@ -95,7 +68,7 @@ func BenchmarkLoadScale(b *testing.B) {
 			if strings.HasSuffix(b.Name(), "/product-without-index") {
 				dropSearchIndex(b, db) // the write cost of the search index, measured
 			}
-			resetPeakRSS()
+			testkit.ResetPeakRSS()
 			b.StartTimer()
 			readAll := func(fn func(*store.Entry) error) error {
 				f, err := os.Open(path)
@@ -113,7 +86,7 @@ func BenchmarkLoadScale(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
-			peak = max(peak, peakRSS())
+			peak = max(peak, testkit.PeakRSS())
 			if res.Created != n || res.Errors != 0 {
 				b.Fatalf("load: %s %s", counts(res), messages(res))
 			}
@@ -141,7 +114,7 @@ func BenchmarkLoadScale(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			db := testkit.OpenFloorDB(b)
-			resetPeakRSS()
+			testkit.ResetPeakRSS()
 			b.StartTimer()
 			for start := 0; start < len(rows); start += 1000 {
 				tx, err := db.BeginTx(ctx, nil)
@@ -176,7 +149,7 @@ func BenchmarkLoadScale(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			peak = max(peak, peakRSS())
+			peak = max(peak, testkit.PeakRSS())
 			db.Close()
 			b.StartTimer()
 		}

@@ -1,15 +1,12 @@
 package tasks_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -130,31 +127,6 @@ func copyFile(tb testing.TB, src, dst string) {
 	}
 }
 
-// resetPeakRSS frees what the heap can give back and resets the kernel's peak RSS
-// counter (Linux ≥ 4.0), so peakRSS measures only what follows.
-func resetPeakRSS() {
-	runtime.GC()
-	debug.FreeOSMemory()
-	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-}
-
-// peakRSS reads VmHWM (peak resident set size) in MB, or -1 where there is no /proc.
-func peakRSS() float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			return float64(kb) / 1024
-		}
-	}
-	return -1
-}
-
 // benchSizes are the instance counts: BENCH_N when set, else 100k (and 1M with BENCH_1M=1).
 func benchSizes() []int {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_N")); err == nil && n > 0 {
@@ -210,7 +182,7 @@ func BenchmarkPipeline(b *testing.B) {
 						testkit.ExecAll(b, db, "DROP TRIGGER instances_search_insert",
 							"DROP TRIGGER instances_search_delete", "DROP TRIGGER instances_search_update")
 					}
-					resetPeakRSS()
+					testkit.ResetPeakRSS()
 					c0, timing = cpuTime(), true
 					b.StartTimer()
 					switch mode {
@@ -238,7 +210,7 @@ func BenchmarkPipeline(b *testing.B) {
 						}
 					}
 					stop()
-					peak = max(peak, peakRSS())
+					peak = max(peak, testkit.PeakRSS())
 					db.Close()
 					os.Remove(path)
 				}
