@@ -303,7 +303,8 @@ func (tx *Tx) WriteInstance(ctx context.Context, s *Schema, old, in *Instance, a
 
 // PrepareInstance validates and normalizes every field value of in, in place, as a
 // write would; values under keys that are not fields are kept as stored, scratch keys
-// (starting with _) dropped.
+// (starting with _) dropped. in.Data is changed in place: the caller owns it, and it
+// must not be the map of a stored instance the caller still compares against.
 func (tx *Tx) PrepareInstance(ctx context.Context, s *Schema, in *Instance) error {
 	return tx.PrepareChanges(ctx, s, in, nil)
 }
@@ -311,22 +312,26 @@ func (tx *Tx) PrepareInstance(ctx context.Context, s *Schema, in *Instance) erro
 // PrepareChanges is PrepareInstance that trusts the values equal to old's stored ones
 // (they were validated when written): a pipeline run validates only what its rules changed.
 func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) error {
-	data := make(map[string]any, len(in.Data))
-	for k, v := range in.Data {
+	if in.Data == nil {
+		in.Data = map[string]any{}
+	}
+	data := in.Data
+	var refs refResolver // made once, when a value needs checking
+	// Only existing keys are rewritten or deleted while ranging, which Go allows.
+	for k, v := range data {
 		if old != nil {
 			if ov, ok := old.Data[k]; ok && deepEqual(ov, v) {
-				data[k] = v
 				continue
 			}
 		}
 		f := s.Field(k)
 		if f == nil {
 			if strings.HasPrefix(k, "_") {
-				continue
+				delete(data, k)
 			}
-			data[k] = v // values of removed fields are kept as stored
-			continue
+			continue // values of removed fields are kept as stored
 		}
+		stored := v // the value data holds
 		if s.Keyname == "_pipeline" && k == "content" {
 			norm, err := PipelineContent(v)
 			if err != nil {
@@ -334,19 +339,25 @@ func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) 
 			}
 			v = norm
 		}
-		nv, present, err := f.normalize(v, tx.refs(ctx))
+		if refs == nil {
+			refs = tx.refs(ctx)
+		}
+		nv, present, err := f.normalize(v, refs)
 		if err != nil {
 			return err
 		}
 		if present {
+			if sv, isText := stored.(string); isText {
+				if nsv, same := nv.(string); same && nsv == sv {
+					continue // already normal: rewriting the entry would cost a map assignment
+				}
+			}
 			data[k] = nv
+		} else {
+			delete(data, k)
 		}
 	}
-	if err := checkCardinality(s, data); err != nil {
-		return err
-	}
-	in.Data = data
-	return nil
+	return checkCardinality(s, data)
 }
 
 // deepEqual is reflect.DeepEqual with the common scalar cases compared directly.

@@ -146,6 +146,17 @@ func (tx *Tx) Schema(ctx context.Context, name string) (*Schema, error) {
 	return s, nil
 }
 
+// SchemaGeneration is the schema generation the transaction sees. Every committed
+// change to a schema or its fields raises it, so two transactions that see the same
+// generation, before either has written, see the same schemas.
+func (tx *Tx) SchemaGeneration(ctx context.Context) (int64, error) {
+	var gen int64
+	if err := tx.QueryRowContext(ctx, "SELECT generation FROM schema_generation").Scan(&gen); err != nil {
+		return 0, fmt.Errorf("read schema generation: %w", err)
+	}
+	return gen, nil
+}
+
 // schemasChanged drops the transaction's cache and marks the DB cache for dropping.
 func (tx *Tx) schemasChanged() {
 	tx.touched = true

@@ -194,8 +194,11 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 				return nil, false, f.invalid("%s", ErrorMessage(err))
 			}
 			if !IsSecretHash(text) {
-				text = HashSecret(text)
+				return HashSecret(text), true, nil
 			}
+		}
+		if _, isText := raw.(string); isText {
+			return raw, true, nil // the same string: boxing it again would allocate
 		}
 		return text, true, nil
 	case "boolean":

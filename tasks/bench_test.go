@@ -2,6 +2,7 @@ package tasks_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -143,7 +144,9 @@ func benchSizes() []int {
 // on the same bytes without the product's bookkeeping ("floor": read the 8 columns,
 // decode the data as the store does, apply the same compiled rules, encode as the store does, the same
 // UPDATE, the same full revision row with before and after documents, and the same
-// checkpoint UPDATE per batch; "floor-dry": read, decode and apply the rules).
+// checkpoint UPDATE per batch; "floor-dry": read in a read transaction, decode and
+// apply the rules, then the same checkpoint UPDATE in a write transaction of its own,
+// as a dry run records its progress).
 func BenchmarkPipeline(b *testing.B) {
 	const batch = 1000
 	for _, n := range benchSizes() {
@@ -241,98 +244,120 @@ func floorDoc(key, display string, enabled bool, data string) string {
 }
 
 // floorPass is the floor of a pipeline run (see BenchmarkPipeline); it returns the
-// number of instances the rules changed.
+// number of instances the rules changed. Its SQL is the product's: a real pass reads,
+// writes and records its checkpoint in one write transaction per batch; a dry pass
+// reads in a read transaction and records the checkpoint in a write transaction of
+// its own.
 func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write bool) int {
 	ctx := context.Background()
 	var after int64
 	changed := 0
 	now := time.Now().UTC()
 	stamp := now.Format(time.RFC3339)
+	checkpoint := func(tx *store.Tx) error {
+		var flag int
+		return tx.QueryRowContext(ctx, `UPDATE tasks SET checkpoint = ?, result = ?, progress_done = ?, lease_until = ?
+			WHERE handle = 'floor' AND lease_owner = 'floor' AND status = 'running' RETURNING cancel_requested`,
+			fmt.Sprintf(`{"schema":0,"after":%d}`, after), fmt.Sprintf(`{"scanned":%d,"updated":%d}`, changed, changed),
+			changed, stamp).Scan(&flag)
+	}
 	for done := false; !done; {
-		err := db.WithTx(ctx, func(tx *store.Tx) error {
-			rows, err := tx.QueryContext(ctx, `SELECT id, classname, keyname, displayname, is_enabled, data, created_at,
-				updated_at FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?`, "item", after, batch)
-			if err != nil {
-				return err
-			}
-			type item struct {
-				id                              int64
-				cls, key, display, raw, cr, upd string
-				enabled                         bool
-				data                            map[string]any
-			}
-			items := make([]item, 0, batch)
-			for rows.Next() {
-				var it item
-				if err := rows.Scan(&it.id, &it.cls, &it.key, &it.display, &it.enabled, &it.raw, &it.cr, &it.upd); err != nil {
-					rows.Close()
-					return err
-				}
-				if it.data, err = store.DecodeData(it.raw); err != nil {
-					rows.Close()
-					return err
-				}
-				items = append(items, it)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			st, err := tx.PrepareContext(ctx, "UPDATE instances SET displayname = ?, is_enabled = ?, data = ?, updated_at = ? WHERE id = ?")
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			rev, err := tx.PrepareContext(ctx, `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
-				VALUES(?, ?, ?, ?, ?, ?, ?)`)
-			if err != nil {
-				return err
-			}
-			defer rev.Close()
-			for _, it := range items {
-				e := make(rules.Entry, len(it.data)+4)
-				e["classname"], e["keyname"], e["displayname"], e["is_enabled"] = it.cls, it.key, it.display, it.enabled
-				for k, v := range it.data {
-					e[k] = v
-				}
-				if _, err := p.Apply(e, now); err != nil {
-					return err
-				}
-				after = it.id
-				changed++
-				if !write {
-					continue
-				}
-				for _, k := range []string{"classname", "keyname", "displayname", "is_enabled"} {
-					delete(e, k)
-				}
-				data := store.EncodeData(map[string]any(e))
-				if _, err := st.ExecContext(ctx, it.display, it.enabled, data, stamp, it.id); err != nil {
-					return err
-				}
-				if _, err := rev.ExecContext(ctx, it.cls, it.key, "update", floorDoc(it.key, it.display, it.enabled, it.raw),
-					floorDoc(it.key, it.display, it.enabled, data), "task:floor", stamp); err != nil {
-					return err
-				}
-			}
-			done = len(items) < batch
-			if write {
-				var flag int
-				err := tx.QueryRowContext(ctx, `UPDATE tasks SET checkpoint = ?, result = ?, progress_done = ?, lease_until = ?
-					WHERE handle = 'floor' AND lease_owner = 'floor' AND status = 'running' RETURNING cancel_requested`,
-					fmt.Sprintf(`{"schema":0,"after":%d}`, after), fmt.Sprintf(`{"scanned":%d,"updated":%d}`, changed, changed),
-					changed, stamp).Scan(&flag)
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		tx, err := db.BeginRead(ctx)
+		if write {
+			tx, err = db.Begin(ctx)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := floorBatch(ctx, tx, p, batch, write, now, stamp, &after)
+		changed += n
+		done = n < batch
+		if err == nil && write {
+			err = checkpoint(tx)
+		}
+		if err == nil && write {
+			err = tx.Commit()
+		}
+		tx.Rollback()
+		if err == nil && !write {
+			err = db.WithTx(ctx, checkpoint)
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
 	return changed
+}
+
+// floorBatch reads up to batch instances after *after, applies the rules and, with
+// write, stores each result with its revision; it returns how many it processed.
+func floorBatch(ctx context.Context, tx *store.Tx, p *rules.Pipeline, batch int, write bool, now time.Time, stamp string, after *int64) (int, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, classname, keyname, displayname, is_enabled, data, created_at,
+		updated_at FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?`, "item", *after, batch)
+	if err != nil {
+		return 0, err
+	}
+	type item struct {
+		id                              int64
+		cls, key, display, raw, cr, upd string
+		enabled                         bool
+		data                            map[string]any
+	}
+	items := make([]item, 0, batch)
+	for rows.Next() {
+		var it item
+		if err := rows.Scan(&it.id, &it.cls, &it.key, &it.display, &it.enabled, &it.raw, &it.cr, &it.upd); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if it.data, err = store.DecodeData(it.raw); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		items = append(items, it)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	var st, rev *sql.Stmt
+	if write {
+		if st, err = tx.PrepareContext(ctx, "UPDATE instances SET displayname = ?, is_enabled = ?, data = ?, updated_at = ? WHERE id = ?"); err != nil {
+			return 0, err
+		}
+		defer st.Close()
+		if rev, err = tx.PrepareContext(ctx, `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
+			VALUES(?, ?, ?, ?, ?, ?, ?)`); err != nil {
+			return 0, err
+		}
+		defer rev.Close()
+	}
+	for _, it := range items {
+		e := make(rules.Entry, len(it.data)+4)
+		e["classname"], e["keyname"], e["displayname"], e["is_enabled"] = it.cls, it.key, it.display, it.enabled
+		for k, v := range it.data {
+			e[k] = v
+		}
+		if _, err := p.Apply(e, now); err != nil {
+			return 0, err
+		}
+		*after = it.id
+		if !write {
+			continue
+		}
+		for _, k := range []string{"classname", "keyname", "displayname", "is_enabled"} {
+			delete(e, k)
+		}
+		data := store.EncodeData(map[string]any(e))
+		if _, err := st.ExecContext(ctx, it.display, it.enabled, data, stamp, it.id); err != nil {
+			return 0, err
+		}
+		if _, err := rev.ExecContext(ctx, it.cls, it.key, "update", floorDoc(it.key, it.display, it.enabled, it.raw),
+			floorDoc(it.key, it.display, it.enabled, data), "task:floor", stamp); err != nil {
+			return 0, err
+		}
+	}
+	return len(items), nil
 }
 
 // BenchmarkSubmit measures how fast tasks enter the queue. The queue is emptied

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,6 +33,54 @@ type pipelineRun struct {
 	// renamed is set when a rename (which rewrites references in other instances)
 	// was applied in the current batch.
 	renamed bool
+	// sch is the schema of the last batch, loaded at schema generation schGen.
+	sch    *store.Schema
+	schGen int64
+	// entry is the rule entry, one map reused for every instance (entryOf).
+	entry rules.Entry
+	// changes and messages are res's lists as last encoded for the checkpoint.
+	changes, messages encodedList
+}
+
+// encodedList is the JSON of a list that only grows, re-encoded when its length changes.
+type encodedList struct {
+	n   int
+	raw json.RawMessage
+}
+
+func (l *encodedList) of(v any, n int) json.RawMessage {
+	if l.raw == nil || l.n != n {
+		l.raw, _ = json.Marshal(v)
+		l.n = n
+	}
+	return l.raw
+}
+
+// resultJSON is json.Marshal(x.res), as the checkpoint stores it after every batch.
+// The lists (up to maxListed entries each) are encoded once per change, not once per
+// batch, and spliced in as they are; the counters are written in Result's order.
+func (x *pipelineRun) resultJSON() []byte {
+	r := x.res
+	changes := x.changes.of(r.Changes, len(r.Changes))
+	messages := x.messages.of(r.ErrorMessages, len(r.ErrorMessages))
+	out := make([]byte, 0, 160+len(changes)+len(messages))
+	sep := byte('{')
+	for _, c := range [...]struct {
+		name string
+		n    int64
+	}{{"scanned", r.Scanned}, {"updated", r.Updated}, {"deleted", r.Deleted}, {"disabled", r.Disabled},
+		{"enabled", r.Enabled}, {"unchanged", r.Unchanged}, {"discarded", r.Discarded}, {"errors", r.Errors}} {
+		out = append(out, sep, '"')
+		sep = ','
+		out = append(out, c.name...)
+		out = append(out, `":`...)
+		out = strconv.AppendInt(out, c.n, 10)
+	}
+	out = append(out, `,"changes":`...)
+	out = append(out, changes...)
+	out = append(out, `,"error_messages":`...)
+	out = append(out, messages...)
+	return append(out, '}')
 }
 
 // runPipeline processes the task's schemas in batches from its checkpoint. It returns
@@ -138,7 +187,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 	}
 	defer tx.Rollback()
 	name := x.p.Schemas[cp.Schema]
-	s, err := tx.Schema(ctx, name)
+	s, err := x.schema(ctx, tx, name)
 	if err != nil {
 		return false, false, err
 	}
@@ -177,7 +226,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 		defer tx.Rollback()
 	}
 	cpj, _ := json.Marshal(cp)
-	rj, _ := json.Marshal(x.res)
+	rj := x.resultJSON()
 	var flag int
 	err = tx.QueryRowContext(ctx, `UPDATE tasks SET checkpoint = ?, result = ?, progress_done = ?, lease_until = ?
 		WHERE handle = ? AND lease_owner = ? AND status = 'running' RETURNING cancel_requested`,
@@ -193,6 +242,25 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 		r.o.OnProcessed(done)
 	}
 	return flag == 1, true, nil
+}
+
+// schema is the schema name as tx sees it, which has written nothing yet. The schema
+// an earlier batch loaded serves while the schema generation is the one it was loaded
+// at: every committed change to a schema raises the generation.
+func (x *pipelineRun) schema(ctx context.Context, tx *store.Tx, name string) (*store.Schema, error) {
+	gen, err := tx.SchemaGeneration(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if x.sch != nil && x.sch.Keyname == name && x.schGen == gen {
+		return x.sch, nil
+	}
+	s, err := tx.Schema(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	x.sch, x.schGen = s, gen
+	return s, nil
 }
 
 // recheck re-reads the submitter's authorisation context: a deleted, disabled or
@@ -215,14 +283,17 @@ func recheck(ctx context.Context, db *store.DB, stored *store.Auth) (*store.Auth
 // again: other writers wait about a quarter of a second in all.
 const maxBatchTime = 125 * time.Millisecond
 
-// entryOf builds the rule entry of an instance; secret fields are left out (a rule
-// must never copy a hash into a readable field) and lists are copied.
-func entryOf(s *store.Schema, in *store.Instance) rules.Entry {
-	e := make(rules.Entry, len(in.Data)+4)
+// entryOf fills e (cleared first: one map serves every instance of a run) with the
+// rule entry of an instance; secret fields are left out (a rule must never copy a
+// hash into a readable field) and lists are copied. all reports whether every stored
+// value went into the entry (no secret, external or removed field holds one).
+func entryOf(e rules.Entry, s *store.Schema, in *store.Instance) (all bool) {
+	clear(e)
 	e["classname"] = in.Classname
 	e["keyname"] = in.Keyname
 	e["displayname"] = in.Displayname
 	e["is_enabled"] = in.IsEnabled
+	copied := 0
 	for _, f := range s.Fields {
 		if f.Dataformat == "secret" || f.Dataformat == "external" {
 			continue
@@ -235,8 +306,9 @@ func entryOf(s *store.Schema, in *store.Instance) rules.Entry {
 			v = append([]any(nil), l...)
 		}
 		e[f.Keyname] = v
+		copied++
 	}
-	return e
+	return copied == len(in.Data)
 }
 
 func (x *pipelineRun) fail(in *store.Instance, err error) {
@@ -266,7 +338,11 @@ func (x *pipelineRun) record(c Change) {
 // batch; entry problems are counted.
 func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema, in *store.Instance) error {
 	x.res.Scanned++
-	e := entryOf(s, in)
+	if x.entry == nil {
+		x.entry = rules.Entry{}
+	}
+	e := x.entry
+	all := entryOf(e, s, in)
 	discard, err := x.rules.Apply(e, x.now)
 	if err != nil {
 		x.fail(in, err)
@@ -285,7 +361,7 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 	switch w.Action {
 	case "", store.ActionCreate, store.ActionUpdate:
 		w.Action = store.ActionUpdate
-		if w.New, err = newState(s, in, e); err != nil {
+		if w.New, err = newState(s, in, e, all); err != nil {
 			x.fail(in, err)
 			return nil
 		}
@@ -328,17 +404,19 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 	return nil
 }
 
-// newState is the state the rules left in e: changed fields, displayname, is_enabled
-// and keyname (a change is a cascading rename). Secret and external fields keep their
-// stored values (the rules never see them).
-//
-// e becomes the new state's data (the caller hands it over): its keys that are not
-// fields the rules may set are removed.
-func newState(s *store.Schema, in *store.Instance, e rules.Entry) (*store.Instance, error) {
+// newState is the state the rules left in e: the fields they may set, displayname,
+// is_enabled and keyname (a change is a cascading rename). Other keys of e are
+// dropped. Secret and external fields keep their stored values (the rules never see
+// them), as do removed fields; all is entryOf's report that there are none.
+func newState(s *store.Schema, in *store.Instance, e rules.Entry, all bool) (*store.Instance, error) {
 	next := &store.Instance{ID: in.ID, Classname: in.Classname, Keyname: in.Keyname, Displayname: in.Displayname,
 		IsEnabled: in.IsEnabled}
 	if k, ok := e["keyname"]; ok {
-		next.Keyname = strings.TrimSpace(fmt.Sprint(k))
+		if key, isText := k.(string); isText {
+			next.Keyname = strings.TrimSpace(key)
+		} else {
+			next.Keyname = strings.TrimSpace(fmt.Sprint(k))
+		}
 	}
 	if d, ok := e["displayname"]; ok {
 		next.Displayname = textOf(d)
@@ -353,19 +431,23 @@ func newState(s *store.Schema, in *store.Instance, e rules.Entry) (*store.Instan
 		}
 		next.IsEnabled = b
 	}
-	for k := range e {
-		if f := s.Field(k); f == nil || f.Dataformat == "secret" || f.Dataformat == "external" {
-			delete(e, k)
+	data := make(map[string]any, len(in.Data))
+	for _, f := range s.Fields {
+		if f.Dataformat == "secret" || f.Dataformat == "external" {
+			continue
+		}
+		if v, ok := e[f.Keyname]; ok {
+			data[f.Keyname] = v
 		}
 	}
-	for k, v := range in.Data {
-		// Values the rules saw come from e; the others (secret, external and removed
-		// fields) are kept as stored.
-		if f := s.Field(k); f == nil || f.Dataformat == "secret" || f.Dataformat == "external" {
-			e[k] = v
+	if !all {
+		for k, v := range in.Data {
+			if f := s.Field(k); f == nil || f.Dataformat == "secret" || f.Dataformat == "external" {
+				data[k] = v
+			}
 		}
 	}
-	next.Data = map[string]any(e)
+	next.Data = data
 	return next, nil
 }
 

@@ -657,3 +657,37 @@ func TestPipelineEntryPermissions(t *testing.T) {
 		}
 	})
 }
+
+// TestPipelineSeesSchemaChangesBetweenBatches: a batch works with the schema as it is
+// when the batch starts. A field added while the run is between batches is set by the
+// later batches; before it exists, the rule's value is not a field and is dropped.
+func TestPipelineSeesSchemaChangesBetweenBatches(t *testing.T) {
+	const n, batch = 6, 2
+	db := newDB(t)
+	insertRows(t, db, "host", markerRows(n))
+	addPipeline(t, db, "extra", "- field_set: ['', extra, x]\n", "")
+	r := newRunner(t, db, tasks.Options{BatchSize: batch, AfterBatch: func(_ string, b int) error {
+		if b == 1 {
+			mustLoad(t, db, `
+- classname: _schema
+  keyname: host
+  displayname: Hosts
+  name: {dataformat: string}
+  kind: {dataformat: string}
+  port: {dataformat: int}
+  note: {dataformat: string}
+  tags: {dataformat: string, cardinal_max: 0}
+  extra: {dataformat: string}
+`)
+		}
+		return nil
+	}})
+	res := mustSucceed(t, runPipeline(t, r, "extra", false, "host"))
+	if got, want := counts(res), fmt.Sprintf("scanned=%d updated=%d deleted=0 disabled=0 enabled=0 unchanged=%d discarded=0 errors=0",
+		n, n-batch, batch); got != want {
+		t.Fatalf("counts %s, want %s", got, want)
+	}
+	if got, want := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'host' AND data ->> 'extra' = 'x'"), n-batch; got != want {
+		t.Fatalf("hosts with extra = x: %d, want %d", got, want)
+	}
+}
