@@ -197,8 +197,10 @@ func (tx *Tx) applyCreate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 // keyname is a cascading rename.
 func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
 	s, old, next := w.Schema, w.Old, w.New
+	differs := false // the validation saw a value that encodes differently
 	if !w.validated {
-		if err := tx.PrepareChanges(ctx, s, next, old); err != nil {
+		var err error
+		if differs, err = tx.prepare(ctx, s, next, old); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -207,7 +209,7 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	if !opts.DryRun {
 		data = mustJSON(next.Data)
 	}
-	changed := next.Displayname != old.Displayname || next.IsEnabled != old.IsEnabled ||
+	changed := next.Displayname != old.Displayname || next.IsEnabled != old.IsEnabled || differs ||
 		!(data != "" && old.raw == data || sameJSON(old.Data, next.Data))
 	if !changed && !renamed {
 		return Outcome{Result: OutUnchanged}, nil

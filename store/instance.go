@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Instance is a record of a schema.
@@ -312,6 +313,14 @@ func (tx *Tx) PrepareInstance(ctx context.Context, s *Schema, in *Instance) erro
 // PrepareChanges is PrepareInstance that trusts the values equal to old's stored ones
 // (they were validated when written): a pipeline run validates only what its rules changed.
 func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) error {
+	_, err := tx.prepare(ctx, s, in, old)
+	return err
+}
+
+// prepare is PrepareChanges that also reports differs: a value it checked encodes
+// differently from old's under a key that is valid UTF-8 (or one of them has no value
+// there), so the data's encoding differs from old's. false says nothing either way.
+func (tx *Tx) prepare(ctx context.Context, s *Schema, in, old *Instance) (differs bool, err error) {
 	if in.Data == nil {
 		in.Data = map[string]any{}
 	}
@@ -335,7 +344,7 @@ func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) 
 		if s.Keyname == "_pipeline" && k == "content" {
 			norm, err := PipelineContent(v)
 			if err != nil {
-				return err
+				return false, err
 			}
 			v = norm
 		}
@@ -344,7 +353,11 @@ func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) 
 		}
 		nv, present, err := f.normalize(v, refs)
 		if err != nil {
-			return err
+			return false, err
+		}
+		if old != nil && !differs && utf8.ValidString(k) {
+			ov, had := old.Data[k]
+			differs = had != present || present && !sameJSONValue(ov, nv)
 		}
 		if present {
 			if sv, isText := stored.(string); isText {
@@ -357,7 +370,7 @@ func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) 
 			delete(data, k)
 		}
 	}
-	return checkCardinality(s, data)
+	return differs, checkCardinality(s, data)
 }
 
 // deepEqual is reflect.DeepEqual with the common scalar cases compared directly.

@@ -36,8 +36,10 @@ type pipelineRun struct {
 	// sch is the schema of the last batch, loaded at schema generation schGen.
 	sch    *store.Schema
 	schGen int64
-	// entry is the rule entry, one map reused for every instance (entryOf).
+	// entry is the rule entry, one map reused for every instance (entryOf), and next
+	// the new state, reused likewise (newState; the store keeps neither).
 	entry rules.Entry
+	next  store.Instance
 	// changes and messages are res's lists as last encoded for the checkpoint.
 	changes, messages encodedList
 }
@@ -361,7 +363,8 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 	switch w.Action {
 	case "", store.ActionCreate, store.ActionUpdate:
 		w.Action = store.ActionUpdate
-		if w.New, err = newState(s, in, e, all); err != nil {
+		w.New = &x.next
+		if err = newState(w.New, s, in, e, all); err != nil {
 			x.fail(in, err)
 			return nil
 		}
@@ -404,12 +407,12 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 	return nil
 }
 
-// newState is the state the rules left in e: the fields they may set, displayname,
+// newState sets next to the state the rules left in e: the fields they may set, displayname,
 // is_enabled and keyname (a change is a cascading rename). Other keys of e are
 // dropped. Secret and external fields keep their stored values (the rules never see
 // them), as do removed fields; all is entryOf's report that there are none.
-func newState(s *store.Schema, in *store.Instance, e rules.Entry, all bool) (*store.Instance, error) {
-	next := &store.Instance{ID: in.ID, Classname: in.Classname, Keyname: in.Keyname, Displayname: in.Displayname,
+func newState(next *store.Instance, s *store.Schema, in *store.Instance, e rules.Entry, all bool) error {
+	*next = store.Instance{ID: in.ID, Classname: in.Classname, Keyname: in.Keyname, Displayname: in.Displayname,
 		IsEnabled: in.IsEnabled}
 	if k, ok := e["keyname"]; ok {
 		if key, isText := k.(string); isText {
@@ -426,7 +429,7 @@ func newState(s *store.Schema, in *store.Instance, e rules.Entry, all bool) (*st
 		if !isBool {
 			var okWord bool
 			if b, okWord = store.BoolWord(textOf(v)); !okWord {
-				return nil, store.Errorf(store.EInvalid, "is_enabled %q is not a boolean", textOf(v))
+				return store.Errorf(store.EInvalid, "is_enabled %q is not a boolean", textOf(v))
 			}
 		}
 		next.IsEnabled = b
@@ -448,7 +451,7 @@ func newState(s *store.Schema, in *store.Instance, e rules.Entry, all bool) (*st
 		}
 	}
 	next.Data = data
-	return next, nil
+	return nil
 }
 
 // changedFields lists the fields whose value differs between in and next.
