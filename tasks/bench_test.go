@@ -262,10 +262,11 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write b
 			changed, stamp).Scan(&flag)
 	}
 	for done := false; !done; {
-		tx, err := db.BeginRead(ctx)
+		begin := db.BeginRead
 		if write {
-			tx, err = db.Begin(ctx)
+			begin = db.Begin
 		}
+		tx, err := begin(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
