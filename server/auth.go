@@ -60,9 +60,6 @@ func (s *server) denied(w http.ResponseWriter, r *http.Request, perms ...string)
 // principal in the request context. It never answers the request itself.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The request's cached reads (schemas, configuration) check the schema
-		// generation counter once, with its first instance read (the API key).
-		r = r.WithContext(s.db.RequestScope(r.Context()))
 		p := s.principalFor(r)
 		noteCredentials(r, p)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, p)))

@@ -103,6 +103,9 @@ type instanceListReply struct {
 
 // instances: GET /api/instances/<schema>/ (list: page, size, search) and
 // GET /api/instances/<schema>/<keyname>/ (one instance; keynames may contain /).
+// instanceKey is the keyname in the *rest of /api/instances/:schema/<key>/.
+func instanceKey(rest string) string { return strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/") }
+
 func (s *server) instances(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	if s.denied(w, r, "p_data_access") {
 		return
@@ -117,8 +120,7 @@ func (s *server) instances(w http.ResponseWriter, r *http.Request, ps httprouter
 		return
 	}
 	if rest != "/" {
-		key := strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/")
-		in, err := s.db.Instance(r.Context(), sch.Keyname, key)
+		in, err := s.db.Instance(r.Context(), sch.Keyname, instanceKey(rest))
 		if err != nil {
 			s.fail(w, r, err)
 			return

@@ -57,7 +57,7 @@ func (s *server) routes() http.Handler {
 	r.POST("/api/tasks/:handle/cancel/", s.api(s.taskCancel))
 	r.GET("/api/schemas/", s.api(s.schemaList))
 	r.GET("/api/schemas/:name/", s.api(s.schemaDetail))
-	r.GET("/api/instances/:schema/*rest", s.api(s.instances))
+	r.GET("/api/instances/:schema/*rest", s.apiWanting(s.instances, wantedInstance))
 	r.POST("/api/load/", s.api(s.load))
 	r.POST("/api/rawfile/", s.api(s.rawfile))
 	r.GET("/api/conf/", s.api(s.confGet))
@@ -65,19 +65,41 @@ func (s *server) routes() http.Handler {
 	return r
 }
 
-// api wraps an /api/ handler: 503 until start-up is done, the body limit, then the
-// authorisation step.
-func (s *server) api(h httprouter.Handle) httprouter.Handle {
+// api wraps an /api/ handler: 503 until start-up is done, the body limit, the
+// request's read scope, then the authorisation step.
+func (s *server) api(h httprouter.Handle) httprouter.Handle { return s.apiWanting(h, nil) }
+
+// apiWanting is api for a handler that reads the one instance its path names once it
+// has checked the caller (wants names it): the read of the caller's credentials reads
+// that instance in the same statement (store.DB.Prefetch), one statement fewer.
+func (s *server) apiWanting(h httprouter.Handle, wants func(ps httprouter.Params) (cls, key string, ok bool)) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		if !s.ready() {
 			s.writeError(w, r, http.StatusServiceUnavailable, "starting up")
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		// The request's cached reads (schemas, configuration) check the schema
+		// generation counter once, with its first instance read (the API key).
+		ctx := s.db.RequestScope(r.Context())
+		if wants != nil {
+			if cls, key, ok := wants(ps); ok {
+				s.db.Prefetch(ctx, cls, key)
+			}
+		}
 		s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			h(w, r, ps)
-		})).ServeHTTP(w, r)
+		})).ServeHTTP(w, r.WithContext(ctx))
 	}
+}
+
+// wantedInstance names the instance GET /api/instances/:schema/<key>/ reads.
+func wantedInstance(ps httprouter.Params) (cls, key string, ok bool) {
+	rest := ps.ByName("rest")
+	if rest == "/" || !strings.HasSuffix(rest, "/") {
+		return "", "", false
+	}
+	return ps.ByName("schema"), instanceKey(rest), true
 }
 
 // healthz: GET /healthz — 200 while the process is alive.

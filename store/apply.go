@@ -209,8 +209,10 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	if !opts.DryRun {
 		data = mustJSON(next.Data)
 	}
-	changed := next.Displayname != old.Displayname || next.IsEnabled != old.IsEnabled || differs ||
-		!(data != "" && old.raw == data || sameJSON(old.Data, next.Data))
+	// The stored text is the judge when there is one (a value such as -0 may not survive
+	// a decode and re-encode); differs implies the encodings of the maps differ.
+	changed := next.Displayname != old.Displayname || next.IsEnabled != old.IsEnabled ||
+		!(data != "" && old.raw == data || !differs && sameJSON(old.Data, next.Data))
 	if !changed && !renamed {
 		return Outcome{Result: OutUnchanged}, nil
 	}

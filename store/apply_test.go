@@ -160,3 +160,34 @@ func TestApplyRenameWithoutNewID(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyUnchangedByStoredText: an update whose encoding equals the stored text is
+// unchanged and writes nothing, even where the decoded value compares unequal to the
+// new one (a float -0 is stored as -0 and reads back as the integer 0).
+func TestApplyUnchangedByStoredText(t *testing.T) {
+	ctx := context.Background()
+	db := newTestDB(t)
+	mustLoad(t, db, `
+- {classname: _schema, keyname: reading, value: {dataformat: float}}
+- {classname: reading, keyname: r1, value: "-0.0"}
+`, store.LoadOptions{})
+	sch, err := db.Schema(ctx, "reading")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := queryString(t, db, "SELECT data FROM instances WHERE classname = 'reading'"), `{"value":-0}`; got != want {
+		t.Fatalf("stored %s, want %s", got, want)
+	}
+	revisions := queryInt(t, db, "SELECT count(*) FROM revisions")
+	old := instance(t, db, "reading", "r1")
+	next := *old
+	next.Data = map[string]any{"value": "-0"}
+	out, err := db.Apply(ctx, store.Write{Schema: sch, Old: old, New: &next, Action: store.ActionUpdate},
+		store.ApplyOptions{Auth: userAuth("p_data_admin")})
+	if err != nil || out.Result != store.OutUnchanged {
+		t.Fatalf("got %+v, %v; want unchanged", out, err)
+	}
+	if got := queryInt(t, db, "SELECT count(*) FROM revisions"); got != revisions {
+		t.Fatalf("revisions: %d, want %d (nothing written)", got, revisions)
+	}
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"sync"
@@ -19,6 +20,18 @@ type genMemo struct {
 	gen     int64
 	commits uint64
 	at      time.Time
+	// want is an instance the request will read (Prefetch); pre holds it once read.
+	want *[2]string
+	pre  *prefetched
+}
+
+// prefetched is an instance read ahead of its use (nil in: there was none), with the
+// commit count read before it and when it was read.
+type prefetched struct {
+	cls, key string
+	in       *Instance
+	commits  uint64
+	at       time.Time
 }
 
 type genMemoKey struct{}
@@ -51,28 +64,114 @@ func (m *genMemo) remember(gen int64, commits uint64) {
 	m.mu.Unlock()
 }
 
+// Prefetch notes in ctx's request scope that the request will read instance key of
+// cls once it has checked its caller: the scope's first instance read (the caller's
+// credentials) reads it in the same statement, and Instance takes it from there while
+// no write transaction of this process has committed since (memoLife at most). The
+// answer is the one a read at the request's start gives, as with the generation memo;
+// the caller still decides what the caller may see of it.
+func (db *DB) Prefetch(ctx context.Context, cls, key string) {
+	if m, _ := ctx.Value(genMemoKey{}).(*genMemo); m != nil {
+		m.mu.Lock()
+		m.want = &[2]string{cls, key}
+		m.mu.Unlock()
+	}
+}
+
+// prefetchedInstance is Instance from ctx's prefetched row, if it holds cls/key and is
+// still current; the row is used once.
+func (db *DB) prefetchedInstance(ctx context.Context, cls, key string) (*Instance, bool, error) {
+	m, _ := ctx.Value(genMemoKey{}).(*genMemo)
+	if m == nil {
+		return nil, false, nil
+	}
+	m.mu.Lock()
+	p := m.pre
+	if p == nil || p.cls != cls || p.key != key {
+		m.mu.Unlock()
+		return nil, false, nil
+	}
+	m.pre = nil
+	m.mu.Unlock()
+	if p.commits != db.commits.Load() || time.Since(p.at) > memoLife {
+		return nil, false, nil
+	}
+	if p.in == nil {
+		return nil, true, notFoundInstance(cls, key, sql.ErrNoRows)
+	}
+	return p.in, true, nil
+}
+
+// The instance columns read by instanceAndGeneration, for i and for the prefetched t.
+const (
+	genInstanceCols = "i.id, i.classname, i.keyname, i.displayname, i.is_enabled, i.data, i.created_at, i.updated_at"
+	genPrefetchCols = "t.id, t.classname, t.keyname, t.displayname, t.is_enabled, t.data, t.created_at, t.updated_at"
+)
+
+// nullInstance receives an instance's columns from a LEFT JOIN.
+type nullInstance struct {
+	id                                    sql.NullInt64
+	cls, key, disp, raw, created, updated sql.NullString
+	enabled                               sql.NullBool
+}
+
+func (n *nullInstance) dest() []any {
+	return []any{&n.id, &n.cls, &n.key, &n.disp, &n.enabled, &n.raw, &n.created, &n.updated}
+}
+
+// instance is the row read, nil when there was none.
+func (n *nullInstance) instance() (*Instance, error) {
+	if !n.id.Valid {
+		return nil, nil
+	}
+	data, err := decodeData(n.raw.String)
+	if err != nil {
+		return nil, err
+	}
+	return &Instance{ID: n.id.Int64, Classname: n.cls.String, Keyname: n.key.String, Displayname: n.disp.String,
+		IsEnabled: n.enabled.Bool, Data: data, CreatedAt: n.created.String, UpdatedAt: n.updated.String,
+		raw: n.raw.String}, nil
+}
+
 // instanceAndGeneration reads one instance and the generation counter in one
-// statement (one snapshot), for the first instance read of a request scope.
+// statement (one snapshot), for the first instance read of a request scope, together
+// with the instance the scope will read (Prefetch), if any.
 func (db *DB) instanceAndGeneration(ctx context.Context, m *genMemo, cls, key string) (*Instance, error) {
+	m.mu.Lock()
+	want := m.want
+	m.want = nil
+	m.mu.Unlock()
+	if want != nil && want[0] == cls && want[1] == key {
+		want = nil // this is the read wanted
+	}
 	commits := db.commits.Load()
 	var gen int64
-	var id sql.NullInt64
-	var c, k, disp, raw, created, updated sql.NullString
-	var enabled sql.NullBool
-	err := db.rqueryRow(ctx, "SELECT g.generation, i.id, i.classname, i.keyname, i.displayname, i.is_enabled, i.data, "+
-		"i.created_at, i.updated_at FROM schema_generation g LEFT JOIN instances i ON i.classname = ? AND i.keyname = ?",
-		cls, key).Scan(&gen, &id, &c, &k, &disp, &enabled, &raw, &created, &updated)
+	var i, t nullInstance
+	var err error
+	if want == nil {
+		err = db.rqueryRow(ctx, "SELECT g.generation, "+genInstanceCols+
+			" FROM schema_generation g LEFT JOIN instances i ON i.classname = ? AND i.keyname = ?",
+			cls, key).Scan(append([]any{&gen}, i.dest()...)...)
+	} else {
+		err = db.rqueryRow(ctx, "SELECT g.generation, "+genInstanceCols+", "+genPrefetchCols+
+			" FROM schema_generation g LEFT JOIN instances i ON i.classname = ? AND i.keyname = ?"+
+			" LEFT JOIN instances t ON t.classname = ? AND t.keyname = ?",
+			cls, key, want[0], want[1]).Scan(append(append([]any{&gen}, i.dest()...), t.dest()...)...)
+	}
 	if err != nil {
 		return nil, notFoundInstance(cls, key, err)
 	}
 	m.remember(gen, commits)
-	if !id.Valid {
-		return nil, notFoundInstance(cls, key, sql.ErrNoRows)
+	if want != nil {
+		if pre, err := t.instance(); err == nil {
+			m.mu.Lock()
+			m.pre = &prefetched{cls: want[0], key: want[1], in: pre, commits: commits, at: time.Now()}
+			m.mu.Unlock()
+		}
 	}
-	data, err := decodeData(raw.String)
-	if err != nil {
-		return nil, notFoundInstance(cls, key, err)
+	in, err := i.instance()
+	if err != nil || in == nil {
+		return nil, notFoundInstance(cls, key, cmp.Or(err, sql.ErrNoRows))
 	}
-	return &Instance{ID: id.Int64, Classname: c.String, Keyname: k.String, Displayname: disp.String,
-		IsEnabled: enabled.Bool, Data: data, CreatedAt: created.String, UpdatedAt: updated.String, raw: raw.String}, nil
+	return in, nil
 }

@@ -55,6 +55,9 @@ func notFoundInstance(cls, key string, err error) error {
 // Instance reads one instance through the read pool.
 // The first read of a request scope also reads the generation counter.
 func (db *DB) Instance(ctx context.Context, cls, key string) (*Instance, error) {
+	if in, ok, err := db.prefetchedInstance(ctx, cls, key); ok {
+		return in, err
+	}
 	if m, _, fresh := db.memoOf(ctx); m != nil && !fresh {
 		return db.instanceAndGeneration(ctx, m, cls, key)
 	}

@@ -52,7 +52,11 @@ type encodedList struct {
 
 func (l *encodedList) of(v any, n int) json.RawMessage {
 	if l.raw == nil || l.n != n {
-		l.raw, _ = json.Marshal(v)
+		var err error
+		if l.raw, err = json.Marshal(v); err != nil {
+			// Not reachable with values read from JSON; the result stays valid JSON.
+			l.raw = json.RawMessage("null")
+		}
 		l.n = n
 	}
 	return l.raw

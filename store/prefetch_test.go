@@ -1,0 +1,94 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"dataservice/store"
+)
+
+// TestPrefetch: an instance a request will read is read with the request's first
+// instance read (its credentials) and then answered from there, as a read at the
+// request's start: a change by another process in between is not seen (as with a
+// request that arrived a moment earlier), a write committed by this process in
+// between is, and the row answers once.
+func TestPrefetch(t *testing.T) {
+	ctx := context.Background()
+	db := newTestDB(t)
+	mustLoad(t, db, `
+- {classname: _schema, keyname: item, note: {dataformat: string}}
+- {classname: item, keyname: a, note: one}
+- {classname: _user, keyname: reader}
+`, store.LoadOptions{})
+	other, err := sql.Open("sqlite", db.Path()) // another process's connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	set := func(note string) {
+		t.Helper()
+		if _, err := other.Exec("UPDATE instances SET data = json_object('note', ?) WHERE classname = 'item' AND keyname = 'a'", note); err != nil {
+			t.Fatal(err)
+		}
+	}
+	note := func(ctx context.Context, key string) string {
+		t.Helper()
+		in, err := db.Instance(ctx, "item", key)
+		if err != nil {
+			return store.ErrorMessage(err)
+		}
+		return in.Data["note"].(string)
+	}
+	start := func(key string) context.Context {
+		t.Helper()
+		ctx := db.RequestScope(ctx)
+		db.Prefetch(ctx, "item", key)
+		if _, err := db.Instance(ctx, "_user", "reader"); err != nil { // the credentials' read
+			t.Fatal(err)
+		}
+		return ctx
+	}
+
+	t.Run("answered as at the request's start, once", func(t *testing.T) {
+		set("one")
+		req := start("a")
+		set("two")
+		if got, want := note(req, "a"), "one"; got != want {
+			t.Fatalf("prefetched read: got %q, want %q (the row as the request started)", got, want)
+		}
+		if got, want := note(req, "a"), "two"; got != want {
+			t.Fatalf("second read: got %q, want %q (read again)", got, want)
+		}
+	})
+	t.Run("read again after a commit of this process", func(t *testing.T) {
+		set("one")
+		req := start("a")
+		set("two")
+		mustLoad(t, db, `{classname: item, keyname: b, note: other}`, store.LoadOptions{})
+		if got, want := note(req, "a"), "two"; got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	})
+	t.Run("a missing instance is not found", func(t *testing.T) {
+		req := start("c")
+		if _, err := other.Exec(`INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
+			VALUES('item', 'c', '', 1, '{}', '', '')`); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := note(req, "c"), `item "c" not found`; got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	})
+	t.Run("other reads in between leave it", func(t *testing.T) {
+		set("one")
+		req := start("a")
+		set("two")
+		if _, err := db.Instance(req, "_user", "reader"); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := note(req, "a"), "one"; got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	})
+}
