@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -35,14 +36,11 @@ func BenchmarkProcess(b *testing.B) {
 	if res, err := db.Load(ctx, entries, store.LoadOptions{}); err != nil || res.Errors != 0 {
 		b.Fatalf("load: %v %v", err, res)
 	}
-	compiled, err := rules.Parse(`
-- field_lower: ['', f1]
-- set_condition: [odd, field_match, f2, '[13579]$']
-- field_set: [odd, f3, odd]
-- field_regexp_sub: ['', f4, '-', '_']
-- field_copy: ['', f5, f6]
-- field_delete: ['', f2]
-`)
+	content, err := os.ReadFile("testdata/bench_pipeline.yml") // BenchmarkPipeline's rules
+	if err != nil {
+		b.Fatal(err)
+	}
+	compiled, err := rules.Parse(string(content))
 	if err != nil {
 		b.Fatal(err)
 	}
