@@ -101,11 +101,11 @@ type instanceListReply struct {
 	Instances []*store.Doc `json:"instances" yaml:"instances"`
 }
 
-// instances: GET /api/instances/<schema>/ (list: page, size, search) and
-// GET /api/instances/<schema>/<keyname>/ (one instance; keynames may contain /).
 // instanceKey is the keyname in the *rest of /api/instances/:schema/<key>/.
 func instanceKey(rest string) string { return strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/") }
 
+// instances: GET /api/instances/<schema>/ (list: page, size, search) and
+// GET /api/instances/<schema>/<keyname>/ (one instance; keynames may contain /).
 func (s *server) instances(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 	if s.denied(w, r, "p_data_access") {
 		return

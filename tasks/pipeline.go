@@ -250,7 +250,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 	return flag == 1, true, nil
 }
 
-// schema is the schema name as tx sees it, which has written nothing yet. The schema
+// schema returns schema name as tx (which has written nothing yet) sees it. The schema
 // an earlier batch loaded serves while the schema generation is the one it was loaded
 // at: every committed change to a schema raises the generation.
 func (x *pipelineRun) schema(ctx context.Context, tx *store.Tx, name string) (*store.Schema, error) {
