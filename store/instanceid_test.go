@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"database/sql"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -53,23 +52,13 @@ func TestInstanceIDsNeverReused(t *testing.T) {
 
 	// A file from before the id tracking (layout 6), where the newest user was deleted
 	// and its task kept: the first open above it gives ids above the task's owner.
-	sdb, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	testkit.ExecFile(t, path,
 		"DROP TRIGGER instances_id_high", "DROP TRIGGER instances_id_fresh", "DROP TABLE instance_ids",
 		"PRAGMA user_version = 5",
 		"DELETE FROM instances WHERE classname = '_user' AND keyname = 'erin'",
-		"INSERT INTO tasks(handle, kind, owner_type, owner_id, status, created_at) VALUES('h2', 'pipeline', 'api', '" +
-			strconv.FormatInt(erin, 10) + "', 'queued', '')",
-	} {
-		if _, err := sdb.Exec(q); err != nil {
-			sdb.Close()
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	sdb.Close()
+		"INSERT INTO tasks(handle, kind, owner_type, owner_id, status, created_at) VALUES('h2', 'pipeline', 'api', '"+
+			strconv.FormatInt(erin, 10)+"', 'queued', '')",
+	)
 	db = testkit.Open(t, path, testkit.Options{})
 	newUser(db, "frank", erin)
 }

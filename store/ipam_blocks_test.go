@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -104,23 +103,13 @@ func TestIPBlocksBuiltForExistingFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	sdb, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	testkit.ExecFile(t, path,
 		"DROP TRIGGER ipam_blocks_insert", "DROP TRIGGER ipam_blocks_delete", "DROP TRIGGER ipam_blocks_move", "DROP TABLE ipam_blocks",
 		`INSERT INTO instances(id, classname, keyname, created_at, updated_at) VALUES
 			(1, 'ipam_ip', '0a000001', '', ''), (2, 'ipam_ip', '0a000002', '', ''), (3, 'ipam_ip', '0a010001', '', ''),
 			(4, 'ipam_ip', '10.0.0.9', '', ''), (5, 'other', '0a000003', '', '')`,
 		"PRAGMA user_version = 7",
-	} {
-		if _, err := sdb.Exec(q); err != nil {
-			sdb.Close()
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	sdb.Close()
+	)
 	db, err = store.Open(context.Background(), path, store.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -242,24 +243,14 @@ func TestCountsBuiltForExistingFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	sdb, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	testkit.ExecFile(t, path,
 		"DROP TRIGGER instances_count_insert", "DROP TRIGGER instances_count_delete", "DROP TRIGGER instances_count_move",
 		"DROP TRIGGER configuration_insert", "DROP TRIGGER configuration_update", "DROP TRIGGER configuration_delete",
 		"DROP TABLE instance_counts",
 		"DROP TRIGGER instances_id_high", "DROP TRIGGER instances_id_fresh", "DROP TABLE instance_ids", // layout 6
 		"INSERT INTO instances(classname, keyname, data, created_at, updated_at) VALUES('a', 'one', '{\"x\":\"needle\"}', '', ''), ('a', 'two', '{}', '', ''), ('b', 'three', '{}', '', '')",
 		"PRAGMA user_version = 3", // before layouts 4 (counts), 5 and 6; layout 3 is the sessions table
-	} {
-		if _, err := sdb.Exec(q); err != nil {
-			sdb.Close()
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	sdb.Close()
+	)
 	db, err = store.Open(context.Background(), path, store.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -111,6 +111,23 @@ func ExecAll(tb testing.TB, db *store.DB, stmts ...string) {
 	}
 }
 
+// ExecFile runs statements on the file at path through a plain database/sql
+// connection, outside the store (as an older release or another tool would leave the
+// file): the file must not be open in the store meanwhile.
+func ExecFile(tb testing.TB, path string, stmts ...string) {
+	tb.Helper()
+	sdb, err := sql.Open("sqlite", path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer sdb.Close()
+	for _, q := range stmts {
+		if _, err := sdb.Exec(q); err != nil {
+			tb.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
 // Row is an instance tests insert by SQL.
 type Row struct {
 	Keyname     string
