@@ -187,7 +187,7 @@ func floorHandler(b *testing.B, db *store.DB) http.Handler {
 	page := prep("SELECT " + cols + " FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ? OFFSET ?")
 	// The product's search query: the index's candidates joined to their rows in id
 	// order, LIKE deciding (after the same one-row check that nothing awaits indexing).
-	dirty := prep("SELECT EXISTS (SELECT 1 FROM instances_search_dirty)")
+	dirty := prep(store.SearchDirtyCheck)
 	search := prep(`SELECT i.id, i.classname, i.keyname, i.displayname, i.is_enabled, i.data, i.created_at, i.updated_at
 		FROM instances_search CROSS JOIN instances i WHERE instances_search MATCH ? AND i.id = instances_search.rowid
 		AND i.classname = ? AND (i.keyname LIKE ? ESCAPE '\' OR i.displayname LIKE ? ESCAPE '\' OR i.data LIKE ? ESCAPE '\')

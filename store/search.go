@@ -96,7 +96,7 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 		defer rtx.Rollback()
 		rq, snapshot = rtx, true
 		var dirty bool
-		if err := rtx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM instances_search_dirty)").Scan(&dirty); err != nil {
+		if err := rtx.QueryRowContext(ctx, SearchDirtyCheck).Scan(&dirty); err != nil {
 			return nil, fmt.Errorf("search %s: %w", cls, err)
 		}
 		if !dirty {

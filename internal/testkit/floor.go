@@ -36,15 +36,6 @@ func OpenFloorDB(tb testing.TB) *sql.DB {
 }
 
 // FloorReindex is what a store write transaction runs right before it commits, to keep
-// the search index (see store's reindexDirty): a floor that writes instances runs it
-// at the end of each transaction, so it does the same SQL as the product.
-var FloorReindex = []string{
-	`SELECT EXISTS (SELECT 1 FROM instances_search_dirty)`,
-	`DELETE FROM instances_search WHERE rowid IN (SELECT d.id FROM instances_search_dirty d
-			WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = d.id))`,
-	`INSERT OR REPLACE INTO instances_search(rowid, keyname, displayname, data)
-		SELECT i.id, i.keyname, i.displayname, i.data
-		FROM instances_search_dirty d JOIN instances i ON i.id = d.id ORDER BY d.id`,
-	`DELETE FROM instances_search_dirty`,
-	`INSERT INTO instances_search(instances_search) VALUES('flush')`,
-}
+// the search index: a floor that writes instances runs it at the end of each
+// transaction, so it does the same SQL as the product.
+var FloorReindex = append([]string{store.SearchDirtyCheck}, store.SearchReindex...)
