@@ -164,10 +164,7 @@ func BenchmarkAPILoad(b *testing.B) {
 				db.Close()
 				b.StartTimer()
 			}
-			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "instances/s")
-			b.ReportMetric(rss, "peak-RSS-MB")
-			b.ReportMetric(heap, "peak-heap-MB")
-			b.ReportMetric(0, "ns/op")
+			reportLoad(b, n, rss, heap)
 		})
 		b.Run(fmt.Sprintf("n=%d/floor-%s", n, format), func(b *testing.B) {
 			path := writeLoadBody(b, n, format)
@@ -210,10 +207,7 @@ func BenchmarkAPILoad(b *testing.B) {
 				db.Close()
 				b.StartTimer()
 			}
-			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "instances/s")
-			b.ReportMetric(rss, "peak-RSS-MB")
-			b.ReportMetric(heap, "peak-heap-MB")
-			b.ReportMetric(0, "ns/op")
+			reportLoad(b, n, rss, heap)
 		})
 	}
 }
@@ -259,4 +253,13 @@ func floorBatch[R any](ctx context.Context, db *sql.DB, rows []R, now string, co
 		}
 	}
 	return tx.Commit()
+}
+
+// reportLoad reports a load benchmark's rate over b.N loads of n entries and the
+// peak memory its loads reached.
+func reportLoad(b *testing.B, n int, rss, heap float64) {
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "instances/s")
+	b.ReportMetric(rss, "peak-RSS-MB")
+	b.ReportMetric(heap, "peak-heap-MB")
+	b.ReportMetric(0, "ns/op")
 }
