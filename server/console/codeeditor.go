@@ -38,11 +38,7 @@ type editorData struct {
 // codeEditor: /data/private/code_editor/ — GET ?schema=&keys=&format= opens objects
 // in the load format (YAML or JSON); POST do=validate|dryrun|save checks, dry-runs or
 // loads the edited document with the user's permissions (p_code_editor).
-func (c *Console) codeEditor(w http.ResponseWriter, r *http.Request, q *req, rest string) {
-	if rest != "" {
-		c.errorPage(w, r, q, http.StatusNotFound, "not found")
-		return
-	}
+func (c *Console) codeEditor(w http.ResponseWriter, r *http.Request, q *req, _ string) {
 	ctx := r.Context()
 	qs := r.URL.Query()
 	d := &editorData{Schema: strings.TrimSpace(qs.Get("schema")), Keys: strings.TrimSpace(qs.Get("keys")),

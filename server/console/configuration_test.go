@@ -29,6 +29,7 @@ func TestConfigurationPage(t *testing.T) {
 	want(t, p, 200, `id="conf-readonly"`, `id="conf-DATA_MAX_SIZE"`, "largest page size of instance lists", "<code>500</code>", `<span id="v-DATA_MAX_SIZE">500</span>`)
 	lacks(t, p, "<input id=\"v-", `id="conf-save"`, `id="conf-form"`)
 	want(t, v.get("/"), 200, `href="/data/private/configuration/"`)
+	want(t, v.get(path+"DATA_MAX_SIZE/"), http.StatusNotFound) // a one-page tool
 	tok := v.csrf()
 	p = v.post(path, url.Values{"csrf": {tok}, "v_DATA_MAX_SIZE": {"600"}})
 	want(t, p, http.StatusForbidden)

@@ -119,11 +119,7 @@ type importData struct {
 
 // importTool: /data/private/import/ — paste or upload YAML, JSON or CSV; Check runs
 // it as a dry run, Import loads it, both with the user's permissions (p_data_import).
-func (c *Console) importTool(w http.ResponseWriter, r *http.Request, q *req, rest string) {
-	if rest != "" {
-		c.errorPage(w, r, q, http.StatusNotFound, "not found")
-		return
-	}
+func (c *Console) importTool(w http.ResponseWriter, r *http.Request, q *req, _ string) {
 	ctx := r.Context()
 	d := &importData{Format: "yaml", Keyfield: "keyname", Encoding: "utf-8", MaxSize: sizeText(c.maxBody),
 		Delimiter: c.db.ConfigValue(ctx, store.ConfigCSVDelimiter)}

@@ -121,12 +121,14 @@ func TestToolGates(t *testing.T) {
 	want(t, imp.get("/data/private/import/"), 200, `id="import-form"`, `enctype="multipart/form-data"`, "<option>upper_tag</option>")
 	lacks(t, imp.get("/data/private/import/"), "<option>admin_only</option>") // a pipeline the user may not run
 	want(t, imp.get("/data/private/code_editor/"), http.StatusForbidden)
+	want(t, imp.get("/data/private/import/x/"), http.StatusNotFound) // a one-page tool
 
 	ed, _ := signedIn(e, "editor")
 	dash = ed.get("/")
 	want(t, dash, 200, `id="tile-code_editor"`)
 	lacks(t, dash, `href="/data/private/import/"`)
 	want(t, ed.get("/data/private/code_editor/"), 200, `id="open-form"`)
+	want(t, ed.get("/data/private/code_editor/site/"), http.StatusNotFound)
 	want(t, ed.get("/data/private/import/"), http.StatusForbidden)
 
 	// No p_data_access: no tool, even with the tool's own permission.

@@ -234,6 +234,10 @@ func (c *Console) data(w http.ResponseWriter, r *http.Request, q *req) {
 			c.forbidden(w, r, q)
 			return
 		}
+		if t.OnePage && key != "" {
+			c.errorPage(w, r, q, http.StatusNotFound, "not found")
+			return
+		}
 		t.Serve(c, w, r, q, key)
 		return
 	}

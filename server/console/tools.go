@@ -21,6 +21,8 @@ type tool struct {
 	// Documents marks a tool whose forms carry load documents: its requests may be as
 	// large as the API's (Options.MaxBody) instead of 1 MiB.
 	Documents bool
+	// OnePage marks a tool with no pages below its own: any longer path is 404.
+	OnePage bool
 	// Serve answers the tool's pages; rest is the path after the tool's name, without
 	// its leading and trailing slashes ("" for the tool's own page).
 	Serve func(c *Console, w http.ResponseWriter, r *http.Request, q *req, rest string)
@@ -37,11 +39,12 @@ func init() {
 		{Name: "pipeline", Title: "Pipelines", Icon: "fa-cogs", Serve: (*Console).pipelineTool},
 		{Name: "task", Title: "Tasks", Icon: "fa-tasks", Serve: (*Console).taskTool,
 			Allowed: func(a *store.Auth) bool { return a.Has(tasks.PermRun) }},
-		{Name: "import", Title: "Import", Icon: "fa-upload", Documents: true, Serve: (*Console).importTool,
+		{Name: "import", Title: "Import", Icon: "fa-upload", Documents: true, OnePage: true, Serve: (*Console).importTool,
 			Allowed: func(a *store.Auth) bool { return a.Has("p_data_import") }},
-		{Name: "code_editor", Title: "Code editor", Icon: "fa-code", Documents: true, Serve: (*Console).codeEditor,
+		{Name: "code_editor", Title: "Code editor", Icon: "fa-code", Documents: true, OnePage: true, Serve: (*Console).codeEditor,
 			Allowed: func(a *store.Auth) bool { return a.Has("p_code_editor") }},
-		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, Serve: (*Console).configurationTool},
+		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, OnePage: true,
+			Serve: (*Console).configurationTool},
 	}
 }
 
