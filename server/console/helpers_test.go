@@ -76,17 +76,23 @@ type page struct {
 
 func (b *browser) do(method, path string, form url.Values, hdr map[string]string) page {
 	b.e.t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
+	if form == nil {
+		return b.send(method, path, nil, "", hdr)
 	}
+	return b.send(method, path, strings.NewReader(form.Encode()), "application/x-www-form-urlencoded", hdr)
+}
+
+// send makes one request; a request with a body of contentType carries the browser's
+// Origin, as browsers send it with a form.
+func (b *browser) send(method, path string, body io.Reader, contentType string, hdr map[string]string) page {
+	b.e.t.Helper()
 	req, err := http.NewRequest(method, b.e.srv.URL+path, body)
 	if err != nil {
 		b.e.t.Fatal(err)
 	}
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,*/*;q=0.8") // as browsers send
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 		if b.origin != "" {
 			req.Header.Set("Origin", b.origin)
 		}

@@ -58,19 +58,7 @@ func (b *browser) postMultipart(path string, fields map[string]string, fileName,
 		io.WriteString(fw, file)
 	}
 	mw.Close()
-	req, err := http.NewRequest("POST", b.e.srv.URL+path, &buf)
-	if err != nil {
-		b.e.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Origin", b.origin)
-	resp, err := b.c.Do(req)
-	if err != nil {
-		b.e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return page{status: resp.StatusCode, body: string(raw), loc: resp.Header.Get("Location"), header: resp.Header}
+	return b.send("POST", path, &buf, mw.FormDataContentType(), nil)
 }
 
 func toolEnv(t *testing.T) *env {
