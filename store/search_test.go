@@ -96,7 +96,6 @@ func listIDs(t *testing.T, db *store.DB, s *store.Schema, q store.ListQuery) ([]
 // schema with and one without secret fields; and after updates and deletes.
 func TestSearchMatchesLike(t *testing.T) {
 	db := newTestDB(t)
-	ctx := context.Background()
 	mustLoad(t, db, `
 - {classname: _schema, keyname: note, text: {dataformat: string}, more: {dataformat: string, cardinal_max: 0}}
 - {classname: _schema, keyname: vault, text: {dataformat: string}, pw: {dataformat: secret}}
@@ -121,31 +120,7 @@ func TestSearchMatchesLike(t *testing.T) {
 	}
 	body, _ := json.Marshal(docs)
 	mustLoad(t, db, string(body), store.LoadOptions{System: true})
-	compare := func(round string) {
-		t.Helper()
-		for _, cls := range []string{"note", "vault"} {
-			s, err := db.Schema(ctx, cls)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 150 {
-				var search string
-				if src := stored[r.IntN(len(stored))]; i%2 == 0 && src != "" {
-					a := r.IntN(len([]rune(src)))
-					b := a + 1 + r.IntN(len([]rune(src))-a)
-					search = string([]rune(src)[a:b])
-				} else {
-					search = randText(r, 1+r.IntN(5))
-				}
-				want := likeIDs(t, db, cls, search, cls == "note")
-				got, res := listIDs(t, db, s, store.ListQuery{Search: search, Limit: 1000, ExactCount: true})
-				if !slices.Equal(got, want) || res.Count != len(want) {
-					t.Fatalf("%s: %s search %q: got %v (count %d), LIKE gives %v", round, cls, search, got, res.Count, want)
-				}
-			}
-		}
-	}
-	compare("after load")
+	compareSearch(t, db, r, stored, "after load", 150)
 	// Updates and deletes keep the index in step.
 	for i := 0; i < 300; i += 7 {
 		cls := docs[i]["classname"].(string)
@@ -153,7 +128,7 @@ func TestSearchMatchesLike(t *testing.T) {
 			randText(r, 6), randText(r, 6), cls, docs[i]["keyname"])
 	}
 	exec(t, db, "DELETE FROM instances WHERE classname IN ('note', 'vault') AND id % 5 = 0")
-	compare("after updates and deletes")
+	compareSearch(t, db, r, stored, "after updates and deletes", 150)
 }
 
 // Counts are maintained by inserts, deletes and schema renames; keyset pages walk
