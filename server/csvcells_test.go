@@ -2,9 +2,9 @@ package server_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -13,17 +13,7 @@ import (
 // body but a field in memory.
 func TestRawfileCellsBounded(t *testing.T) {
 	e := newLoadEnv(t, envOptions{NoRunner: true})
-	cols := 2001
-	var sb strings.Builder
-	sb.WriteString("keyname")
-	for i := 1; i < cols; i++ {
-		fmt.Fprintf(&sb, ";c%d", i)
-	}
-	sb.WriteString("\n")
-	for i := 0; i < store.CSVMaxCells/cols+1; i++ {
-		fmt.Fprintf(&sb, "wide%d%s\n", i, strings.Repeat(";", cols-1))
-	}
-	wantError(t, e.post("/api/rawfile/?schema=server&delimiter=%3B", e.rawfile, []byte(sb.String())), 413,
+	wantError(t, e.post("/api/rawfile/?schema=server&delimiter=%3B", e.rawfile, []byte(testkit.WideCSV())), 413,
 		fmt.Sprintf("more than %d cells (rows × columns) in one request; split the file", store.CSVMaxCells))
 	if got := e.queryString("SELECT count(*) FROM instances WHERE keyname LIKE 'wide%'"); got != "0" {
 		t.Fatalf("instances written by a refused load: %s", got)

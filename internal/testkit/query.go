@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"dataservice/store"
@@ -195,4 +196,21 @@ func Rename(tb testing.TB, db *store.DB, author, cls, from, to string) (*store.R
 		return err
 	})
 	return rep, err
+}
+
+// WideCSV is a CSV (delimiter ;) of keynames wide0, wide1, … and empty cells, with
+// one cell more than store.CSVMaxCells (rows × columns): the smallest body that passes
+// the cell bound for its width.
+func WideCSV() string {
+	const cols = 2001
+	var sb strings.Builder
+	sb.WriteString("keyname")
+	for i := 1; i < cols; i++ {
+		fmt.Fprintf(&sb, ";c%d", i)
+	}
+	sb.WriteString("\n")
+	for i := 0; i < store.CSVMaxCells/cols+1; i++ {
+		fmt.Fprintf(&sb, "wide%d%s\n", i, strings.Repeat(";", cols-1))
+	}
+	return sb.String()
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -188,18 +189,7 @@ func TestToolPostsNeedCSRFAndOrigin(t *testing.T) {
 func TestImportCSVCellsBounded(t *testing.T) {
 	e := toolEnv(t)
 	b, csrf := signedIn(e, "importer")
-	cols := 2001
-	var sb strings.Builder
-	sb.WriteString("keyname")
-	for i := 1; i < cols; i++ {
-		fmt.Fprintf(&sb, ";c%d", i)
-	}
-	sb.WriteString("\n")
-	rows := store.CSVMaxCells/cols + 1
-	for i := 0; i < rows; i++ {
-		fmt.Fprintf(&sb, "wide%d%s\n", i, strings.Repeat(";", cols-1))
-	}
-	p := b.postMultipart("/data/private/import/", map[string]string{"csrf": csrf, "format": "csv", "schema": "site", "do": "import"}, "wide.csv", sb.String())
+	p := b.postMultipart("/data/private/import/", map[string]string{"csrf": csrf, "format": "csv", "schema": "site", "do": "import"}, "wide.csv", testkit.WideCSV())
 	want(t, p, http.StatusRequestEntityTooLarge, fmt.Sprintf("more than %d cells", store.CSVMaxCells))
 	if n := e.queryInt("SELECT count(*) FROM instances WHERE classname = 'site' AND keyname LIKE 'wide%'"); n != 0 {
 		t.Fatalf("%d instances written by a refused import", n)
