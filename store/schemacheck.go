@@ -59,7 +59,14 @@ type SchemaError struct {
 	// layout creates under that name, as the file has them (other SQL, kind or
 	// table); Missing are objects the layout creates that the file lacks.
 	Unexpected, Changed, Missing []SchemaObject
+	// tables names a table (or an index SQLite made for one) that differs or is
+	// missing: the file cannot be repaired, its rows are the data.
+	tables string
 }
+
+// Repairable reports whether CheckFileSchema can repair the file: no table differs
+// or is missing.
+func (e *SchemaError) Repairable() bool { return e.tables == "" }
 
 // maxListed bounds how many objects an error message lists.
 const maxListed = 20
@@ -339,6 +346,9 @@ func compareSchema(v layoutVersion, have []SchemaObject, r *reference) *SchemaEr
 		case ok && w == o:
 		case ok:
 			e.Changed = append(e.Changed, o)
+			if o.Type == "table" || w.Type == "table" || w.SQL == "" {
+				e.tables = o.Type + " " + o.Name
+			}
 		case optional[o.Name] == o:
 		case o.Type == "table" && sqliteOwn[o.Name] != "" && o.SQL == sqliteOwn[o.Name]:
 		default:
@@ -348,6 +358,9 @@ func compareSchema(v layoutVersion, have []SchemaObject, r *reference) *SchemaEr
 	for _, o := range want {
 		if !seen[o.Name] {
 			e.Missing = append(e.Missing, o)
+			if o.Type == "table" || o.SQL == "" {
+				e.tables = o.Type + " " + o.Name
+			}
 		}
 	}
 	if len(e.Unexpected)+len(e.Changed)+len(e.Missing) == 0 {
@@ -399,6 +412,9 @@ func CheckFileSchema(ctx context.Context, path string, repair bool) ([]string, e
 	if !repair || !errors.As(err, &e) {
 		return nil, err
 	}
+	if !e.Repairable() {
+		return nil, fmt.Errorf("%w (%s cannot be repaired: its rows are the data; restore another backup)", e, e.tables)
+	}
 	v, _, err := readSchema(ctx, pool)
 	if err != nil {
 		return nil, err
@@ -410,11 +426,6 @@ func CheckFileSchema(ctx context.Context, path string, repair bool) ([]string, e
 	ref := map[string]SchemaObject{}
 	for _, o := range r.want {
 		ref[o.Name] = o
-	}
-	for _, o := range append(e.Changed, e.Missing...) {
-		if o.Type == "table" || ref[o.Name].Type == "table" || ref[o.Name].SQL == "" {
-			return nil, fmt.Errorf("%w (%s %s cannot be repaired: its rows are the data; restore another backup)", e, o.Type, o.Name)
-		}
 	}
 	tx, err := pool.BeginTx(ctx, nil)
 	if err != nil {
