@@ -19,14 +19,18 @@ import (
 
 // restore: dataservice restore FILE — replace the database with a backup. The copy is
 // checked first (integrity_check, a readable registry, DB_VERSION not newer than this
-// code); it refuses while any process has the database open; the current file is kept
-// as <db>.before-restore.<timestamp>; the swap is one rename. The next start migrates.
+// code, and only the schema objects the service's layout creates: a file brings back
+// data, not code); it refuses while any process has the database open; the current
+// file is kept as <db>.before-restore.<timestamp>; the swap is one rename. The next
+// start migrates. With --force, the copy's other schema objects are dropped (and
+// reported) instead of refusing it.
 func setupRestore(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, false)
-	return func(ctx context.Context, args []string) error { return c.restore(ctx, args[0]) }
+	force := fs.Bool("force", false, "drop the backup's schema objects the service does not create (triggers, views, indexes, tables) and re-create changed triggers and indexes as the service creates them, reporting each")
+	return func(ctx context.Context, args []string) error { return c.restore(ctx, args[0], *force) }
 }
 
-func (c *cli) restore(ctx context.Context, file string) error {
+func (c *cli) restore(ctx context.Context, file string, force bool) error {
 	s, err := loadSettings(c.getenv, &c.sf)
 	if err != nil {
 		return err
@@ -75,6 +79,17 @@ func (c *cli) restore(ctx context.Context, file string) error {
 	dbv, err := checkRestorable(ctx, partial, s.Version)
 	if err != nil {
 		return fmt.Errorf("backup %s: %w", src, err)
+	}
+	// Only the copy is changed, never FILE.
+	repaired, err := store.CheckFileSchema(ctx, partial, force)
+	if se := (*store.SchemaError)(nil); errors.As(err, &se) && !force && se.Repairable() {
+		return fmt.Errorf("backup %s: %w; `dataservice restore --force FILE` drops or replaces them", src, err)
+	}
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", src, err)
+	}
+	for _, line := range repaired {
+		fmt.Fprintf(c.stdout, "%s\n", line)
 	}
 	if err := os.Chmod(partial, 0o600); err != nil {
 		return err

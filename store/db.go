@@ -201,6 +201,10 @@ func openReadOnly(ctx context.Context, abs, path string, opts Options) (*DB, err
 	}
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
+	if err := checkSchema(ctx, r); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
+	}
 	if err := checkLayout(ctx, r); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("open database %s read-only: %w", path, err)

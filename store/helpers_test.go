@@ -82,3 +82,22 @@ const serverSchema = `
   site: {dataformat: schema, dataformat_ext: site}
   site_city: {dataformat: external, dataformat_ext: site city}
 `
+
+// layoutsAfter are the statements that set a file made by this program back to its
+// shape at layout version v (3 to 9): they drop what the later layout steps created,
+// and set the version. Data the later steps wrote (rows, not objects) is left.
+func layoutsAfter(v int) []string {
+	drops := map[int][]string{
+		4:  {"DROP TRIGGER instances_count_insert", "DROP TRIGGER instances_count_delete", "DROP TRIGGER instances_count_move", "DROP TABLE instance_counts"},
+		5:  {"DROP TRIGGER configuration_insert", "DROP TRIGGER configuration_update", "DROP TRIGGER configuration_delete"},
+		6:  {"DROP TRIGGER instances_id_high", "DROP TRIGGER instances_id_fresh", "DROP TABLE instance_ids"},
+		8:  {"DROP TRIGGER ipam_blocks_insert", "DROP TRIGGER ipam_blocks_delete", "DROP TRIGGER ipam_blocks_move", "DROP TABLE ipam_blocks"},
+		9:  {"DROP INDEX revisions_class"},
+		10: {"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete", "DROP TRIGGER instances_search_update", "DROP TABLE instances_search_dirty", "DROP TABLE instances_search"},
+	}
+	var stmts []string
+	for step := 10; step > v; step-- {
+		stmts = append(stmts, drops[step]...)
+	}
+	return append(stmts, fmt.Sprintf("PRAGMA user_version = %d", v))
+}

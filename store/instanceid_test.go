@@ -52,12 +52,10 @@ func TestInstanceIDsNeverReused(t *testing.T) {
 
 	// A file from before the id tracking (layout 6), where the newest user was deleted
 	// and its task kept: the first open above it gives ids above the task's owner.
-	testkit.ExecFile(t, path,
-		"DROP TRIGGER instances_id_high", "DROP TRIGGER instances_id_fresh", "DROP TABLE instance_ids",
-		"PRAGMA user_version = 5",
+	testkit.ExecFile(t, path, append(layoutsAfter(5),
 		"DELETE FROM instances WHERE classname = '_user' AND keyname = 'erin'",
 		"INSERT INTO tasks(handle, kind, owner_type, owner_id, status, created_at) VALUES('h2', 'pipeline', 'api', '"+
-			strconv.FormatInt(erin, 10)+"', 'queued', '')",
+			strconv.FormatInt(erin, 10)+"', 'queued', '')")...,
 	)
 	db = testkit.Open(t, path, testkit.Options{})
 	newUser(db, "frank", erin)

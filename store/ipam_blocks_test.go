@@ -103,12 +103,11 @@ func TestIPBlocksBuiltForExistingFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	testkit.ExecFile(t, path,
-		"DROP TRIGGER ipam_blocks_insert", "DROP TRIGGER ipam_blocks_delete", "DROP TRIGGER ipam_blocks_move", "DROP TABLE ipam_blocks",
+	testkit.ExecFile(t, path, append([]string{
 		`INSERT INTO instances(id, classname, keyname, created_at, updated_at) VALUES
 			(1, 'ipam_ip', '0a000001', '', ''), (2, 'ipam_ip', '0a000002', '', ''), (3, 'ipam_ip', '0a010001', '', ''),
-			(4, 'ipam_ip', '10.0.0.9', '', ''), (5, 'other', '0a000003', '', '')`,
-		"PRAGMA user_version = 7",
+			(4, 'ipam_ip', '10.0.0.9', '', ''), (5, 'other', '0a000003', '', '')`},
+		layoutsAfter(7)...)...,
 	)
 	db, err = store.Open(context.Background(), path, store.Options{})
 	if err != nil {

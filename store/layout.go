@@ -327,6 +327,12 @@ func (db *DB) migrateLayout(ctx context.Context) error {
 	if err := db.retryBusy(ctx, db.checkNotNewer); err != nil {
 		return err
 	}
+	// Before any step writes: a step's own writes would fire a trigger the file
+	// brought along.
+	check := func(ctx context.Context) (bool, error) { return true, checkSchema(ctx, db.w) }
+	if err := db.retryBusy(ctx, check); err != nil {
+		return err
+	}
 	// A file already up to date needs no write transaction, so opening it does not
 	// wait for a writer (a backup taken while a long pipeline commits its batches).
 	if checkLayout(ctx, db.w) == nil {
@@ -414,10 +420,7 @@ func (db *DB) migrateOwnedStep(ctx context.Context, owner string, steps []string
 	defer tx.Rollback()
 	// The owners' versions, kept beside store's PRAGMA user_version (bookkeeping,
 	// like the pragma, not a step of the layout).
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS layout_versions (
-	owner   TEXT PRIMARY KEY,
-	version INTEGER NOT NULL
-) WITHOUT ROWID`); err != nil {
+	if _, err := tx.ExecContext(ctx, layoutVersionsTable); err != nil {
 		return false, fmt.Errorf("layout of %s: %w", owner, err)
 	}
 	have, err := ownedVersion(ctx, tx, owner)

@@ -218,13 +218,10 @@ func TestCountsBuiltForExistingFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	testkit.ExecFile(t, path,
-		"DROP TRIGGER instances_count_insert", "DROP TRIGGER instances_count_delete", "DROP TRIGGER instances_count_move",
-		"DROP TRIGGER configuration_insert", "DROP TRIGGER configuration_update", "DROP TRIGGER configuration_delete",
-		"DROP TABLE instance_counts",
-		"DROP TRIGGER instances_id_high", "DROP TRIGGER instances_id_fresh", "DROP TABLE instance_ids", // layout 6
-		"INSERT INTO instances(classname, keyname, data, created_at, updated_at) VALUES('a', 'one', '{\"x\":\"needle\"}', '', ''), ('a', 'two', '{}', '', ''), ('b', 'three', '{}', '', '')",
-		"PRAGMA user_version = 3", // before layouts 4 (counts), 5 and 6; layout 3 is the sessions table
+	// Before layouts 4 (counts) and later; layout 3 is the sessions table.
+	testkit.ExecFile(t, path, append([]string{
+		"INSERT INTO instances(classname, keyname, data, created_at, updated_at) VALUES('a', 'one', '{\"x\":\"needle\"}', '', ''), ('a', 'two', '{}', '', ''), ('b', 'three', '{}', '', '')"},
+		layoutsAfter(3)...)...,
 	)
 	db, err = store.Open(context.Background(), path, store.Options{})
 	if err != nil {
