@@ -180,3 +180,38 @@ func statfsFree(t *testing.T, path string) float64 {
 	return float64(st.Bavail) * float64(st.Bsize)
 }
 
+
+// TestDiskWarnSetting: SERVICE_DISK_WARN takes a size or a percentage, --disk-warn wins,
+// and anything else is refused naming the variable.
+func TestDiskWarnSetting(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  diskWarn
+	}{
+		{"", diskWarn{bytes: 1 << 30}},
+		{"0", diskWarn{}},
+		{"500MB", diskWarn{bytes: 500e6}},
+		{"2GiB", diskWarn{bytes: 2 << 30}},
+		{"1073741824", diskWarn{bytes: 1 << 30}},
+		{"5%", diskWarn{pct: 5}},
+		{"0.5%", diskWarn{pct: 0.5}},
+	} {
+		s, err := loadSettings(envOf(map[string]string{"SERVICE_DISK_WARN": tc.value}), &settingFlags{})
+		if err != nil || s.DiskWarn != tc.want {
+			t.Fatalf("%q: %+v, %v; want %+v", tc.value, s.DiskWarn, err, tc.want)
+		}
+	}
+	s, err := loadSettings(envOf(map[string]string{"SERVICE_DISK_WARN": "5%"}), &settingFlags{diskWarn: "3MiB"})
+	if err != nil || s.DiskWarn != (diskWarn{bytes: 3 << 20}) {
+		t.Fatalf("--disk-warn 3MiB: %+v, %v", s.DiskWarn, err)
+	}
+	if got := (diskWarn{pct: 10}).threshold(1000); got != 100 {
+		t.Fatalf("10%% of 1000 bytes: %d", got)
+	}
+	for _, bad := range []string{"lots", "-1", "5 %", "100%", "0%", "1.5GiB", "GiB", "1PiB", "99999999999TiB", " 1GiB"} {
+		_, err := loadSettings(envOf(map[string]string{"SERVICE_DISK_WARN": bad}), &settingFlags{})
+		if err == nil || !strings.Contains(err.Error(), "SERVICE_DISK_WARN") {
+			t.Fatalf("%q accepted or not named: %v", bad, err)
+		}
+	}
+}
