@@ -180,7 +180,6 @@ func statfsFree(t *testing.T, path string) float64 {
 	return float64(st.Bavail) * float64(st.Bsize)
 }
 
-
 // TestDiskWarnSetting: SERVICE_DISK_WARN takes a size or a percentage, --disk-warn wins,
 // and anything else is refused naming the variable.
 func TestDiskWarnSetting(t *testing.T) {

@@ -228,7 +228,7 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	}
 	go watchDisk(ctx, db, s.DiskWarn, diskCheckEvery, log)
 	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease,
-		OnProcessed: m.processedHook()})
+		OnProcessed: m.processedHook(), AfterBatch: afterBatch})
 	m.setRunner(runner)
 	srv := &http.Server{
 		Handler: server.New(server.Options{DB: db, Runner: runner, Logger: log, BaseURL: s.BaseURL,
