@@ -23,9 +23,24 @@ func TestRestoreOfABackupTakenWhileWriting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: serves three restored copies")
 	}
-	// Large and slow enough per instance (identity substitutions after the append) that
-	// the run is still going when the first backups are taken, even on a fast machine.
-	const total, loads, perLoad = 60000, 8, 100
+	// The pipeline is held at a batch boundary (serve's afterBatch hook) while each
+	// backup is taken, so every backup catches it mid-run whatever the machine's speed.
+	const total, loads, perLoad, holds = 12000, 8, 100, 6
+	held, resume, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	afterBatch = func(string, int) error {
+		select {
+		case held <- struct{}{}:
+			select {
+			case <-resume:
+			case <-finished:
+			}
+		case <-finished:
+		}
+		return nil
+	}
+	var finishOnce sync.Once
+	finish := func() { finishOnce.Do(func() { close(finished) }) }
+	t.Cleanup(func() { finish(); afterBatch = nil })
 	env := testEnv(t)
 	env["SERVICE_TASK_LEASE"] = "1s"
 	if code, _, stderr := runCLI(t, env, "migrate"); code != 0 {
@@ -38,7 +53,6 @@ func TestRestoreOfABackupTakenWhileWriting(t *testing.T) {
   keyname: append_x
   content: |
     - field_append: ['', note, X]
-`+strings.Repeat("    - field_regexp_sub: ['', note, '^(.*)$', '$1']\n", 8)+`
 `)
 	db := openStore(t, env["SERVICE_DB"])
 	insertInstances(t, db, "box", "box", total, func(int) map[string]any { return map[string]any{"note": ""} })
@@ -87,8 +101,12 @@ func TestRestoreOfABackupTakenWhileWriting(t *testing.T) {
 	defer lock.Close()
 	dir := t.TempDir()
 	var backups []string
-	deadline := time.Now().Add(60 * time.Second)
-	for len(backups) < 6 && time.Now().Before(deadline) {
+	for len(backups) < holds {
+		select {
+		case <-held:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("the pipeline reached no batch boundary in 60 s (%d backups taken)", len(backups))
+		}
 		conn, err := lock.Conn(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -102,23 +120,19 @@ func TestRestoreOfABackupTakenWhileWriting(t *testing.T) {
 			"SELECT status, progress_done FROM tasks WHERE handle = ?", handle).Scan(&status, &done); err != nil {
 			t.Fatal(err)
 		}
-		if status == "running" && done > 0 && done < total {
-			f := filepath.Join(dir, fmt.Sprintf("live-%02d.bak", len(backups)))
-			if code, _, stderr := runCLI(t, env, "backup", f); code != 0 {
-				t.Fatalf("backup %d: %s", len(backups), stderr)
-			}
-			backups = append(backups, f)
+		if status != "running" || done <= 0 || done >= total {
+			t.Fatalf("held at a batch boundary, the task reads %s with %d of %d done", status, done, total)
 		}
+		f := filepath.Join(dir, fmt.Sprintf("live-%02d.bak", len(backups)))
+		if code, _, stderr := runCLI(t, env, "backup", f); code != 0 {
+			t.Fatalf("backup %d: %s", len(backups), stderr)
+		}
+		backups = append(backups, f)
 		conn.ExecContext(context.Background(), "COMMIT")
 		conn.Close()
-		if status == "succeeded" || status == "failed" {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+		resume <- struct{}{}
 	}
-	if len(backups) == 0 {
-		t.Fatal("the pipeline finished before one backup could catch it mid-run (raise total)")
-	}
+	finish()
 	wg.Wait()
 	stop()
 

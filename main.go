@@ -64,7 +64,7 @@ func (c *cli) logger(s *settings) *slog.Logger {
 
 // settingFlagNames are the flags that override SERVICE_* settings; an empty value is refused.
 var settingFlagNames = map[string]bool{"db": true, "listen": true, "base-url": true, "log-level": true,
-	"log-format": true, "backup": true, "workers": true}
+	"log-format": true, "backup": true, "workers": true, "disk-warn": true}
 
 // dbFlags registers the settings flags of a command that opens the database;
 // withStartUp adds --backup, which only the start-up sequence reads.
@@ -197,6 +197,7 @@ func setupServe(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error
 	fs.StringVar(&c.sf.listen, "listen", "", "HTTP listen address (SERVICE_LISTEN, default 127.0.0.1:8080)")
 	fs.StringVar(&c.sf.baseURL, "base-url", "", "absolute URL prefix of returned URLs (SERVICE_BASE_URL)")
 	fs.StringVar(&c.sf.workers, "workers", "", "concurrent task workers (SERVICE_WORKERS, default 2)")
+	fs.StringVar(&c.sf.diskWarn, "disk-warn", "", "warn below this free space on the database's filesystem: a size or a percentage (SERVICE_DISK_WARN, default 1GiB)")
 	return c.serve
 }
 
@@ -225,8 +226,9 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 		ln.Close()
 		return err
 	}
+	go watchDisk(ctx, db, s.DiskWarn, diskCheckEvery, log)
 	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease,
-		OnProcessed: m.processedHook()})
+		OnProcessed: m.processedHook(), AfterBatch: afterBatch})
 	m.setRunner(runner)
 	srv := &http.Server{
 		Handler: server.New(server.Options{DB: db, Runner: runner, Logger: log, BaseURL: s.BaseURL,
@@ -494,7 +496,7 @@ func (c *cli) load(ctx context.Context, args []string, action string, dryrun boo
 	}
 	res, err := db.LoadStream(ctx, loadSource(files), opts)
 	if err != nil {
-		return err
+		return loadStopped(err, res)
 	}
 	for _, p := range problems {
 		fmt.Fprintf(c.stderr, "error: %s\n", p)

@@ -192,10 +192,14 @@ var (
 		"Modification time (Unix seconds) of the newest complete backup <db>.*.bak; absent when there is none.", nil, nil)
 	descBackupAge = prometheus.NewDesc("dataservice_last_backup_age_seconds",
 		"Age of the newest complete backup <db>.*.bak; absent when there is none.", nil, nil)
+	descDiskFree = prometheus.NewDesc("dataservice_disk_free_bytes",
+		"Free space on the filesystem holding the database (bytes available to unprivileged users); writes fail at 0.", nil, nil)
+	descDiskSize = prometheus.NewDesc("dataservice_disk_size_bytes", "Size of the filesystem holding the database.", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTasks, descQueue, descDBSize, descWALSize, descLastBackup, descBackupAge} {
+	for _, d := range []*prometheus.Desc{descTasks, descQueue, descDBSize, descWALSize, descLastBackup, descBackupAge,
+		descDiskFree, descDiskSize} {
 		ch <- d
 	}
 }
@@ -221,6 +225,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descDBSize, prometheus.GaugeValue, size(c.db.Path()))
 	ch <- prometheus.MustNewConstMetric(descWALSize, prometheus.GaugeValue, size(c.db.Path()+"-wal"))
+	if free, size, err := c.db.DiskSpace(); err != nil {
+		c.log.Warn("metrics: free disk space", "error", err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(descDiskFree, prometheus.GaugeValue, float64(free))
+		ch <- prometheus.MustNewConstMetric(descDiskSize, prometheus.GaugeValue, float64(size))
+	}
 	if t, ok := bootstrap.LastBackup(c.db.Path()); ok {
 		ch <- prometheus.MustNewConstMetric(descLastBackup, prometheus.GaugeValue, float64(t.UnixNano())/1e9)
 		ch <- prometheus.MustNewConstMetric(descBackupAge, prometheus.GaugeValue, time.Since(t).Seconds())

@@ -44,13 +44,16 @@ type settings struct {
 	AccessLog bool
 	// MetricsListen is SERVICE_METRICS_LISTEN: host:port of /metrics ("" = off).
 	MetricsListen string
+	// DiskWarn is SERVICE_DISK_WARN (--disk-warn): serve warns when the free space on
+	// the database's filesystem is below it (diskspace.go).
+	DiskWarn diskWarn
 }
 
 // settingFlags registers the flags that override settings; which flags a command
 // takes is decided by the command.
 type settingFlags struct {
 	db, listen, baseURL, logLevel, logFormat, backup string
-	workers                                          string
+	workers, diskWarn                                string
 }
 
 func addCommonFlags(fs *pflag.FlagSet, f *settingFlags) {
@@ -142,6 +145,10 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 		if _, _, err := net.SplitHostPort(s.MetricsListen); err != nil {
 			errs = append(errs, fmt.Sprintf("SERVICE_METRICS_LISTEN %q: not host:port", s.MetricsListen))
 		}
+	}
+	dw := pick(f.diskWarn, "SERVICE_DISK_WARN", defaultDiskWarn)
+	if s.DiskWarn, err = parseDiskWarn(dw); err != nil {
+		errs = append(errs, "SERVICE_DISK_WARN "+err.Error())
 	}
 	if err := bootstrap.CheckVersion(s.Version); err != nil {
 		errs = append(errs, "SERVICE_VERSION "+err.Error())

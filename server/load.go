@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -121,6 +122,12 @@ func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*stor
 func (s *server) runLoadFrom(w http.ResponseWriter, r *http.Request, source func(yield func(*store.Entry) error) error,
 	opts store.LoadOptions, warnings []string) {
 	res, err := s.db.LoadStream(r.Context(), source, opts)
+	if store.ErrorCode(err) == store.EDiskFull && res != nil && !res.DryRun {
+		// Logged once per episode by the store; the client learns how to complete it.
+		s.writeError(w, r, http.StatusInsufficientStorage, fmt.Sprintf("%s; %d entries of this load were committed "+
+			"before it: sending the same body again completes the load", store.ErrorMessage(s.db.NoSpace(err)), res.Loaded()))
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -72,6 +72,7 @@ var statusOf = map[string]int{
 	store.EForbidden:    http.StatusForbidden,
 	store.EInternal:     http.StatusInternalServerError,
 	store.ETooLarge:     http.StatusRequestEntityTooLarge,
+	store.EDiskFull:     http.StatusInsufficientStorage,
 }
 
 // fail writes err: internal errors are logged and shown only as "internal error".
@@ -85,6 +86,11 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if code == store.EInternal {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	if code == store.EDiskFull {
+		// Logged once per episode by the store, not once per request; this also names
+		// the file when the error did not pass a write path yet.
+		err = s.db.NoSpace(err)
 	}
 	s.writeError(w, r, statusOf[code], store.ErrorMessage(err))
 }

@@ -107,13 +107,20 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	s.reply(w, r, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz: GET /readyz — 200 once the start-up sequence is done, else 503.
+// readyz: GET /readyz — 200 once the start-up sequence is done, else 503. A full disk
+// does not make it 503: reads still work, and taking the only node out of rotation
+// would turn a write outage into a whole one (docs/operations.md). It says so in
+// "disk": "full" while the last write failed for lack of space, else "ok".
 func (s *server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	if !s.ready() {
 		s.writeError(w, r, http.StatusServiceUnavailable, "starting up")
 		return
 	}
-	s.reply(w, r, http.StatusOK, map[string]string{"status": "ready"})
+	disk := "ok"
+	if s.db.DiskFull() {
+		disk = "full"
+	}
+	s.reply(w, r, http.StatusOK, map[string]string{"status": "ready", "disk": disk})
 }
 
 // ping: GET /api/ping/ — no authentication.

@@ -42,6 +42,9 @@ type DB struct {
 	rstmts sync.Map
 	// commits counts the write transactions this process committed (see genMemo).
 	commits atomic.Uint64
+	// diskFull is set by a write that failed for lack of space and cleared by the next
+	// commit: one disk-full episode is logged once (diskfull.go).
+	diskFull atomic.Bool
 }
 
 // rstmt returns query prepared on the read pool, prepared on first use.
@@ -291,7 +294,7 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) { return db.BeginAs(ctx, R
 func (db *DB) BeginAs(ctx context.Context, rev Revisions) (*Tx, error) {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("begin: %w", err)
+		return nil, db.NoSpace(fmt.Errorf("begin: %w", err))
 	}
 	return &Tx{Tx: tx, db: db, began: ctx, rev: rev,
 		txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}, writer: true}}, nil
@@ -323,6 +326,14 @@ func (tx *Tx) DB() *DB { return tx.db }
 
 // Commit commits and ends the transaction.
 func (tx *Tx) Commit() error {
+	err := tx.commit()
+	if err == nil && tx.writer {
+		tx.db.committed()
+	}
+	return tx.db.NoSpace(err)
+}
+
+func (tx *Tx) commit() error {
 	tx.closeStmts()
 	if tx.touched {
 		// Other processes (a CLI load next to the server) see the bump and drop their cache.
@@ -411,7 +422,7 @@ func (db *DB) WithTxAs(ctx context.Context, rev Revisions, fn func(tx *Tx) error
 	}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
-		return err
+		return db.NoSpace(err)
 	}
 	return tx.Commit()
 }

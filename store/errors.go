@@ -19,20 +19,30 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// err is the cause, when there is one worth keeping for the log (a full disk's
+	// SQLite error); the caller sees only Message.
+	err error
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.err }
 
 // Errorf returns an *Error with the given code and a formatted message.
 func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrorCode returns the code of err: the code of an *Error in its chain, else EInternal.
+// ErrorCode returns the code of err: the code of an *Error in its chain, else
+// EDiskFull for a full disk that no write path named yet, else EInternal.
 func ErrorCode(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	if isDiskFull(err) {
+		return EDiskFull
 	}
 	return EInternal
 }
@@ -42,6 +52,9 @@ func ErrorMessage(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Message
+	}
+	if isDiskFull(err) {
+		return diskFullError("the database", err).Message
 	}
 	return "internal error"
 }

@@ -98,6 +98,11 @@ func (r *LoadResult) Add(r2 *LoadResult) {
 	}
 }
 
+// Loaded is the number of entries counted with an outcome (every one but the failed).
+func (r *LoadResult) Loaded() int {
+	return r.Created + r.Updated + r.Unchanged + r.Deleted + r.Enabled + r.Disabled + r.Skipped
+}
+
 // MaxErrorMessages bounds the error messages a load result lists; Errors counts all.
 const MaxErrorMessages = 100
 
@@ -151,11 +156,25 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 // LoadStream is Load over entries produced one at a time by source, which calls yield
 // for each (and returns yield's error when it fails): a document is loaded as it is
 // read, holding only the current batch and the entries waiting for a retry.
+//
+// When it fails part-way (a full disk, an internal error), the result it returns with
+// the error counts the entries of the batches committed before the failure (all zero
+// in a dry run): loading the same entries again completes the load, since an entry
+// already loaded comes back unchanged.
 func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions) (*LoadResult, error) {
+	res, committed, err := db.loadStream(ctx, source, opts)
+	if err != nil {
+		return committed, db.NoSpace(err)
+	}
+	return res, nil
+}
+
+func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions) (res, committed *LoadResult, err error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 1000
 	}
-	res := &LoadResult{DryRun: opts.DryRun}
+	res = &LoadResult{DryRun: opts.DryRun}
+	committed = &LoadResult{DryRun: opts.DryRun}
 	var tx *Tx
 	var l *loader
 	defer func() {
@@ -195,8 +214,9 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 			}
 			err = carry.capture(ctx, tx)
 			tx.Rollback()
-		} else {
-			err = tx.Commit()
+		} else if err = tx.Commit(); err == nil {
+			*committed = *res
+			committed.Messages = append([]EntryError(nil), res.Messages...)
 		}
 		tx, inBatch = nil, 0
 		return err
@@ -217,7 +237,7 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 			res.count(outcome)
 		case !second && isUnresolved(err):
 			retry = append(retry, e)
-		case ErrorCode(err) == EInternal:
+		case Aborts(err):
 			return fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
 		default:
 			res.fail(e, err)
@@ -239,7 +259,7 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 		return nil
 	}
 	if err := source(func(e *Entry) error { return one(e, false) }); err != nil {
-		return nil, err
+		return nil, committed, err
 	}
 	// Retry passes go on while they resolve something, so chains of forward
 	// references load; the last pass reports what is still unresolved.
@@ -247,22 +267,22 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 		list := retry
 		retry = nil
 		if err := pass(list, false); err != nil {
-			return nil, err
+			return nil, committed, err
 		}
 		if len(retry) == len(list) {
 			retry = nil
 			if err := pass(list, true); err != nil {
-				return nil, err
+				return nil, committed, err
 			}
 		}
 	}
 	if opts.DryRun {
-		return res, nil // the deferred rollback ends the last batch: nothing to carry
+		return res, nil, nil // the deferred rollback ends the last batch: nothing to carry
 	}
 	if err := flush(); err != nil {
-		return nil, err
+		return nil, committed, err
 	}
-	return res, nil
+	return res, nil, nil
 }
 
 // maxBatchTime is how long a load batch holds the writer before it commits, measured
@@ -294,7 +314,7 @@ func (tx *Tx) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 				res.count(outcome)
 			case !last && isUnresolved(err):
 				retry = append(retry, e)
-			case ErrorCode(err) == EInternal:
+			case Aborts(err):
 				return nil, fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
 			default:
 				res.fail(e, err)
@@ -349,7 +369,7 @@ func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
 	// rolls the whole batch back, which keeps every entry atomic.
 	written := tx.writes
 	outcome, err := l.applyEntry(ctx, e)
-	if err != nil && tx.writes != written && ErrorCode(err) != EInternal {
+	if err != nil && tx.writes != written && !Aborts(err) {
 		return "", fmt.Errorf("entry failed after writing: %w", err)
 	}
 	return outcome, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // Body is a load body received into memory or a temporary file: every entry was checked on
@@ -106,6 +107,17 @@ func (b *Body) toFile() error {
 	return nil
 }
 
+// spoolDir is the directory of the body's temporary file.
+func (b *Body) spoolDir() string {
+	if b.f != nil {
+		return filepath.Dir(b.f.Name())
+	}
+	if b.dir != "" {
+		return b.dir
+	}
+	return os.TempDir()
+}
+
 // reader reads the body back from its start.
 func (b *Body) reader() io.Reader {
 	if b.f == nil {
@@ -141,6 +153,8 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 		return nil
 	})
 	switch {
+	case w.err != nil && isDiskFull(w.err):
+		return diskFullError("the load body spooled in "+b.spoolDir(), w.err)
 	case w.err != nil:
 		return fmt.Errorf("spool load body: %w", w.err)
 	case rr.err != nil:
@@ -155,6 +169,9 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 	if _, err := io.Copy(w, rr); err != nil {
 		if rr.err != nil {
 			return &BodyReadError{rr.err}
+		}
+		if isDiskFull(err) {
+			return diskFullError("the load body spooled in "+b.spoolDir(), err)
 		}
 		return fmt.Errorf("spool load body: %w", err)
 	}

@@ -137,6 +137,9 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 			_, err := tx.ExecContext(ctx, "UPDATE tasks SET progress_total = ? WHERE handle = ?", total, t.Handle)
 			return err
 		})
+		if store.ErrorCode(err) == store.EDiskFull {
+			return StatusFailed, store.ErrorMessage(err)
+		}
 		if err != nil {
 			return StatusFailed, "internal error"
 		}
@@ -153,6 +156,11 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 			return StatusFailed, store.ErrorMessage(err)
 		}
 		cancel, ok, err := x.batch(ctx, &cp)
+		if store.ErrorCode(err) == store.EDiskFull {
+			// The operator's problem, logged once per episode by the store: the
+			// task's error says what happened and where.
+			return StatusFailed, store.ErrorMessage(r.db.NoSpace(err))
+		}
 		if err != nil {
 			r.log.Error("pipeline batch", "handle", t.Handle, "error", err)
 			return StatusFailed, "internal error"
@@ -375,7 +383,7 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 	}
 	out, err := tx.Apply(ctx, w, store.ApplyOptions{Auth: x.auth, DryRun: x.p.DryRun})
 	if err != nil {
-		if store.ErrorCode(err) == store.EInternal {
+		if store.Aborts(err) {
 			return err
 		}
 		x.fail(in, err)

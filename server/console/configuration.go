@@ -78,7 +78,7 @@ func (c *Console) configurationTool(w http.ResponseWriter, r *http.Request, q *r
 		return
 	}
 	if err := c.db.SetConfig(ctx, updates); err != nil {
-		if store.ErrorCode(err) == store.EInternal {
+		if store.Aborts(err) {
 			c.fail(w, r, q, err)
 			return
 		}

@@ -332,7 +332,11 @@ func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, q *req) {
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, q *req, err error) {
 	code := store.ErrorCode(err)
 	status := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409,
-		store.EUnauthorized: 401, store.EForbidden: 403}[code]
+		store.EUnauthorized: 401, store.EForbidden: 403, store.EDiskFull: 507}[code]
+	if code == store.EDiskFull {
+		// Logged once per episode by the store; the page names the file.
+		err = c.db.NoSpace(err)
+	}
 	if status == 0 {
 		c.log.Error("console request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		c.errorPage(w, r, q, http.StatusInternalServerError, "internal error")

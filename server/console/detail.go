@@ -285,7 +285,8 @@ func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch
 }
 
 func statusOf(err error) int {
-	if s := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409, store.EForbidden: 403}[store.ErrorCode(err)]; s != 0 {
+	if s := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409, store.EForbidden: 403,
+		store.EDiskFull: 507}[store.ErrorCode(err)]; s != 0 {
 		return s
 	}
 	return http.StatusInternalServerError
@@ -315,7 +316,7 @@ func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch
 	// in the same transaction.
 	next := wanted(sch, in, d.NewKey, in.Displayname, in.IsEnabled, nil)
 	if _, err := c.apply(ctx, q.auth, sch, in, next, store.ActionUpdate); err != nil {
-		if store.ErrorCode(err) == store.EInternal {
+		if store.Aborts(err) {
 			c.fail(w, r, q, err)
 			return
 		}

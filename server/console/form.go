@@ -227,8 +227,7 @@ func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch
 
 // formError re-renders a form with the store's error next to its field.
 func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *formData, title string, err error) {
-	code := store.ErrorCode(err)
-	if code == store.EInternal {
+	if store.Aborts(err) {
 		c.fail(w, r, q, err)
 		return
 	}
@@ -240,7 +239,7 @@ func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *f
 			d.Error = msg
 		}
 	}
-	status := map[string]int{store.EForbidden: 403, store.EConflict: 409, store.ENotFound: 404}[code]
+	status := map[string]int{store.EForbidden: 403, store.EConflict: 409, store.ENotFound: 404}[store.ErrorCode(err)]
 	if status == 0 {
 		status = http.StatusBadRequest
 	}

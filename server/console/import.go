@@ -234,7 +234,10 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 func (c *Console) refusal(r *http.Request, err error) (int, *loadReport, string) {
 	code := store.ErrorCode(err)
 	status := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409,
-		store.EUnauthorized: 401, store.EForbidden: 403, store.ETooLarge: 413}[code]
+		store.EUnauthorized: 401, store.EForbidden: 403, store.ETooLarge: 413, store.EDiskFull: 507}[code]
+	if code == store.EDiskFull {
+		err = c.db.NoSpace(err) // logged once per episode by the store, naming the file
+	}
 	if status == 0 {
 		if !errors.Is(err, context.Canceled) && r.Context().Err() == nil {
 			c.log.Error("console load failed", "path", r.URL.Path, "error", err)

@@ -201,7 +201,7 @@ func (c *Console) savePipeline(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 	next := wanted(sch, in, in.Keyname, in.Displayname, in.IsEnabled, map[string]any{"content": content})
 	if _, err := c.apply(ctx, q.auth, sch, in, next, store.ActionUpdate); err != nil {
-		if store.ErrorCode(err) == store.EInternal {
+		if store.Aborts(err) {
 			c.fail(w, r, q, err)
 			return 0
 		}
@@ -219,7 +219,7 @@ func (c *Console) runPipeline(ctx context.Context, w http.ResponseWriter, r *htt
 	_, handle, err := c.runner.Start(ctx, tasks.RunRequest{Pipeline: pl.Keyname, Schemas: r.PostForm["schema"],
 		DryRun: d.DryRun, Auth: q.auth, OwnerType: tasks.OwnerConsole})
 	if err != nil {
-		if store.ErrorCode(err) == store.EInternal {
+		if store.Aborts(err) {
 			c.fail(w, r, q, err)
 			return 0
 		}

@@ -111,7 +111,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, i
 				http.Redirect(w, r, link(sch.Keyname, plan.cur.Keyname)+"?done="+done, http.StatusSeeOther)
 				return
 			}
-			if store.ErrorCode(err) == store.EInternal {
+			if store.Aborts(err) {
 				c.fail(w, r, q, err)
 				return
 			}

@@ -1,0 +1,91 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"syscall"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// EDiskFull is the code of a write that failed because the filesystem holding the
+// database (its file, its write-ahead log, or a load body spooled beside it) has no
+// space left. It is the operator's problem, not the caller's, and not a bug: the
+// server answers 507 with a message naming the file.
+const EDiskFull = "disk_full"
+
+// isDiskFull reports whether err is SQLite's SQLITE_FULL (any extended code) or the
+// system's ENOSPC.
+func isDiskFull(err error) bool {
+	var e *sqlite.Error
+	if errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_FULL {
+		return true
+	}
+	return errors.Is(err, syscall.ENOSPC)
+}
+
+// diskFullError is the EDiskFull error of cause, naming what could not be written.
+func diskFullError(what string, cause error) *Error {
+	return &Error{Code: EDiskFull, Message: fmt.Sprintf("disk full: no space left on the filesystem holding %s; "+
+		"free space there (or move the file to a larger filesystem), then retry", what), err: cause}
+}
+
+// Aborts reports whether err stops a whole operation rather than refusing one entry or
+// instance: an internal error, or a full disk (every later write would fail too).
+func Aborts(err error) bool {
+	code := ErrorCode(err)
+	return code == EInternal || code == EDiskFull
+}
+
+// NoSpace returns err as an EDiskFull error naming the database file when err is a
+// full disk, and err unchanged otherwise (or when it already is an EDiskFull error).
+// Every write transaction's failure passes through it (WithTx, Commit, LoadStream);
+// a caller holding a full-disk error from elsewhere (a spooled body) passes it too, so
+// the episode is logged. The first full-disk failure after a successful commit is
+// logged at error level, once: a full disk fails every write until space is freed,
+// and one line per request would bury the rest of the log.
+func (db *DB) NoSpace(err error) error {
+	if err == nil || !isDiskFull(err) {
+		return err
+	}
+	var e *Error
+	if errors.As(err, &e) && e.Code != EDiskFull {
+		// A caller-safe error of another kind that merely wraps the disk's: keep it.
+		return err
+	}
+	if db.diskFull.CompareAndSwap(false, true) {
+		attrs := []any{"db", db.path, "error", err}
+		if free, _, serr := db.DiskSpace(); serr == nil {
+			attrs = append(attrs, "free_bytes", free)
+		}
+		db.log.Error("disk full: writes fail until space is freed", attrs...)
+	}
+	if e != nil {
+		return err
+	}
+	return diskFullError("the database "+db.path, err)
+}
+
+// DiskFull reports whether the last write transaction of this process failed for lack
+// of space and none has committed since.
+func (db *DB) DiskFull() bool { return db.diskFull.Load() }
+
+// committed ends a disk-full episode: a write transaction committed again.
+func (db *DB) committed() {
+	if db.diskFull.CompareAndSwap(true, false) {
+		db.log.Info("disk space available again: a write committed", "db", db.path)
+	}
+}
+
+// DiskSpace is the free space (blocks available to unprivileged users: root may have
+// a reserve beyond it)
+// and the size, in bytes, of the filesystem holding the database file.
+func (db *DB) DiskSpace() (free, size uint64, err error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(filepath.Dir(db.path), &st); err != nil {
+		return 0, 0, fmt.Errorf("statfs %s: %w", filepath.Dir(db.path), err)
+	}
+	return st.Bavail * uint64(st.Bsize), st.Blocks * uint64(st.Bsize), nil
+}
