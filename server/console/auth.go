@@ -116,8 +116,8 @@ func (c *Console) loginPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	login := strings.TrimSpace(r.PostFormValue("login"))
 	password := r.PostFormValue("password")
 	d := loginData{Login: login, Next: safeNext(r.PostFormValue("next"))}
-	if !c.originOK(r) {
-		d.Error = "The sign-in form did not come from this console."
+	if why := c.originProblem(r); why != "" {
+		d.Error = "The sign-in form was refused: " + why + "."
 		c.render(w, r, nil, http.StatusForbidden, "login", "Sign in", d)
 		return
 	}
