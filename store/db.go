@@ -42,6 +42,9 @@ type DB struct {
 	rstmts sync.Map
 	// commits counts the write transactions this process committed (see genMemo).
 	commits atomic.Uint64
+	// throttle counts refused credentials (throttle.go), made at first use.
+	throttleOnce sync.Once
+	throttle     *Throttle
 }
 
 // rstmt returns query prepared on the read pool, prepared on first use.

@@ -53,16 +53,15 @@ type Options struct {
 
 // Console serves the pages.
 type Console struct {
-	db       *store.DB
-	log      *slog.Logger
-	secure   bool
-	origin   string
-	ready    func() bool
-	pages    map[string]*template.Template
-	throttle *throttle
-	runner   *tasks.Runner
-	maxBody  int64
-	maxEnt   int
+	db      *store.DB
+	log     *slog.Logger
+	secure  bool
+	origin  string
+	ready   func() bool
+	pages   map[string]*template.Template
+	runner  *tasks.Runner
+	maxBody int64
+	maxEnt  int
 }
 
 // New builds the console.
@@ -80,7 +79,7 @@ func New(o Options) *Console {
 		o.MaxEntries = 100000
 	}
 	c := &Console{db: o.DB, log: o.Logger, ready: o.Ready, pages: map[string]*template.Template{},
-		throttle: newThrottle(time.Now), runner: o.Runner, maxBody: o.MaxBody, maxEnt: o.MaxEntries}
+		runner: o.Runner, maxBody: o.MaxBody, maxEnt: o.MaxEntries}
 	if u, err := url.Parse(o.BaseURL); err == nil && u.Scheme != "" && u.Host != "" {
 		c.secure = u.Scheme == "https"
 		c.origin = u.Scheme + "://" + u.Host

@@ -94,7 +94,8 @@ func TestSignInThrottle(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		want(t, b.post("/login", url.Values{"login": {"reader"}, "password": {"nope"}}), http.StatusUnauthorized)
 	}
-	// Refused even with the right password until the window has passed.
+	// Refused even with the right password until the login's delay has passed (the
+	// test clock does not move).
 	want(t, b.post("/login", url.Values{"login": {"reader"}, "password": {"reader-pass-1"}}), http.StatusTooManyRequests, "Too many")
 	// Another login from the same address is not blocked yet.
 	b.signIn("writer", "writer-pass-1")
