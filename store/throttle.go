@@ -3,6 +3,7 @@ package store
 import (
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 )
@@ -29,7 +30,7 @@ import (
 // Memory is bounded whatever addresses and logins an attacker uses: each of the three
 // tables (addresses, logins, login×address) holds at most throttleMaxEntries entries
 // of at most throttleKept times; when a table is full, entries whose refusals have
-// all left the window go first, then the entry refused longest ago.
+// all left the window go first, then the tenth of the table refused longest ago.
 const (
 	ThrottleWindow     = 15 * time.Minute
 	ThrottlePerAddress = 20
@@ -194,21 +195,26 @@ func (t *Throttle) add(m map[string][]int64, key string, now int64, last bool) {
 }
 
 // makeRoom drops the entries whose refusals all left the window, and when the table
-// is still full, the entry refused longest ago.
+// is still full, the tenth of it refused longest ago (a batch, so a flood of new keys
+// sorts the table once per thousand of them, not scans it for each).
 func (t *Throttle) makeRoom(m map[string][]int64, now int64) {
 	cut := now - int64(ThrottleWindow)
-	oldestKey, oldest := "", int64(0)
+	newest := make([]int64, 0, len(m))
 	for k, l := range m {
-		newest := l[len(l)-1]
-		if newest <= cut {
+		if l[len(l)-1] <= cut {
 			delete(m, k)
 			continue
 		}
-		if oldestKey == "" || newest < oldest {
-			oldestKey, oldest = k, newest
-		}
+		newest = append(newest, l[len(l)-1])
 	}
-	if len(m) >= throttleMaxEntries {
-		delete(m, oldestKey)
+	if len(m) < throttleMaxEntries {
+		return
+	}
+	slices.Sort(newest)
+	limit := newest[len(newest)/10]
+	for k, l := range m {
+		if l[len(l)-1] <= limit {
+			delete(m, k)
+		}
 	}
 }
