@@ -181,3 +181,4 @@ func TestKeySecretGuessingIsThrottledPerAddress(t *testing.T) {
 		t.Fatalf("after the window: status %d %s", r.status, r.body)
 	}
 }
+
