@@ -181,4 +181,3 @@ func TestKeySecretGuessingIsThrottledPerAddress(t *testing.T) {
 		t.Fatalf("after the window: status %d %s", r.status, r.body)
 	}
 }
-
