@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +39,20 @@ type secServer struct {
 	cancel context.CancelFunc
 	done   chan int
 	rec    *recorder
+	// client sends the requests (nil: http.DefaultClient); see from.
+	client *http.Client
+}
+
+// from returns the server with its requests sent from the loopback address ip, so
+// refusals a subtest provokes on purpose count against that address in the
+// credential throttle, not against the other subtests' 127.0.0.1.
+func (s *secServer) from(ip string) *secServer {
+	c := *s
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	tr := &http.Transport{DialContext: d.DialContext}
+	s.t.Cleanup(tr.CloseIdleConnections)
+	c.client = &http.Client{Transport: tr, Timeout: 60 * time.Second}
+	return &c
 }
 
 // recorder keeps every reply's headers and body, for the secret grep.
@@ -137,7 +152,11 @@ func (s *secServer) call(method, path string, a auth, body string) (int, []byte)
 	if a != nil {
 		a(req)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := s.client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -649,9 +668,12 @@ func TestAccessControl(t *testing.T) {
 	})
 
 	t.Run("expired, disabled and IP-filtered keys are refused", func(t *testing.T) {
+		// 27 refusals: more than the credential throttle lets one address have, so
+		// one address per key.
 		s := s.with(t)
-		for _, k := range []struct{ key, secret string }{{"expired", "Exp-Pl41n-S3cret"}, {"disabled", "D1s-Pl41n-S3cret"},
+		for i, k := range []struct{ key, secret string }{{"expired", "Exp-Pl41n-S3cret"}, {"disabled", "D1s-Pl41n-S3cret"},
 			{"filtered", "F1lt-Pl41n-S3cret"}} {
+			s := s.from("127.0.0." + strconv.Itoa(20+i))
 			before := snapshotTables(t, db)
 			for _, a := range []auth{bearerAuth(k.key, k.secret), serviceKeyAuth(k.key, k.secret), func(r *http.Request) {
 				bearerAuth(k.key, k.secret)(r)

@@ -160,3 +160,36 @@ func TestOpenAPIAndDocsAreServedWithoutCredentials(t *testing.T) {
 		t.Fatalf("unknown docs file: %d", resp.StatusCode)
 	}
 }
+
+// Every operation that can refuse credentials (it declares 401) declares the
+// credential throttle's 429, whose response carries Retry-After.
+func TestOpenAPIDeclaresThrottle(t *testing.T) {
+	doc, err := server.OpenAPI("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for path, v := range doc["paths"].(map[string]any) {
+		for _, m := range docMethods {
+			op, ok := v.(map[string]any)[m].(map[string]any)
+			if !ok {
+				continue
+			}
+			resp, _ := op["responses"].(map[string]any)
+			if _, ok := resp["401"]; !ok {
+				continue
+			}
+			n++
+			if _, ok := resp["429"]; !ok {
+				t.Errorf("%s %s declares 401 but not 429", strings.ToUpper(m), path)
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d operations declare 401", n)
+	}
+	tmr, _ := doc["components"].(map[string]any)["responses"].(map[string]any)["TooManyRequests"].(map[string]any)
+	if _, ok := tmr["headers"].(map[string]any)["Retry-After"]; !ok {
+		t.Fatalf("the 429 response declares no Retry-After: %v", tmr)
+	}
+}

@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,6 +22,9 @@ type principal struct {
 	// credKind and credName are what was presented ("apikey"/"basic", key name or
 	// login), for the access log; never the secret.
 	credKind, credName string
+	// wait is set when the credentials were refused unchecked by the credential
+	// throttle: the caller gets 429 and may retry after wait.
+	wait time.Duration
 }
 
 // readOnly reports whether the credentials cannot change anything.
@@ -41,6 +46,13 @@ func principalOf(r *http.Request) *principal {
 // true when it answered.
 func (s *server) denied(w http.ResponseWriter, r *http.Request, perms ...string) bool {
 	p := principalOf(r)
+	if !p.allowed && p.wait > 0 {
+		secs := int64((p.wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		s.writeError(w, r, http.StatusTooManyRequests,
+			fmt.Sprintf("too many failed authentication attempts; retry after %d seconds", secs))
+		return true
+	}
 	if !p.allowed {
 		// One message for missing, wrong, disabled, expired and filtered credentials
 		// (a 401 always says "authentication required"): it never says which part failed.
@@ -85,7 +97,7 @@ func (s *server) principalFor(r *http.Request) *principal {
 		}
 		login, password, ok := strings.Cut(string(raw), ":")
 		ok = ok && validCredential(login, password)
-		return presented(s.userPrincipal(ctx, login, password, ok), "basic", login, ok)
+		return presented(s.userPrincipal(ctx, r, login, password, ok), "basic", login, ok)
 	case h != "":
 		return &principal{credKind: "other"}
 	}
@@ -124,6 +136,11 @@ func (s *server) keyPrincipal(ctx context.Context, r *http.Request, key, secret 
 	if !ok {
 		return refused
 	}
+	// A key's name is no secret to guess: wrong key secrets count for the address only.
+	throttle := s.db.Throttle()
+	if wait := throttle.Wait(r.RemoteAddr, ""); wait > 0 {
+		return &principal{wait: wait}
+	}
 	auth, in, err := s.db.KeyAuth(ctx, key)
 	stored := ""
 	if in != nil {
@@ -133,16 +150,22 @@ func (s *server) keyPrincipal(ctx context.Context, r *http.Request, key, secret 
 	// wrong secret does, even when its secret is right (and was cached before).
 	usable := err == nil && clientAllowed(r, in.Data["ip_filter"])
 	if !s.db.CheckCredential("apikey:"+key, secret, stored, usable) {
+		throttle.Fail(r.RemoteAddr, "")
 		return refused
 	}
 	s.touchKey(ctx, in)
 	return &principal{allowed: true, auth: auth}
 }
 
-func (s *server) userPrincipal(ctx context.Context, login, password string, ok bool) *principal {
+func (s *server) userPrincipal(ctx context.Context, r *http.Request, login, password string, ok bool) *principal {
 	refused := &principal{}
 	if !ok || !validCredential(login, password) {
 		return refused
+	}
+	// The console's sign-in uses the same throttle (per address and per login).
+	throttle := s.db.Throttle()
+	if wait := throttle.Wait(r.RemoteAddr, login); wait > 0 {
+		return &principal{wait: wait}
 	}
 	u, err := s.db.Instance(ctx, "_user", login)
 	stored := ""
@@ -150,8 +173,10 @@ func (s *server) userPrincipal(ctx context.Context, login, password string, ok b
 		stored, _ = u.Data["password"].(string)
 	}
 	if !s.db.CheckCredential("user:"+login, password, stored, err == nil && u.IsEnabled) {
+		throttle.Fail(r.RemoteAddr, login)
 		return refused
 	}
+	throttle.Succeed(r.RemoteAddr, login)
 	auth, err := s.db.UserAuth(ctx, login)
 	if err != nil {
 		return refused

@@ -192,6 +192,12 @@ type reply struct {
 // do sends one request to the test server.
 func (e *env) do(method, path string, c cred, body []byte) reply {
 	e.t.Helper()
+	return e.doWith(e.srv.Client(), method, path, c, body)
+}
+
+// doWith sends one request to the test server through client (see from).
+func (e *env) doWith(client *http.Client, method, path string, c cred, body []byte) reply {
+	e.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -201,7 +207,7 @@ func (e *env) do(method, path string, c cred, body []byte) reply {
 		e.t.Fatalf("request %s %s: %v", method, path, err)
 	}
 	c(req)
-	resp, err := e.srv.Client().Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, path, err)
 	}

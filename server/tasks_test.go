@@ -348,3 +348,48 @@ func TestDeletedUsersTasksNotInherited(t *testing.T) {
 	}
 	wantError(t, e.get("/api/tasks/"+handle+"/", dave), 404, "task not found")
 }
+
+// TestRecreatedKeyGetsNoOldTasks: a key without a user, revoked and created again
+// under the same name (and secret), is another key: it neither sees, lists nor
+// cancels the old key's tasks, and the old key's queued task does not run with the
+// new key's rights.
+func TestRecreatedKeyGetsNoOldTasks(t *testing.T) {
+	e := newTaskEnv(t, envOptions{NoRunner: true})
+	perms := []string{"p_pipeline_run", "p_data_access", "p_data_read", "p_data_update", "p_data_delete"}
+	old := e.key("nouser", keySpec{perms: perms})
+	oldID := e.instanceID("_apikey", "nouser")
+	handle := decodeRun(t, e.post("/api/pipelines/upper/?schema=server", old, nil)).Handle
+	path := "/api/tasks/" + handle + "/"
+	object(t, e.get(path, old), 200)
+
+	e.load(`[{classname: _apikey, keyname: nouser, _action: delete}]`)
+	again := e.key("nouser", keySpec{perms: perms})
+	if id := e.instanceID("_apikey", "nouser"); id == oldID {
+		t.Fatalf("the re-created key has the old key's id %d", id)
+	}
+	wantError(t, e.get(path, again), 404, "task not found")
+	wantError(t, e.post(path+"cancel/", again, nil), 404, "task not found")
+	if list := object(t, e.get("/api/tasks/", again), 200); num(t, list["count"]) != 0 {
+		t.Fatalf("the re-created key lists the old key's task: %v", list)
+	}
+	if got := object(t, e.get(path, e.admin), 200)["status"]; got != "queued" {
+		t.Fatalf("the old task's status after the refused cancel = %v, want queued", got)
+	}
+	// The new key's own task is its own.
+	mine := decodeRun(t, e.post("/api/pipelines/upper/?schema=server&dryrun=1", again, nil)).Handle
+	var body struct {
+		Tasks []map[string]any `json:"tasks"`
+	}
+	wantJSON(t, e.get("/api/tasks/", again), 200, &body)
+	if len(body.Tasks) != 1 || body.Tasks[0]["handle"] != mine {
+		t.Fatalf("the re-created key lists %v, want only %s", body.Tasks, mine)
+	}
+	// The old key's task fails when it runs: its key is gone, whoever holds the name.
+	e.start()
+	if task := e.waitTask(handle); task.Status != "failed" || task.Error == nil || !strings.Contains(*task.Error, "no longer valid") {
+		t.Fatalf("the revoked key's task: status %s, error %v; want failed, no longer valid", task.Status, task.Error)
+	}
+	if got := e.queryString("SELECT count(*) FROM instances WHERE classname = 'server' AND data GLOB '*ALPHA*'"); got != "0" {
+		t.Fatalf("the revoked key's task changed %s instance(s)", got)
+	}
+}

@@ -19,6 +19,10 @@ type Auth struct {
 	Perms    []string `json:"perms,omitempty"`
 	Deny     []string `json:"deny,omitempty"`
 	ReadOnly bool     `json:"readonly,omitempty"`
+	// KeyID is an API key's instance id: the key itself, which a key revoked and
+	// created again under the same name does not share (ids are never reused). Tasks
+	// follow it. 0 for other kinds (and in tasks stored before it was recorded).
+	KeyID int64 `json:"key_id,omitempty"`
 
 	set, deny map[string]bool
 }
@@ -282,7 +286,7 @@ func (db *DB) KeyAuth(ctx context.Context, keyname string) (*Auth, *Instance, er
 	if exp, _ := in.Data["expires"].(string); exp != "" && db.Now().UTC().Format("2006-01-02") > exp {
 		return nil, in, Errorf(EUnauthorized, "API key expired")
 	}
-	a := &Auth{Kind: AuthAPIKey, Name: keyname}
+	a := &Auth{Kind: AuthAPIKey, Name: keyname, KeyID: in.ID}
 	a.All, a.Perms, a.Deny, err = db.KeyPermissions(ctx, stringList(in.Data["permissions"]))
 	if err != nil {
 		return nil, in, err
@@ -310,8 +314,19 @@ func (db *DB) Refresh(ctx context.Context, a *Auth) (*Auth, error) {
 		}
 		return db.UserAuth(ctx, a.Name)
 	case AuthAPIKey:
-		k, _, err := db.KeyAuth(ctx, a.Name)
-		if err != nil {
+		// The key itself (by id, through a rename), not whichever key holds its name
+		// now: a key revoked and created again is another key. Contexts stored before
+		// the id was recorded can only follow the name.
+		name := a.Name
+		if a.KeyID != 0 {
+			in, err := db.InstanceByID(ctx, "_apikey", a.KeyID)
+			if err != nil {
+				return nil, Errorf(EForbidden, "API key %s is no longer valid", a.Name)
+			}
+			name = in.Keyname
+		}
+		k, _, err := db.KeyAuth(ctx, name)
+		if err != nil || (a.KeyID != 0 && k.KeyID != a.KeyID) {
 			return nil, Errorf(EForbidden, "API key %s is no longer valid", a.Name)
 		}
 		return k, nil

@@ -45,6 +45,9 @@ type DB struct {
 	// diskFull is set by a write that failed for lack of space and cleared by the next
 	// commit: one disk-full episode is logged once (diskfull.go).
 	diskFull atomic.Bool
+	// throttle counts refused credentials (throttle.go), made at first use.
+	throttleOnce sync.Once
+	throttle     *Throttle
 }
 
 // rstmt returns query prepared on the read pool, prepared on first use.

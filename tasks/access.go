@@ -143,7 +143,8 @@ func OwnerID(auth *store.Auth) string {
 // visibleTo reports whether auth may see t: callers holding every permission see
 // every task; a user sees the tasks it submitted through the API or the console,
 // whichever of its credentials it used; keys without a user all have the owner id
-// "system", so for them the submitting key must match.
+// "system", so for them the submitting key itself must match (by its id: a key
+// revoked and created again under the same name is another key).
 func visibleTo(t *Task, auth *store.Auth) bool {
 	if auth.HasAll() {
 		return true

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -149,9 +150,11 @@ type Task struct {
 	Status    string   `json:"status" yaml:"status"`
 	OwnerType string   `json:"owner_type" yaml:"owner_type"`
 	OwnerID   string   `json:"owner_id" yaml:"owner_id"`
-	// Submitter is the credential that submitted the task ("apikey:NAME", "user:LOGIN"
-	// or "system"): keys without a user share the owner id "system", so visibility
-	// and cancel follow the submitter.
+	// Submitter is the credential that submitted the task ("apikey#ID" for an API key,
+	// by its instance id; "user:LOGIN"; "system"): keys without a user share the owner
+	// id "system", so visibility and cancel follow the submitting key itself, never
+	// its name. (Tasks stored before key ids were recorded say "apikey:NAME", which no
+	// key's credential matches.)
 	Submitter  string   `json:"-" yaml:"-"`
 	CreatedAt  string   `json:"created_at" yaml:"created_at"`
 	StartedAt  *string  `json:"started_at" yaml:"started_at"`
@@ -201,7 +204,7 @@ func (r *Runner) SubmitTx(ctx context.Context, tx *store.Tx, p Params) (string, 
 // submission is a checked task ready to be queued.
 type submission struct {
 	handle, params, auth, ownerType, ownerID string
-	authKind, authName                       string
+	submitter                                *store.Auth
 }
 
 // prepare applies the submission rules and builds the task's row.
@@ -216,7 +219,7 @@ func (r *Runner) prepare(ctx context.Context, p Params) (*submission, error) {
 	pj, _ := json.Marshal(params{Pipeline: pl.Keyname, Schemas: p.Schemas, DryRun: p.DryRun, Content: pl.Content})
 	aj, _ := json.Marshal(p.Auth)
 	return &submission{handle: uuid.NewString(), params: string(pj), auth: string(aj), ownerType: p.OwnerType,
-		ownerID: p.OwnerID, authKind: p.Auth.Kind, authName: p.Auth.Name}, nil
+		ownerID: p.OwnerID, submitter: p.Auth}, nil
 }
 
 // insert queues sub unless the queue already holds QUEUE_MAX unfinished tasks, or
@@ -231,11 +234,12 @@ func (r *Runner) insert(ctx context.Context, tx *store.Tx, sub *submission) erro
 	if n >= max {
 		return store.Errorf(store.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
 	}
-	// The owner is the submitting credential (the stored authorisation context's
-	// kind and name): keys without a user all own tasks as "system" otherwise.
+	// The owner is the submitting credential (the stored authorisation context's key
+	// id, or kind and name): keys without a user all own tasks as "system" otherwise.
 	var mine int
+	cond, args := submittedBy(sub.submitter)
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')
-		AND json_extract(auth, '$.kind') = ? AND json_extract(auth, '$.name') = ?`, sub.authKind, sub.authName).Scan(&mine); err != nil {
+		AND `+cond, args...).Scan(&mine); err != nil {
 		return fmt.Errorf("count tasks: %w", err)
 	}
 	if perOwner > 0 && mine >= perOwner {
@@ -346,12 +350,30 @@ func (r *Runner) Get(ctx context.Context, handle string) (*Task, error) {
 	return t, nil
 }
 
-// SubmitterOf names the credential of an authorisation context as Task.Submitter does.
+// SubmitterOf names the credential of an authorisation context as Task.Submitter does:
+// an API key by its instance id when the context has it, else by kind and name.
 func SubmitterOf(a *store.Auth) string {
 	if a == nil || a.Kind == "" || a.Kind == "system" {
 		return "system"
 	}
+	if a.Kind == store.AuthAPIKey && a.KeyID != 0 {
+		return "apikey#" + strconv.FormatInt(a.KeyID, 10)
+	}
 	return a.Kind + ":" + a.Name
+}
+
+// submittedBy is the SQL condition on a task's stored authorisation context (the
+// auth column) that SubmitterOf(a) names: the same key id, or, for a context without
+// one, the same kind and name and no key id.
+func submittedBy(a *store.Auth) (string, []any) {
+	switch {
+	case SubmitterOf(a) == "system":
+		return "coalesce(json_extract(auth, '$.kind'), 'system') = 'system'", nil
+	case a.Kind == store.AuthAPIKey && a.KeyID != 0:
+		return "json_extract(auth, '$.kind') = 'apikey' AND json_extract(auth, '$.key_id') = ?", []any{a.KeyID}
+	}
+	return "json_extract(auth, '$.kind') = ? AND json_extract(auth, '$.name') = ? AND json_extract(auth, '$.key_id') IS NULL",
+		[]any{a.Kind, a.Name}
 }
 
 // List returns tasks newest first: those of one owner, or all when ownerType is "".
@@ -382,12 +404,9 @@ func (r *Runner) list(ctx context.Context, ownerTypes []string, ownerID string, 
 		args = append(args, ownerID)
 	}
 	if submitter != nil {
-		if SubmitterOf(submitter) == "system" {
-			q += " AND coalesce(json_extract(auth, '$.kind'), 'system') = 'system'"
-		} else {
-			q += " AND json_extract(auth, '$.kind') = ? AND json_extract(auth, '$.name') = ?"
-			args = append(args, submitter.Kind, submitter.Name)
-		}
+		cond, more := submittedBy(submitter)
+		q += " AND " + cond
+		args = append(args, more...)
 	}
 	if status != "" {
 		q += " AND status = ?"

@@ -1,81 +1,16 @@
 package console
 
 import (
+	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
 )
-
-// Sign-in throttling: failed attempts are counted per client address and per login in
-// a sliding window; past the limit, attempts are refused without checking the password
-// until the window has passed.
-const (
-	throttleWindow   = 15 * time.Minute
-	throttlePerLogin = 5
-	throttlePerAddr  = 20
-	throttleMaxKeys  = 10000
-)
-
-type throttle struct {
-	mu    sync.Mutex
-	now   func() time.Time
-	fails map[string][]time.Time
-}
-
-func newThrottle(now func() time.Time) *throttle {
-	return &throttle{now: now, fails: map[string][]time.Time{}}
-}
-
-// recent returns key's failures inside the window (pruning older ones).
-func (t *throttle) recent(key string) int {
-	cut := t.now().Add(-throttleWindow)
-	l := t.fails[key]
-	i := 0
-	for i < len(l) && l[i].Before(cut) {
-		i++
-	}
-	if i == len(l) {
-		delete(t.fails, key)
-		return 0
-	}
-	t.fails[key] = l[i:]
-	return len(l) - i
-}
-
-// blocked reports whether a sign-in from addr for login must be refused now.
-func (t *throttle) blocked(addr, login string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.recent("a:"+addr) >= throttlePerAddr || t.recent("l:"+login) >= throttlePerLogin
-}
-
-func (t *throttle) fail(addr, login string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.fails) >= throttleMaxKeys {
-		// Bounded memory: drop keys whose failures are all outside the window.
-		for k := range t.fails {
-			t.recent(k)
-		}
-	}
-	now := t.now()
-	for _, k := range []string{"a:" + addr, "l:" + login} {
-		if l := t.fails[k]; len(l) < throttlePerAddr || len(t.fails) < throttleMaxKeys {
-			t.fails[k] = append(l, now)
-		}
-	}
-}
-
-func (t *throttle) succeed(login string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.fails, "l:"+login)
-}
 
 func clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
@@ -116,19 +51,24 @@ func (c *Console) loginPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	login := strings.TrimSpace(r.PostFormValue("login"))
 	password := r.PostFormValue("password")
 	d := loginData{Login: login, Next: safeNext(r.PostFormValue("next"))}
-	if !c.originOK(r) {
-		d.Error = "The sign-in form did not come from this console."
+	if why := c.originProblem(r); why != "" {
+		d.Error = "The sign-in form was refused: " + why + "."
 		c.render(w, r, nil, http.StatusForbidden, "login", "Sign in", d)
 		return
 	}
-	addr := clientAddr(r)
-	if c.throttle.blocked(addr, login) {
-		d.Error = "Too many failed sign-ins. Wait a few minutes and try again."
+	// The API's throttle (store.Throttle): failures here and with HTTP Basic or key
+	// secrets count together, per address and per login.
+	throttle := c.db.Throttle()
+	if wait := throttle.Wait(r.RemoteAddr, login); wait > 0 {
+		secs := int64((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+		d.Error = fmt.Sprintf("Too many failed sign-ins. Try again in %d seconds.", secs)
 		c.render(w, r, nil, http.StatusTooManyRequests, "login", "Sign in", d)
 		return
 	}
+	addr := clientAddr(r)
 	refuse := func() {
-		c.throttle.fail(addr, login)
+		throttle.Fail(r.RemoteAddr, login)
 		d.Error = "Wrong login or password, or the account is disabled."
 		c.render(w, r, nil, http.StatusUnauthorized, "login", "Sign in", d)
 	}
@@ -147,7 +87,7 @@ func (c *Console) loginPost(w http.ResponseWriter, r *http.Request, _ httprouter
 		refuse()
 		return
 	}
-	c.throttle.succeed(login)
+	throttle.Succeed(r.RemoteAddr, login)
 	lim := c.db.ConsoleSessionLimits(ctx)
 	token, _, err := c.db.CreateSession(ctx, u.ID, u.Keyname, addr, lim)
 	if err != nil {

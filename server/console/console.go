@@ -53,16 +53,15 @@ type Options struct {
 
 // Console serves the pages.
 type Console struct {
-	db       *store.DB
-	log      *slog.Logger
-	secure   bool
-	origin   string
-	ready    func() bool
-	pages    map[string]*template.Template
-	throttle *throttle
-	runner   *tasks.Runner
-	maxBody  int64
-	maxEnt   int
+	db      *store.DB
+	log     *slog.Logger
+	secure  bool
+	origin  string
+	ready   func() bool
+	pages   map[string]*template.Template
+	runner  *tasks.Runner
+	maxBody int64
+	maxEnt  int
 }
 
 // New builds the console.
@@ -80,7 +79,7 @@ func New(o Options) *Console {
 		o.MaxEntries = 100000
 	}
 	c := &Console{db: o.DB, log: o.Logger, ready: o.Ready, pages: map[string]*template.Template{},
-		throttle: newThrottle(time.Now), runner: o.Runner, maxBody: o.MaxBody, maxEnt: o.MaxEntries}
+		runner: o.Runner, maxBody: o.MaxBody, maxEnt: o.MaxEntries}
 	if u, err := url.Parse(o.BaseURL); err == nil && u.Scheme != "" && u.Host != "" {
 		c.secure = u.Scheme == "https"
 		c.origin = u.Scheme + "://" + u.Host
@@ -202,9 +201,11 @@ func (c *Console) page(h pageHandler) httprouter.Handle {
 		if limit, _ := c.bodyLimit(r); r.Method == http.MethodPost && !c.readForm(w, r, q, limit) {
 			return
 		}
-		if r.Method == http.MethodPost && !c.csrfOK(r, q.sess) {
-			c.errorPage(w, r, q, http.StatusForbidden, "The form was refused: it did not come from this console (missing or wrong CSRF token or origin). Reload the page and try again.")
-			return
+		if r.Method == http.MethodPost {
+			if why := c.csrfProblem(r, q.sess); why != "" {
+				c.errorPage(w, r, q, http.StatusForbidden, "The form was refused (CSRF protection): "+why+". Reload the page and try again.")
+				return
+			}
 		}
 		h(w, r, q)
 	})
@@ -252,17 +253,25 @@ func (c *Console) clearCookie(w http.ResponseWriter) {
 		SameSite: http.SameSiteLaxMode, MaxAge: -1})
 }
 
-// csrfOK checks the form's token against the session's and the request's origin.
-func (c *Console) csrfOK(r *http.Request, sess *store.Session) bool {
-	if !c.originOK(r) {
-		return false
+// csrfProblem checks the request's origin and the form's token against the session's;
+// it returns why the form is refused, or "" when it passes.
+func (c *Console) csrfProblem(r *http.Request, sess *store.Session) string {
+	if why := c.originProblem(r); why != "" {
+		return why
 	}
 	tok := r.PostFormValue("csrf")
-	return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(sess.CSRF)) == 1
+	if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(sess.CSRF)) != 1 {
+		return "it did not carry this session's CSRF token (missing or wrong)"
+	}
+	return ""
 }
 
-// originOK: a browser's Origin (or, without it, Referer) must be this service.
-func (c *Console) originOK(r *http.Request) bool {
+// originProblem: a browser's Origin (or, without it, Referer) must be this service. A
+// POST carrying neither is refused too: every browser sends Origin with a form's POST
+// (and the console's Referrer-Policy keeps the Referer on its own pages), so a request
+// without either did not come from a console page, and nothing could be checked. It
+// returns why the request is refused, or "" when it passes.
+func (c *Console) originProblem(r *http.Request) string {
 	want := c.origin
 	if want == "" {
 		scheme := "http"
@@ -271,16 +280,20 @@ func (c *Console) originOK(r *http.Request) bool {
 		}
 		want = scheme + "://" + r.Host
 	}
+	const foreign = "it did not come from this console (its Origin or Referer is another site)"
 	if o := r.Header.Get("Origin"); o != "" {
-		return o == want
+		if o != want {
+			return foreign
+		}
+		return ""
 	}
 	if ref := r.Header.Get("Referer"); ref != "" {
-		u, err := url.Parse(ref)
-		return err == nil && u.Scheme+"://"+u.Host == want
+		if u, err := url.Parse(ref); err != nil || u.Scheme+"://"+u.Host != want {
+			return foreign
+		}
+		return ""
 	}
-	// Neither header: not a cross-site browser form (browsers send Origin on POST);
-	// the token still has to match.
-	return true
+	return "it carried neither an Origin nor a Referer header, so its origin could not be checked"
 }
 
 // view is the data every page template gets.

@@ -94,7 +94,8 @@ func TestSignInThrottle(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		want(t, b.post("/login", url.Values{"login": {"reader"}, "password": {"nope"}}), http.StatusUnauthorized)
 	}
-	// Refused even with the right password until the window has passed.
+	// Refused even with the right password until the login's delay has passed (the
+	// test clock does not move).
 	want(t, b.post("/login", url.Values{"login": {"reader"}, "password": {"reader-pass-1"}}), http.StatusTooManyRequests, "Too many")
 	// Another login from the same address is not blocked yet.
 	b.signIn("writer", "writer-pass-1")
@@ -188,6 +189,45 @@ func TestCSRFAndOrigin(t *testing.T) {
 	p = b.post("/data/private/site/?do=new", form("csrf", tok))
 	if p.status != http.StatusSeeOther {
 		t.Fatalf("good form: %d\n%s", p.status, p.body)
+	}
+}
+
+// TestPostWithoutOriginIsRefused: a console POST carrying neither Origin nor Referer
+// is refused with 403 and changes nothing, the sign-in form included, even with the
+// session's CSRF token; a same-origin Referer alone still passes.
+func TestPostWithoutOriginIsRefused(t *testing.T) {
+	e := newEnv(t, "")
+	e.load(people)
+	b := e.browser()
+	b.signIn("writer", "writer-pass-1")
+	tok := b.csrf()
+	bare := map[string]string{"Origin": "", "Referer": ""}
+	const why = "neither an Origin nor a Referer header"
+
+	p := b.do("POST", "/data/private/site/?do=new", url.Values{"csrf": {tok}, "keyname": {"nice"}, "is_enabled": {"true"}}, bare)
+	want(t, p, http.StatusForbidden, why)
+	if _, err := e.db.Instance(context.Background(), "site", "nice"); !store.IsNotFound(err) {
+		t.Fatalf("a POST without origin information wrote: %v", err)
+	}
+	want(t, b.do("POST", "/data/private/site/paris/?do=disable", url.Values{"csrf": {tok}}, bare), http.StatusForbidden, why)
+	if in, err := e.db.Instance(context.Background(), "site", "paris"); err != nil || !in.IsEnabled {
+		t.Fatalf("paris after a refused disable: %+v %v", in, err)
+	}
+	// Sign-out is a state change too: the session stays.
+	want(t, b.do("POST", "/logout", url.Values{"csrf": {tok}}, bare), http.StatusForbidden, why)
+	want(t, b.get("/"), http.StatusOK)
+	// The sign-in form: refused before the password is looked at (no session is made).
+	other := e.browser()
+	p = other.do("POST", "/login", url.Values{"login": {"writer"}, "password": {"writer-pass-1"}, "next": {"/"}}, bare)
+	want(t, p, http.StatusForbidden, why)
+	if len(p.header.Values("Set-Cookie")) != 0 {
+		t.Fatalf("a refused sign-in set a cookie: %v", p.header.Values("Set-Cookie"))
+	}
+	// A Referer of this console without Origin passes (older browsers on same-origin forms).
+	p = b.do("POST", "/data/private/site/?do=new", url.Values{"csrf": {tok}, "keyname": {"nice"}, "is_enabled": {"true"}},
+		map[string]string{"Origin": "", "Referer": e.srv.URL + "/data/private/site/?do=new"})
+	if p.status != http.StatusSeeOther {
+		t.Fatalf("same-origin Referer without Origin: %d\n%s", p.status, p.body)
 	}
 }
 

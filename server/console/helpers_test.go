@@ -98,6 +98,10 @@ func (b *browser) send(method, path string, body io.Reader, contentType string, 
 		}
 	}
 	for k, v := range hdr {
+		if v == "" { // an empty value leaves the header out, as a client without it sends
+			req.Header.Del(k)
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := b.c.Do(req)

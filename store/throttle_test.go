@@ -1,0 +1,48 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestThrottleTableIsBounded: refusals from any number of addresses and logins keep
+// the tables within their bound, and an address refused after such a flood is still
+// counted and throttled.
+func TestThrottleTableIsBounded(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	th := newThrottle(func() time.Time { return now })
+	for i := 0; i < 5*throttleMaxEntries; i++ {
+		th.Fail(fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255), fmt.Sprintf("login%d", i))
+		if i%1000 == 0 {
+			now = now.Add(time.Second)
+		}
+	}
+	if n := th.Entries(); n > 3*throttleMaxEntries {
+		t.Fatalf("%d entries after %d distinct addresses and logins, bound %d", n, 5*throttleMaxEntries, 3*throttleMaxEntries)
+	}
+	for i := 0; i < ThrottlePerAddress; i++ {
+		if w := th.Wait("192.0.2.7:999", ""); w != 0 {
+			t.Fatalf("refusal %d: already waiting %v", i+1, w)
+		}
+		th.Fail("192.0.2.7:999", "")
+	}
+	if w := th.Wait("192.0.2.7:1000", ""); w != ThrottleWindow {
+		t.Fatalf("after %d refusals in a full table: wait %v, want %v", ThrottlePerAddress, w, ThrottleWindow)
+	}
+}
+
+// TestThrottleAddress: the port goes, IPv4-mapped IPv6 is IPv4, IPv6 counts per /64.
+func TestThrottleAddress(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:5000":             "127.0.0.1",
+		"[::ffff:10.0.0.1]:80":       "10.0.0.1",
+		"[2001:db8:1:2:3:4:5:6]:443": "2001:db8:1:2::/64",
+		"[2001:db8:1:2::9%eth0]:443": "2001:db8:1:2::/64",
+		"not an address":             "not an address",
+	} {
+		if got := ThrottleAddress(in); got != want {
+			t.Errorf("ThrottleAddress(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
