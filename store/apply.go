@@ -46,6 +46,12 @@ type ApplyOptions struct {
 	Auth *Auth
 	// System allows what only the start-up sequence may do (delete the admin account).
 	System bool
+	// Migration marks a write of the start-up sequence (bootstrap, migration blocks,
+	// the keys-and-admin step): it needs System and the system identity (Auth nil or
+	// SystemAuth), and it writes no revision row whatever the transaction records
+	// otherwise, as start-up migrations write none. No request of the API or the
+	// console sets it: only a Migration transaction does.
+	Migration bool
 	// DryRun decides the outcome, checks a rename, and writes nothing.
 	DryRun bool
 }
@@ -85,6 +91,14 @@ func (db *DB) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 // before anything is written; an internal error may leave partial writes behind, so
 // the caller must then roll back.
 func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
+	if opts.Migration {
+		if !opts.System || opts.Auth != nil && opts.Auth.Kind != AuthSystem {
+			return Outcome{}, Errorf(EForbidden, "permission denied: a migration write needs the system identity")
+		}
+		if !tx.rev.Off {
+			tx = tx.withRevisions(Revisions{Author: tx.rev.Author, Off: true})
+		}
+	}
 	switch w.Action {
 	case ActionNoop:
 		return Outcome{Result: OutSkipped}, nil
@@ -128,7 +142,7 @@ func (tx *Tx) applyDelete(ctx context.Context, w Write, opts ApplyOptions) (Outc
 		return Outcome{}, Errorf(EForbidden, "the admin account cannot be deleted")
 	}
 	if !opts.DryRun {
-		if err := tx.DeleteInstance(ctx, s, old); err != nil {
+		if err := tx.deleteInstance(ctx, s, old); err != nil {
 			return Outcome{}, err
 		}
 	}

@@ -290,39 +290,16 @@ func (tx *Tx) revision(ctx context.Context, cls, key, action, before, after stri
 	return nil
 }
 
-// SaveInstance validates in (PrepareInstance) and writes it: an insert when old is
-// nil, else an update of old's row; the revision is written with action. Used by
-// pipelines and migrations that build the instance themselves.
-func (tx *Tx) SaveInstance(ctx context.Context, s *Schema, old, in *Instance, action string) error {
-	if err := tx.PrepareInstance(ctx, s, in); err != nil {
-		return err
-	}
-	return tx.writeInstance(ctx, s, old, in, action)
-}
-
-// WriteInstance writes an instance already validated by PrepareInstance.
-func (tx *Tx) WriteInstance(ctx context.Context, s *Schema, old, in *Instance, action string) error {
-	return tx.writeInstance(ctx, s, old, in, action)
-}
-
-// PrepareInstance validates and normalizes every field value of in, in place, as a
-// write would; values under keys that are not fields are kept as stored, scratch keys
+// prepare validates and normalizes every field value of in, in place, as a write
+// would; values under keys that are not fields are kept as stored, scratch keys
 // (starting with _) dropped. in.Data is changed in place: the caller owns it, and it
-// must not be the map of a stored instance the caller still compares against.
-func (tx *Tx) PrepareInstance(ctx context.Context, s *Schema, in *Instance) error {
-	return tx.PrepareChanges(ctx, s, in, nil)
-}
-
-// PrepareChanges is PrepareInstance that trusts the values equal to old's stored ones
-// (they were validated when written): a pipeline run validates only what its rules changed.
-func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) error {
-	_, err := tx.prepare(ctx, s, in, old)
-	return err
-}
-
-// prepare is PrepareChanges that also reports differs: a value it checked encodes
-// differently from old's under a key that is valid UTF-8 (or one of them has no value
-// there), so the data's encoding differs from old's. false says nothing either way.
+// must not be the map of a stored instance the caller still compares against. The
+// values equal to old's stored ones are trusted (they were validated when written): a
+// pipeline run validates only what its rules changed.
+//
+// It also reports differs: a value it checked encodes differently from old's under a
+// key that is valid UTF-8 (or one of them has no value there), so the data's encoding
+// differs from old's. false says nothing either way.
 func (tx *Tx) prepare(ctx context.Context, s *Schema, in, old *Instance) (differs bool, err error) {
 	if in.Data == nil {
 		in.Data = map[string]any{}
@@ -412,12 +389,6 @@ func checkCardinality(s *Schema, data map[string]any) error {
 	return nil
 }
 
-// writeInstance inserts (old == nil) or updates the row and writes the revision.
-func (tx *Tx) writeInstance(ctx context.Context, s *Schema, old, in *Instance, action string) error {
-	_, err := tx.write(ctx, s, old, in, action, mustJSON(in.Data), false)
-	return err
-}
-
 const insertInstance = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
 	VALUES(` + nextInstanceID + `, ?, ?, ?, ?, ?, ?, ?)`
 
@@ -483,8 +454,8 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 	return err == nil, err
 }
 
-// DeleteInstance deletes an instance and writes its revision.
-func (tx *Tx) DeleteInstance(ctx context.Context, s *Schema, in *Instance) error {
+// deleteInstance deletes an instance and writes its revision.
+func (tx *Tx) deleteInstance(ctx context.Context, s *Schema, in *Instance) error {
 	if _, err := tx.exec(ctx, "DELETE FROM instances WHERE id = ?", in.ID); err != nil {
 		return fmt.Errorf("delete %s %s: %w", in.Classname, in.Keyname, err)
 	}
