@@ -547,10 +547,11 @@ func TestCollectIPsOverStoredData(t *testing.T) {
 		t.Fatalf("ipam_ip rows before CollectIPs = %d, want %d (the SQL inserts must not collect)", got, want)
 	}
 	known := collectedIPs(t, db)
-	n, err := db.CollectIPs(ctx, "user:ops")
+	col, err := db.CollectIPs(ctx, "user:ops")
 	if err != nil {
 		t.Fatalf("CollectIPs: %v", err)
 	}
+	n := col.Created
 	t.Run("every missing address is created once", func(t *testing.T) {
 		if got, want := n, 1206; got != want {
 			t.Fatalf("CollectIPs created %d, want %d", got, want)
@@ -584,11 +585,11 @@ func TestCollectIPsOverStoredData(t *testing.T) {
 	})
 	t.Run("a second run creates nothing", func(t *testing.T) {
 		before := cascadeDump(t, db)
-		n, err := db.CollectIPs(ctx, "user:ops")
+		col, err := db.CollectIPs(ctx, "user:ops")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := n, 0; got != want {
+		if got, want := col.Created, 0; got != want {
 			t.Fatalf("second CollectIPs created %d, want %d", got, want)
 		}
 		if after := cascadeDump(t, db); after != before {

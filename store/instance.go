@@ -392,10 +392,11 @@ func checkCardinality(s *Schema, data map[string]any) error {
 const insertInstance = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
 	VALUES(` + nextInstanceID + `, ?, ?, ?, ?, ?, ?, ?)`
 
-// write inserts (old == nil) or updates the row with data (in.Data encoded) and
-// writes the revision. With ifAbsent, an insert whose keyname exists writes nothing and
-// reports false.
-func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, data string, ifAbsent bool) (bool, error) {
+// write inserts (old == nil) or updates the row with data (in.Data encoded), writes
+// the revision and collects the addresses of its ipv4 fields (collectIPs, whose
+// warnings it returns). With ifAbsent, an insert whose keyname exists writes nothing
+// and reports false.
+func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, data string, ifAbsent bool) (inserted bool, warnings []string, err error) {
 	now := tx.db.now()
 	if old == nil {
 		q := insertInstance
@@ -405,12 +406,12 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 		res, err := tx.exec(ctx, q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
 		if err != nil {
 			if isUnique(err) {
-				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
+				return false, nil, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
 			}
-			return false, fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
+			return false, nil, fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return false, nil
+			return false, nil, nil
 		}
 		in.ID, _ = res.LastInsertId()
 		in.CreatedAt, in.UpdatedAt = now, now
@@ -423,18 +424,17 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 			q, args = `UPDATE instances SET keyname = ?, displayname = ?, is_enabled = ?, data = ?, updated_at = ?
 			WHERE id = ?`, []any{in.Keyname, in.Displayname, in.IsEnabled, data, now, old.ID}
 		}
-		_, err := tx.exec(ctx, q, args...)
-		if err != nil {
+		if _, err := tx.exec(ctx, q, args...); err != nil {
 			if isUnique(err) {
-				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
+				return false, nil, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
 			}
-			return false, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
+			return false, nil, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
 		}
 		in.ID, in.CreatedAt, in.UpdatedAt = old.ID, old.CreatedAt, now
 		if in.Classname == "_user" && fmt.Sprint(old.Data["password"]) != fmt.Sprint(in.Data["password"]) {
 			// A new password ends the console sessions opened with the old one.
 			if _, err := tx.exec(ctx, "DELETE FROM sessions WHERE user_id = ?", old.ID); err != nil {
-				return false, fmt.Errorf("end sessions of %s: %w", old.Keyname, err)
+				return false, nil, fmt.Errorf("end sessions of %s: %w", old.Keyname, err)
 			}
 		}
 	}
@@ -448,10 +448,12 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 		before = instanceDoc(s, old, old.raw)
 	}
 	if err := tx.revision(ctx, in.Classname, in.Keyname, action, before, instanceDoc(s, in, data)); err != nil {
-		return false, err
+		return false, nil, err
 	}
-	_, err := tx.collectIPs(ctx, s, in)
-	return err == nil, err
+	if _, warnings, err = tx.collectIPs(ctx, s, in); err != nil {
+		return false, nil, err
+	}
+	return true, warnings, nil
 }
 
 // deleteInstance deletes an instance and writes its revision.
