@@ -121,9 +121,10 @@ func writes(body *ast.BlockStmt) bool {
 	return found
 }
 
-// The system mode of the apply path (System, Migration, SystemAuth) and the migration
-// transaction are the start-up sequence's: no code the API, the console or a task runs
-// names them, so no request reaches them.
+// The system mode of the apply path (System, Migration, SystemAuth), writing without
+// revisions (Off, NoRevisions) and the migration transaction are the start-up
+// sequence's: no code the API, the console or a task runs names them, so no request
+// reaches them.
 func TestSystemIdentityIsNotReachableFromRequests(t *testing.T) {
 	forbidden := []string{"Migrate", "Migration", "SystemAuth", "AuthSystem"}
 	for _, dir := range []string{"../server", "../server/console", "../tasks"} {
@@ -149,8 +150,9 @@ func TestSystemIdentityIsNotReachableFromRequests(t *testing.T) {
 						t.Errorf("%s: names %s", fset.Position(x.Pos()), x.Sel.Name)
 					}
 				case *ast.KeyValueExpr:
-					// System or Migration in a store.LoadOptions or store.ApplyOptions literal.
-					if k, ok := x.Key.(*ast.Ident); ok && (k.Name == "System" || k.Name == "Migration") {
+					// System or Migration in a store.LoadOptions or store.ApplyOptions
+					// literal; Off or NoRevisions in store.Revisions or store.LoadOptions.
+					if k, ok := x.Key.(*ast.Ident); ok && slices.Contains([]string{"System", "Migration", "Off", "NoRevisions"}, k.Name) {
 						t.Errorf("%s: sets %s", fset.Position(x.Pos()), k.Name)
 					}
 				}
