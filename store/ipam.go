@@ -74,7 +74,16 @@ func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (created 
 			case ErrorCode(err) == EInternal:
 				return created, warnings, fmt.Errorf("collect %s: %w", addr, err)
 			default:
-				// A refusal writes nothing: the transaction goes on.
+				// A refusal writes nothing: the transaction goes on. The address may be
+				// stored already (validation comes before the insert-if-absent): then it
+				// is collected, whatever the schema now says of new ones.
+				exists, xerr := tx.instanceExists(ctx, "ipam_ip", hex)
+				if xerr != nil {
+					return created, warnings, fmt.Errorf("collect %s: %w", addr, xerr)
+				}
+				if exists {
+					continue
+				}
 				msg := ErrorMessage(err)
 				warnings = append(warnings, fmt.Sprintf("ipam_ip %s not collected (from %s %s, field %s): %s",
 					addr, s.Keyname, in.Keyname, f.Keyname, msg))

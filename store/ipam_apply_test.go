@@ -43,6 +43,21 @@ func TestCollectedIPsFollowTheIPAMIPSchema(t *testing.T) {
 		absent(t, db, "ipam_ip", "0a070001")
 	})
 
+	t.Run("an address stored already is no warning, whatever the schema says of new ones", func(t *testing.T) {
+		db := newTestDB(t)
+		mustLoad(t, db, hosts, store.LoadOptions{})
+		mustLoad(t, db, `{classname: nic, keyname: n1, ip: 10.7.0.9}`, store.LoadOptions{})
+		mustLoad(t, db, `{classname: _schema, keyname: ipam_ip, owner: {dataformat: string, cardinal_min: 1}}`, store.LoadOptions{})
+		res := load(t, db, `{classname: nic, keyname: n2, ip: 10.7.0.9}`, store.LoadOptions{})
+		if res.Created != 1 || res.Errors != 0 || len(res.Warnings) != 0 {
+			t.Fatalf("load: %s %s warnings %q", counts(res), messages(res), res.Warnings)
+		}
+		col, err := db.CollectIPs(t.Context(), "system")
+		if err != nil || col.Created != 0 || col.Skipped != 0 {
+			t.Fatalf("CollectIPs = %+v, %v; want nothing created or skipped", col, err)
+		}
+	})
+
 	t.Run("collected changed to another dataformat: no invalid value is stored", func(t *testing.T) {
 		db := newTestDB(t)
 		mustLoad(t, db, hosts+"\n---\n"+`{classname: _schema, keyname: ipam_ip, collected: {dataformat: int}}`, store.LoadOptions{})
