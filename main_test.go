@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"dataservice/internal/testkit"
+	"dataservice/store"
 )
 
 func envOf(m map[string]string) func(string) string {
@@ -365,5 +366,16 @@ func TestIPAMCollect(t *testing.T) {
 	db.Close()
 	if code, out, _ := runCLI(t, env, "ipam", "collect"); code != 0 || out != "collected 300 new ipam_ip instances\n" {
 		t.Fatalf("collect over stored data: exit %d, %q", code, out)
+	}
+	// Addresses the ipam_ip schema refuses (a required field without default) are listed
+	// and skipped; the run succeeds.
+	db = testkit.OpenFile(t, env["SERVICE_DB"])
+	testkit.MustLoad(t, db, `{classname: _schema, keyname: ipam_ip, owner: {dataformat: string, cardinal_min: 1}}`, store.LoadOptions{})
+	testkit.Exec(t, db, "DELETE FROM instances WHERE classname = 'ipam_ip' AND keyname = '0a010002'")
+	db.Close()
+	code, out, _ := runCLI(t, env, "ipam", "collect")
+	if want := "collected 0 new ipam_ip instances\nskipped 1 addresses the ipam_ip schema refuses:\n" +
+		"  ipam_ip 10.1.0.2 not collected"; code != 0 || !strings.HasPrefix(out, want) || !strings.Contains(out, "owner") {
+		t.Fatalf("collect with a refusing schema: exit %d, %q, want it to start with %q and name owner", code, out, want)
 	}
 }

@@ -119,7 +119,7 @@ func (s *starter) run(ctx context.Context) error {
 		return err
 	}
 	// 5. Built-in API key secret, then the administrator account.
-	if err := s.db.WithTxAs(ctx, store.Revisions{Off: true}, func(tx *store.Tx) error {
+	if err := s.db.Migrate(ctx, func(tx *store.Migration) error {
 		if err := s.seedAPIKey(ctx, tx); err != nil {
 			return err
 		}
@@ -162,8 +162,8 @@ func (s *starter) failed(ctx context.Context, step string, err error) error {
 // order, and sets DB_VERSION and a new INSTANCE_UUID, in one transaction.
 func (s *starter) bootstrap(ctx context.Context) error {
 	s.log.Info("bootstrap: empty database, loading built-in definitions")
-	return s.db.WithTxAs(ctx, store.Revisions{Off: true}, func(tx *store.Tx) error {
-		if err := s.loadFile(ctx, tx, "00_permission.yml", "_permission"); err != nil {
+	return s.db.Migrate(ctx, func(tx *store.Migration) error {
+		if err := s.loadFile(ctx, tx.Tx, "00_permission.yml", "_permission"); err != nil {
 			return err
 		}
 		files, err := InitFiles(s.o.Init)
@@ -171,7 +171,7 @@ func (s *starter) bootstrap(ctx context.Context) error {
 			return err
 		}
 		for _, f := range files {
-			if err := s.loadFile(ctx, tx, f, ""); err != nil {
+			if err := s.loadFile(ctx, tx.Tx, f, ""); err != nil {
 				return err
 			}
 		}
@@ -241,7 +241,7 @@ func (s *starter) loadFile(ctx context.Context, tx *store.Tx, name, onlyClass st
 
 // seedAPIKey sets the api_builtin secret from SERVICE_APIKEY_SECRET when the key
 // exists and has no secret yet.
-func (s *starter) seedAPIKey(ctx context.Context, tx *store.Tx) error {
+func (s *starter) seedAPIKey(ctx context.Context, tx *store.Migration) error {
 	if s.o.APIKeySecret == "" {
 		return nil
 	}
@@ -264,12 +264,13 @@ func (s *starter) seedAPIKey(ctx context.Context, tx *store.Tx) error {
 	next.Data = cloneData(in.Data)
 	next.Data["secret"] = store.HashSecret(s.o.APIKeySecret)
 	s.log.Info("built-in API key secret seeded", "key", "api_builtin")
-	return tx.SaveInstance(ctx, sch, in, &next, "update")
+	_, err = tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: store.ActionUpdate})
+	return err
 }
 
 // forceAdmin applies SERVICE_ADMIN_PASSWORD to the admin account: set it (when it
 // differs) and activate the account, or lock the account when it is not set.
-func (s *starter) forceAdmin(ctx context.Context, tx *store.Tx) error {
+func (s *starter) forceAdmin(ctx context.Context, tx *store.Migration) error {
 	in, err := tx.Instance(ctx, "_user", "admin")
 	if store.IsNotFound(err) {
 		s.log.Info("no admin account: password step skipped")
@@ -303,7 +304,8 @@ func (s *starter) forceAdmin(ctx context.Context, tx *store.Tx) error {
 	if !changed {
 		return nil
 	}
-	return tx.SaveInstance(ctx, sch, in, &next, "update")
+	_, err = tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: store.ActionUpdate})
+	return err
 }
 
 func cloneData(m map[string]any) map[string]any {

@@ -15,7 +15,7 @@ import (
 // dotted IPv4 address gets the address as displayname and the derived hex keyname; no
 // row stays under the dotted keyname. Other keynames are left alone; a dotted instance
 // whose hex twin already exists is skipped with a warning.
-func (s *starter) block480(ctx context.Context, tx *store.Tx) error {
+func (s *starter) block480(ctx context.Context, tx *store.Migration) error {
 	err := s.reloads(ctx, tx,
 		reloadStep{"60_ipam.yml", []string{"_schema:ipam_ip"}, ""},
 		reloadStep{"30_dataview.yml", []string{"_dataview:ipam_ip_default"}, ""})
@@ -87,7 +87,7 @@ func ipv4Number(s string) (uint32, bool) {
 
 // rewriteRefs applies renames of target's instances to every schema field referencing
 // target, in one pass per referencing schema.
-func (s *starter) rewriteRefs(ctx context.Context, tx *store.Tx, target string, renames map[string]string) (int, error) {
+func (s *starter) rewriteRefs(ctx context.Context, tx *store.Migration, target string, renames map[string]string) (int, error) {
 	return tx.RewriteAllReferences(ctx, target, renames)
 }
 
@@ -95,7 +95,7 @@ func (s *starter) rewriteRefs(ctx context.Context, tx *store.Tx, target string, 
 // set, differs from its keyname and is a valid aligned IPv4 CIDR is renamed to it, with
 // every reference (ipam_vlan.subnet, ipam_ip.subnet, ...) rewritten; others are logged
 // and left. Then the field definition `subnet` is deleted and the dataview reloaded.
-func (s *starter) block490(ctx context.Context, tx *store.Tx) error {
+func (s *starter) block490(ctx context.Context, tx *store.Migration) error {
 	if err := s.reload(ctx, tx, "60_ipam.yml", []string{"_schema:ipam_subnet"}, ""); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"dataservice/bootstrap"
 	"dataservice/internal/testkit"
 	"dataservice/store"
 )
@@ -177,4 +178,44 @@ func TestRunForcesAdminPassword(t *testing.T) {
 			t.Fatalf("revisions = %d, want %d", got, want)
 		}
 	})
+}
+
+// The keys-and-admin step and the 4.6.0 rewrite write through the apply path in its
+// system mode: only what they change is validated (a value of another field that the
+// schema now refuses does not stop the start), and no revision is written.
+func TestStartupWritesGoThroughTheApplyPath(t *testing.T) {
+	db, rec := migratedDB(t)
+	o := options(t, rec)
+	// A field added to _user and _pipeline after the values were stored: the stored
+	// "many" is not an int.
+	testkit.MustLoad(t, db, `
+- {classname: _schema, keyname: _user, shoe_size: {dataformat: int}}
+- {classname: _schema, keyname: _pipeline, shoe_size: {dataformat: int}}
+`, store.LoadOptions{System: true, NoRevisions: true})
+	execSQL(t, db, `UPDATE instances SET data = json_set(data, '$.shoe_size', 'many')
+		WHERE classname IN ('_user', '_pipeline')`,
+		`UPDATE instances SET data = json_set(data, '$.content', 'tasks:
+  - field_lower: email
+')
+		WHERE classname = '_pipeline' AND keyname = 'bulk_delete_disabled'`)
+	revs := count(t, db, "SELECT count(*) FROM revisions")
+	o.AdminPassword = "pw-apply"
+	o.Version = "4.6.0-RC1"
+	if err := bootstrap.Run(t.Context(), db, o); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	a := mustInstance(t, db, "_user", "admin")
+	if !a.IsEnabled || !store.VerifySecret("pw-apply", field(a, "password")) {
+		t.Fatalf("admin: enabled %v, password set %v", a.IsEnabled, store.VerifySecret("pw-apply", field(a, "password")))
+	}
+	if got, want := field(a, "shoe_size"), "many"; got != want {
+		t.Fatalf("admin shoe_size = %q, want the stored %q kept", got, want)
+	}
+	p := mustInstance(t, db, "_pipeline", "bulk_delete_disabled")
+	if got, want := field(p, "content"), "- field_lower: email\n"; got != want {
+		t.Fatalf("pipeline content = %q, want the flat list %q", got, want)
+	}
+	if got, want := count(t, db, "SELECT count(*) FROM revisions"), revs; got != want {
+		t.Fatalf("revisions = %d, want %d", got, want)
+	}
 }

@@ -17,7 +17,7 @@ type block struct {
 	version string
 	// rc: the block also re-runs when SERVICE_VERSION starts with "<version>-RC".
 	rc  bool
-	run func(s *starter, ctx context.Context, tx *store.Tx) error
+	run func(s *starter, ctx context.Context, tx *store.Migration) error
 }
 
 // blocks are the seed's migration blocks, in order. Versions compare as text.
@@ -87,7 +87,7 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 			continue
 		}
 		s.log.Info("migration block start", "block", b.version, "db_version", cur)
-		err = s.db.WithTxAs(ctx, store.Revisions{Off: true}, func(tx *store.Tx) error {
+		err = s.db.Migrate(ctx, func(tx *store.Migration) error {
 			if err := b.run(s, ctx, tx); err != nil {
 				return err
 			}
@@ -113,12 +113,12 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 
 // reload runs Reload: missing or failing entries are logged and start-up goes on
 // (seed rule 2); any other error is returned and fails the block.
-func (s *starter) reload(ctx context.Context, tx *store.Tx, file string, items []string, action string) error {
+func (s *starter) reload(ctx context.Context, tx *store.Migration, file string, items []string, action string) error {
 	var err error
 	if action == "init" {
-		err = loadBuiltins(ctx, tx, s.o.Init, file, items, action, s.log)
+		err = loadBuiltins(ctx, tx.Tx, s.o.Init, file, items, action, s.log)
 	} else {
-		err = Reload(ctx, tx, s.o.Init, file, items, action, s.log)
+		err = Reload(ctx, tx.Tx, s.o.Init, file, items, action, s.log)
 	}
 	if errors.Is(err, ErrReloadEntries) {
 		s.log.Error("reload failed", "file", file, "error", err)
@@ -128,7 +128,7 @@ func (s *starter) reload(ctx context.Context, tx *store.Tx, file string, items [
 }
 
 // reloads runs several reloads in order, stopping at the first fatal error.
-func (s *starter) reloads(ctx context.Context, tx *store.Tx, steps ...reloadStep) error {
+func (s *starter) reloads(ctx context.Context, tx *store.Migration, steps ...reloadStep) error {
 	for _, r := range steps {
 		if err := s.reload(ctx, tx, r.file, r.items, r.action); err != nil {
 			return err
@@ -143,7 +143,7 @@ type reloadStep struct {
 	action string
 }
 
-func (s *starter) block420(ctx context.Context, tx *store.Tx) error {
+func (s *starter) block420(ctx context.Context, tx *store.Migration) error {
 	err := s.reloads(ctx, tx,
 		reloadStep{"00_permission.yml", []string{"_permission:p_keyname_rename"}, ""},
 		reloadStep{"20_home.yml", []string{"_home:code_editor", "_home:revision"}, ""},
@@ -154,7 +154,7 @@ func (s *starter) block420(ctx context.Context, tx *store.Tx) error {
 	}
 	for _, p := range []string{"p_schema_create", "p_schema_update", "p_schema_delete", "p_schemafield_read",
 		"p_schemafield_create", "p_schemafield_update", "p_schemafield_delete"} {
-		if err := tx.DeletePermissionDirect(ctx, p); err != nil {
+		if err := tx.DeletePermission(ctx, p); err != nil {
 			return err
 		}
 	}
@@ -165,19 +165,19 @@ func (s *starter) block420(ctx context.Context, tx *store.Tx) error {
 // one exactly as it is (action init): a re-run of a block (a release candidate, or a
 // version that sorts lower as text) must not revert what users changed since.
 
-func (s *starter) block440(ctx context.Context, tx *store.Tx) error {
+func (s *starter) block440(ctx context.Context, tx *store.Migration) error {
 	return s.reloads(ctx, tx,
 		reloadStep{"40_pipeline.yml", []string{"_pipeline:bulk_delete_disabled"}, "init"},
 		reloadStep{"00_permission.yml", []string{"_permission:p_api_load", "_permission:p_api_rawfile"}, "init"})
 }
 
-func (s *starter) block450(ctx context.Context, tx *store.Tx) error {
+func (s *starter) block450(ctx context.Context, tx *store.Migration) error {
 	return s.reload(ctx, tx, "00_permission.yml", []string{"_permission:p_api_conf"}, "init")
 }
 
 // block460 runs its four steps independently: a missing `_pipeline` schema skips the
 // rewrite only.
-func (s *starter) block460(ctx context.Context, tx *store.Tx) error {
+func (s *starter) block460(ctx context.Context, tx *store.Migration) error {
 	if err := s.rewritePipelines(ctx, tx); err != nil {
 		return err
 	}
@@ -192,8 +192,8 @@ func (s *starter) block460(ctx context.Context, tx *store.Tx) error {
 // setCodeEditorURL updates the built-in `_home:code_editor` entry from its built-in
 // file, the url only: users may have changed its other fields. A missing entry is
 // logged as a failed reload (seed rule 2) and start-up goes on.
-func (s *starter) setCodeEditorURL(ctx context.Context, tx *store.Tx) error {
-	err := loadBuiltins(ctx, tx, s.o.Init, "20_home.yml", []string{"_home:code_editor"}, "update", s.log, "url")
+func (s *starter) setCodeEditorURL(ctx context.Context, tx *store.Migration) error {
+	err := loadBuiltins(ctx, tx.Tx, s.o.Init, "20_home.yml", []string{"_home:code_editor"}, "update", s.log, "url")
 	if errors.Is(err, ErrReloadEntries) {
 		s.log.Error("reload failed", "file", "20_home.yml", "error", err)
 		return nil
@@ -202,8 +202,9 @@ func (s *starter) setCodeEditorURL(ctx context.Context, tx *store.Tx) error {
 }
 
 // rewritePipelines rewrites every `_pipeline` content to a flat rule list; without
-// the `_pipeline` schema there is nothing to rewrite.
-func (s *starter) rewritePipelines(ctx context.Context, tx *store.Tx) error {
+// the `_pipeline` schema there is nothing to rewrite. Each rewrite goes through the
+// apply path (validated as any write of the content), without a revision.
+func (s *starter) rewritePipelines(ctx context.Context, tx *store.Migration) error {
 	sch, err := tx.Schema(ctx, "_pipeline")
 	if store.IsNotFound(err) {
 		s.log.Warn("4.6.0: schema _pipeline not found; no pipeline to rewrite")
@@ -229,7 +230,7 @@ func (s *starter) rewritePipelines(ctx context.Context, tx *store.Tx) error {
 			next := *in
 			next.Data = cloneData(in.Data)
 			next.Data["content"] = norm
-			if err := tx.SaveInstance(ctx, sch, in, &next, "update"); err != nil {
+			if _, err := tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: store.ActionUpdate}); err != nil {
 				return fmt.Errorf("rewrite pipeline %s: %w", in.Keyname, err)
 			}
 			rewritten++

@@ -135,7 +135,8 @@ func (s *server) runLoadFrom(w http.ResponseWriter, r *http.Request, source func
 	if s.onLoad != nil && !res.DryRun {
 		s.onLoad(res)
 	}
-	res.Warnings = warnings
+	// The parser's repairs first, then the load's own warnings (IP collection).
+	res.Warnings = append(warnings, res.Warnings...)
 	if res.Messages == nil {
 		res.Messages = []store.EntryError{}
 	}

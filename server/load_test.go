@@ -402,3 +402,31 @@ func TestConf(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadReportsUncollectedAddresses: an address the ipam_ip schema refuses is not
+// collected; the load succeeds and its reply's warnings name the address and why.
+func TestLoadReportsUncollectedAddresses(t *testing.T) {
+	e := newLoadEnv(t, envOptions{NoRunner: true})
+	e.load(`
+- {classname: _schema, keyname: nic, ip: {dataformat: ipv4}}
+- {classname: _schema, keyname: ipam_ip, owner: {dataformat: string, cardinal_min: 1}}
+`)
+	r := e.post("/api/load/", e.loader, []byte(`[{classname: nic, keyname: n1, ip: 10.7.0.1}]`))
+	res := decodeLoad(t, r)
+	if got, want := res.counts(), "[1,0,0,0,0,0,0,0]"; got != want {
+		t.Fatalf("counts = %s, want %s (%s)", got, want, r.body)
+	}
+	var body struct {
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Warnings) != 1 || !strings.Contains(body.Warnings[0], "ipam_ip 10.7.0.1 not collected") ||
+		!strings.Contains(body.Warnings[0], "owner") {
+		t.Fatalf("warnings = %q, want one naming 10.7.0.1 and the field owner", body.Warnings)
+	}
+	if got := e.queryString("SELECT count(*) FROM instances WHERE classname = 'ipam_ip' AND keyname = '0a070001'"); got != "0" {
+		t.Fatalf("the refused address was written")
+	}
+}

@@ -46,6 +46,12 @@ type ApplyOptions struct {
 	Auth *Auth
 	// System allows what only the start-up sequence may do (delete the admin account).
 	System bool
+	// Migration marks a write of the start-up sequence (bootstrap, migration blocks,
+	// the keys-and-admin step): it needs System and the system identity (Auth nil or
+	// SystemAuth), and it writes no revision row whatever the transaction records
+	// otherwise, as start-up migrations write none. No request of the API or the
+	// console sets it: only a Migration transaction does.
+	Migration bool
 	// DryRun decides the outcome, checks a rename, and writes nothing.
 	DryRun bool
 }
@@ -56,6 +62,9 @@ type Outcome struct {
 	Result string
 	// Renamed is set when the write renamed the instance (or would, in a dry run).
 	Renamed bool
+	// Warnings are what did not stop the write: the addresses of its ipv4 fields that
+	// IP collection did not collect because the ipam_ip schema refuses them, and why.
+	Warnings []string
 }
 
 // errExists reports that an ifAbsent create found the keyname taken.
@@ -85,6 +94,14 @@ func (db *DB) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 // before anything is written; an internal error may leave partial writes behind, so
 // the caller must then roll back.
 func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
+	if opts.Migration {
+		if !opts.System || opts.Auth != nil && opts.Auth.Kind != AuthSystem {
+			return Outcome{}, Errorf(EForbidden, "permission denied: a migration write needs the system identity")
+		}
+		if !tx.rev.Off {
+			tx = tx.withRevisions(Revisions{Author: tx.rev.Author, Off: true})
+		}
+	}
 	switch w.Action {
 	case ActionNoop:
 		return Outcome{Result: OutSkipped}, nil
@@ -128,7 +145,7 @@ func (tx *Tx) applyDelete(ctx context.Context, w Write, opts ApplyOptions) (Outc
 		return Outcome{}, Errorf(EForbidden, "the admin account cannot be deleted")
 	}
 	if !opts.DryRun {
-		if err := tx.DeleteInstance(ctx, s, old); err != nil {
+		if err := tx.deleteInstance(ctx, s, old); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -151,17 +168,19 @@ func (tx *Tx) applyEnabled(ctx context.Context, w Write, opts ApplyOptions) (Out
 	if err := tx.containGrant(ctx, opts.Auth, s, old, nil); err != nil {
 		return Outcome{}, err
 	}
+	out := Outcome{Result: OutDisabled}
+	if want {
+		out.Result = OutEnabled
+	}
 	if !opts.DryRun {
 		next := *old
 		next.IsEnabled = want
-		if _, err := tx.write(ctx, s, old, &next, w.Action, mustJSON(next.Data), false); err != nil {
+		var err error
+		if _, out.Warnings, err = tx.write(ctx, s, old, &next, w.Action, mustJSON(next.Data), false); err != nil {
 			return Outcome{}, err
 		}
 	}
-	if want {
-		return Outcome{Result: OutEnabled}, nil
-	}
-	return Outcome{Result: OutDisabled}, nil
+	return out, nil
 }
 
 // applyCreate inserts w.New.
@@ -183,14 +202,14 @@ func (tx *Tx) applyCreate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	if opts.DryRun {
 		return Outcome{Result: OutCreated}, nil
 	}
-	inserted, err := tx.write(ctx, s, nil, next, ActionCreate, mustJSON(next.Data), w.ifAbsent)
+	inserted, warnings, err := tx.write(ctx, s, nil, next, ActionCreate, mustJSON(next.Data), w.ifAbsent)
 	if err != nil {
 		return Outcome{}, err
 	}
 	if !inserted {
 		return Outcome{}, errExists
 	}
-	return Outcome{Result: OutCreated}, nil
+	return Outcome{Result: OutCreated, Warnings: warnings}, nil
 }
 
 // applyUpdate writes w.New over w.Old: unchanged when nothing differs; a changed
@@ -235,32 +254,38 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 		if err := tx.checkRenameReach(ctx, opts.Auth, s, old); err != nil {
 			return Outcome{}, err
 		}
-		return Outcome{Result: OutUpdated, Renamed: true}, tx.applyRename(ctx, s, old, next, data, changed, opts.DryRun)
+		warnings, err := tx.applyRename(ctx, s, old, next, data, changed, opts.DryRun)
+		return Outcome{Result: OutUpdated, Renamed: true, Warnings: warnings}, err
 	}
+	out := Outcome{Result: OutUpdated}
 	if !opts.DryRun {
-		if _, err := tx.write(ctx, s, old, next, ActionUpdate, data, false); err != nil {
+		var err error
+		if _, out.Warnings, err = tx.write(ctx, s, old, next, ActionUpdate, data, false); err != nil {
 			return Outcome{}, err
 		}
 	}
-	return Outcome{Result: OutUpdated}, nil
+	return out, nil
 }
 
-// applyRename writes the other changes and the cascading rename atomically.
-func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, data string, changed, dryRun bool) error {
+// applyRename writes the other changes and the cascading rename atomically; it
+// returns the warnings of the write (IP collection).
+func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, data string, changed, dryRun bool) ([]string, error) {
 	newKey := next.Keyname
 	// The stored instance is old: rename it by its ID, whatever ID the caller left
 	// in next (a state built from a form has none).
 	at := *next
 	at.ID, at.Keyname = old.ID, old.Keyname
 	if dryRun {
-		return tx.CheckRename(ctx, s, &at, newKey)
+		return nil, tx.CheckRename(ctx, s, &at, newKey)
 	}
 	if _, err := tx.ExecContext(ctx, "SAVEPOINT apply_rename"); err != nil {
-		return fmt.Errorf("rename %s %s: %w", s.Keyname, old.Keyname, err)
+		return nil, fmt.Errorf("rename %s %s: %w", s.Keyname, old.Keyname, err)
 	}
+	var warnings []string
 	err := func() error {
 		if changed {
-			if _, err := tx.write(ctx, s, old, &at, ActionUpdate, data, false); err != nil {
+			var err error
+			if _, warnings, err = tx.write(ctx, s, old, &at, ActionUpdate, data, false); err != nil {
 				return err
 			}
 		}
@@ -271,10 +296,11 @@ func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, d
 		tx.ExecContext(ctx, "ROLLBACK TO apply_rename")
 	}
 	tx.ExecContext(ctx, "RELEASE apply_rename")
-	if err == nil {
-		*next = at
+	if err != nil {
+		return nil, err
 	}
-	return err
+	*next = at
+	return warnings, nil
 }
 
 // validateNew validates a new instance from outside the loader as a load would create

@@ -323,15 +323,15 @@ func TestCascadingRename(t *testing.T) {
 				return err
 			}
 			// A write that checks (and may cache) that 10.1.0.0/16 exists.
-			if err := tx.SaveInstance(ctx, rack, nil, &store.Instance{Classname: "rack", Keyname: "r8", IsEnabled: true,
-				Data: map[string]any{"uplink": "10.1.0.0/16"}}, "create"); err != nil {
+			if _, err := tx.Apply(ctx, store.Write{Schema: rack, Action: store.ActionCreate, New: &store.Instance{Classname: "rack",
+				Keyname: "r8", IsEnabled: true, Data: map[string]any{"uplink": "10.1.0.0/16"}}}, store.ApplyOptions{}); err != nil {
 				return err
 			}
 			if _, _, err := cascadeRenameIn(ctx, tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16"); err != nil {
 				return err
 			}
-			late = tx.SaveInstance(ctx, rack, nil, &store.Instance{Classname: "rack", Keyname: "r9", IsEnabled: true,
-				Data: map[string]any{"uplink": "10.1.0.0/16"}}, "create")
+			_, late = tx.Apply(ctx, store.Write{Schema: rack, Action: store.ActionCreate, New: &store.Instance{Classname: "rack",
+				Keyname: "r9", IsEnabled: true, Data: map[string]any{"uplink": "10.1.0.0/16"}}}, store.ApplyOptions{})
 			return nil
 		})
 		if err != nil {
@@ -371,7 +371,7 @@ func TestCascadingRename(t *testing.T) {
 	t.Run("RewriteAllReferences applies many renames at once, a chain included", func(t *testing.T) {
 		db := cascadeDB(t)
 		var n int
-		err := db.WithTx(ctx, func(tx *store.Tx) error {
+		err := db.Migrate(ctx, func(tx *store.Migration) error {
 			var err error
 			n, err = tx.RewriteAllReferences(ctx, "ipam_subnet", map[string]string{"10.1.0.0/16": "10.2.0.0/16", "10.2.0.0/16": "10.4.0.0/16"})
 			return err
@@ -491,13 +491,14 @@ func TestCollectIPsOnWrite(t *testing.T) {
 		}
 	})
 	t.Run("an instance saved by a pipeline or migration is collected too", func(t *testing.T) {
-		err := db.WithTx(context.Background(), func(tx *store.Tx) error {
+		err := db.Migrate(context.Background(), func(tx *store.Migration) error {
 			s, err := tx.Schema(ctx, "printer")
 			if err != nil {
 				return err
 			}
-			return tx.SaveInstance(ctx, s, nil, &store.Instance{Classname: "printer", Keyname: "p1", IsEnabled: true,
-				Data: map[string]any{"ip": "172.16.0.9"}}, "create")
+			_, err = tx.Apply(ctx, store.Write{Schema: s, Action: store.ActionCreate, New: &store.Instance{Classname: "printer",
+				Keyname: "p1", IsEnabled: true, Data: map[string]any{"ip": "172.16.0.9"}}})
+			return err
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -546,10 +547,11 @@ func TestCollectIPsOverStoredData(t *testing.T) {
 		t.Fatalf("ipam_ip rows before CollectIPs = %d, want %d (the SQL inserts must not collect)", got, want)
 	}
 	known := collectedIPs(t, db)
-	n, err := db.CollectIPs(ctx, "user:ops")
+	col, err := db.CollectIPs(ctx, "user:ops")
 	if err != nil {
 		t.Fatalf("CollectIPs: %v", err)
 	}
+	n := col.Created
 	t.Run("every missing address is created once", func(t *testing.T) {
 		if got, want := n, 1206; got != want {
 			t.Fatalf("CollectIPs created %d, want %d", got, want)
@@ -583,11 +585,11 @@ func TestCollectIPsOverStoredData(t *testing.T) {
 	})
 	t.Run("a second run creates nothing", func(t *testing.T) {
 		before := cascadeDump(t, db)
-		n, err := db.CollectIPs(ctx, "user:ops")
+		col, err := db.CollectIPs(ctx, "user:ops")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := n, 0; got != want {
+		if got, want := col.Created, 0; got != want {
 			t.Fatalf("second CollectIPs created %d, want %d", got, want)
 		}
 		if after := cascadeDump(t, db); after != before {
@@ -603,7 +605,7 @@ func TestConvertKeyname(t *testing.T) {
 	var conflict error
 	var in *store.Instance
 	var keys []*store.Instance
-	err := db.WithTx(ctx, func(tx *store.Tx) error {
+	err := db.Migrate(ctx, func(tx *store.Migration) error {
 		var err error
 		if in, err = tx.Instance(ctx, "ipam_subnet", "10.1.0.0/16"); err != nil {
 			return err

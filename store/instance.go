@@ -290,39 +290,16 @@ func (tx *Tx) revision(ctx context.Context, cls, key, action, before, after stri
 	return nil
 }
 
-// SaveInstance validates in (PrepareInstance) and writes it: an insert when old is
-// nil, else an update of old's row; the revision is written with action. Used by
-// pipelines and migrations that build the instance themselves.
-func (tx *Tx) SaveInstance(ctx context.Context, s *Schema, old, in *Instance, action string) error {
-	if err := tx.PrepareInstance(ctx, s, in); err != nil {
-		return err
-	}
-	return tx.writeInstance(ctx, s, old, in, action)
-}
-
-// WriteInstance writes an instance already validated by PrepareInstance.
-func (tx *Tx) WriteInstance(ctx context.Context, s *Schema, old, in *Instance, action string) error {
-	return tx.writeInstance(ctx, s, old, in, action)
-}
-
-// PrepareInstance validates and normalizes every field value of in, in place, as a
-// write would; values under keys that are not fields are kept as stored, scratch keys
+// prepare validates and normalizes every field value of in, in place, as a write
+// would; values under keys that are not fields are kept as stored, scratch keys
 // (starting with _) dropped. in.Data is changed in place: the caller owns it, and it
-// must not be the map of a stored instance the caller still compares against.
-func (tx *Tx) PrepareInstance(ctx context.Context, s *Schema, in *Instance) error {
-	return tx.PrepareChanges(ctx, s, in, nil)
-}
-
-// PrepareChanges is PrepareInstance that trusts the values equal to old's stored ones
-// (they were validated when written): a pipeline run validates only what its rules changed.
-func (tx *Tx) PrepareChanges(ctx context.Context, s *Schema, in, old *Instance) error {
-	_, err := tx.prepare(ctx, s, in, old)
-	return err
-}
-
-// prepare is PrepareChanges that also reports differs: a value it checked encodes
-// differently from old's under a key that is valid UTF-8 (or one of them has no value
-// there), so the data's encoding differs from old's. false says nothing either way.
+// must not be the map of a stored instance the caller still compares against. The
+// values equal to old's stored ones are trusted (they were validated when written): a
+// pipeline run validates only what its rules changed.
+//
+// It also reports differs: a value it checked encodes differently from old's under a
+// key that is valid UTF-8 (or one of them has no value there), so the data's encoding
+// differs from old's. false says nothing either way.
 func (tx *Tx) prepare(ctx context.Context, s *Schema, in, old *Instance) (differs bool, err error) {
 	if in.Data == nil {
 		in.Data = map[string]any{}
@@ -412,19 +389,14 @@ func checkCardinality(s *Schema, data map[string]any) error {
 	return nil
 }
 
-// writeInstance inserts (old == nil) or updates the row and writes the revision.
-func (tx *Tx) writeInstance(ctx context.Context, s *Schema, old, in *Instance, action string) error {
-	_, err := tx.write(ctx, s, old, in, action, mustJSON(in.Data), false)
-	return err
-}
-
 const insertInstance = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
 	VALUES(` + nextInstanceID + `, ?, ?, ?, ?, ?, ?, ?)`
 
-// write inserts (old == nil) or updates the row with data (in.Data encoded) and
-// writes the revision. With ifAbsent, an insert whose keyname exists writes nothing and
-// reports false.
-func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, data string, ifAbsent bool) (bool, error) {
+// write inserts (old == nil) or updates the row with data (in.Data encoded), writes
+// the revision and collects the addresses of its ipv4 fields (collectIPs, whose
+// warnings it returns). With ifAbsent, an insert whose keyname exists writes nothing
+// and reports false.
+func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, data string, ifAbsent bool) (inserted bool, warnings []string, err error) {
 	now := tx.db.now()
 	if old == nil {
 		q := insertInstance
@@ -434,12 +406,12 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 		res, err := tx.exec(ctx, q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
 		if err != nil {
 			if isUnique(err) {
-				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
+				return false, nil, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
 			}
-			return false, fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
+			return false, nil, fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return false, nil
+			return false, nil, nil
 		}
 		in.ID, _ = res.LastInsertId()
 		in.CreatedAt, in.UpdatedAt = now, now
@@ -452,18 +424,17 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 			q, args = `UPDATE instances SET keyname = ?, displayname = ?, is_enabled = ?, data = ?, updated_at = ?
 			WHERE id = ?`, []any{in.Keyname, in.Displayname, in.IsEnabled, data, now, old.ID}
 		}
-		_, err := tx.exec(ctx, q, args...)
-		if err != nil {
+		if _, err := tx.exec(ctx, q, args...); err != nil {
 			if isUnique(err) {
-				return false, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
+				return false, nil, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
 			}
-			return false, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
+			return false, nil, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
 		}
 		in.ID, in.CreatedAt, in.UpdatedAt = old.ID, old.CreatedAt, now
 		if in.Classname == "_user" && fmt.Sprint(old.Data["password"]) != fmt.Sprint(in.Data["password"]) {
 			// A new password ends the console sessions opened with the old one.
 			if _, err := tx.exec(ctx, "DELETE FROM sessions WHERE user_id = ?", old.ID); err != nil {
-				return false, fmt.Errorf("end sessions of %s: %w", old.Keyname, err)
+				return false, nil, fmt.Errorf("end sessions of %s: %w", old.Keyname, err)
 			}
 		}
 	}
@@ -477,14 +448,16 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 		before = instanceDoc(s, old, old.raw)
 	}
 	if err := tx.revision(ctx, in.Classname, in.Keyname, action, before, instanceDoc(s, in, data)); err != nil {
-		return false, err
+		return false, nil, err
 	}
-	_, err := tx.collectIPs(ctx, s, in)
-	return err == nil, err
+	if _, warnings, err = tx.collectIPs(ctx, s, in); err != nil {
+		return false, nil, err
+	}
+	return true, warnings, nil
 }
 
-// DeleteInstance deletes an instance and writes its revision.
-func (tx *Tx) DeleteInstance(ctx context.Context, s *Schema, in *Instance) error {
+// deleteInstance deletes an instance and writes its revision.
+func (tx *Tx) deleteInstance(ctx context.Context, s *Schema, in *Instance) error {
 	if _, err := tx.exec(ctx, "DELETE FROM instances WHERE id = ?", in.ID); err != nil {
 		return fmt.Errorf("delete %s %s: %w", in.Classname, in.Keyname, err)
 	}

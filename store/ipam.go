@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -19,24 +20,30 @@ func (s *Schema) ipv4AddressFields() []*Field {
 }
 
 // collectIPs creates, for every address in the ipv4 fields of in, the missing ipam_ip
-// instance with collected: true (written addresses are collected). ipam_ip itself and schemas without ipv4
-// fields are left alone; so is everything when the ipam_ip schema does not exist.
-func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (int, error) {
+// instance with collected: true (written addresses are collected). ipam_ip itself and
+// schemas without ipv4 fields are left alone; so is everything when the ipam_ip schema
+// does not exist.
+//
+// Each address goes through the apply path as the system identity, so it is validated
+// against the ipam_ip schema as it stands (its keyname mode, required fields, defaults,
+// the dataformat of collected) and gets its revision as any created instance. An
+// address the schema refuses is not collected: the write that holds it succeeds, and
+// the refusal comes back as a warning naming the address and the reason.
+func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (created int, warnings []string, err error) {
 	if s.Keyname == "ipam_ip" {
-		return 0, nil
+		return 0, nil, nil
 	}
 	fields := s.ipv4AddressFields()
 	if len(fields) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	ipSchema, err := tx.Schema(ctx, "ipam_ip")
 	if IsNotFound(err) {
-		return 0, nil
+		return 0, nil, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	created := 0
 	for _, f := range fields {
 		var values []any
 		switch v := in.Data[f.Keyname].(type) {
@@ -54,41 +61,71 @@ func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (int, err
 			if _, ok := tx.known["ipam_ip\x00"+hex]; ok {
 				continue
 			}
-			// One statement instead of a lookup and an insert: most addresses repeat.
-			now := tx.db.now()
-			res, err := tx.exec(ctx, `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-				VALUES(`+nextInstanceID+`, 'ipam_ip', ?, ?, 1, '{"collected":true}', ?, ?) ON CONFLICT(classname, keyname) DO NOTHING`,
-				hex, addr, now, now)
-			if err != nil {
-				return created, fmt.Errorf("collect %s: %w", addr, err)
-			}
-			tx.remember("ipam_ip", hex)
-			if n, _ := res.RowsAffected(); n == 0 {
-				continue
-			}
+			// Insert-if-absent instead of a lookup and an insert: most addresses repeat.
 			ip := &Instance{Classname: "ipam_ip", Keyname: hex, Displayname: addr, IsEnabled: true,
 				Data: map[string]any{"collected": true}}
-			if err := tx.revision(ctx, "ipam_ip", hex, "create", "", instanceDoc(ipSchema, ip, `{"collected":true}`)); err != nil {
-				return created, err
+			_, err = tx.Apply(ctx, Write{Schema: ipSchema, New: ip, Action: ActionCreate, ifAbsent: true},
+				ApplyOptions{Auth: SystemAuth()})
+			switch {
+			case err == nil:
+				created++
+			case errors.Is(err, errExists):
+				tx.remember("ipam_ip", hex)
+			case ErrorCode(err) == EInternal:
+				return created, warnings, fmt.Errorf("collect %s: %w", addr, err)
+			default:
+				// A refusal writes nothing: the transaction goes on. The address may be
+				// stored already (validation comes before the insert-if-absent): then it
+				// is collected, whatever the schema now says of new ones.
+				exists, xerr := tx.instanceExists(ctx, "ipam_ip", hex)
+				if xerr != nil {
+					return created, warnings, fmt.Errorf("collect %s: %w", addr, xerr)
+				}
+				if exists {
+					continue
+				}
+				msg := ErrorMessage(err)
+				warnings = append(warnings, fmt.Sprintf("ipam_ip %s not collected (from %s %s, field %s): %s",
+					addr, s.Keyname, in.Keyname, f.Keyname, msg))
+				if _, logged := tx.known[collectRefusedKey]; !logged {
+					// Once a transaction: a load of many refused addresses logs one line,
+					// its report names them.
+					tx.db.log.Warn("ipam collection refused by the ipam_ip schema", "address", addr,
+						"classname", s.Keyname, "keyname", in.Keyname, "field", f.Keyname, "error", msg)
+					tx.remember("", collectRefusedKey[1:])
+				}
 			}
-			created++
 		}
 	}
-	return created, nil
+	return created, warnings, nil
+}
+
+// collectRefusedKey marks, in a transaction's existence cache, that a refused
+// collection was logged. No instance has an empty classname, so no lookup meets it.
+const collectRefusedKey = "\x00ipam_refused"
+
+// CollectResult is what CollectIPs did.
+type CollectResult struct {
+	// Created is the number of ipam_ip instances created.
+	Created int
+	// Skipped is the number of addresses the ipam_ip schema refused.
+	Skipped int
+	// Warnings name the first refused addresses (at most MaxErrorMessages) and why.
+	Warnings []string
 }
 
 // CollectIPs scans every instance of every schema with ipv4 fields and creates the
-// missing ipam_ip instances (`dataservice ipam collect`). It returns how many it created.
-func (db *DB) CollectIPs(ctx context.Context, author string) (int, error) {
+// missing ipam_ip instances (`dataservice ipam collect`).
+func (db *DB) CollectIPs(ctx context.Context, author string) (CollectResult, error) {
+	var res CollectResult
 	names, err := db.SchemaNames(ctx)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
-	total := 0
 	for _, name := range names {
 		s, err := db.Schema(ctx, name)
 		if err != nil {
-			return total, err
+			return res, err
 		}
 		if name == "ipam_ip" || len(s.ipv4AddressFields()) == 0 {
 			continue
@@ -103,22 +140,35 @@ func (db *DB) CollectIPs(ctx context.Context, author string) (int, error) {
 				}
 				n = len(batch)
 				for _, in := range batch {
-					c, err := tx.collectIPs(ctx, s, in)
+					c, warnings, err := tx.collectIPs(ctx, s, in)
 					if err != nil {
 						return fmt.Errorf("collect %s %s: %w", name, in.Keyname, err)
 					}
-					total += c
+					res.Created += c
+					res.Skipped += len(warnings)
+					res.Warnings = appendBounded(res.Warnings, warnings)
 					after = in.ID
 				}
 				return nil
 			})
 			if err != nil {
-				return total, err
+				return res, err
 			}
 			if n < 1000 {
 				break
 			}
 		}
 	}
-	return total, nil
+	return res, nil
+}
+
+// appendBounded appends more to list, keeping at most MaxErrorMessages items.
+func appendBounded(list, more []string) []string {
+	for _, m := range more {
+		if len(list) >= MaxErrorMessages {
+			break
+		}
+		list = append(list, m)
+	}
+	return list
 }

@@ -61,17 +61,17 @@ func TestIPCollection(t *testing.T) {
 	t.Run("CollectIPs fills in addresses stored before", func(t *testing.T) {
 		exec(t, db, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
 			VALUES('box', 'raw', '', 1, '{"mgmt":"10.0.0.77","extra":["10.0.0.1","10.0.0.78"]}', 'x', 'x')`)
-		n, err := db.CollectIPs(context.Background(), "system")
+		col, err := db.CollectIPs(context.Background(), "system")
 		if err != nil {
 			t.Fatalf("CollectIPs: %v", err)
 		}
-		if got, want := n, 2; got != want {
+		if got, want := col.Created, 2; got != want {
 			t.Fatalf("collected: got %d, want %d", got, want)
 		}
 		instance(t, db, "ipam_ip", "0a00004d")
 		instance(t, db, "ipam_ip", "0a00004e")
-		if n, err := db.CollectIPs(context.Background(), "system"); err != nil || n != 0 {
-			t.Fatalf("second CollectIPs: got %d (%v), want 0", n, err)
+		if col, err := db.CollectIPs(context.Background(), "system"); err != nil || col.Created != 0 {
+			t.Fatalf("second CollectIPs: got %d (%v), want 0", col.Created, err)
 		}
 	})
 }

@@ -232,6 +232,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 			}
 		}
 		outcome, err := l.loadEntry(ctx, e)
+		l.report(res)
 		switch {
 		case err == nil:
 			res.count(outcome)
@@ -309,6 +310,7 @@ func (tx *Tx) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 		var retry []*Entry
 		for _, e := range list {
 			outcome, err := l.loadEntry(ctx, e)
+			l.report(res)
 			switch {
 			case err == nil:
 				res.count(outcome)
@@ -335,6 +337,16 @@ type loader struct {
 	sawExisting bool
 	// before, when set, runs before each entry is applied (a dry run's write-back).
 	before func(context.Context, *Entry) error
+	// warnings are the apply path's warnings (IP collection) not yet in the result.
+	warnings []string
+}
+
+// report moves the loader's warnings into res (at most MaxErrorMessages kept).
+func (l *loader) report(res *LoadResult) {
+	if len(l.warnings) > 0 {
+		res.Warnings = appendBounded(res.Warnings, l.warnings)
+		l.warnings = l.warnings[:0]
+	}
 }
 
 // loadEntry applies one entry inside a savepoint so a failure leaves nothing behind.
@@ -492,6 +504,7 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 		if next, err := tx.buildInstance(ctx, s, e, nil, compareSecrets); err == nil {
 			out, err := tx.Apply(ctx, Write{Schema: s, New: next, Action: ActionCreate, validated: true, ifAbsent: true}, ao)
 			if !errors.Is(err, errExists) {
+				l.warnings = append(l.warnings, out.Warnings...)
 				return out.Result, err
 			}
 			l.sawExisting = true
@@ -521,6 +534,7 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 		}
 	}
 	out, err := tx.Apply(ctx, w, ao)
+	l.warnings = append(l.warnings, out.Warnings...)
 	return out.Result, err
 }
 

@@ -50,9 +50,9 @@ func (tx *Tx) permission(ctx context.Context, key string) (*Permission, error) {
 	return p, nil
 }
 
-// DeletePermissionDirect removes a permission, built-in or not. Only start-up
-// migrations use it; the normal delete refuses built-ins.
-func (tx *Tx) DeletePermissionDirect(ctx context.Context, key string) error {
+// deletePermission removes a permission, built-in or not. Only start-up migrations
+// reach it (Migration.DeletePermission); the normal delete refuses built-ins.
+func (tx *Tx) deletePermission(ctx context.Context, key string) error {
 	if _, err := tx.ExecContext(ctx, "DELETE FROM permissions WHERE keyname = ?", key); err != nil {
 		return fmt.Errorf("delete permission %s: %w", key, err)
 	}

@@ -89,16 +89,17 @@ func (tx *Tx) rename(ctx context.Context, s *Schema, in *Instance, newKey string
 	if err := tx.revision(ctx, s.Keyname, newKey, "rename", before, instanceDoc(s, in, "")); err != nil {
 		return err
 	}
-	n, err := tx.RewriteAllReferences(ctx, s.Keyname, map[string]string{old: newKey})
+	n, err := tx.rewriteAllReferences(ctx, s.Keyname, map[string]string{old: newKey})
 	rep.References += n
 	return err
 }
 
-// ConvertKeyname changes an instance's keyname (and displayname) in place, without
-// validation, cascade or revision: start-up migrations use it for bulk conversions
-// followed by one RewriteAllReferences pass. When another instance of the class holds
-// newKey, nothing changes and the error is EConflict; the transaction goes on.
-func (tx *Tx) ConvertKeyname(ctx context.Context, in *Instance, newKey, displayname string) error {
+// convertKeyname changes an instance's keyname (and displayname) in place, without
+// validation, cascade or revision: only start-up migrations reach it
+// (Migration.ConvertKeyname), for bulk conversions followed by one reference rewrite.
+// When another instance of the class holds newKey, nothing changes and the error is
+// EConflict; the transaction goes on.
+func (tx *Tx) convertKeyname(ctx context.Context, in *Instance, newKey, displayname string) error {
 	tx.forget()
 	res, err := tx.exec(ctx, "UPDATE OR IGNORE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?",
 		newKey, displayname, tx.db.now(), in.ID)
@@ -183,22 +184,15 @@ func (tx *Tx) referencingFields(ctx context.Context, target string) ([][2]string
 	return out, rows.Err()
 }
 
-// RewriteAllReferences applies renames of target's instances to every `schema` field
+// rewriteAllReferences applies renames of target's instances to every `schema` field
 // referencing target, one pass per referencing schema, so an instance holding the old
 // keyname in several fields is written (and gets a revision) once. It returns the
 // number of values changed.
-func (tx *Tx) RewriteAllReferences(ctx context.Context, target string, renames map[string]string) (int, error) {
+func (tx *Tx) rewriteAllReferences(ctx context.Context, target string, renames map[string]string) (int, error) {
 	if len(renames) == 0 {
 		return 0, nil
 	}
 	return tx.rewriteAll(ctx, target, renamesFilter(renames), mapRename(renames))
-}
-
-// RewriteAllReferencesFunc is RewriteAllReferences with the renames given by a rule:
-// rename(old) returns the new keyname and true for a value to rewrite. Bulk conversions
-// use it so they need not hold a map of every keyname they changed.
-func (tx *Tx) RewriteAllReferencesFunc(ctx context.Context, target string, rename func(old string) (string, bool)) (int, error) {
-	return tx.rewriteAll(ctx, target, "", rename)
 }
 
 func (tx *Tx) rewriteAll(ctx context.Context, target, only string, rename func(string) (string, bool)) (int, error) {
@@ -223,15 +217,6 @@ func (tx *Tx) rewriteAll(ctx context.Context, target, only string, rename func(s
 		}
 	}
 	return total, nil
-}
-
-// RewriteReferences replaces, in field `field` of every instance of cls, each value
-// that is a key of renames by its new keyname. It returns the number of values changed.
-func (tx *Tx) RewriteReferences(ctx context.Context, cls, field string, renames map[string]string) (int, error) {
-	if len(renames) == 0 {
-		return 0, nil
-	}
-	return tx.rewriteReferences(ctx, cls, []string{field}, renamesFilter(renames), mapRename(renames))
 }
 
 // renamesFilter is the one old keyname of a single rename (the scan then reads only the

@@ -338,7 +338,7 @@ func (tx *Tx) writeSchema(ctx context.Context, s *Schema, drop []string) error {
 		return fmt.Errorf("write schema %s: %w", s.Keyname, err)
 	}
 	for _, name := range drop {
-		if err := tx.DeleteField(ctx, s.Keyname, name); err != nil {
+		if err := tx.deleteField(ctx, s.Keyname, name); err != nil {
 			return err
 		}
 	}
@@ -365,11 +365,12 @@ func (tx *Tx) writeSchema(ctx context.Context, s *Schema, drop []string) error {
 	return nil
 }
 
-// DeleteField removes a field definition and, in the same transaction, its values
+// deleteField removes a field definition and, in the same transaction, its values
 // from every instance of the class: a search no longer matches them and nothing (a
-// re-run migration block, a later field of the same name) can read them back. Start-up
-// migrations also use it for built-ins a reload cannot express.
-func (tx *Tx) DeleteField(ctx context.Context, classname, keyname string) error {
+// re-run migration block, a later field of the same name) can read them back. A schema
+// write that drops a field uses it; start-up migrations reach it directly
+// (Migration.DeleteField) for built-ins a reload cannot express.
+func (tx *Tx) deleteField(ctx context.Context, classname, keyname string) error {
 	if _, err := tx.ExecContext(ctx, "DELETE FROM schema_fields WHERE classname = ? AND keyname = ?",
 		classname, keyname); err != nil {
 		return fmt.Errorf("delete field %s.%s: %w", classname, keyname, err)

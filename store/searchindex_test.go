@@ -142,7 +142,7 @@ func TestSearchIndexEveryWriter(t *testing.T) {
 	}
 
 	// A field's deletion rewrites the data of every instance of the class.
-	if err := db.WithTx(ctx, func(tx *store.Tx) error { return tx.DeleteField(ctx, "note", "gone") }); err != nil {
+	if err := db.Migrate(ctx, func(tx *store.Migration) error { return tx.DeleteField(ctx, "note", "gone") }); err != nil {
 		t.Fatal(err)
 	}
 	checkSearchIndex(t, path, "field delete")

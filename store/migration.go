@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+)
+
+// Migration is a write transaction of the start-up sequence: the bootstrap of an empty
+// file, the migration blocks, and the keys-and-admin step. It writes as the system
+// identity (every permission) and records no revision rows, since start-up
+// migrations write none.
+//
+// Its instance writes go through the one apply path (Apply, and Load with System and
+// NoRevisions), so they are validated like any other write. It alone reaches the few
+// bulk writers a load cannot express, which the seed gives to migrations only: the
+// direct deletion of a permission or of a field definition, and the bulk keyname
+// conversion followed by one reference rewrite. Nothing the API, the console or a task
+// runs begins one.
+type Migration struct {
+	*Tx
+}
+
+// Migrate runs fn in one migration transaction, committed when fn returns nil and
+// rolled back otherwise.
+func (db *DB) Migrate(ctx context.Context, fn func(m *Migration) error) error {
+	return db.WithTxAs(ctx, Revisions{Off: true}, func(tx *Tx) error { return fn(&Migration{tx}) })
+}
+
+// Apply is the apply path as the system identity, without revision.
+func (m *Migration) Apply(ctx context.Context, w Write) (Outcome, error) {
+	return m.Tx.Apply(ctx, w, ApplyOptions{Auth: SystemAuth(), System: true, Migration: true})
+}
+
+// ConvertKeyname changes an instance's keyname (and displayname) in place, without
+// validation, cascade or revision: the bulk conversions of blocks 4.8.0 and 4.9.0,
+// followed by one RewriteAllReferences pass. When another instance of the class holds
+// newKey, nothing changes and the error is EConflict; the transaction goes on.
+func (m *Migration) ConvertKeyname(ctx context.Context, in *Instance, newKey, displayname string) error {
+	return m.convertKeyname(ctx, in, newKey, displayname)
+}
+
+// RewriteAllReferences applies renames of target's instances to every `schema` field
+// referencing target, one pass per referencing schema (rewriteAll).
+func (m *Migration) RewriteAllReferences(ctx context.Context, target string, renames map[string]string) (int, error) {
+	return m.rewriteAllReferences(ctx, target, renames)
+}
+
+// RewriteAllReferencesFunc is RewriteAllReferences with the renames given by a rule:
+// rename(old) returns the new keyname and true for a value to rewrite. Bulk conversions
+// use it so they need not hold a map of every keyname they changed.
+func (m *Migration) RewriteAllReferencesFunc(ctx context.Context, target string, rename func(old string) (string, bool)) (int, error) {
+	return m.rewriteAll(ctx, target, "", rename)
+}
+
+// DeleteField deletes the definition of field keyname of classname and its values
+// (a field definition a reload cannot remove).
+func (m *Migration) DeleteField(ctx context.Context, classname, keyname string) error {
+	return m.deleteField(ctx, classname, keyname)
+}
+
+// DeletePermission deletes the permission key, whatever its origin (a permission a
+// reload cannot remove); a missing one is no error.
+func (m *Migration) DeletePermission(ctx context.Context, key string) error {
+	return m.deletePermission(ctx, key)
+}
