@@ -73,8 +73,11 @@ var settingFlagNames = map[string]bool{"db": true, "listen": true, "base-url": t
 // info lines are not theirs, and would break the --wait progress line.
 func (c *cli) dbFlags(fs *pflag.FlagSet, startUp bool) {
 	fs.StringVar(&c.sf.db, "db", "", "SQLite file (SERVICE_DB, default ./dataservice.db)")
-	fs.StringVar(&c.sf.logLevel, "log-level", "", "debug, info, warn or error (SERVICE_LOG_LEVEL; default "+
-		map[bool]string{true: "info", false: "warn"}[startUp]+")")
+	defaultLevel := "warn"
+	if startUp {
+		defaultLevel = "info"
+	}
+	fs.StringVar(&c.sf.logLevel, "log-level", "", "debug, info, warn or error (SERVICE_LOG_LEVEL; default "+defaultLevel+")")
 	fs.StringVar(&c.sf.logFormat, "log-format", "", "text or json (SERVICE_LOG_FORMAT)")
 	if startUp {
 		fs.StringVar(&c.sf.backup, "backup", "", "on or off: copy the file before migrating (SERVICE_BACKUP)")

@@ -85,7 +85,7 @@ func setupUserPasswd(c *cli, fs *pflag.FlagSet) func(context.Context, []string) 
 	return func(ctx context.Context, args []string) error {
 		login := args[0]
 		if login == "admin" {
-			return fmt.Errorf("the admin password is set from SERVICE_ADMIN_PASSWORD at every start: change that setting")
+			return fmt.Errorf("the admin password is set from SERVICE_ADMIN_PASSWORD at every start of serve or migrate: change that setting")
 		}
 		pw, err := c.readPassword(*pwFile, login)
 		if err != nil {
