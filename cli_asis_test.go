@@ -331,3 +331,32 @@ func TestLoadPipelineRefusesADisabledPipelineAsTheAPIDoes(t *testing.T) {
 		t.Fatalf("the pipeline's rule did not run: %s", exported)
 	}
 }
+
+// migrate --status reports and writes nothing: an empty file stays empty, and a file
+// with table layout steps pending keeps its layout (it says the steps are pending).
+func TestMigrateStatusWritesNoFileAndNoLayout(t *testing.T) {
+	env := testEnv(t)
+	path := env["SERVICE_DB"]
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCLI(t, env, "migrate", "--status")
+	if code != 0 || !strings.HasPrefix(out, "DB_VERSION: (none: empty database)\n") || !strings.Contains(out, "pending: bootstrap, ") {
+		t.Fatalf("status of an empty file: exit %d, %q %s", code, out, stderr)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() != 0 {
+		t.Fatalf("status wrote to the empty file (%v)", err)
+	}
+
+	env = migratedEnv(t)
+	path = env["SERVICE_DB"]
+	execOn(t, path, "PRAGMA user_version = 9")
+	before := fileState(t, path)
+	code, out, stderr = runCLI(t, env, "migrate", "--status")
+	if code != 0 || !strings.Contains(out, "pending: table layout steps (layout versions: store 9 of ") {
+		t.Fatalf("status of a file with layout steps pending: exit %d, %q %s", code, out, stderr)
+	}
+	if after := fileState(t, path); after != before {
+		t.Fatalf("status changed the file:\nbefore:\n%safter:\n%s", before, after)
+	}
+}

@@ -377,17 +377,21 @@ func setupMigrate(c *cli, fs *pflag.FlagSet) func(context.Context, []string) err
 	}
 }
 
-// migrateStatus reports and changes nothing: on a path with no database it creates none.
+// migrateStatus reports and changes nothing: on a path with no database, or an empty
+// file, it creates none, and it applies no table layout step.
 func (c *cli) migrateStatus(ctx context.Context) error {
 	s, err := loadSettings(c.getenv, &c.sf)
 	if err != nil {
 		return err
 	}
-	path, missing := s.DB, false
-	if _, err := os.Stat(s.DB); errors.Is(err, os.ErrNotExist) {
+	path := s.DB
+	st, err := os.Stat(s.DB)
+	missing := errors.Is(err, os.ErrNotExist)
+	empty := err == nil && st.Mode().IsRegular() && st.Size() == 0
+	if missing || empty {
 		// Nothing to create at the path: report what a new database would run, computed
 		// on a scratch file that is removed afterwards.
-		if err := checkDBPath(s.DB); err != nil {
+		if err := checkDBPath(s.DB); err != nil && !errors.Is(err, errReadOnlyFile) {
 			return err
 		}
 		tmp, err := os.MkdirTemp("", "dataservice-status-")
@@ -395,14 +399,24 @@ func (c *cli) migrateStatus(ctx context.Context) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		path, missing = filepath.Join(tmp, "empty.db"), true
+		path = filepath.Join(tmp, "empty.db")
 	}
+	scratch := missing || empty
 	err = checkDBPath(s.DB)
 	readOnly := errors.Is(err, errReadOnlyFile)
 	if err != nil && !readOnly {
 		return err
 	}
-	db, err := store.Open(ctx, path, store.Options{Logger: c.logger(s), ReadOnly: readOnly && !missing})
+	db, err := store.Open(ctx, path, store.Options{Logger: c.logger(s), ReadOnly: readOnly && !scratch,
+		AsIs: !readOnly && !scratch})
+	if errors.Is(err, store.ErrLayoutPending) {
+		// The registry of an older layout is not read: migrate applies the layout steps,
+		// then the blocks its DB_VERSION needs.
+		_, detail, _ := strings.Cut(err.Error(), store.ErrLayoutPending.Error())
+		fmt.Fprintf(c.stdout, "DB_VERSION: (not read: table layout steps pending)\nSERVICE_VERSION: %s\n"+
+			"pending: table layout steps%s, then the migration blocks of its DB_VERSION\n", s.Version, detail)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
