@@ -112,7 +112,7 @@ func commandList() []command {
 			details: "FILE  where to write the copy; it must not exist.",
 			setup:   setupBackup},
 		{name: "restore", args: "FILE", minArgs: 1, maxArgs: 1,
-			summary: "replace the stopped database with a backup; the next start migrates it",
+			summary: "replace the stopped database with a backup; the next serve or migrate migrates it",
 			details: "FILE  a backup (dataservice backup, a scheduled or pre-migration .bak). Refused while any\n      process has the database open; the copy is checked first; the current file is kept\n      as <db>.before-restore.<timestamp> (docs/operations.md).",
 			setup:   setupRestore},
 		{name: "version", maxArgs: 0,

@@ -225,6 +225,9 @@ func (c *cli) openRead(ctx context.Context) (*store.DB, *settings, *slog.Logger,
 		return nil, nil, nil, err
 	}
 	if err := checkDBPath(s.DB); errors.Is(err, errReadOnlyFile) {
+		if err := checkDBExists(s.DB); err != nil {
+			return nil, nil, nil, err
+		}
 		log := c.logger(s)
 		db, err := store.Open(ctx, s.DB, store.Options{Logger: log, ReadOnly: true})
 		if err != nil {
