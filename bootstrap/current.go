@@ -37,10 +37,11 @@ func Current(ctx context.Context, db *store.DB, version string) error {
 		return fmt.Errorf("%w: no DB_VERSION (the start-up sequence never completed on this file)", ErrNeedsMigrate)
 	case dbv == version:
 		return nil
+	case newer(dbv, version):
+		// Before the text comparison with 4.0.0: 10.0.0 is newer, not too old.
+		return fmt.Errorf("%w: DB_VERSION %.80q, this is %s", ErrNewerData, dbv, version)
 	case dbv < MinVersion:
 		return fmt.Errorf("DB_VERSION %.80q: %w", dbv, ErrRefused)
-	case newer(dbv, version):
-		return fmt.Errorf("%w: DB_VERSION %.80q, this is %s", ErrNewerData, dbv, version)
 	}
 	return fmt.Errorf("%w: DB_VERSION %.80q, SERVICE_VERSION %s", ErrNeedsMigrate, dbv, version)
 }

@@ -31,6 +31,7 @@ func TestCurrent(t *testing.T) {
 		{"code moves to a release candidate", "4.9.0", "4.9.0-RC2", bootstrap.ErrNeedsMigrate, "SERVICE_VERSION 4.9.0-RC2"},
 		{"newer as numbers, older as text", "4.10.0", "4.9.0", bootstrap.ErrNewerData, `DB_VERSION "4.10.0", this is 4.9.0`},
 		{"newer major", "5.0.0", "4.9.0", bootstrap.ErrNewerData, "5.0.0"},
+		{"newer major that sorts below 4.0.0 as text", "10.0.0", "4.9.0", bootstrap.ErrNewerData, "10.0.0"},
 		{"older as numbers, newer as text", "4.9.0", "4.10.0", bootstrap.ErrNeedsMigrate, "SERVICE_VERSION 4.10.0"},
 		{"too old to migrate", "3.9.0", testVersion, bootstrap.ErrRefused, "3.9.0"},
 	}
