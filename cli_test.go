@@ -72,7 +72,10 @@ func TestCommandHelp(t *testing.T) {
 		{[]string{"apikey", "create"}, []string{"--permissions", "--readonly", "--user", "--expires"}, []string{"--listen", "--schema"}},
 		{[]string{"apikey", "list"}, []string{"--db"}, []string{"--permissions", "--listen"}},
 		{[]string{"pipeline", "run"}, []string{"--schema", "--dryrun", "--wait"}, []string{"--listen", "--permissions"}},
-		{[]string{"load"}, []string{"--action", "--dryrun", "--pipeline"}, []string{"--listen", "--schema"}},
+		{[]string{"load"}, []string{"--action", "--dryrun", "--pipeline"}, []string{"--listen", "--schema", "--backup"}},
+		// --backup is read by the start-up sequence, which only serve and migrate run.
+		{[]string{"migrate"}, []string{"--db", "--backup", "--status"}, []string{"--listen"}},
+		{[]string{"user", "list"}, []string{"--db", "--log-level"}, []string{"--backup"}},
 		{[]string{"task", "list"}, []string{"--status", "--limit"}, []string{"--listen"}},
 		{[]string{"task", "wait"}, []string{"--timeout"}, []string{"--listen"}},
 		{[]string{"user", "add"}, []string{"--email", "--password-file", "--no-password"}, []string{"--listen"}},
