@@ -64,6 +64,24 @@ func TestOpenAsIs(t *testing.T) {
 			t.Fatalf("registry: %q, %v", v, err)
 		}
 	})
+	t.Run("rows left for the search index are not indexed at open", func(t *testing.T) {
+		path := current(t)
+		testkit.ExecFile(t, path, "INSERT INTO instances_search_dirty(id) VALUES(424242)")
+		db, err := store.Open(ctx, path, store.Options{AsIs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		sdb, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sdb.Close()
+		var n int
+		if err := sdb.QueryRow("SELECT count(*) FROM instances_search_dirty").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("dirty rows after an as-is open: %d, %v; want the one left (nothing written)", n, err)
+		}
+	})
 	t.Run("store steps pending", func(t *testing.T) {
 		path := current(t)
 		testkit.ExecFile(t, path, "PRAGMA user_version = 9")

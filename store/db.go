@@ -104,10 +104,9 @@ type Options struct {
 	// created, migrated or written, and every write fails. For files the process may
 	// not write (a read-only copy, another user's file): reads still work.
 	ReadOnly bool
-	// AsIs opens an existing file without changing its table layout, for commands that
-	// must not do what only the start-up sequence does: a missing file is not created,
-	// and a file whose layout steps are pending is refused with ErrLayoutPending before
-	// anything is written.
+	// AsIs opens an existing file and writes nothing at open, for commands that must
+	// not do what only the start-up sequence does: a missing file is not created, and a
+	// file whose layout steps are pending is refused with ErrLayoutPending.
 	AsIs bool
 }
 
@@ -179,10 +178,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		inUse.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if err := db.reindexLeftovers(ctx); err != nil {
-		w.Close()
-		inUse.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+	// AsIs writes nothing at open: rows written by SQL outside the store stay listed
+	// for the search index (searches scan meanwhile) until the next commit indexes them.
+	if !opts.AsIs {
+		if err := db.reindexLeftovers(ctx); err != nil {
+			w.Close()
+			inUse.Close()
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
 	}
 	r, err := sql.Open("sqlite", dsn(abs, true))
 	if err != nil {
