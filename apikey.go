@@ -11,7 +11,7 @@ import (
 )
 
 func setupAPIKeyCreate(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	perms := fs.String("permissions", "", "comma-separated permissions (!p removes, role:NAME adds a role's)")
 	readonly := fs.Bool("readonly", false, "the key cannot change anything")
 	user := fs.String("user", "", "login the key acts for")
@@ -22,16 +22,16 @@ func setupAPIKeyCreate(c *cli, fs *pflag.FlagSet) func(context.Context, []string
 }
 
 func setupAPIKeyList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	return reading(c, func(ctx context.Context, db *store.DB) error {
 		return c.apikeyList(ctx, db)
 	})
 }
 
 func setupAPIKeyRevoke(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	return func(ctx context.Context, args []string) error {
-		db, _, _, err := c.open(ctx, false)
+		db, _, _, err := c.open(ctx)
 		if err != nil {
 			return err
 		}
@@ -78,7 +78,7 @@ func checkPermissionNames(ctx context.Context, db *store.DB, list []string) erro
 }
 
 func (c *cli) apikeyCreate(ctx context.Context, key string, perms []string, readonly bool, user, expires string) error {
-	db, _, _, err := c.open(ctx, false)
+	db, _, _, err := c.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func commandList() []command {
 			setup:   setupServe},
 		{name: "migrate", maxArgs: 0,
 			summary: "run the start-up sequence and exit; --status only reports what would run",
-			details: "--status prints DB_VERSION, SERVICE_VERSION and the pending migration blocks and changes\nnothing: on a path where no database exists it creates nothing.",
+			details: "Only serve and migrate run the start-up sequence (create the file, migrate it, apply\nSERVICE_ADMIN_PASSWORD to admin): run migrate with the service's settings. Every other\ncommand opens the database as it is and refuses one that needs this first.\n--status prints DB_VERSION, SERVICE_VERSION and the pending migration blocks and changes\nnothing: on a path where no database exists it creates nothing.",
 			setup:   setupMigrate},
 		{name: "load", args: "FILE|DIR...", minArgs: 1, maxArgs: -1,
 			summary: "load YAML/JSON files (a directory: its .yml/.yaml/.json files in name order) with every permission",
@@ -70,7 +70,7 @@ func commandList() []command {
 			setup:   setupUserAdd},
 		{name: "user passwd", args: "LOGIN", minArgs: 1, maxArgs: 1,
 			summary: "set a user's password, read from stdin (first line)",
-			details: "LOGIN  an existing account. The admin account's password is forced from\n       SERVICE_ADMIN_PASSWORD at every start: change that setting instead.",
+			details: "LOGIN  an existing account. The admin account's password is forced from\n       SERVICE_ADMIN_PASSWORD at every serve and migrate: change that setting instead.",
 			setup:   setupUserPasswd},
 		{name: "user list", maxArgs: 0,
 			summary: "list user accounts: login, enabled, email, name",
@@ -112,7 +112,7 @@ func commandList() []command {
 			details: "FILE  where to write the copy; it must not exist.",
 			setup:   setupBackup},
 		{name: "restore", args: "FILE", minArgs: 1, maxArgs: 1,
-			summary: "replace the stopped database with a backup; the next start migrates it",
+			summary: "replace the stopped database with a backup; the next serve or migrate migrates it",
 			details: "FILE  a backup (dataservice backup, a scheduled or pre-migration .bak). Refused while any\n      process has the database open; the copy is checked first; the current file is kept\n      as <db>.before-restore.<timestamp> (docs/operations.md).",
 			setup:   setupRestore},
 		{name: "version", maxArgs: 0,
@@ -323,7 +323,8 @@ func (c *cli) printCommands(w io.Writer) {
 	}
 	fmt.Fprint(w, `
 Flags go before or after the command: dataservice --db x.db apikey list
-  --db FILE, --log-level L, --log-format F, --backup on|off   where the command opens the database
+  --db FILE, --log-level L, --log-format F                    where the command opens the database
+  --backup on|off                                             serve and migrate (the start-up sequence)
   --version                                                   print the version and exit
   -h, --help                                                  this list, or a command's usage
 

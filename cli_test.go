@@ -72,7 +72,10 @@ func TestCommandHelp(t *testing.T) {
 		{[]string{"apikey", "create"}, []string{"--permissions", "--readonly", "--user", "--expires"}, []string{"--listen", "--schema"}},
 		{[]string{"apikey", "list"}, []string{"--db"}, []string{"--permissions", "--listen"}},
 		{[]string{"pipeline", "run"}, []string{"--schema", "--dryrun", "--wait"}, []string{"--listen", "--permissions"}},
-		{[]string{"load"}, []string{"--action", "--dryrun", "--pipeline"}, []string{"--listen", "--schema"}},
+		{[]string{"load"}, []string{"--action", "--dryrun", "--pipeline"}, []string{"--listen", "--schema", "--backup"}},
+		// --backup is read by the start-up sequence, which only serve and migrate run.
+		{[]string{"migrate"}, []string{"--db", "--backup", "--status"}, []string{"--listen"}},
+		{[]string{"user", "list"}, []string{"--db", "--log-level"}, []string{"--backup"}},
 		{[]string{"task", "list"}, []string{"--status", "--limit"}, []string{"--listen"}},
 		{[]string{"task", "wait"}, []string{"--timeout"}, []string{"--listen"}},
 		{[]string{"user", "add"}, []string{"--email", "--password-file", "--no-password"}, []string{"--listen"}},
@@ -145,6 +148,7 @@ func TestGroupHelpAndUsageErrors(t *testing.T) {
 func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
 	env := testEnv(t)
 	other := filepath.Join(t.TempDir(), "other.db")
+	migrateDB(t, env, "--db", other)
 	if code, _, stderr := runCLI(t, env, "--db", other, "apikey", "create", "k1", "--permissions", "p_data_access"); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -162,7 +166,7 @@ func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
 // TestAPIKeyPermissionNames: unknown permission names are refused with the closest
 // name; a key without permissions is created with a warning.
 func TestAPIKeyPermissionNames(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	code, out, stderr := runCLI(t, env, "apikey", "create", "x", "--permissions", "p_data_access,p_pipline_run")
 	if code != 1 || out != "" || !strings.Contains(stderr, `unknown permission "p_pipline_run"; did you mean "p_pipeline_run"?`) {
 		t.Fatalf("exit %d, %q %q", code, out, stderr)
@@ -209,7 +213,7 @@ func TestDatabasePathProblems(t *testing.T) {
 // write name the problem. As root (who may write any file) the commands run in a
 // child process as uid/gid 65534.
 func TestReadOnlyDatabaseReads(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	if code, _, stderr := runCLI(t, env, "load", "examples"); code != 0 {
 		t.Fatalf("load: %s", stderr)
 	}

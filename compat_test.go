@@ -36,7 +36,7 @@ func requireCompatDir(t *testing.T) {
 // status is 1, and a second load changes nothing.
 func TestCompatDemoLoads(t *testing.T) {
 	requireCompatDir(t)
-	env := testEnv(t)
+	env := migratedEnv(t)
 	code, out, stderr := runCLI(t, env, "load", compatDir)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (the _sirene_* entries fail): %s", code, stderr)
@@ -167,7 +167,7 @@ func TestCompatDemoLoads(t *testing.T) {
 		if err := os.WriteFile(file, []byte(exported), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		env2 := testEnv(t)
+		env2 := migratedEnv(t)
 		if code, out, stderr := runCLI(t, env2, "load", file); code != 0 || !strings.Contains(out, "errors 0") {
 			t.Fatalf("load of the export: exit %d %q %s", code, out, stderr)
 		}

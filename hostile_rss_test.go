@@ -55,6 +55,7 @@ func cpuTime(t *testing.T, pid int) time.Duration {
 func TestHostileLoadsBounded(t *testing.T) {
 	testkit.Slow(t)
 	env := reliabilityEnv(t)
+	migrateDB(t, quiet(env))
 	parts := strings.Split(store.HashSecret("x"), "$")
 	heavy := strings.Join([]string{"", "argon2id", "v=19", "m=1048576,t=16,p=1", parts[4], parts[5]}, "$")
 	loadDoc(t, env, `

@@ -66,19 +66,28 @@ func (c *cli) logger(s *settings) *slog.Logger {
 var settingFlagNames = map[string]bool{"db": true, "listen": true, "base-url": true, "log-level": true,
 	"log-format": true, "backup": true, "workers": true, "disk-warn": true}
 
-// dbFlags registers the settings flags of a command that opens the database;
-// withStartUp adds --backup, which only the start-up sequence reads.
-func (c *cli) dbFlags(fs *pflag.FlagSet, withStartUp bool) {
+// dbFlags registers the settings flags of a command that opens the database.
+// startUp: the command runs the start-up sequence (serve, migrate), which adds
+// --backup, the only reader of SERVICE_BACKUP. Every other command opens the
+// database as it is and logs at warn unless told otherwise: the start-up sequence's
+// info lines are not theirs, and would break the --wait progress line.
+func (c *cli) dbFlags(fs *pflag.FlagSet, startUp bool) {
 	fs.StringVar(&c.sf.db, "db", "", "SQLite file (SERVICE_DB, default ./dataservice.db)")
-	fs.StringVar(&c.sf.logLevel, "log-level", "", "debug, info, warn or error (SERVICE_LOG_LEVEL)")
+	defaultLevel := "warn"
+	if startUp {
+		defaultLevel = "info"
+	}
+	fs.StringVar(&c.sf.logLevel, "log-level", "", "debug, info, warn or error (SERVICE_LOG_LEVEL; default "+defaultLevel+")")
 	fs.StringVar(&c.sf.logFormat, "log-format", "", "text or json (SERVICE_LOG_FORMAT)")
-	if withStartUp {
+	if startUp {
 		fs.StringVar(&c.sf.backup, "backup", "", "on or off: copy the file before migrating (SERVICE_BACKUP)")
 	}
+	c.sf.quiet = !startUp
 }
 
-// open validates settings, opens the database and, unless skipStart, runs the start-up sequence.
-func (c *cli) open(ctx context.Context, skipStart bool) (*store.DB, *settings, *slog.Logger, error) {
+// openStartUp validates settings, opens the database (creating it and applying its
+// table layout steps) and runs the start-up sequence: migrate's way to open it.
+func (c *cli) openStartUp(ctx context.Context) (*store.DB, *settings, *slog.Logger, error) {
 	s, err := loadSettings(c.getenv, &c.sf)
 	if err != nil {
 		return nil, nil, nil, err
@@ -91,14 +100,78 @@ func (c *cli) open(ctx context.Context, skipStart bool) (*store.DB, *settings, *
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if skipStart {
-		return db, s, log, nil
-	}
 	if err := startUp(ctx, db, s, log); err != nil {
 		db.Close()
 		return nil, nil, nil, err
 	}
 	return db, s, log, nil
+}
+
+// open opens the database for a command other than serve and migrate: as it is,
+// without the start-up sequence, so it never touches admin, LAST_START or the
+// backups. A file that is missing or empty, has table layout steps pending, or
+// holds data of another version is refused with a message saying what to run, and
+// nothing is written to it.
+func (c *cli) open(ctx context.Context) (*store.DB, *settings, *slog.Logger, error) {
+	return c.openAsIs(ctx, true)
+}
+
+// openAsIs is open; current: the data must be at the code version (backup copies
+// any version).
+func (c *cli) openAsIs(ctx context.Context, current bool) (*store.DB, *settings, *slog.Logger, error) {
+	s, err := loadSettings(c.getenv, &c.sf)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	log := c.logger(s)
+	if err := checkDBPath(s.DB); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkDBExists(s.DB); err != nil {
+		return nil, nil, nil, err
+	}
+	db, err := store.Open(ctx, s.DB, store.Options{Logger: log, AsIs: true})
+	if errors.Is(err, store.ErrLayoutPending) {
+		return nil, nil, nil, fmt.Errorf("%w: %s", err, runMigrate)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if current {
+		if err := checkCurrent(ctx, db, s); err != nil {
+			db.Close()
+			return nil, nil, nil, err
+		}
+	}
+	return db, s, log, nil
+}
+
+// runMigrate ends the message of a command refused because the file needs the
+// start-up sequence.
+const runMigrate = "run `dataservice migrate` (or `serve`) first, with the service's settings"
+
+// checkDBExists refuses a missing or empty database file: only serve and migrate
+// create one.
+func checkDBExists(path string) error {
+	st, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && st.Size() == 0) {
+		return fmt.Errorf("no database at %s: run `dataservice migrate` (or `serve`) first", path)
+	}
+	return err
+}
+
+// checkCurrent refuses data that is not at the code version, naming what to do.
+func checkCurrent(ctx context.Context, db *store.DB, s *settings) error {
+	err := bootstrap.Current(ctx, db, s.Version)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, bootstrap.ErrNeedsMigrate):
+		return fmt.Errorf("database %s: %w: %s", s.DB, err, runMigrate)
+	case errors.Is(err, bootstrap.ErrNewerData):
+		return fmt.Errorf("database %s: %w: use that version of dataservice (or a newer one) with this file", s.DB, err)
+	}
+	return fmt.Errorf("database %s: %w", s.DB, err)
 }
 
 // checkDBPath names the usual reasons a database cannot be opened, which SQLite reports
@@ -144,23 +217,30 @@ var errReadOnlyFile = errors.New("permission denied: the file is read-only for t
 	"(commands that change data need write access; export, list and show commands, and migrate --status, work)")
 
 // openRead opens the database for a command that only reads. A file this process may
-// not write is opened read-only, without the start-up sequence (which writes), with a
-// warning; otherwise it is open(ctx, false).
+// not write is opened read-only, with a warning; otherwise it is open. Either way the
+// data must be at the code version.
 func (c *cli) openRead(ctx context.Context) (*store.DB, *settings, *slog.Logger, error) {
 	s, err := loadSettings(c.getenv, &c.sf)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if err := checkDBPath(s.DB); errors.Is(err, errReadOnlyFile) {
+		if err := checkDBExists(s.DB); err != nil {
+			return nil, nil, nil, err
+		}
 		log := c.logger(s)
 		db, err := store.Open(ctx, s.DB, store.Options{Logger: log, ReadOnly: true})
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		log.Warn("database file is read-only: start-up sequence skipped, reading only", "db", s.DB)
+		if err := checkCurrent(ctx, db, s); err != nil {
+			db.Close()
+			return nil, nil, nil, err
+		}
+		log.Warn("database file is read-only: reading only", "db", s.DB)
 		return db, s, log, nil
 	}
-	return c.open(ctx, false)
+	return c.open(ctx)
 }
 
 // reading is the run function of a command that only reads: the database opened as
@@ -291,7 +371,7 @@ func setupMigrate(c *cli, fs *pflag.FlagSet) func(context.Context, []string) err
 		if *status {
 			return c.migrateStatus(ctx)
 		}
-		db, s, _, err := c.open(ctx, false)
+		db, s, _, err := c.openStartUp(ctx)
 		if err != nil {
 			return err
 		}
@@ -302,17 +382,21 @@ func setupMigrate(c *cli, fs *pflag.FlagSet) func(context.Context, []string) err
 	}
 }
 
-// migrateStatus reports and changes nothing: on a path with no database it creates none.
+// migrateStatus reports and changes nothing: on a path with no database, or an empty
+// file, it creates none, and it applies no table layout step.
 func (c *cli) migrateStatus(ctx context.Context) error {
 	s, err := loadSettings(c.getenv, &c.sf)
 	if err != nil {
 		return err
 	}
-	path, missing := s.DB, false
-	if _, err := os.Stat(s.DB); errors.Is(err, os.ErrNotExist) {
+	path := s.DB
+	st, err := os.Stat(s.DB)
+	missing := errors.Is(err, os.ErrNotExist)
+	empty := err == nil && st.Mode().IsRegular() && st.Size() == 0
+	if missing || empty {
 		// Nothing to create at the path: report what a new database would run, computed
 		// on a scratch file that is removed afterwards.
-		if err := checkDBPath(s.DB); err != nil {
+		if err := checkDBPath(s.DB); err != nil && !errors.Is(err, errReadOnlyFile) {
 			return err
 		}
 		tmp, err := os.MkdirTemp("", "dataservice-status-")
@@ -320,14 +404,24 @@ func (c *cli) migrateStatus(ctx context.Context) error {
 			return err
 		}
 		defer os.RemoveAll(tmp)
-		path, missing = filepath.Join(tmp, "empty.db"), true
+		path = filepath.Join(tmp, "empty.db")
 	}
+	scratch := missing || empty
 	err = checkDBPath(s.DB)
 	readOnly := errors.Is(err, errReadOnlyFile)
 	if err != nil && !readOnly {
 		return err
 	}
-	db, err := store.Open(ctx, path, store.Options{Logger: c.logger(s), ReadOnly: readOnly && !missing})
+	db, err := store.Open(ctx, path, store.Options{Logger: c.logger(s), ReadOnly: readOnly && !scratch,
+		AsIs: !readOnly && !scratch})
+	if errors.Is(err, store.ErrLayoutPending) {
+		// The registry of an older layout is not read: migrate applies the layout steps,
+		// then the blocks its DB_VERSION needs.
+		_, detail, _ := strings.Cut(err.Error(), store.ErrLayoutPending.Error())
+		fmt.Fprintf(c.stdout, "DB_VERSION: (not read: table layout steps pending)\nSERVICE_VERSION: %s\n"+
+			"pending: table layout steps%s, then the migration blocks of its DB_VERSION\n", s.Version, detail)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -463,7 +557,7 @@ func loadSource(files []*loadFile) func(yield func(*store.Entry) error) error {
 }
 
 func setupLoad(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	action := fs.String("action", "", "replace every entry's _action (create, update, init, delete, enable, disable, noop)")
 	dryrun := fs.Bool("dryrun", false, "report what would change, write nothing")
 	pipe := fs.String("pipeline", "", "apply this pipeline's rules to each entry before loading it")
@@ -483,15 +577,23 @@ func (c *cli) load(ctx context.Context, args []string, action string, dryrun boo
 	for _, w := range warnings {
 		fmt.Fprintf(c.stderr, "warning: %s\n", w)
 	}
-	db, _, _, err := c.open(ctx, false)
+	db, _, _, err := c.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	opts := store.LoadOptions{Action: action, DryRun: dryrun}
 	if pipe != "" {
-		if opts.Transform, err = pipelineTransform(ctx, db, pipe); err != nil {
-			return err
+		// The API's load-time pipeline, with its checks: a disabled pipeline or one
+		// whose content does not parse is refused, as it is there.
+		if opts.Transform, err = db.LoadTransform(ctx, store.SystemAuth(), pipe); err != nil {
+			switch store.ErrorCode(err) {
+			case store.ENotFound:
+				return fmt.Errorf("pipeline %q not found", pipe)
+			case store.EInternal:
+				return err
+			}
+			return errors.New(store.ErrorMessage(err))
 		}
 	}
 	res, err := db.LoadStream(ctx, loadSource(files), opts)
@@ -518,7 +620,7 @@ func (c *cli) load(ctx context.Context, args []string, action string, dryrun boo
 }
 
 func setupExport(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	schemas := fs.String("schema", "", "comma-separated schema names")
 	all := fs.Bool("all", false, "every schema, built-in classes included (users, roles, keys without secrets...)")
 	format := fs.String("format", "yaml", "yaml or json")
@@ -549,7 +651,7 @@ func (c *cli) export(ctx context.Context, schemas string, all bool, format strin
 func setupBackup(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, false)
 	return func(ctx context.Context, args []string) error {
-		db, _, _, err := c.open(ctx, true)
+		db, _, _, err := c.openAsIs(ctx, false)
 		if err != nil {
 			return err
 		}
@@ -596,12 +698,12 @@ func newSecret() string {
 // ipamCollect runs "ipam collect": every stored ipv4 address without an ipam_ip instance
 // gets one, with collected: true.
 func setupIPAMCollect(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	return c.ipamCollect
 }
 
 func (c *cli) ipamCollect(ctx context.Context, _ []string) error {
-	db, _, _, err := c.open(ctx, false)
+	db, _, _, err := c.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,24 @@ func testEnv(t *testing.T) map[string]string {
 	}
 }
 
+// migratedEnv is testEnv with its database created by "dataservice migrate", the way
+// an operator starts: every command other than serve and migrate opens an existing
+// database only.
+func migratedEnv(t *testing.T) map[string]string {
+	t.Helper()
+	env := testEnv(t)
+	migrateDB(t, env)
+	return env
+}
+
+// migrateDB runs "dataservice migrate" with env.
+func migrateDB(t *testing.T, env map[string]string, args ...string) {
+	t.Helper()
+	if code, _, stderr := runCLI(t, env, append([]string{"migrate"}, args...)...); code != 0 {
+		t.Fatalf("migrate: exit %d: %s", code, stderr)
+	}
+}
+
 func TestSettingsErrorsNameTheVariable(t *testing.T) {
 	env := testEnv(t)
 	env["SERVICE_WORKERS"] = "zero"
@@ -57,7 +75,7 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 }
 
 func TestLoadExportRoundTrip(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	code, out, stderr := runCLI(t, env, "load", "examples")
 	if code != 0 {
 		t.Fatalf("load exit %d: %s", code, stderr)
@@ -84,7 +102,7 @@ func TestLoadExportRoundTrip(t *testing.T) {
 	if err := os.WriteFile(file, []byte(exported), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env2 := testEnv(t)
+	env2 := migratedEnv(t)
 	code, out, stderr = runCLI(t, env2, "load", file)
 	if code != 0 || !strings.Contains(out, "created 306,") {
 		t.Fatalf("load of export into a new database: exit %d, %q %s", code, out, stderr)
@@ -96,7 +114,7 @@ func TestLoadExportRoundTrip(t *testing.T) {
 }
 
 func TestLoadReportsBadEntriesAndExits1(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	dir := t.TempDir()
 	doc := `
 - classname: _schema
@@ -144,7 +162,7 @@ func TestLoadReportsBadEntriesAndExits1(t *testing.T) {
 }
 
 func TestAPIKeyCreateListRevoke(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	code, out, stderr := runCLI(t, env, "apikey", "create", "ops", "--permissions", "p_data_access, p_pipeline_run", "--readonly")
 	if code != 0 {
 		t.Fatalf("create exit %d: %s", code, stderr)
@@ -298,7 +316,7 @@ func TestServeEndToEnd(t *testing.T) {
 }
 
 func TestPipelineCommands(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	if code, _, stderr := runCLI(t, env, "load", "examples"); code != 0 {
 		t.Fatalf("load: %s", stderr)
 	}
@@ -345,7 +363,7 @@ func TestPipelineCommands(t *testing.T) {
 }
 
 func TestIPAMCollect(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	if code, _, stderr := runCLI(t, env, "load", "examples"); code != 0 {
 		t.Fatalf("load: %s", stderr)
 	}

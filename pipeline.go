@@ -10,27 +10,12 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"dataservice/rules"
 	"dataservice/store"
 	"dataservice/tasks"
 )
 
-// pipelineTransform compiles a stored pipeline for use at load time: its rules run on
-// each entry before the entry is loaded.
-func pipelineTransform(ctx context.Context, db *store.DB, name string) (rules.Transform, error) {
-	pl, err := db.PipelineByName(ctx, name)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline %q not found", name)
-	}
-	tf, err := rules.LoadTransform(pl.Content, db.Now)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline %s: %v", name, err)
-	}
-	return tf, nil
-}
-
 func setupPipelineList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	return reading(c, func(ctx context.Context, db *store.DB) error {
 		list, err := db.Pipelines(ctx)
 		if err != nil {
@@ -48,7 +33,7 @@ func setupPipelineList(c *cli, fs *pflag.FlagSet) func(context.Context, []string
 }
 
 func setupPipelineRun(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	schemas := fs.String("schema", "", "comma-separated schema names (required)")
 	dryrun := fs.Bool("dryrun", false, "compute and report, write nothing")
 	wait := fs.Bool("wait", false, "run the task here, show progress and the result")
@@ -68,7 +53,7 @@ func (c *cli) pipelineRun(ctx context.Context, name string, schemas []string, dr
 		pw = newProgressWriter(c.stdout)
 		c.stderr = pw.logs(c.stderr)
 	}
-	db, s, log, err := c.open(ctx, false)
+	db, s, log, err := c.open(ctx)
 	if err != nil {
 		return err
 	}

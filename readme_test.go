@@ -54,6 +54,26 @@ func TestREADMEStartsWithTwoCommands(t *testing.T) {
 	quickStartBlocks(t, string(b))
 }
 
+// TestREADMEQuickStartMigratesFirst: only serve and migrate create the database, so
+// the quick start's first dataservice command is "./dataservice migrate".
+func TestREADMEQuickStartMigratesFirst(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, block := range quickStartBlocks(t, string(b)) {
+		for _, line := range strings.Split(block, "\n") {
+			if strings.HasPrefix(line, "./dataservice ") {
+				if cmd, _, _ := strings.Cut(line, "#"); strings.TrimSpace(cmd) != "./dataservice migrate" {
+					t.Fatalf("the quick start's first dataservice command is %q, want ./dataservice migrate", line)
+				}
+				return
+			}
+		}
+	}
+	t.Fatal("the quick start runs no ./dataservice command")
+}
+
 // TestREADMEQuickStart clones the repository (its committed HEAD) into a temp dir and
 // runs every shell block of the quick start there, in order, in one bash, as pasted
 // (with "set -e" so any failing command fails the test). It builds the binary and
@@ -115,6 +135,7 @@ func TestREADMEQuickStart(t *testing.T) {
 		t.Fatalf("the quick start failed: %v", err)
 	}
 	for _, want := range []string{
+		"DB_VERSION 4.9.0 (SERVICE_VERSION 4.9.0)", // migrate, first
 		"created 307,",                  // load examples/
 		"keyname: site",                 // export --schema site
 		"pending: none",                 // migrate --status after the load

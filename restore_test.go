@@ -51,7 +51,7 @@ func leftovers(t *testing.T, dbPath string) []string {
 }
 
 func TestRestoreSwapsKeepsTheCurrentFileAndMigratesAtNextStart(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
 	loadVMs(t, env, "a", 10)
 	backup := filepath.Join(t.TempDir(), "old.bak")
@@ -106,7 +106,7 @@ func TestRestoreSwapsKeepsTheCurrentFileAndMigratesAtNextStart(t *testing.T) {
 }
 
 func TestRestoreRefusesWhileTheDatabaseIsOpen(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
 	loadVMs(t, env, "a", 3)
 	backup := filepath.Join(t.TempDir(), "x.bak")
@@ -142,7 +142,7 @@ func TestRestoreRefusesWhileTheDatabaseIsOpen(t *testing.T) {
 }
 
 func TestRestoreRefusesBadCopies(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
 	loadVMs(t, env, "a", 200)
 	good := filepath.Join(t.TempDir(), "good.bak")

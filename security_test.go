@@ -74,6 +74,7 @@ func secEnv(t *testing.T) map[string]string {
 	env["SERVICE_ADMIN_PASSWORD"] = "Adm1n-Pl41n-S3cret"
 	env["SERVICE_LISTEN"] = "127.0.0.1:0"
 	env["SERVICE_LOG_LEVEL"] = "info" // the address is found in the "listening" line
+	migrateDB(t, env)
 	return env
 }
 

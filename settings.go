@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"dataservice/bootstrap"
 )
 
@@ -49,24 +47,13 @@ type settings struct {
 	DiskWarn diskWarn
 }
 
-// settingFlags registers the flags that override settings; which flags a command
-// takes is decided by the command.
+// settingFlags are the values of the flags that override settings; which flags a
+// command takes is decided by the command (cli.dbFlags and the command's setup).
 type settingFlags struct {
 	db, listen, baseURL, logLevel, logFormat, backup string
 	workers, diskWarn                                string
-}
-
-func addCommonFlags(fs *pflag.FlagSet, f *settingFlags) {
-	fs.StringVar(&f.db, "db", "", "SQLite file (SERVICE_DB, default ./dataservice.db)")
-	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (SERVICE_LOG_LEVEL)")
-	fs.StringVar(&f.logFormat, "log-format", "", "text or json (SERVICE_LOG_FORMAT)")
-	fs.StringVar(&f.backup, "backup", "", "on or off: copy the file before migrating (SERVICE_BACKUP)")
-}
-
-func addServeFlags(fs *pflag.FlagSet, f *settingFlags) {
-	fs.StringVar(&f.listen, "listen", "", "HTTP listen address (SERVICE_LISTEN, default 127.0.0.1:8080)")
-	fs.StringVar(&f.baseURL, "base-url", "", "absolute URL prefix of returned URLs (SERVICE_BASE_URL)")
-	fs.StringVar(&f.workers, "workers", "", "concurrent task workers (SERVICE_WORKERS, default 2)")
+	// quiet: a command other than serve and migrate, whose default log level is warn.
+	quiet bool
 }
 
 // loadSettings reads the environment, lets flags win, and validates everything,
@@ -114,7 +101,11 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 		}
 		s.TaskLease = d
 	}
-	level := pick(f.logLevel, "SERVICE_LOG_LEVEL", "info")
+	defaultLevel := "info"
+	if f.quiet {
+		defaultLevel = "warn"
+	}
+	level := pick(f.logLevel, "SERVICE_LOG_LEVEL", defaultLevel)
 	if err := s.LogLevel.UnmarshalText([]byte(level)); err != nil {
 		errs = append(errs, fmt.Sprintf("SERVICE_LOG_LEVEL %q: not debug, info, warn or error", level))
 	}

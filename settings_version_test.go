@@ -7,11 +7,13 @@ import (
 	"testing"
 )
 
-// A SERVICE_VERSION that is not MAJOR.MINOR.PATCH[-RCn], or that sorts below 4.0.0,
-// is refused before the database is opened, naming the variable: it would be written
-// to DB_VERSION and the next start refused.
+// A SERVICE_VERSION that is not MAJOR.MINOR.PATCH, alone or followed by "-" and a
+// suffix of 1 to 64 printable ASCII characters without spaces, or that sorts below
+// 4.0.0, is refused before the database is opened, naming the variable: it would be
+// written to DB_VERSION and the next start refused.
 func TestServiceVersionIsCheckedBeforeOpening(t *testing.T) {
-	for _, v := range []string{" 4.9.0", "4.9.0 ", "3.0.0", "4.9", "v4.9.0", "4.9.0-beta"} {
+	for _, v := range []string{" 4.9.0", "4.9.0 ", "   ", "3.0.0", "4.9", "v4.9.0", "4.9.0-", "4.9.0-RC 1",
+		"4.9.0-" + strings.Repeat("x", 65)} {
 		t.Run(v, func(t *testing.T) {
 			env := testEnv(t)
 			env["SERVICE_VERSION"] = v
@@ -27,14 +29,33 @@ func TestServiceVersionIsCheckedBeforeOpening(t *testing.T) {
 			}
 		})
 	}
-	for _, v := range []string{"4.9.0", "4.9.0-RC2", "4.10.0"} {
+	for _, v := range []string{"4.9.0", "4.9.0-RC2", "4.10.0", "4.9.0-rc1", "4.9.0-RC1-hotfix", "4.9.0-beta",
+		"4.9.0-" + strings.Repeat("x", 64)} {
 		t.Run(v+" is accepted", func(t *testing.T) {
 			env := testEnv(t)
 			env["SERVICE_VERSION"] = v
-			if code, _, stderr := runCLI(t, env, "migrate"); code != 0 {
-				t.Fatalf("exit %d, want 0; stderr %s", code, stderr)
+			code, out, stderr := runCLI(t, env, "migrate")
+			if code != 0 || !strings.Contains(out, "DB_VERSION "+v+" ") {
+				t.Fatalf("exit %d, want 0 and DB_VERSION %s; stdout %q stderr %s", code, v, out, stderr)
 			}
 		})
+	}
+}
+
+// The seed's release-candidate rule, as it is written: a block re-runs when
+// SERVICE_VERSION starts with "<block>-RC". 4.9.0-RC1-hotfix is a release candidate of
+// 4.9.0; 4.9.0-rc1 is not (case matters), so it only sets its version.
+func TestReleaseCandidateRuleAsTheSeedWritesIt(t *testing.T) {
+	env := migratedEnv(t)
+	for v, want := range map[string]string{
+		"4.9.0-RC1-hotfix": "pending: 4.9.0, set DB_VERSION 4.9.0-RC1-hotfix\n",
+		"4.9.0-rc1":        "pending: set DB_VERSION 4.9.0-rc1\n",
+	} {
+		env["SERVICE_VERSION"] = v
+		code, out, stderr := runCLI(t, env, "migrate", "--status")
+		if code != 0 || !strings.HasSuffix(out, want) {
+			t.Fatalf("%s: migrate --status exit %d, %q (want it to end %q); %s", v, code, out, want, stderr)
+		}
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // taskRunner opens the database and returns a Runner over it (only to read, cancel
 // and follow tasks: it never starts workers); readOnly accepts a read-only file.
 func (c *cli) taskRunner(ctx context.Context, readOnly bool) (*store.DB, *tasks.Runner, error) {
-	open := func() (*store.DB, *settings, *slog.Logger, error) { return c.open(ctx, false) }
+	open := func() (*store.DB, *settings, *slog.Logger, error) { return c.open(ctx) }
 	if readOnly {
 		open = func() (*store.DB, *settings, *slog.Logger, error) { return c.openRead(ctx) }
 	}
@@ -29,7 +29,7 @@ func (c *cli) taskRunner(ctx context.Context, readOnly bool) (*store.DB, *tasks.
 }
 
 func setupTaskList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	status := fs.String("status", "", "only tasks with this status: queued, running, succeeded, failed or cancelled")
 	limit := fs.Int("limit", 20, "at most this many tasks (1 to 1000)")
 	return func(ctx context.Context, _ []string) error {
@@ -69,7 +69,7 @@ func setupTaskList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) er
 }
 
 func setupTaskShow(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	return func(ctx context.Context, args []string) error {
 		db, runner, err := c.taskRunner(ctx, true)
 		if err != nil {
@@ -138,7 +138,7 @@ func deref(p *string) any {
 }
 
 func setupTaskCancel(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	return func(ctx context.Context, args []string) error {
 		db, runner, err := c.taskRunner(ctx, false)
 		if err != nil {
@@ -167,7 +167,7 @@ func setupTaskCancel(c *cli, fs *pflag.FlagSet) func(context.Context, []string) 
 }
 
 func setupTaskWait(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	timeout := fs.Duration("timeout", 0, "give up (exit 1, the task goes on) after this long, e.g. 10m; 0 waits until it finishes")
 	return func(ctx context.Context, args []string) error {
 		if *timeout < 0 {

@@ -40,7 +40,7 @@ func (c *cli) readPassword(file, login string) (string, error) {
 }
 
 func setupUserAdd(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	email := fs.String("email", "", "email address")
 	first := fs.String("firstname", "", "first name")
 	last := fs.String("lastname", "", "last name")
@@ -62,7 +62,7 @@ func setupUserAdd(c *cli, fs *pflag.FlagSet) func(context.Context, []string) err
 			}
 			entry["password"] = pw
 		}
-		db, _, _, err := c.open(ctx, false)
+		db, _, _, err := c.open(ctx)
 		if err != nil {
 			return err
 		}
@@ -80,18 +80,18 @@ func setupUserAdd(c *cli, fs *pflag.FlagSet) func(context.Context, []string) err
 }
 
 func setupUserPasswd(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	pwFile := fs.String("password-file", "-", "read the password from the first line of this file (- is stdin)")
 	return func(ctx context.Context, args []string) error {
 		login := args[0]
 		if login == "admin" {
-			return fmt.Errorf("the admin password is set from SERVICE_ADMIN_PASSWORD at every start: change that setting")
+			return fmt.Errorf("the admin password is set from SERVICE_ADMIN_PASSWORD at every start of serve or migrate: change that setting")
 		}
 		pw, err := c.readPassword(*pwFile, login)
 		if err != nil {
 			return err
 		}
-		db, _, _, err := c.open(ctx, false)
+		db, _, _, err := c.open(ctx)
 		if err != nil {
 			return err
 		}
@@ -109,7 +109,7 @@ func setupUserPasswd(c *cli, fs *pflag.FlagSet) func(context.Context, []string) 
 }
 
 func setupUserList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	return reading(c, func(ctx context.Context, db *store.DB) error {
 		return db.EachInstance(ctx, "_user", func(in *store.Instance) error {
 			state := "enabled"
@@ -131,7 +131,7 @@ func orEmpty(v any) any {
 }
 
 func setupUserDisable(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	enable := fs.Bool("enable", false, "enable the account instead")
 	return func(ctx context.Context, args []string) error {
 		login := args[0]
@@ -141,7 +141,7 @@ func setupUserDisable(c *cli, fs *pflag.FlagSet) func(context.Context, []string)
 		} else if login == "admin" {
 			return fmt.Errorf("the admin account is locked by leaving SERVICE_ADMIN_PASSWORD unset, not disabled")
 		}
-		db, _, _, err := c.open(ctx, false)
+		db, _, _, err := c.open(ctx)
 		if err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func setupUserDisable(c *cli, fs *pflag.FlagSet) func(context.Context, []string)
 }
 
 func setupPermissionList(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, true)
+	c.dbFlags(fs, false)
 	return reading(c, func(ctx context.Context, db *store.DB) error {
 		list, err := db.Permissions(ctx)
 		if err != nil {

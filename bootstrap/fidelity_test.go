@@ -285,16 +285,32 @@ func TestRunWarnsWhenVersionsOrderDifferentlyAsText(t *testing.T) {
 	}
 }
 
+// SERVICE_VERSION is MAJOR.MINOR.PATCH, alone or followed by "-" and a suffix of 1 to
+// 64 printable ASCII characters without spaces (it is stored in DB_VERSION).
 func TestCheckVersion(t *testing.T) {
-	for _, v := range []string{"4.9.0", "4.9.0-RC1", "4.10.0", "5.0.0-RC12", "4.0.0"} {
+	suffix64 := strings.Repeat("x", 64)
+	for _, v := range []string{"4.9.0", "4.9.0-RC1", "4.10.0", "5.0.0-RC12", "4.0.0", "4.9.0-RC", "4.9.0-rc1",
+		"4.9.0-RC1-hotfix", "4.9.0-beta", "4.9.0-" + suffix64, "4.9.0-a+b~c!"} {
 		if err := bootstrap.CheckVersion(v); err != nil {
 			t.Errorf("CheckVersion(%q) = %v, want nil", v, err)
 		}
 	}
-	for _, v := range []string{"", " 4.9.0", "4.9.0 ", "4.9", "4.9.0.1", "v4.9.0", "4.09.0", "4.9.0-rc1", "4.9.0-RC",
-		"4.9.0-beta", "3.0.0", "3.99.99", "4.9.0\n"} {
-		if err := bootstrap.CheckVersion(v); err == nil {
-			t.Errorf("CheckVersion(%q) = nil, want an error", v)
+	for _, c := range []struct{ v, want string }{
+		{"", "blank"}, {"   ", "blank"}, {" 4.9.0", "white space around it"}, {"4.9.0 ", "white space around it"},
+		{"4.9", "not a version"}, {"4.9.0.1", "not a version"}, {"v4.9.0", "not a version"},
+		{"4.09.0", "not a version"}, {"4.9.0-", "nothing follows"}, {"4.9.0-RC 1", "printable ASCII without spaces"},
+		{"4.9.0-RC\t1", "printable ASCII without spaces"}, {"4.9.0-\u00e9t\u00e9", "printable ASCII without spaces"},
+		{"4.9.0-x\x7f", "printable ASCII without spaces"}, {"4.9.0-" + suffix64 + "y", "longer than 64"},
+		{"3.0.0", "sorts below"}, {"3.99.99", "sorts below"}, {"4.9.0\n", "white space around it"},
+		{strings.Repeat("9", 5000), "not a version"},
+	} {
+		err := bootstrap.CheckVersion(c.v)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CheckVersion(%q) = %v, want an error saying %q", c.v, err, c.want)
+			continue
+		}
+		if len(err.Error()) > 300 {
+			t.Errorf("CheckVersion(%.20q...) error is %d bytes long: it must quote a bounded part", c.v, len(err.Error()))
 		}
 	}
 }

@@ -34,6 +34,11 @@ func TestPending(t *testing.T) {
 		{"4.4.0 lists the blocks after it", "4.4.0", testVersion, []string{"4.5.0", "4.6.0", "4.8.0", "4.9.0"}},
 		{"release candidate lists its own block again", "4.6.0-RC1", "4.6.0-RC1",
 			[]string{"4.6.0", "4.8.0", "4.9.0", "set DB_VERSION 4.6.0-RC1"}},
+		// The seed's rule as written: "starts with 4.9.0-RC" (case and all).
+		{"a suffix after the RC number is still the release candidate", testVersion, "4.9.0-RC1-hotfix",
+			[]string{"4.9.0", "set DB_VERSION 4.9.0-RC1-hotfix"}},
+		{"a lower-case rc is not a release candidate", testVersion, "4.9.0-rc1",
+			[]string{"set DB_VERSION 4.9.0-rc1"}},
 		{"3.9.0 is refused", "3.9.0", testVersion, []string{"refused (DB_VERSION < 4.0.0)"}},
 	}
 	for _, tt := range tests {

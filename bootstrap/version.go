@@ -7,19 +7,44 @@ import (
 	"strings"
 )
 
-// versionRE is the shape of a code version: MAJOR.MINOR.PATCH (no leading zeros) with
-// an optional release-candidate suffix -RCn.
-var versionRE = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})(-RC[0-9]{1,9})?$`)
+// versionRE is the shape of a code version: MAJOR.MINOR.PATCH (no leading zeros),
+// alone or followed by "-" and a suffix of printable ASCII without spaces
+// (4.9.0-RC1, 4.9.0-rc1, 4.9.0-RC1-hotfix). The suffix is stored in DB_VERSION, so it
+// is bounded.
+var versionRE = regexp.MustCompile(`^(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})(-[!-~]{1,` +
+	strconv.Itoa(MaxVersionSuffix) + `})?$`)
+
+// MaxVersionSuffix is the longest suffix after "MAJOR.MINOR.PATCH-" a code version may have.
+const MaxVersionSuffix = 64
 
 // MinVersion is the oldest stored version the migrations accept (the seed's first row).
 const MinVersion = "4.0.0"
 
 // CheckVersion reports whether v can be the code version (SERVICE_VERSION): it must be
-// MAJOR.MINOR.PATCH with an optional -RCn, and not sort below 4.0.0 as text, since the
-// last step writes it to DB_VERSION and the next start would then be refused.
+// MAJOR.MINOR.PATCH, optionally followed by "-" and 1 to 64 printable ASCII characters
+// without spaces, and not sort below 4.0.0 as text, since the last step writes it to
+// DB_VERSION and the next start would then be refused. Whether it is a release
+// candidate of a migration block is the seed's rule, applied as written: it starts
+// with "<block>-RC" (4.9.0-RC1 is one, 4.9.0-rc1 is not).
 func CheckVersion(v string) error {
 	if !versionRE.MatchString(v) {
-		return fmt.Errorf("%q is not MAJOR.MINOR.PATCH with an optional -RCn (e.g. 4.9.0 or 4.9.0-RC1)", v)
+		// Quoted at most 80 characters long: the value may be anything.
+		core, suffix, hasSuffix := strings.Cut(v, "-")
+		versionFirst := hasSuffix && versionRE.MatchString(core)
+		switch {
+		case strings.TrimSpace(v) == "":
+			return fmt.Errorf("%.80q is blank: it must be a version such as 4.9.0 or 4.9.0-RC1", v)
+		case strings.TrimSpace(v) != v:
+			return fmt.Errorf("%.80q has spaces or other white space around it", v)
+		case versionFirst && suffix == "":
+			return fmt.Errorf("%q: nothing follows the \"-\"", v)
+		case versionFirst && len(suffix) > MaxVersionSuffix:
+			return fmt.Errorf("%.80q: the suffix after %q is longer than %d characters", v, core+"-", MaxVersionSuffix)
+		case versionFirst:
+			return fmt.Errorf("%.80q: the suffix after %q must be printable ASCII without spaces", v, core+"-")
+		}
+		return fmt.Errorf("%.80q is not a version: MAJOR.MINOR.PATCH, alone or followed by \"-\" and a suffix "+
+			"(e.g. 4.9.0, 4.9.0-RC1)", v)
 	}
 	if v < MinVersion {
 		return fmt.Errorf("%q sorts below %s: it would be stored as DB_VERSION and the next start refused", v, MinVersion)

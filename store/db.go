@@ -110,6 +110,10 @@ type Options struct {
 	// created, migrated or written, and every write fails. For files the process may
 	// not write (a read-only copy, another user's file): reads still work.
 	ReadOnly bool
+	// AsIs opens an existing file and writes nothing at open, for commands that must
+	// not do what only the start-up sequence does: a missing file is not created, and a
+	// file whose layout steps are pending is refused with ErrLayoutPending.
+	AsIs bool
 }
 
 func dsn(path string, readOnly bool) string {
@@ -148,8 +152,12 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return openReadOnly(ctx, abs, path, opts)
 	}
 	// A new database file is created owner-only before SQLite opens it: SQLite gives
-	// the -wal and -shm files the mode of the database file.
-	if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+	// the -wal and -shm files the mode of the database file. AsIs creates nothing.
+	if opts.AsIs {
+		if _, err := os.Stat(abs); err != nil {
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
+	} else if f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
 		f.Close()
 	} else if !os.IsExist(err) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -167,15 +175,23 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	db := &DB{path: abs, w: w, log: opts.Logger, Now: time.Now, inUse: inUse}
-	if err := db.migrateLayout(ctx); err != nil {
+	layoutStep := db.migrateLayout
+	if opts.AsIs {
+		layoutStep = db.requireLayout
+	}
+	if err := layoutStep(ctx); err != nil {
 		w.Close()
 		inUse.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if err := db.reindexLeftovers(ctx); err != nil {
-		w.Close()
-		inUse.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+	// AsIs writes nothing at open: rows written by SQL outside the store stay listed
+	// for the search index (searches scan meanwhile) until the next commit indexes them.
+	if !opts.AsIs {
+		if err := db.reindexLeftovers(ctx); err != nil {
+			w.Close()
+			inUse.Close()
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
 	}
 	r, err := sql.Open("sqlite", dsn(abs, true))
 	if err != nil {
