@@ -17,7 +17,7 @@ import (
 var writerCalls = []string{"write", "deleteInstance", "revision", "rename", "convertKeyname", "rewriteAll",
 	"rewriteAllReferences", "rewriteReferences", "rewriteInstance", "deleteField", "deletePermission",
 	"collectIPs", "putSchema", "putPermission", "writeSchema", "deleteSchema", "putInstance", "loadEntry", "writeInstance",
-	"applyCreate", "applyUpdate", "applyDelete", "applyEnabled", "applyRename", "Apply"}
+	"applyCreate", "applyUpdate", "applyDelete", "applyEnabled", "applyRename", "Apply", "loadStream"}
 
 // writerSQL are the statements that change instances, revisions, schemas, fields and
 // permissions.
