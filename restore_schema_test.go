@@ -78,7 +78,7 @@ func ordinaryLoad(t *testing.T, env map[string]string) (int, string) {
 }
 
 func TestRestoreRefusesABackupCarryingTriggers(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
 	backup := craftedBackup(t, env)
 	before := sqlText(t, dbPath, "SELECT count(*) FROM sqlite_schema")
@@ -124,7 +124,7 @@ func TestRestoreRefusesABackupCarryingTriggers(t *testing.T) {
 }
 
 func TestRestoreForceDropsForeignObjects(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
 	backup := craftedBackup(t, env)
 	code, stdout, stderr := runCLI(t, env, "restore", "--force", backup)
@@ -155,7 +155,7 @@ func TestRestoreForceDropsForeignObjects(t *testing.T) {
 // A backup taken by the service restores as it always did, with or without --force,
 // and reports nothing dropped.
 func TestRestoreOfAPlainBackupDropsNothing(t *testing.T) {
-	env := testEnv(t)
+	env := migratedEnv(t)
 	loadVMs(t, env, "a", 5)
 	backup := filepath.Join(t.TempDir(), "plain.bak")
 	if code, _, stderr := runCLI(t, env, "backup", backup); code != 0 {

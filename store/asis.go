@@ -16,7 +16,7 @@ var ErrLayoutPending = errors.New("table layout steps pending")
 // versions and writes nothing, refusing a file that is newer than this program or
 // has steps pending.
 func (db *DB) requireLayout(ctx context.Context) error {
-	if err := db.retryBusy(ctx, db.checkNotNewer); err != nil {
+	if err := db.checkFile(ctx); err != nil {
 		return err
 	}
 	var pending []string

@@ -317,6 +317,18 @@ func ownedLayouts() (owners []string, steps map[string][]string) {
 	return owners, steps
 }
 
+// checkFile refuses a file newer than this program or holding schema objects its
+// layout does not create. Every writable open runs it before anything writes, whether
+// or not it then applies layout steps: a write (a step's or a command's) would fire a
+// trigger the file brought along.
+func (db *DB) checkFile(ctx context.Context) error {
+	if err := db.retryBusy(ctx, db.checkNotNewer); err != nil {
+		return err
+	}
+	check := func(ctx context.Context) (bool, error) { return true, checkSchema(ctx, db.w) }
+	return db.retryBusy(ctx, check)
+}
+
 // migrateLayout applies the layout changes the file has not seen yet: every
 // registered owner's, then store's own, each in its own transaction together with its
 // version bump. The version is read inside the (immediate) transaction so two
@@ -324,13 +336,7 @@ func ownedLayouts() (owners []string, steps map[string][]string) {
 // store's layout 6 reads the tasks table, which the tasks package creates on new
 // files; an owner's tables therefore must not depend on store's.
 func (db *DB) migrateLayout(ctx context.Context) error {
-	if err := db.retryBusy(ctx, db.checkNotNewer); err != nil {
-		return err
-	}
-	// Before any step writes: a step's own writes would fire a trigger the file
-	// brought along.
-	check := func(ctx context.Context) (bool, error) { return true, checkSchema(ctx, db.w) }
-	if err := db.retryBusy(ctx, check); err != nil {
+	if err := db.checkFile(ctx); err != nil {
 		return err
 	}
 	// A file already up to date needs no write transaction, so opening it does not
