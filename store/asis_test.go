@@ -84,7 +84,7 @@ func TestOpenAsIs(t *testing.T) {
 	})
 	t.Run("store steps pending", func(t *testing.T) {
 		path := current(t)
-		testkit.ExecFile(t, path, "PRAGMA user_version = 9")
+		testkit.ExecFile(t, path, layoutsAfter(9)...)
 		db, err := store.Open(ctx, path, store.Options{AsIs: true})
 		if err == nil {
 			db.Close()
