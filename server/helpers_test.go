@@ -35,6 +35,8 @@ type envOptions struct {
 	MaxEntries int
 	// NoRunner leaves the task runner stopped, so submitted tasks stay queued.
 	NoRunner bool
+	// Dir holds the database file (default: a temporary directory).
+	Dir string
 }
 
 // env is a real server over a real, fully initialised database in t.TempDir(),
@@ -49,7 +51,7 @@ type env struct {
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	st := testkit.NewStack(t, testkit.StackOptions{AdminPassword: adminPassword, NoRunner: o.NoRunner,
+	st := testkit.NewStack(t, testkit.StackOptions{AdminPassword: adminPassword, NoRunner: o.NoRunner, Dir: o.Dir,
 		Handler: func(db *store.DB, runner *tasks.Runner) http.Handler {
 			return server.New(server.Options{DB: db, Runner: runner, Logger: testkit.Logger(t, slog.LevelWarn),
 				BaseURL: o.BaseURL, Version: testkit.Version, VersionDate: testkit.VersionDate, Ready: o.Ready,

@@ -35,6 +35,9 @@ type DB struct {
 	schemaGen int64
 	local     uint64
 	verify    sync.Map // verified-secret cache, see secret.go
+	// derivationHook runs before each derivation of a credential not verified before
+	// (SetDerivationHook): tests hold derivations at that point.
+	derivationHook atomic.Pointer[func(name string)]
 	// config caches the configuration values at configGen (same counter as schemas).
 	config    map[string]string
 	configGen int64

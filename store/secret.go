@@ -186,6 +186,20 @@ var guessWaiting atomic.Int64
 
 const maxGuessWaiting = 64
 
+// SetDerivationHook makes f run before each derivation of a credential that is not in
+// the verified-secret cache (an unknown or refused key, a wrong secret, a first use),
+// with the credential's name ("apikey:NAME", "user:LOGIN") and its derivation slot
+// held; nil removes it. Tests hold derivations with it, so a burst of bogus
+// credentials occupies every slot for as long as the test needs, not for as long as
+// the machine takes to derive.
+func (db *DB) SetDerivationHook(f func(name string)) {
+	if f == nil {
+		db.derivationHook.Store(nil)
+		return
+	}
+	db.derivationHook.Store(&f)
+}
+
 // CheckCredential reports whether secret is the credential name's secret (stored is
 // its stored hash) and the credential may be used (usable: it exists, is enabled, not
 // expired, the client address passes its filter). Successful checks are cached in
@@ -215,6 +229,9 @@ func (db *DB) CheckCredential(name, secret, stored string, usable bool) bool {
 	guessSlots <- struct{}{}
 	guessWaiting.Add(-1)
 	defer func() { <-guessSlots }()
+	if h := db.derivationHook.Load(); h != nil {
+		(*h)(name)
+	}
 	if !usable {
 		VerifySecret(secret, dummyHash())
 		return false

@@ -167,11 +167,17 @@ func Cleanup() {
 // password).
 func MigratedFile(tb testing.TB) string {
 	tb.Helper()
+	return MigratedFileIn(tb, tb.TempDir())
+}
+
+// MigratedFileIn is MigratedFile in dir (a small filesystem of a full-disk test).
+func MigratedFileIn(tb testing.TB, dir string) string {
+	tb.Helper()
 	src, err := templatePath()
 	if err != nil {
 		tb.Fatalf("bootstrap template database: %v", err)
 	}
-	dst := filepath.Join(tb.TempDir(), "data.db")
+	dst := filepath.Join(dir, "data.db")
 	in, err := os.Open(src)
 	if err != nil {
 		tb.Fatalf("copy template: %v", err)

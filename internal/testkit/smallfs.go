@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -66,4 +67,21 @@ func FillDisk(t *testing.T, path string, keep int64) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// EmptyWAL copies the write-ahead log of the database at path into the file and
+// truncates it, through a connection of its own (the service's stay open). A full-disk
+// test calls it before FillDisk: a log left with room in it would take the next writes
+// however full the disk is.
+func EmptyWAL(t *testing.T, path string) {
+	t.Helper()
+	c, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var busy, frames, done int
+	if err := c.QueryRow("PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &done); err != nil || busy != 0 {
+		t.Fatalf("checkpoint %s: busy %d, %v", path, busy, err)
+	}
 }

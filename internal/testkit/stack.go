@@ -89,9 +89,12 @@ type StackOptions struct {
 	Configure func(*http.Server)
 	// NoRunner leaves the task runner stopped, so submitted tasks stay queued.
 	NoRunner bool
+	// Dir is the directory of the database file (default tb.TempDir()): full-disk
+	// tests put it on a small filesystem (SmallFS).
+	Dir string
 }
 
-// Stack is the real service in-process: a database in tb.TempDir() after one start
+// Stack is the real service in-process: a database in tb.TempDir() (or Dir) after one start
 // (fixed clock), a task runner polling every 20 ms, and the handler served on
 // 127.0.0.1:0.
 type Stack struct {
@@ -107,7 +110,10 @@ func NewStack(tb testing.TB, o StackOptions) *Stack {
 	if o.Logger == nil {
 		o.Logger = Logger(tb, slog.LevelWarn)
 	}
-	db := Open(tb, filepath.Join(tb.TempDir(), "server.db"), Options{Logger: o.Logger})
+	if o.Dir == "" {
+		o.Dir = tb.TempDir()
+	}
+	db := Open(tb, filepath.Join(o.Dir, "server.db"), Options{Logger: o.Logger})
 	Bootstrap(tb, db, bootstrap.Options{AdminPassword: o.AdminPassword, Logger: o.Logger})
 	runner := tasks.New(db, tasks.Options{Poll: 20 * time.Millisecond, Logger: o.Logger})
 	s := &Stack{DB: db, Runner: runner, Server: Serve(tb, o.Handler(db, runner), o.Configure)}

@@ -36,7 +36,13 @@ func newEnv(t testing.TB, baseURL string) *env {
 // newEnvWith is newEnv with the handler wrapped (benchmarks time the server with it).
 func newEnvWith(t testing.TB, baseURL string, wrap func(http.Handler) http.Handler) *env {
 	t.Helper()
-	st := testkit.NewStack(t, testkit.StackOptions{AdminPassword: adminPassword, NoRunner: true,
+	return newEnvIn(t, "", baseURL, wrap)
+}
+
+// newEnvIn is newEnvWith with the database file in dir ("" for a temporary directory).
+func newEnvIn(t testing.TB, dir, baseURL string, wrap func(http.Handler) http.Handler) *env {
+	t.Helper()
+	st := testkit.NewStack(t, testkit.StackOptions{AdminPassword: adminPassword, NoRunner: true, Dir: dir,
 		Handler: func(db *store.DB, _ *tasks.Runner) http.Handler {
 			var h http.Handler = server.New(server.Options{DB: db, Logger: testkit.Logger(t, slog.LevelWarn), BaseURL: baseURL,
 				Version: testkit.Version, VersionDate: testkit.VersionDate})

@@ -1,0 +1,70 @@
+package tasks_test
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"dataservice/internal/testkit"
+	"dataservice/tasks"
+)
+
+// TestPipelineOnAFullDisk: a real run whose batch cannot be written for lack of space
+// ends failed, its error the store's disk-full message naming the database file (not
+// "internal error", and not logged as a failed batch); the batch before it stays
+// committed, the failed one left nothing. The disk is a small filesystem made for the
+// test, filled at a batch boundary (AfterBatch) with room for the task's final status
+// but not for a batch.
+func TestPipelineOnAFullDisk(t *testing.T) {
+	dir := testkit.SmallFS(t, 32<<20)
+	db := openDB(t, testkit.MigratedFileIn(t, dir))
+	mustLoad(t, db, testSchemas)
+	const n, batch = 1000, 200
+	rows := markerRows(n)
+	for i := range rows {
+		// About 4 KiB written per instance (the row and its revision): a batch needs
+		// several times the space left free.
+		rows[i].Data["note"] = "n"
+		rows[i].Data["kind"] = strings.Repeat("k", 2000)
+	}
+	insertRows(t, db, "host", rows)
+	addPipeline(t, db, "marker", markerPipeline, "")
+	dbFile := filepath.Join(dir, "data.db")
+	ballast := filepath.Join(dir, "ballast")
+
+	rec := new(testkit.Recorder)
+	r := newRunner(t, db, tasks.Options{BatchSize: batch, Logger: rec.Logger(t), AfterBatch: func(_ string, b int) error {
+		if b == 1 {
+			testkit.EmptyWAL(t, dbFile)
+			testkit.FillDisk(t, ballast, 128<<10)
+		}
+		return nil
+	}})
+	task := runPipeline(t, r, "marker", false, "host")
+
+	if task.Status != tasks.StatusFailed || task.Error == nil {
+		t.Fatalf("task on a full disk: status %q, error %v; want failed with the disk-full message", task.Status, task.Error)
+	}
+	msg := *task.Error
+	if !strings.HasPrefix(msg, "disk full: ") || !strings.Contains(msg, dbFile) || strings.Contains(msg, "internal error") {
+		t.Fatalf("task error %q: want the disk-full message naming %s", msg, dbFile)
+	}
+	if l := rec.Find(slog.LevelError, "pipeline batch"); len(l) != 0 {
+		t.Fatalf("the full disk was logged as a failed batch (an internal error): %v", l)
+	}
+	if got := task.Progress.Done; got != batch {
+		t.Fatalf("progress done %d, want the one batch committed before the disk filled (%d)", got, batch)
+	}
+	if got := markedCount(t, db, "host"); got != batch {
+		t.Fatalf("%d hosts marked, want %d (the committed batch only)", got, batch)
+	}
+	t.Logf("task error: %s", msg)
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	if got := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'host'"); got != n {
+		t.Fatalf("%d hosts, want %d", got, n)
+	}
+}
