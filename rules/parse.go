@@ -94,8 +94,11 @@ func tagError(n *yaml.Node) error {
 	if name, ok := strings.CutPrefix(tag, "!"); ok && !strings.HasPrefix(name, "!") {
 		// A flow list reads `[!c, a]` as the tag "!c," on the value "a".
 		name = strings.TrimRight(name, ",")
-		return fmt.Errorf("line %d: YAML tag %s is not allowed: quote the condition, e.g. %s",
-			n.Line, clip.Quote(tag), clip.Text("'!"+name+"'"))
+		if len(name) > 64 {
+			name = "NAME" // the message quotes it already
+		}
+		return fmt.Errorf("line %d: YAML tag %s is not allowed: quote the condition, e.g. '!%s'",
+			n.Line, clip.Quote(tag), name)
 	}
 	return fmt.Errorf("line %d: YAML tag %s is not allowed: remove it (quote a value that must stay text)",
 		n.Line, clip.Quote(tag))

@@ -12,7 +12,7 @@ import (
 
 // Max is how many bytes of quoted text an error message shows of one input at most;
 // a longer input is cut there and followed by its full length.
-const Max = 200
+const Max = 150
 
 // Quote is s quoted as %q quotes it, with at most Max bytes between the quotes: a
 // longer s is cut at a character boundary and followed by `... (N bytes)`.
