@@ -239,7 +239,7 @@ func (c *compiler) compileRule(n *yaml.Node) (rule, error) {
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", r.task, err)
 	}
-	r.act, r.touchesClass, r.outs, r.resets = act, a.touchesClass, a.outs, a.resets
+	r.act, r.touchesClass, r.outs, r.shrinks = act, a.touchesClass, a.outs, a.shrinks
 	return r, nil
 }
 
@@ -383,11 +383,11 @@ func noAliases(n *yaml.Node) error {
 type args struct {
 	items        []*yaml.Node
 	touchesClass bool // an argument named the classname field
-	// outs are the fields the rule writes or removes, each once, and resets is set
-	// for a rule that may remove any field: Apply accounts for the entry's size
-	// from them (see Apply).
-	outs   []string
-	resets bool
+	// outs are the fields the rule writes or removes, each once, and shrinks is set
+	// for a rule that removes fields it does not name (field_keep): Apply bounds
+	// the entry's size through them (see actBounded).
+	outs    []string
+	shrinks bool
 }
 
 // out reads argument i as a field the rule writes or removes.

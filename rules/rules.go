@@ -59,11 +59,11 @@ type rule struct {
 	// touchesClass is set when the rule names the "classname" field, so
 	// Apply must verify afterwards that classname did not change.
 	touchesClass bool
-	// outs are the fields the rule writes or removes, each once; resets is set for
-	// a rule that may remove any field (field_keep). Apply accounts for the entry's
+	// outs are the fields the rule writes or removes, each once; shrinks is set for
+	// field_keep, which removes fields it does not name. Apply bounds the entry's
 	// size through them.
-	outs   []string
-	resets bool
+	outs    []string
+	shrinks bool
 }
 
 // classnameKey is the field that rules may not change.
@@ -104,7 +104,7 @@ func (p *Pipeline) Apply(e Entry, now time.Time) (discard bool, err error) {
 		conds = make([]bool, p.nconds)
 	}
 	origClass, hadClass := e[classnameKey]
-	size := -1 // the entry's bytes (entryBytes), counted at the first rule that acts
+	size := -1 // the entry's bytes (entryBytes) while they are followed, else -1
 	var oldBuf [8]int
 	for i := range p.rules {
 		r := &p.rules[i]
@@ -120,23 +120,15 @@ func (p *Pipeline) Apply(e Entry, now time.Time) (discard bool, err error) {
 		case kindNoop:
 			continue
 		}
-		if size < 0 {
-			size = entryBytes(e)
+		var err error
+		if r.shrinks {
+			// Nothing to bound: the size is counted again at the next rule that adds,
+			// a cost in proportion to field_keep's own.
+			err, size = r.act(e, now), -1
+		} else {
+			err = actBounded(r, e, now, &size, &oldBuf)
 		}
-		// The sizes of the fields the rule writes, before and after it, keep size
-		// current at a cost in proportion to the rule's own work.
-		old := oldBuf[:0]
-		if len(r.outs) > len(oldBuf) {
-			old = make([]int, 0, len(r.outs))
-		}
-		for _, f := range r.outs {
-			old = append(old, fieldBytes(e, f))
-		}
-		nfields := len(e)
-		if err := r.act(e, now); err != nil {
-			return false, &RuleError{Pos: r.pos, Task: r.task, Err: err}
-		}
-		if err := checkGrowth(e, r, old, nfields, &size); err != nil {
+		if err != nil {
 			return false, &RuleError{Pos: r.pos, Task: r.task, Err: err}
 		}
 		if r.touchesClass {
@@ -201,27 +193,42 @@ func entryBytes(e Entry) int {
 	return n
 }
 
-// checkGrowth updates *size for the rule r just applied (old: its outs' sizes before,
-// nfields: the number of fields before) and refuses growth past the bounds.
-func checkGrowth(e Entry, r *rule, old []int, nfields int, size *int) error {
+// actBounded runs r, which writes only its outs, and refuses what it makes past the
+// bounds. The sizes of the outs before and after it keep *size (the entry's bytes,
+// -1 when not followed) current at a cost in proportion to the rule's own work: the
+// whole entry is counted only when a rule adds bytes while *size is not followed.
+func actBounded(r *rule, e Entry, now time.Time, size *int, buf *[8]int) error {
+	old := buf[:0]
+	if len(r.outs) > len(buf) {
+		old = make([]int, 0, len(r.outs))
+	}
+	for _, f := range r.outs {
+		old = append(old, fieldBytes(e, f))
+	}
+	nfields := len(e)
+	if err := r.act(e, now); err != nil {
+		return err
+	}
 	grew := false
 	for i, f := range r.outs {
 		n := fieldBytes(e, f)
-		if n <= old[i] {
+		if *size >= 0 {
 			*size += n - old[i]
-			continue
 		}
-		*size += n - old[i]
-		grew = true
-		if vb := n - len(f); vb > MaxValueBytes {
-			return fmt.Errorf("field %s: the value grew to %d bytes (at most %d)", clip.Quote(f), vb, MaxValueBytes)
+		if n > old[i] {
+			grew = true
+			if vb := n - len(f); vb > MaxValueBytes {
+				return fmt.Errorf("field %s: the value grew to %d bytes (at most %d)", clip.Quote(f), vb, MaxValueBytes)
+			}
 		}
 	}
-	if r.resets {
-		*size = entryBytes(e)
-	}
-	if grew && *size > MaxEntryBytes {
-		return fmt.Errorf("the entry grew to %d bytes (at most %d in all its fields)", *size, MaxEntryBytes)
+	if grew {
+		if *size < 0 {
+			*size = entryBytes(e)
+		}
+		if *size > MaxEntryBytes {
+			return fmt.Errorf("the entry grew to %d bytes (at most %d in all its fields)", *size, MaxEntryBytes)
+		}
 	}
 	if n := len(e); n > nfields && n > MaxEntryFields {
 		return fmt.Errorf("the entry grew to %d fields (at most %d)", n, MaxEntryFields)

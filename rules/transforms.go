@@ -173,7 +173,7 @@ func buildKeep(a *args) (action, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.resets = true
+	a.shrinks = true
 	keep := map[string]struct{}{
 		"classname": {}, "keyname": {}, "displayname": {}, "is_enabled": {},
 	}
