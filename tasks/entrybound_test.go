@@ -43,7 +43,7 @@ func TestAuditPipelineTaskMemoryBounded(t *testing.T) {
 	// The smaller pipeline first: without the bound it holds 300 MiB an entry and
 	// fails here, before the full one could take gigabytes.
 	for _, joins := range []int{300, 3000} {
-		t.Run(fmt.Sprint(joins, " joins"), func(t *testing.T) {
+		ok := t.Run(fmt.Sprint(joins, " joins"), func(t *testing.T) {
 			name := fmt.Sprint("audit_", joins)
 			addPipeline(t, db, name, auditContent(joins), "")
 			before := memStats()
@@ -67,5 +67,8 @@ func TestAuditPipelineTaskMemoryBounded(t *testing.T) {
 				t.Fatalf("the run left %d more bytes in use, want at most %d", got, limit)
 			}
 		})
+		if !ok {
+			return
+		}
 	}
 }
