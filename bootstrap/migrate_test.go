@@ -222,6 +222,9 @@ tasks:
 `
 )
 
+// taggedContent has an unquoted gate, a YAML tag.
+const taggedContent = "- set_condition: [is_prod, field_match, env, '^prod$']\n- field_delete: [!is_prod, env]\n"
+
 func TestMigrate460(t *testing.T) {
 	db, rec := migratedDB(t)
 	setRegistry(t, db, store.RegDBVersion, "4.5.0")
@@ -234,6 +237,9 @@ func TestMigrate460(t *testing.T) {
 		{"p_scalar", "just some text", "[]"},
 		{"p_no_tasks", "classname: server\nkeyfield: hostname\n", "[]"},
 		{"p_empty_tasks", "csv_delimiter: ','\ntasks: []\n", "[]"},
+		// YAML tags are refused when content is saved or run, not by the rewrite: a
+		// tagged list is a list, left as it is for its owner to quote the gate.
+		{"p_tagged", taggedContent, taggedContent},
 	}
 	for _, p := range pipelines {
 		insertInstance(t, db, "_pipeline", p.key, map[string]any{"content": p.content, "description": "legacy " + p.key,

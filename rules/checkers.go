@@ -1,11 +1,15 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
+
+	"dataservice/internal/clip"
 )
 
 // checkerSpec describes a set_condition checker.
@@ -37,7 +41,12 @@ func compileRegexp(a *args, i int) (*regexp.Regexp, error) {
 	}
 	re, err := regexp.Compile(s)
 	if err != nil {
-		return nil, fmt.Errorf("invalid regex: %w", err)
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			// Its text repeats the rest of the expression from the error on.
+			return nil, fmt.Errorf("invalid regex: error parsing regexp: %s: `%s`", se.Code, clip.Text(se.Expr))
+		}
+		return nil, fmt.Errorf("invalid regex: %s", clip.Text(err.Error()))
 	}
 	return re, nil
 }

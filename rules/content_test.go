@@ -9,6 +9,7 @@ func TestNormalize(t *testing.T) {
 	}{
 		{"flat list is kept byte for byte", "# c\n- field_noop: ''\n", "# c\n- field_noop: ''\n", false},
 		{"empty list is kept", "[]", "[]", false},
+		{"tagged list is kept (Parse refuses it when saved or run)", "- field_delete: [!c, env]\n", "- field_delete: [!c, env]\n", false},
 		{"tasks wrapper becomes its list", "tasks:\n  - field_lower: email\n", "- field_lower: email\n", true},
 		{"deprecated keys are dropped with the wrapper", "classname: x\nkeyfield: k\nencoding: utf-8\ncsv_delimiter: ','\ntasks: [{field_noop: ''}]\n", "- {field_noop: ''}\n", true},
 		{"empty tasks list becomes []", "tasks: []\n", "[]", true},

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"dataservice/internal/clip"
 )
 
 // dateUnit is a unit of a field_datetime offset.
@@ -64,7 +66,7 @@ func parseDateExpr(s string) ([]dateOffset, error) {
 		case '-':
 			sign = -1
 		default:
-			return nil, fmt.Errorf("expected + or - at %q", rest)
+			return nil, fmt.Errorf("expected + or - at %s", clip.Quote(rest))
 		}
 		rest = strings.TrimLeft(rest[1:], " \t")
 		i := 0
@@ -72,11 +74,11 @@ func parseDateExpr(s string) ([]dateOffset, error) {
 			i++
 		}
 		if i == 0 {
-			return nil, fmt.Errorf("expected a number at %q", rest)
+			return nil, fmt.Errorf("expected a number at %s", clip.Quote(rest))
 		}
 		n, err := strconv.Atoi(rest[:i])
 		if err != nil || n > maxOffset {
-			return nil, fmt.Errorf("offset %s is too large (at most %d)", rest[:i], maxOffset)
+			return nil, fmt.Errorf("offset %s is too large (at most %d)", clip.Text(rest[:i]), maxOffset)
 		}
 		rest = strings.TrimLeft(rest[i:], " \t")
 		j := 0
@@ -88,7 +90,7 @@ func parseDateExpr(s string) ([]dateOffset, error) {
 		}
 		u, ok := dateUnits[strings.ToLower(rest[:j])]
 		if !ok {
-			return nil, fmt.Errorf("unknown unit %q (want year, month, week, day, hour, minute or second)", rest[:j])
+			return nil, fmt.Errorf("unknown unit %s (want year, month, week, day, hour, minute or second)", clip.Quote(rest[:j]))
 		}
 		offs = append(offs, dateOffset{unit: u, n: sign * n})
 		rest = rest[j:]

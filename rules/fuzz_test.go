@@ -1,6 +1,11 @@
 package rules
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"dataservice/internal/clip"
+)
 
 // sampleEntry is the entry the fuzzer applies successfully parsed content to.
 func sampleEntry() Entry {
@@ -51,5 +56,53 @@ func FuzzParse(f *testing.F) {
 		}
 		// A pipeline is reusable: applying it again must not panic either.
 		_, _ = p.Apply(sampleEntry(), testNow)
+	})
+}
+
+// errorTemplates put a caller's text (X) where each kind of rule error quotes it.
+var errorTemplates = []string{
+	"- X: ['', a]",
+	"- field_lower: [X, a]",
+	"- field_lower: ['!X', a]",
+	"- field_lower: [!X, a]",
+	"- field_lower: ['', 'X']",
+	"- field_set: ['', classname, 'X']",
+	"- set_condition: [c, X, a]",
+	"- set_condition: ['!X', exists, a]",
+	"- field_regexp_sub: ['', a, '(X', b]",
+	"- set_condition: [c, field_match, a, '[X']",
+	"- field_datetime: ['', a, 'now() +1X']",
+	"- field_datetime: ['', a, 'X']",
+	"- field_set: ['', n, 'X']\n- field_toint: n",
+	"- field_set: ['', n, 'X']\n- field_tofloat: n",
+	"- field_set: ['', n, 'X']\n- field_merge: ['', n, n, m]\n- field_merge: ['', m, m, m]\n- field_merge: ['', m, m, m]\n- field_merge: ['', m, m, m]\n- field_merge: ['', m, m, m]\n- field_merge: ['', m, m, m]\n- field_merge: ['', m, m, m]",
+	"- field_set: ['', 'X', 1]",
+	"X",
+}
+
+// FuzzErrorsBounded: whatever the text a pipeline's content or a value holds, and
+// however large, an error quotes at most about clip.Max bytes of each input it names.
+func FuzzErrorsBounded(f *testing.F) {
+	for i := range errorTemplates {
+		for _, s := range []string{"L", "é", "\x00", `"`, "ab cd", "\xff"} {
+			f.Add(uint8(i), s)
+		}
+	}
+	f.Fuzz(func(t *testing.T, which uint8, s string) {
+		if s == "" {
+			return
+		}
+		// 100,000 bytes of s, escaped for a single-quoted YAML scalar.
+		long := strings.Repeat(s, 100_000/len(s)+1)
+		long = strings.ReplaceAll(long, "'", "''")
+		content := strings.ReplaceAll(errorTemplates[int(which)%len(errorTemplates)], "X", long)
+		p, err := Parse(content)
+		if err == nil {
+			_, err = p.Apply(sampleEntry(), testNow)
+		}
+		// Two quoted inputs at most, and the message's own words.
+		if err != nil && len(err.Error()) > 2*(clip.Max+40)+200 {
+			t.Fatalf("a %d-byte error: %.600s", len(err.Error()), err.Error())
+		}
 	})
 }

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"dataservice/internal/clip"
 )
 
 // YAML short tags the parser looks at.
@@ -27,6 +30,12 @@ var errAlias = errors.New("aliases are not allowed")
 // `rule 3: unknown rule "field_foo"` or
 // `rule 2: field_copy takes 2 arguments, got 3`.
 func Parse(content string) (*Pipeline, error) {
+	return parse(content, true)
+}
+
+// parse is Parse; knownConds=false accepts gates on conditions the content does not
+// set, for examples shown out of their pipeline.
+func parse(content string, knownConds bool) (*Pipeline, error) {
 	root, err := decodeYAML(content)
 	if err != nil {
 		return nil, err
@@ -35,9 +44,15 @@ func Parse(content string) (*Pipeline, error) {
 	if root == nil {
 		return p, nil
 	}
+	if root.Style&yaml.TaggedStyle != 0 {
+		return nil, tagError(root)
+	}
 	c := compiler{conds: make(map[string]int)}
 	p.rules = make([]rule, 0, len(root.Content))
 	for i, n := range root.Content {
+		if err := noTags(n); err != nil {
+			return nil, fmt.Errorf("rule %d: %w", i+1, err)
+		}
 		r, err := c.compileRule(n)
 		if err != nil {
 			return nil, fmt.Errorf("rule %d: %w", i+1, err)
@@ -45,8 +60,48 @@ func Parse(content string) (*Pipeline, error) {
 		r.pos = i + 1
 		p.rules = append(p.rules, r)
 	}
+	// A gate naming a condition that no set_condition sets would be a constant: most
+	// likely a typo, which would make a gated delete never (or, negated, always) run.
+	for i := range p.rules {
+		r := &p.rules[i]
+		if knownConds && r.gate >= 0 && !c.set[r.gate] {
+			return nil, fmt.Errorf("rule %d: %s: unknown condition %s: no set_condition of the pipeline sets it",
+				r.pos, r.task, clip.Quote(c.names[r.gate]))
+		}
+	}
 	p.nconds = len(c.conds)
 	return p, nil
+}
+
+// noTags refuses an explicit YAML tag anywhere under n. An unquoted gate `!is_prod`
+// is a tag, not the text "!is_prod": YAML drops it from the value, which would turn a
+// negated gate into "always run", so a tag is never read as anything.
+func noTags(n *yaml.Node) error {
+	if n.Style&yaml.TaggedStyle != 0 {
+		return tagError(n)
+	}
+	for _, c := range n.Content {
+		if err := noTags(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tagError names a tagged node's line and says how to write what was meant.
+func tagError(n *yaml.Node) error {
+	tag := n.Tag
+	if name, ok := strings.CutPrefix(tag, "!"); ok && !strings.HasPrefix(name, "!") {
+		// A flow list reads `[!c, a]` as the tag "!c," on the value "a".
+		name = strings.TrimRight(name, ",")
+		if len(name) > 64 {
+			name = "NAME" // the message quotes it already
+		}
+		return fmt.Errorf("line %d: YAML tag %s is not allowed: quote the condition, e.g. '!%s'",
+			n.Line, clip.Quote(tag), name)
+	}
+	return fmt.Errorf("line %d: YAML tag %s is not allowed: remove it (quote a value that must stay text)",
+		n.Line, clip.Quote(tag))
 }
 
 // decodeYAML decodes content into the sequence node of its rules, or nil
@@ -111,6 +166,8 @@ func isEmptyDocument(doc *yaml.Node) bool {
 // compiler holds the state shared by the rules of one Parse call.
 type compiler struct {
 	conds map[string]int // condition name -> index
+	names []string       // index -> condition name
+	set   []bool         // index -> some set_condition sets it
 }
 
 // condIndex returns the index of condition name, allocating one if needed.
@@ -119,6 +176,8 @@ func (c *compiler) condIndex(name string) int {
 	if !ok {
 		i = len(c.conds)
 		c.conds[name] = i
+		c.names = append(c.names, name)
+		c.set = append(c.set, false)
 	}
 	return i
 }
@@ -129,9 +188,6 @@ type spec struct {
 	oldForm  bool // a list of exactly min items is the form without COND
 	kind     ruleKind
 	build    func(a *args) (action, error) // kindAction only
-	// grows marks rules whose output can be longer than their input and the content
-	// (merge, join, append, prefix, regexp substitution): Apply bounds their output.
-	grows bool
 }
 
 // compileRule compiles one rule node.
@@ -156,7 +212,7 @@ func (c *compiler) compileRule(n *yaml.Node) (rule, error) {
 	}
 	sp, ok := specs[r.task]
 	if !ok {
-		return r, fmt.Errorf("unknown rule %q", r.task)
+		return r, fmt.Errorf("unknown rule %s", clip.Quote(r.task))
 	}
 	cond, items, err := splitArgs(sp, val)
 	if err != nil {
@@ -183,7 +239,7 @@ func (c *compiler) compileRule(n *yaml.Node) (rule, error) {
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", r.task, err)
 	}
-	r.act, r.touchesClass, r.grows = act, a.touchesClass, sp.grows
+	r.act, r.touchesClass, r.outs, r.shrinks = act, a.touchesClass, a.outs, a.shrinks
 	return r, nil
 }
 
@@ -198,14 +254,14 @@ func (c *compiler) compileSetCondition(r *rule, val *yaml.Node) error {
 		return errors.New("set_condition: the condition name must be a non-empty string")
 	}
 	if strings.HasPrefix(name.Value, "!") {
-		return fmt.Errorf("set_condition: invalid condition name %q: it must not start with '!'", name.Value)
+		return fmt.Errorf("set_condition: invalid condition name %s: it must not start with '!'", clip.Quote(name.Value))
 	}
 	if chk.Kind != yaml.ScalarNode || chk.ShortTag() != tagStr {
 		return errors.New("set_condition: the checker name must be a string")
 	}
 	cs, ok := checkers[chk.Value]
 	if !ok {
-		return fmt.Errorf("set_condition: unknown checker %q", chk.Value)
+		return fmt.Errorf("set_condition: unknown checker %s", clip.Quote(chk.Value))
 	}
 	items := val.Content[2:]
 	if err := checkArity("set_condition: "+chk.Value, cs.n, cs.n, len(items)); err != nil {
@@ -217,6 +273,7 @@ func (c *compiler) compileSetCondition(r *rule, val *yaml.Node) error {
 		return fmt.Errorf("set_condition: %s: %w", chk.Value, err)
 	}
 	r.kind, r.cond, r.check = kindCondition, c.condIndex(name.Value), fn
+	c.set[r.cond] = true
 	return nil
 }
 
@@ -261,10 +318,7 @@ func splitArgs(sp spec, val *yaml.Node) (cond *yaml.Node, items []*yaml.Node, er
 			return nil, []*yaml.Node{val}, nil // `- field_lower: email`
 		}
 	case yaml.SequenceNode:
-		items, err = expandTaggedCond(val.Content)
-		if err != nil {
-			return nil, nil, err
-		}
+		items = val.Content
 		switch {
 		case len(items) == 0:
 			return nil, nil, nil
@@ -278,65 +332,16 @@ func splitArgs(sp spec, val *yaml.Node) (cond *yaml.Node, items []*yaml.Node, er
 	}
 }
 
-// customTag returns the tag of a scalar with a local tag such as `!NAME`.
-func customTag(n *yaml.Node) (string, bool) {
-	if n.Kind != yaml.ScalarNode {
-		return "", false
-	}
-	t := n.ShortTag()
-	if strings.HasPrefix(t, "!") && !strings.HasPrefix(t, "!!") {
-		return t, true
-	}
-	return "", false
-}
-
 // looksLikeCond reports whether n can only be a COND, never a field name:
-// the empty string, a string starting with '!' or an unquoted !NAME tag.
+// the empty string or a string starting with '!'.
 func looksLikeCond(n *yaml.Node) bool {
-	if _, ok := customTag(n); ok {
-		return true
-	}
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == tagStr &&
 		(n.Value == "" || n.Value[0] == '!')
 }
 
-// expandTaggedCond handles the flow form `[!NAME, a, b]`: YAML reads the
-// comma as part of the tag and yields one node tagged "!NAME," with value
-// "a". It is split back into a negated COND and the value.
-func expandTaggedCond(items []*yaml.Node) ([]*yaml.Node, error) {
-	if len(items) == 0 {
-		return items, nil
-	}
-	t, ok := customTag(items[0])
-	if !ok || !strings.Contains(t, ",") {
-		return items, nil
-	}
-	name, ok := strings.CutSuffix(t, ",")
-	if !ok || strings.Contains(name, ",") {
-		return nil, fmt.Errorf("ambiguous condition tag %q: quote the condition, e.g. '!NAME'", t)
-	}
-	out := make([]*yaml.Node, 0, len(items)+1)
-	out = append(out, &yaml.Node{Kind: yaml.ScalarNode, Tag: name})
-	if v := items[0].Value; v != "" {
-		out = append(out, &yaml.Node{Kind: yaml.ScalarNode, Tag: tagStr, Value: v})
-	}
-	return append(out, items[1:]...), nil
-}
-
 // parseCond reads a COND node: the empty string (or null) always runs, NAME
-// and !NAME gate on condition NAME. An unquoted `!NAME`, which YAML reads as
-// a tag on an empty scalar, is the same as '!NAME'.
+// and '!NAME' gate on condition NAME.
 func parseCond(n *yaml.Node) (name string, negated bool, err error) {
-	if t, ok := customTag(n); ok {
-		if n.Value != "" {
-			return "", false, fmt.Errorf("condition: unexpected %q after tag %q; quote the condition, e.g. '!NAME'", n.Value, t)
-		}
-		name = t[1:]
-		if name == "" || name[0] == '!' {
-			return "", false, fmt.Errorf("invalid condition %q", t)
-		}
-		return name, true, nil
-	}
 	if n.Kind != yaml.ScalarNode {
 		return "", false, errors.New("the condition must be a string")
 	}
@@ -345,7 +350,7 @@ func parseCond(n *yaml.Node) (name string, negated bool, err error) {
 		return "", false, nil
 	case tagStr:
 	default:
-		return "", false, fmt.Errorf("the condition must be a string, got %s %q", n.ShortTag(), n.Value)
+		return "", false, fmt.Errorf("the condition must be a string, got %s %s", n.ShortTag(), clip.Quote(n.Value))
 	}
 	s := n.Value
 	if s == "" {
@@ -354,7 +359,7 @@ func parseCond(n *yaml.Node) (name string, negated bool, err error) {
 	if s[0] == '!' {
 		name = s[1:]
 		if name == "" || name[0] == '!' {
-			return "", false, fmt.Errorf("invalid condition %q", s)
+			return "", false, fmt.Errorf("invalid condition %s", clip.Quote(s))
 		}
 		return name, true, nil
 	}
@@ -378,6 +383,33 @@ func noAliases(n *yaml.Node) error {
 type args struct {
 	items        []*yaml.Node
 	touchesClass bool // an argument named the classname field
+	// outs are the fields the rule writes or removes, each once, and shrinks is set
+	// for a rule that removes fields it does not name (field_keep): Apply bounds
+	// the entry's size through them (see actBounded).
+	outs    []string
+	shrinks bool
+}
+
+// out reads argument i as a field the rule writes or removes.
+func (a *args) out(i int) (string, error) {
+	s, err := a.name(i)
+	if err == nil && !slices.Contains(a.outs, s) {
+		a.outs = append(a.outs, s)
+	}
+	return s, err
+}
+
+// outNames reads arguments from..end as fields the rule writes or removes.
+func (a *args) outNames(from int) ([]string, error) {
+	out := make([]string, 0, len(a.items)-from)
+	for i := from; i < len(a.items); i++ {
+		s, err := a.out(i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func (a *args) len() int { return len(a.items) }
@@ -480,7 +512,7 @@ func typedScalar(n *yaml.Node) any {
 func describe(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		return fmt.Sprintf("%s %q", n.ShortTag(), n.Value)
+		return fmt.Sprintf("%s %s", n.ShortTag(), clip.Quote(n.Value))
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.MappingNode:

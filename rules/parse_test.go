@@ -115,9 +115,25 @@ func TestParseErrors(t *testing.T) {
 		{"list condition", "- field_lower: [[c], a]", "rule 1: field_lower: the condition must be a string"},
 		{"bare bang condition", "- field_lower: ['!', a]", `rule 1: field_lower: invalid condition "!"`},
 		{"double bang condition", "- field_lower: ['!!c', a]", `rule 1: field_lower: invalid condition "!!c"`},
-		{"ambiguous tag", "- field_lower: [!c,a, b]", `rule 1: field_lower: ambiguous condition tag "!c,a,": quote the condition, e.g. '!NAME'`},
-		{"tag with value", "- field_lower: [!c x, a]", `rule 1: field_lower: condition: unexpected "x" after tag "!c"; quote the condition, e.g. '!NAME'`},
 		{"scalar discard int", "- discard: 5", `rule 1: discard: the condition must be a string, got !!int "5"`},
+
+		// YAML tags: an unquoted `!NAME` gate is a tag, which YAML drops from the value.
+		{"tag gate flow comma", "- set_condition: [is_prod, exists, env]\n- field_delete: [!is_prod, env]", `rule 2: line 2: YAML tag "!is_prod," is not allowed: quote the condition, e.g. '!is_prod'`},
+		{"tag gate with space", "- set_condition: [is_prod, exists, env]\n- field_delete: [!is_prod , env]", `rule 2: line 2: YAML tag "!is_prod" is not allowed: quote the condition, e.g. '!is_prod'`},
+		{"tag gate block list", "- set_condition: [is_prod, exists, env]\n- field_delete:\n  - !is_prod\n  - env", `rule 2: line 3: YAML tag "!is_prod" is not allowed: quote the condition, e.g. '!is_prod'`},
+		{"tag gate of discard", "- set_condition: [c, exists, a]\n- discard: !c", `rule 2: line 2: YAML tag "!c" is not allowed: quote the condition, e.g. '!c'`},
+		{"tag with value", "- field_lower: [!c x, a]", `rule 1: line 1: YAML tag "!c" is not allowed: quote the condition, e.g. '!c'`},
+		{"tag of a set_condition name", "- set_condition: [!c , exists, a]", `rule 1: line 1: YAML tag "!c" is not allowed: quote the condition, e.g. '!c'`},
+		{"tag of a rule name", "- !x field_noop: ''", `rule 1: line 1: YAML tag "!x" is not allowed: quote the condition, e.g. '!x'`},
+		{"tag of a rule", "- !x {field_noop: ''}", `rule 1: line 1: YAML tag "!x" is not allowed: quote the condition, e.g. '!x'`},
+		{"standard tag", "- field_noop:\n- field_set: ['', a, !!str 5]", `rule 2: line 2: YAML tag "!!str" is not allowed: remove it (quote a value that must stay text)`},
+		{"tag of the list", "!x\n- field_noop: ''", `line 1: YAML tag "!x" is not allowed: quote the condition, e.g. '!x'`},
+
+		// A gate names a condition the pipeline sets.
+		{"unknown condition", "- set_condition: [is_prod, exists, env]\n- field_delete: [is_prdo, env]", `rule 2: field_delete: unknown condition "is_prdo": no set_condition of the pipeline sets it`},
+		{"unknown negated condition", "- field_noop:\n- field_delete: ['!is_prod', env]", `rule 2: field_delete: unknown condition "is_prod": no set_condition of the pipeline sets it`},
+		{"unknown condition of discard", "- discard: gone", `rule 1: discard: unknown condition "gone": no set_condition of the pipeline sets it`},
+		{"unknown condition of set_condition's own gate", "- set_condition: [a, exists, x]\n- field_copy: [b, x, y]", `rule 2: field_copy: unknown condition "b": no set_condition of the pipeline sets it`},
 
 		{"bad regex", "- field_lower: a\n- field_upper: a\n- field_noop:\n- field_regexp_sub: ['', a, '(', x]", "rule 4: field_regexp_sub: invalid regex: error parsing regexp: missing closing ): `(`"},
 		{"bad regex old form", "- field_regexp_sub: [a, '[z-a]', x]", "rule 1: field_regexp_sub: invalid regex: error parsing regexp: invalid character class range: `z-a`"},
@@ -142,7 +158,6 @@ func TestParseErrors(t *testing.T) {
 		{"set_condition short", "- set_condition: [c]", "rule 1: set_condition needs a list [NAME, CHECKER, ARGS...]"},
 		{"set_condition empty name", "- set_condition: ['', exists, a]", "rule 1: set_condition: the condition name must be a non-empty string"},
 		{"set_condition negated name", "- set_condition: ['!c', exists, a]", `rule 1: set_condition: invalid condition name "!c": it must not start with '!'`},
-		{"set_condition tag name", "- set_condition: [!c , exists, a]", "rule 1: set_condition: the condition name must be a non-empty string"},
 		{"set_condition checker not a string", "- set_condition: [c, [eq], a, b]", "rule 1: set_condition: the checker name must be a string"},
 		{"unknown checker", "- set_condition: [c, contains, a, b]", `rule 1: set_condition: unknown checker "contains"`},
 		{"checker arity", "- set_condition: [c, eq, a]", "rule 1: set_condition: eq takes 2 arguments, got 1"},

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"dataservice/internal/clip"
 )
 
 // Entry is one record: the keys "classname", "keyname", "displayname",
@@ -57,8 +59,11 @@ type rule struct {
 	// touchesClass is set when the rule names the "classname" field, so
 	// Apply must verify afterwards that classname did not change.
 	touchesClass bool
-	// grows is set for rules whose output Apply bounds (spec.grows).
-	grows bool
+	// outs are the fields the rule writes or removes, each once; shrinks is set for
+	// field_keep, which removes fields it does not name. Apply bounds the entry's
+	// size through them.
+	outs    []string
+	shrinks bool
 }
 
 // classnameKey is the field that rules may not change.
@@ -99,6 +104,8 @@ func (p *Pipeline) Apply(e Entry, now time.Time) (discard bool, err error) {
 		conds = make([]bool, p.nconds)
 	}
 	origClass, hadClass := e[classnameKey]
+	size := -1 // the entry's bytes (entryBytes) while they are followed, else -1
+	var oldBuf [8]int
 	for i := range p.rules {
 		r := &p.rules[i]
 		if r.gate >= 0 && conds[r.gate] == r.negated {
@@ -113,13 +120,16 @@ func (p *Pipeline) Apply(e Entry, now time.Time) (discard bool, err error) {
 		case kindNoop:
 			continue
 		}
-		if err := r.act(e, now); err != nil {
-			return false, &RuleError{Pos: r.pos, Task: r.task, Err: err}
+		var err error
+		if r.shrinks {
+			// Nothing to bound: the size is counted again at the next rule that adds,
+			// a cost in proportion to field_keep's own.
+			err, size = r.act(e, now), -1
+		} else {
+			err = actBounded(r, e, now, &size, &oldBuf)
 		}
-		if r.grows {
-			if err := checkSizes(e); err != nil {
-				return false, &RuleError{Pos: r.pos, Task: r.task, Err: err}
-			}
+		if err != nil {
+			return false, &RuleError{Pos: r.pos, Task: r.task, Err: err}
 		}
 		if r.touchesClass {
 			if err := checkClassname(e, origClass, hadClass); err != nil {
@@ -130,27 +140,98 @@ func (p *Pipeline) Apply(e Entry, now time.Time) (discard bool, err error) {
 	return false, nil
 }
 
-// MaxValueBytes bounds a value a rule produces (a multi-valued field: its items'
-// total): past it the entry fails, so rules that double a value cannot exhaust memory.
-const MaxValueBytes = 1 << 20
+// Bounds of what rules make of one entry, so that no pipeline can exhaust memory,
+// whether it doubles a value (field_merge of a field with itself) or makes many
+// fields (thousands of field_join into scratch fields). Past a bound the entry fails
+// at the rule that crossed it. A rule that makes the entry smaller, or leaves it as
+// it is, never fails on them: an entry that came in larger still gets through rules
+// that do not add to it.
+const (
+	// MaxValueBytes bounds one value (a multi-valued field: its items' total).
+	MaxValueBytes = 1 << 20
+	// MaxEntryBytes bounds the whole entry: its field names and values, scratch
+	// fields included.
+	MaxEntryBytes = 16 << 20
+	// MaxEntryFields bounds the number of fields of the entry, scratch fields and
+	// classname, keyname, displayname and is_enabled included.
+	MaxEntryFields = 1000
+)
 
-// checkSizes refuses an entry holding a value larger than MaxValueBytes.
-func checkSizes(e Entry) error {
-	for k, v := range e {
+// valueBytes is what a value counts towards the bounds: the length of a text, 8 for
+// a number or boolean, the sum of its items for a list.
+func valueBytes(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x)
+	case nil:
+		return 0
+	case []any:
 		n := 0
-		switch x := v.(type) {
-		case string:
-			n = len(x)
-		case []any:
-			for _, it := range x {
-				if s, ok := it.(string); ok {
-					n += len(s)
-				}
+		for _, it := range x {
+			n += valueBytes(it)
+		}
+		return n
+	}
+	return 8
+}
+
+// fieldBytes is what field f of e counts towards MaxEntryBytes: 0 when absent.
+func fieldBytes(e Entry, f string) int {
+	v, ok := e[f]
+	if !ok {
+		return 0
+	}
+	return len(f) + valueBytes(v)
+}
+
+// entryBytes is the size of e as MaxEntryBytes counts it.
+func entryBytes(e Entry) int {
+	n := 0
+	for k, v := range e {
+		n += len(k) + valueBytes(v)
+	}
+	return n
+}
+
+// actBounded runs r, which writes only its outs, and refuses what it makes past the
+// bounds. The sizes of the outs before and after it keep *size (the entry's bytes,
+// -1 when not followed) current at a cost in proportion to the rule's own work: the
+// whole entry is counted only when a rule adds bytes while *size is not followed.
+func actBounded(r *rule, e Entry, now time.Time, size *int, buf *[8]int) error {
+	old := buf[:0]
+	if len(r.outs) > len(buf) {
+		old = make([]int, 0, len(r.outs))
+	}
+	for _, f := range r.outs {
+		old = append(old, fieldBytes(e, f))
+	}
+	nfields := len(e)
+	if err := r.act(e, now); err != nil {
+		return err
+	}
+	grew := false
+	for i, f := range r.outs {
+		n := fieldBytes(e, f)
+		if *size >= 0 {
+			*size += n - old[i]
+		}
+		if n > old[i] {
+			grew = true
+			if vb := n - len(f); vb > MaxValueBytes {
+				return fmt.Errorf("field %s: the value grew to %d bytes (at most %d)", clip.Quote(f), vb, MaxValueBytes)
 			}
 		}
-		if n > MaxValueBytes {
-			return fmt.Errorf("field %q: the value grew to %d bytes (at most %d)", k, n, MaxValueBytes)
+	}
+	if grew {
+		if *size < 0 {
+			*size = entryBytes(e)
 		}
+		if *size > MaxEntryBytes {
+			return fmt.Errorf("the entry grew to %d bytes (at most %d in all its fields)", *size, MaxEntryBytes)
+		}
+	}
+	if n := len(e); n > nfields && n > MaxEntryFields {
+		return fmt.Errorf("the entry grew to %d fields (at most %d)", n, MaxEntryFields)
 	}
 	return nil
 }
@@ -186,20 +267,30 @@ type ValueError struct {
 	Want  string
 }
 
-func (e *ValueError) Error() string { return fmt.Sprintf("cannot convert %q to %s", e.Value, e.Want) }
+func (e *ValueError) Error() string {
+	return fmt.Sprintf("cannot convert %s to %s", clip.Quote(e.Value), e.Want)
+}
 
 // checkClassname reports an error when e's classname differs from orig.
 func checkClassname(e Entry, orig any, had bool) error {
 	cur, has := e[classnameKey]
 	switch {
 	case had && !has:
-		return fmt.Errorf("field %q must not change: it was removed (was %#v)", classnameKey, orig)
+		return fmt.Errorf("field %q must not change: it was removed (was %s)", classnameKey, showValue(orig))
 	case !had && has:
-		return fmt.Errorf("field %q must not change: it was set to %#v", classnameKey, cur)
+		return fmt.Errorf("field %q must not change: it was set to %s", classnameKey, showValue(cur))
 	case had && !sameValue(orig, cur):
-		return fmt.Errorf("field %q must not change: %#v became %#v", classnameKey, orig, cur)
+		return fmt.Errorf("field %q must not change: %s became %s", classnameKey, showValue(orig), showValue(cur))
 	}
 	return nil
+}
+
+// showValue is v as Go syntax (%#v, so "1" and 1 differ), cut to clip's bound.
+func showValue(v any) string {
+	if s, ok := v.(string); ok {
+		return clip.Quote(s)
+	}
+	return clip.Text(fmt.Sprintf("%#v", v))
 }
 
 // sameValue reports whether a and b are the same field value. Unlike ==, it

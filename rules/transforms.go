@@ -17,6 +17,8 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/language"
+
+	"dataservice/internal/clip"
 )
 
 // specs is the table of transformation rules (set_condition is separate).
@@ -35,11 +37,11 @@ var specs = map[string]spec{
 	"field_toint":        {min: 1, max: -1, build: buildConvert(toInt)},
 	"field_tofloat":      {min: 1, max: -1, build: buildConvert(toFloat)},
 	"field_tostring":     {min: 1, max: -1, build: buildConvert(toString)},
-	"field_regexp_sub":   {min: 3, max: 3, oldForm: true, build: buildRegexpSub, grows: true},
-	"field_append":       {min: 2, max: 2, build: buildAffix(false), grows: true},
-	"field_prefix":       {min: 2, max: 2, build: buildAffix(true), grows: true},
-	"field_merge":        {min: 3, max: 4, build: buildMerge, grows: true},
-	"field_join":         {min: 3, max: -1, build: buildJoin, grows: true},
+	"field_regexp_sub":   {min: 3, max: 3, oldForm: true, build: buildRegexpSub},
+	"field_append":       {min: 2, max: 2, build: buildAffix(false)},
+	"field_prefix":       {min: 2, max: 2, build: buildAffix(true)},
+	"field_merge":        {min: 3, max: 4, build: buildMerge},
+	"field_join":         {min: 3, max: -1, build: buildJoin},
 	"field_md5":          {min: 2, max: -1, build: buildMD5},
 	"field_uuid":         {min: 1, max: -1, build: buildUUID},
 	"field_date_now":     {min: 1, max: -1, build: buildNow(dateLayout)},
@@ -57,7 +59,7 @@ const (
 
 // buildSet: field_set FIELD VALUE.
 func buildSet(a *args) (action, error) {
-	f, err := a.name(0)
+	f, err := a.out(0)
 	if err != nil {
 		return nil, err
 	}
@@ -86,9 +88,12 @@ func buildCopy(move bool) func(a *args) (action, error) {
 		if err != nil {
 			return nil, err
 		}
-		dst, err := a.name(1)
+		dst, err := a.out(1)
 		if err != nil {
 			return nil, err
+		}
+		if move {
+			_, _ = a.out(0) // read above: cannot fail
 		}
 		return func(e Entry, _ time.Time) error {
 			v, ok := e[src]
@@ -107,7 +112,7 @@ func buildCopy(move bool) func(a *args) (action, error) {
 
 // buildDelete: field_delete FIELD...
 func buildDelete(a *args) (action, error) {
-	fields, err := a.names(0)
+	fields, err := a.outNames(0)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +127,7 @@ func buildDelete(a *args) (action, error) {
 // buildAdd: field_add FIELD... sets each FIELD to the empty string, as the
 // reference application's 3.15 rule does (a value already there is replaced).
 func buildAdd(a *args) (action, error) {
-	fields, err := a.names(0)
+	fields, err := a.outNames(0)
 	if err != nil {
 		return nil, err
 	}
@@ -168,6 +173,7 @@ func buildKeep(a *args) (action, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.shrinks = true
 	keep := map[string]struct{}{
 		"classname": {}, "keyname": {}, "displayname": {}, "is_enabled": {},
 	}
@@ -187,7 +193,7 @@ func buildKeep(a *args) (action, error) {
 // buildText builds a rule applying fn to the text of each FIELD.
 func buildText(fn func(string) string) func(a *args) (action, error) {
 	return func(a *args) (action, error) {
-		fields, err := a.names(0)
+		fields, err := a.outNames(0)
 		if err != nil {
 			return nil, err
 		}
@@ -237,7 +243,7 @@ func noSpace(s string) string {
 // buildConvert builds field_toint, field_tofloat and field_tostring.
 func buildConvert(conv func(any) (any, error)) func(a *args) (action, error) {
 	return func(a *args) (action, error) {
-		fields, err := a.names(0)
+		fields, err := a.outNames(0)
 		if err != nil {
 			return nil, err
 		}
@@ -249,7 +255,7 @@ func buildConvert(conv func(any) (any, error)) func(a *args) (action, error) {
 				}
 				out, err := convertValue(v, conv)
 				if err != nil {
-					return fmt.Errorf("field %q: %w", f, err)
+					return fmt.Errorf("field %s: %w", clip.Quote(f), err)
 				}
 				e[f] = out
 			}
@@ -336,7 +342,7 @@ func toString(v any) (any, error) {
 
 // buildRegexpSub: field_regexp_sub FIELD REGEX REPLACEMENT.
 func buildRegexpSub(a *args) (action, error) {
-	f, err := a.name(0)
+	f, err := a.out(0)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +392,7 @@ func replaceBounded(re *regexp.Regexp, s, repl string) string {
 // TEXT (prefix=true).
 func buildAffix(prefix bool) func(a *args) (action, error) {
 	return func(a *args) (action, error) {
-		f, err := a.name(0)
+		f, err := a.out(0)
 		if err != nil {
 			return nil, err
 		}
@@ -415,7 +421,7 @@ func buildMerge(a *args) (action, error) {
 	if err != nil {
 		return nil, err
 	}
-	dst, err := a.name(2)
+	dst, err := a.out(2)
 	if err != nil {
 		return nil, err
 	}
@@ -434,7 +440,7 @@ func buildMerge(a *args) (action, error) {
 // buildJoin: field_join DST SEPARATOR SRC... Missing and nil sources are
 // skipped; the items of a multi-valued source are joined one by one.
 func buildJoin(a *args) (action, error) {
-	dst, err := a.name(0)
+	dst, err := a.out(0)
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +484,7 @@ func buildJoin(a *args) (action, error) {
 // buildMD5: field_md5 DST SRC... DST is the hex MD5 of the sources' text
 // joined by ":" (a missing source is "").
 func buildMD5(a *args) (action, error) {
-	dst, err := a.name(0)
+	dst, err := a.out(0)
 	if err != nil {
 		return nil, err
 	}
@@ -502,7 +508,7 @@ func buildMD5(a *args) (action, error) {
 
 // buildUUID: field_uuid FIELD... sets each FIELD to a new random UUID.
 func buildUUID(a *args) (action, error) {
-	fields, err := a.names(0)
+	fields, err := a.outNames(0)
 	if err != nil {
 		return nil, err
 	}
@@ -517,7 +523,7 @@ func buildUUID(a *args) (action, error) {
 // buildNow builds field_date_now, field_time_now and field_datetime_now.
 func buildNow(layout string) func(a *args) (action, error) {
 	return func(a *args) (action, error) {
-		fields, err := a.names(0)
+		fields, err := a.outNames(0)
 		if err != nil {
 			return nil, err
 		}
@@ -533,7 +539,7 @@ func buildNow(layout string) func(a *args) (action, error) {
 
 // buildDatetime: field_datetime FIELD EXPR.
 func buildDatetime(a *args) (action, error) {
-	f, err := a.name(0)
+	f, err := a.out(0)
 	if err != nil {
 		return nil, err
 	}
@@ -543,7 +549,7 @@ func buildDatetime(a *args) (action, error) {
 	}
 	offs, err := parseDateExpr(s)
 	if err != nil {
-		return nil, fmt.Errorf("invalid expression %q: %w", s, err)
+		return nil, fmt.Errorf("invalid expression %s: %w", clip.Quote(s), err)
 	}
 	return func(e Entry, now time.Time) error {
 		e[f] = evalDateExpr(now, offs).Format(dateTimeLayout)

@@ -285,8 +285,6 @@ func TestDiscard(t *testing.T) {
 		{"scalar gate", "- set_condition: [test, exists, t]\n- discard: test", Entry{"t": ""}, true, Entry{"t": ""}},
 		{"scalar gate false", "- set_condition: [test, exists, t]\n- discard: test", Entry{}, false, Entry{}},
 		{"negated", "- set_condition: [keep, exists, k]\n- discard: '!keep'", Entry{}, true, Entry{}},
-		{"negated tag", "- set_condition: [keep, exists, k]\n- discard: !keep", Entry{}, true, Entry{}},
-		{"negated tag kept", "- set_condition: [keep, exists, k]\n- discard: !keep\n- field_noop:", Entry{"k": 1.0}, false, Entry{"k": 1.0}},
 		{"before error", "- discard: ''\n- field_toint: a", Entry{"a": "x"}, true, Entry{"a": "x"}},
 	}
 	for _, tt := range tests {

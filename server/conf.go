@@ -5,6 +5,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"dataservice/internal/clip"
 	"dataservice/store"
 )
 
@@ -62,7 +63,7 @@ func parseConfigUpdates(body []byte) (map[string]string, error) {
 	for k, v := range entries[0].Fields {
 		text, ok := store.ScalarText(v)
 		if !ok {
-			return nil, store.Errorf(store.EInvalid, "configuration %s: value must be a scalar", k)
+			return nil, store.Errorf(store.EInvalid, "configuration %s: value must be a scalar", clip.Text(k))
 		}
 		out[k] = text
 	}

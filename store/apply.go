@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"dataservice/internal/clip"
 )
 
 // Actions an entry may ask for (its `_action`).
@@ -115,10 +117,10 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 		}
 	case ActionCreate, ActionUpdate:
 		if w.Old == nil && w.Action == ActionUpdate {
-			return Outcome{}, Errorf(ENotFound, "%s %q not found", w.Schema.Keyname, keyOf(w))
+			return Outcome{}, Errorf(ENotFound, "%s %s not found", w.Schema.Keyname, clip.Quote(keyOf(w)))
 		}
 	default:
-		return Outcome{}, Errorf(EInvalid, "unknown _action %q", w.Action)
+		return Outcome{}, Errorf(EInvalid, "unknown _action %s", clip.Quote(w.Action))
 	}
 	if w.New == nil {
 		return Outcome{}, Errorf(EInvalid, "%s: %s needs the new state", w.Schema.Keyname, w.Action)
@@ -156,7 +158,7 @@ func (tx *Tx) applyDelete(ctx context.Context, w Write, opts ApplyOptions) (Outc
 func (tx *Tx) applyEnabled(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
 	s, old := w.Schema, w.Old
 	if old == nil {
-		return Outcome{}, Errorf(ENotFound, "%s %q not found", s.Keyname, keyOf(w))
+		return Outcome{}, Errorf(ENotFound, "%s %s not found", s.Keyname, clip.Quote(keyOf(w)))
 	}
 	want := w.Action == ActionEnable
 	if old.IsEnabled == want {

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"unicode/utf8"
+
+	"dataservice/internal/clip"
 )
 
 // ConfigDef is a configuration entry defined in code.
@@ -64,12 +66,12 @@ func configDef(key string) (ConfigDef, bool) {
 func ValidateConfig(key, value string) error {
 	d, ok := configDef(key)
 	if !ok {
-		return Errorf(EInvalid, "unknown configuration key %q", key)
+		return Errorf(EInvalid, "unknown configuration key %s", clip.Quote(key))
 	}
 	if d.Int {
 		n, err := strconv.Atoi(value)
 		if err != nil {
-			return Errorf(EInvalid, "configuration %s: %q is not an integer", key, value)
+			return Errorf(EInvalid, "configuration %s: %s is not an integer", key, clip.Quote(value))
 		}
 		if n < d.Min || n > d.Max {
 			return Errorf(EInvalid, "configuration %s: %d is outside %d..%d", key, n, d.Min, d.Max)
@@ -84,7 +86,7 @@ func ValidateConfig(key, value string) error {
 		// request that relies on the configured delimiter.
 		switch r[0] {
 		case '"', '\r', '\n', 0, utf8.RuneError:
-			return Errorf(EInvalid, "configuration CSV_DELIMITER: %q cannot be a delimiter (quote, newline, NUL or U+FFFD)", value)
+			return Errorf(EInvalid, "configuration CSV_DELIMITER: %s cannot be a delimiter (quote, newline, NUL or U+FFFD)", clip.Quote(value))
 		}
 	}
 	return nil

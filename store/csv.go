@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"dataservice/internal/clip"
 )
 
 // CSVOptions say how a CSV document becomes load entries: every row is an entry of
@@ -100,7 +102,7 @@ func ParseCSV(body []byte, o CSVOptions) ([]*Entry, error) {
 			return nil, Errorf(EInvalid, "invalid CSV: empty column name in the header")
 		}
 		if seen[h] {
-			return nil, Errorf(EInvalid, "invalid CSV: duplicate column %s", h)
+			return nil, Errorf(EInvalid, "invalid CSV: duplicate column %s", clip.Text(h))
 		}
 		seen[h] = true
 		if h == o.Keyfield {
@@ -113,7 +115,7 @@ func ParseCSV(body []byte, o CSVOptions) ([]*Entry, error) {
 			found = append(found[:20:20], "...")
 		}
 		return nil, Errorf(EInvalid, "invalid CSV: no column named %s (keyfield); the header has %s (split on %q: "+
-			"set delimiter= or the configuration CSV_DELIMITER)", o.Keyfield, strings.Join(found, ", "), string(o.delim))
+			"set delimiter= or the configuration CSV_DELIMITER)", clip.Text(o.Keyfield), clip.Text(strings.Join(found, ", ")), string(o.delim))
 	}
 	tooManyCells := func() error {
 		return Errorf(ETooLarge, "more than %d cells (rows × columns) in one request; split the file", o.MaxCells)

@@ -2,6 +2,8 @@ package store
 
 import (
 	"strings"
+
+	"dataservice/internal/clip"
 )
 
 // Entry is one object of a load document: its keys in Fields, their order in Order,
@@ -100,7 +102,7 @@ func (e *Entry) prepare(action string) error {
 		if !ok {
 			t, scalar := scalarText(v)
 			if b, ok = BoolWord(t); !ok || !scalar {
-				return Errorf(EInvalid, "is_enabled %q is not a boolean", t)
+				return Errorf(EInvalid, "is_enabled %s is not a boolean", clip.Quote(t))
 			}
 		}
 		e.IsEnabled = &b
@@ -118,7 +120,7 @@ func (e *Entry) prepare(action string) error {
 	case "create_or_update":
 		e.Action = ActionCreate
 	default:
-		return Errorf(EInvalid, "unknown _action %q", e.Action)
+		return Errorf(EInvalid, "unknown _action %s", clip.Quote(e.Action))
 	}
 	return nil
 }

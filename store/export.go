@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"dataservice/internal/clip"
 )
 
 // InstanceDoc renders an instance in the load format: header keys, then the schema's
@@ -86,7 +88,7 @@ func (db *DB) external(ctx context.Context, auth *Auth, s *Schema, in *Instance,
 // and all their instances in the load format, as YAML or JSON. Secrets never appear.
 func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format string) error {
 	if format != "yaml" && format != "json" {
-		return Errorf(EInvalid, "unknown export format %q (yaml or json)", format)
+		return Errorf(EInvalid, "unknown export format %s (yaml or json)", clip.Quote(format))
 	}
 	var schemas []*Schema
 	for _, n := range names {

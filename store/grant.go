@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"dataservice/internal/clip"
 )
 
 // grantClasses are the classes whose instances confer permissions on someone.
@@ -60,7 +62,7 @@ func (tx *Tx) containGrant(ctx context.Context, auth *Auth, s *Schema, old, next
 		}
 		if extra := g.beyond(auth); len(extra) > 0 {
 			return Errorf(EForbidden, "permission denied: %s %s would grant permissions you do not hold (%s)",
-				s.Keyname, in.Keyname, strings.Join(extra, ", "))
+				s.Keyname, clip.Text(in.Keyname), clip.Text(strings.Join(extra, ", ")))
 		}
 	}
 	return nil

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"dataservice/internal/clip"
 )
 
 // Instance is a record of a schema.
@@ -47,7 +49,7 @@ func scanInstance(r scanner) (*Instance, error) {
 
 func notFoundInstance(cls, key string, err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
-		return Errorf(ENotFound, "%s %q not found", cls, key)
+		return Errorf(ENotFound, "%s %s not found", cls, clip.Quote(key))
 	}
 	return fmt.Errorf("read %s %s: %w", cls, key, err)
 }
@@ -406,7 +408,7 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 		res, err := tx.exec(ctx, q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
 		if err != nil {
 			if isUnique(err) {
-				return false, nil, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
+				return false, nil, Errorf(EConflict, "%s %s already exists", in.Classname, clip.Quote(in.Keyname))
 			}
 			return false, nil, fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
 		}
@@ -426,7 +428,7 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 		}
 		if _, err := tx.exec(ctx, q, args...); err != nil {
 			if isUnique(err) {
-				return false, nil, Errorf(EConflict, "%s %q already exists", in.Classname, in.Keyname)
+				return false, nil, Errorf(EConflict, "%s %s already exists", in.Classname, clip.Quote(in.Keyname))
 			}
 			return false, nil, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
 		}

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"dataservice/internal/clip"
 )
 
 // IPv4Holder is an instance holding an address in one of its ipv4 fields.
@@ -147,7 +149,7 @@ func holds(v any, addr string) bool {
 // a text test in SQL before the exact one.
 func (db *DB) InstancesReferencing(ctx context.Context, cls, field, key string, limit int) ([]*Instance, error) {
 	if !fieldNameRE.MatchString(field) {
-		return nil, Errorf(EInvalid, "invalid field name %q", field)
+		return nil, Errorf(EInvalid, "invalid field name %s", clip.Quote(field))
 	}
 	rows, err := db.r.QueryContext(ctx, `SELECT `+instanceCols+` FROM instances
 		WHERE classname = ? AND instr(data, ?) > 0

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"dataservice/internal/clip"
 )
 
 var (
@@ -47,8 +49,8 @@ func ParseDocumentLenient(name string, data []byte) ([]*Entry, []string, error) 
 				// The warning names the key, never the value: the value may be a plain
 				// secret (a "password:..." line), and warnings reach replies and logs.
 				key := strings.TrimPrefix(strings.TrimSpace(string(sm[1])), "- ")
-				warnings = append(warnings, fmt.Sprintf("%s: line %d: no space after ':' after key %q; read as if there were one",
-					name, at+1, key))
+				warnings = append(warnings, fmt.Sprintf("%s: line %d: no space after ':' after key %s; read as if there were one",
+					name, at+1, clip.Quote(key)))
 				fixed = true
 				break
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"dataservice/internal/clip"
 	"dataservice/rules"
 )
 
@@ -135,8 +136,9 @@ func (r *LoadResult) fail(e *Entry, err error) {
 		// prepare failed or a keyname mode rewrote nothing yet: name the entry as written.
 		cls, key = e.Key()
 	}
-	r.Messages = append(r.Messages, EntryError{File: e.File, Index: e.Index, Classname: cls,
-		Keyname: key, Message: ErrorMessage(err)})
+	// The entry is named as written, which may be any size: cut like quoted input.
+	r.Messages = append(r.Messages, EntryError{File: e.File, Index: e.Index, Classname: clip.Text(cls),
+		Keyname: clip.Text(key), Message: ErrorMessage(err)})
 }
 
 // Load loads entries, committing every BatchSize entries. Each entry is applied
@@ -427,7 +429,7 @@ func (l *loader) applyEntry(ctx context.Context, e *Entry) (string, error) {
 	}
 	s, err := tx.Schema(ctx, e.Classname)
 	if IsNotFound(err) {
-		return "", Errorf(EInvalid, "unknown class %q", e.Classname)
+		return "", Errorf(EInvalid, "unknown class %s", clip.Quote(e.Classname))
 	}
 	if err != nil {
 		return "", err
@@ -444,10 +446,10 @@ func resolveKeyname(s *Schema, e *Entry) error {
 		case e.HasDisplayname && e.Displayname != "":
 			hex, err := HexIP(strings.TrimSpace(e.Displayname))
 			if err != nil {
-				return Errorf(EInvalid, "%s: displayname %q must be an IPv4 address (keyname mode hexip)", s.Keyname, e.Displayname)
+				return Errorf(EInvalid, "%s: displayname %s must be an IPv4 address (keyname mode hexip)", s.Keyname, clip.Quote(e.Displayname))
 			}
 			if e.Keyname != "" && e.Keyname != hex && e.Keyname != strings.TrimSpace(e.Displayname) {
-				return Errorf(EInvalid, "%s: keyname %q does not match displayname %s (expected %s)", s.Keyname, e.Keyname, e.Displayname, hex)
+				return Errorf(EInvalid, "%s: keyname %s does not match displayname %s (expected %s)", s.Keyname, clip.Quote(e.Keyname), e.Displayname, hex)
 			}
 			e.Displayname, e.Keyname = strings.TrimSpace(e.Displayname), hex
 		case IsDottedIPv4(e.Keyname):
@@ -458,16 +460,16 @@ func resolveKeyname(s *Schema, e *Entry) error {
 			// instance never lacks its displayname.
 			e.Displayname, e.HasDisplayname = dottedOfHex(e.Keyname), true
 		default:
-			return Errorf(EInvalid, "%s: keyname %q: keyname mode hexip needs an IPv4 address in displayname or keyname", s.Keyname, e.Keyname)
+			return Errorf(EInvalid, "%s: keyname %s: keyname mode hexip needs an IPv4 address in displayname or keyname", s.Keyname, clip.Quote(e.Keyname))
 		}
 	case len(mode) > 1 && mode[0] == "dataformat":
 		f := &Field{Keyname: "keyname", Dataformat: mode[1], DataformatExt: strings.Join(mode[2:], " "), CardinalMax: 1}
 		v, _, err := f.normalizeOne(e.Keyname, nil)
 		if err != nil {
-			return Errorf(EInvalid, "%s: keyname %q is not valid for keyname mode %q: %s", s.Keyname, e.Keyname, s.KeynameMode, ErrorMessage(err))
+			return Errorf(EInvalid, "%s: keyname %s is not valid for keyname mode %s: %s", s.Keyname, clip.Quote(e.Keyname), clip.Quote(s.KeynameMode), ErrorMessage(err))
 		}
 		if t, _ := scalarText(v); t != e.Keyname {
-			return Errorf(EInvalid, "%s: keyname %q is not in canonical form (%s)", s.Keyname, e.Keyname, t)
+			return Errorf(EInvalid, "%s: keyname %s is not in canonical form (%s)", s.Keyname, clip.Quote(e.Keyname), t)
 		}
 	}
 	return CheckKeyname(e.Keyname)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+
+	"dataservice/internal/clip"
 )
 
 // Permission is a named right.
@@ -42,7 +44,7 @@ func (tx *Tx) permission(ctx context.Context, key string) (*Permission, error) {
 	err := tx.queryRow(ctx, "SELECT id, keyname, displayname, description, is_builtin FROM permissions WHERE keyname = ?", key).
 		Scan(&p.ID, &p.Keyname, &p.Displayname, &p.Description, &p.IsBuiltin)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(ENotFound, "permission %q not found", key)
+		return nil, Errorf(ENotFound, "permission %s not found", clip.Quote(key))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read permission %s: %w", key, err)
@@ -62,7 +64,7 @@ func (tx *Tx) deletePermission(ctx context.Context, key string) error {
 // putPermission applies a `_permission` entry.
 func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string, error) {
 	if !permNameRE.MatchString(e.Keyname) {
-		return "", Errorf(EInvalid, "permission keyname %q is not valid", e.Keyname)
+		return "", Errorf(EInvalid, "permission keyname %s is not valid", clip.Quote(e.Keyname))
 	}
 	old, err := tx.permission(ctx, e.Keyname)
 	if err != nil && !IsNotFound(err) {
@@ -79,7 +81,7 @@ func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string,
 			return OutUnchanged, nil
 		}
 		if old.IsBuiltin {
-			return "", Errorf(EForbidden, "permission %q is built-in and cannot be deleted", e.Keyname)
+			return "", Errorf(EForbidden, "permission %s is built-in and cannot be deleted", clip.Quote(e.Keyname))
 		}
 		if _, err := tx.exec(ctx, "DELETE FROM permissions WHERE id = ?", old.ID); err != nil {
 			return "", fmt.Errorf("delete permission %s: %w", e.Keyname, err)
@@ -101,7 +103,7 @@ func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string,
 		}
 	case "update":
 		if !exists {
-			return "", Errorf(ENotFound, "permission %q not found", e.Keyname)
+			return "", Errorf(ENotFound, "permission %s not found", clip.Quote(e.Keyname))
 		}
 	}
 	next := Permission{Keyname: e.Keyname, IsBuiltin: system}

@@ -65,7 +65,14 @@ func (db *DB) PipelineByID(ctx context.Context, id int64) (*Pipeline, error) {
 // `_pipeline` both check content through it.
 func PipelineContent(v any) (string, error) {
 	text, _ := scalarText(v)
-	norm, _ := rules.Normalize(text)
+	norm, changed := rules.Normalize(text)
+	if changed && norm == "[]" {
+		// Normalize is the migration's rule, which turns unparsable content into an
+		// empty list: a write is refused instead, naming what is wrong.
+		if err := rules.Check(text); err != nil {
+			return "", Errorf(EInvalid, "content: %v", err)
+		}
+	}
 	if err := rules.Check(norm); err != nil {
 		return "", Errorf(EInvalid, "content: %v", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"dataservice/internal/clip"
 )
 
 // RenameReport is what a cascading rename did.
@@ -21,11 +23,11 @@ func checkKeynameFor(s *Schema, key, displayname string) error {
 	e := &Entry{Keyname: key}
 	if strings.HasPrefix(s.KeynameMode, "hexip") {
 		if !isHexIP(key) {
-			return Errorf(EInvalid, "%s: keyname %q is not 8 lowercase hex digits (keyname mode hexip)", s.Keyname, key)
+			return Errorf(EInvalid, "%s: keyname %s is not 8 lowercase hex digits (keyname mode hexip)", s.Keyname, clip.Quote(key))
 		}
 		if displayname != "" {
 			if hex, err := HexIP(displayname); err != nil || hex != key {
-				return Errorf(EInvalid, "%s: keyname %q does not match displayname %q", s.Keyname, key, displayname)
+				return Errorf(EInvalid, "%s: keyname %s does not match displayname %s", s.Keyname, clip.Quote(key), clip.Quote(displayname))
 			}
 		}
 		return nil
@@ -43,7 +45,7 @@ func (tx *Tx) CheckRename(ctx context.Context, s *Schema, in *Instance, newKey s
 		return err
 	}
 	if exists {
-		return Errorf(EConflict, "%s %q already exists", s.Keyname, newKey)
+		return Errorf(EConflict, "%s %s already exists", s.Keyname, clip.Quote(newKey))
 	}
 	return nil
 }
@@ -109,7 +111,7 @@ func (tx *Tx) convertKeyname(ctx context.Context, in *Instance, newKey, displayn
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		// The unique (classname, keyname) index refused the row, or the row is gone.
 		if exists, xerr := tx.instanceExists(ctx, in.Classname, newKey); xerr == nil && exists {
-			return Errorf(EConflict, "%s %q already exists", in.Classname, newKey)
+			return Errorf(EConflict, "%s %s already exists", in.Classname, clip.Quote(newKey))
 		}
 		return Errorf(ENotFound, "convert %s %s: instance not found", in.Classname, in.Keyname)
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"dataservice/internal/clip"
 )
 
 // checkKeynameMode validates a schema's keyname_mode.
@@ -16,21 +18,21 @@ func checkKeynameMode(m string) error {
 		return nil
 	case len(w) >= 2 && w[0] == "dataformat":
 		if !dataformats[w[1]] || w[1] == "external" || w[1] == "secret" {
-			return Errorf(EInvalid, "keyname_mode %q: unknown dataformat %q", m, w[1])
+			return Errorf(EInvalid, "keyname_mode %s: unknown dataformat %s", clip.Quote(m), clip.Quote(w[1]))
 		}
 		return nil
 	}
-	return Errorf(EInvalid, "keyname_mode %q: expected edit, hexip or dataformat <dataformat> [ext...]", m)
+	return Errorf(EInvalid, "keyname_mode %s: expected edit, hexip or dataformat <dataformat> [ext...]", clip.Quote(m))
 }
 
 // putSchema applies a `_schema` entry. It returns the outcome.
 func (tx *Tx) putSchema(ctx context.Context, e *Entry, action string, system bool) (string, error) {
 	name := e.Keyname
 	if !schemaNameRE.MatchString(name) {
-		return "", Errorf(EInvalid, "schema keyname %q must match [a-z_][a-z0-9_]{0,127}", name)
+		return "", Errorf(EInvalid, "schema keyname %s must match [a-z_][a-z0-9_]{0,127}", clip.Quote(name))
 	}
 	if strings.HasPrefix(name, "_") && !system {
-		return "", Errorf(EForbidden, "schema %q: names starting with _ are built-in", name)
+		return "", Errorf(EForbidden, "schema %s: names starting with _ are built-in", clip.Quote(name))
 	}
 	old, err := tx.Schema(ctx, name)
 	if err != nil && !IsNotFound(err) {
@@ -46,7 +48,7 @@ func (tx *Tx) putSchema(ctx context.Context, e *Entry, action string, system boo
 		}
 	case "update":
 		if !exists {
-			return "", Errorf(ENotFound, "schema %q not found", name)
+			return "", Errorf(ENotFound, "schema %s not found", clip.Quote(name))
 		}
 	case "delete":
 		if !exists {
@@ -55,7 +57,7 @@ func (tx *Tx) putSchema(ctx context.Context, e *Entry, action string, system boo
 		return OutDeleted, tx.deleteSchema(ctx, old, system)
 	case "enable", "disable":
 		if !exists {
-			return "", Errorf(ENotFound, "schema %q not found", name)
+			return "", Errorf(ENotFound, "schema %s not found", clip.Quote(name))
 		}
 		want := action == "enable"
 		if old.IsEnabled == want {
@@ -163,7 +165,7 @@ func (s *Schema) setAttr(k string, v any) error {
 		b, ok := v.(bool)
 		if !ok {
 			if b, ok = BoolWord(text); !ok {
-				return Errorf(EInvalid, "schema %s: is_enabled %q is not a boolean", s.Keyname, text)
+				return Errorf(EInvalid, "schema %s: is_enabled %s is not a boolean", s.Keyname, clip.Quote(text))
 			}
 		}
 		s.IsEnabled = b
@@ -191,14 +193,14 @@ func (s *Schema) setAttr(k string, v any) error {
 // applyField merges a field definition into s; it reports whether the field is to be deleted.
 func (s *Schema) applyField(name string, attrs map[string]any, pos int) (bool, error) {
 	if !fieldNameRE.MatchString(name) || headerKeys[name] {
-		return false, Errorf(EInvalid, "schema %s: %q is not a valid field name", s.Keyname, name)
+		return false, Errorf(EInvalid, "schema %s: %s is not a valid field name", s.Keyname, clip.Quote(name))
 	}
 	f := s.byName[name]
 	action, _ := scalarText(attrs["_action"])
 	switch action {
 	case "", "create", "update", "init", "noop", "delete", "create_or_update":
 	default:
-		return false, Errorf(EInvalid, "schema %s: field %s: unknown _action %q", s.Keyname, name, action)
+		return false, Errorf(EInvalid, "schema %s: field %s: unknown _action %s", s.Keyname, name, clip.Quote(action))
 	}
 	switch {
 	case action == "noop":
@@ -233,7 +235,7 @@ func (s *Schema) applyField(name string, attrs map[string]any, pos int) (bool, e
 		}
 		text, scalar := scalarText(v)
 		bad := func(what string) (bool, error) {
-			return false, Errorf(EInvalid, "schema %s: field %s: %s %q is not %s", s.Keyname, name, k, text, what)
+			return false, Errorf(EInvalid, "schema %s: field %s: %s %s is not %s", s.Keyname, name, k, clip.Quote(text), what)
 		}
 		switch k {
 		case "displayname":
@@ -242,7 +244,7 @@ func (s *Schema) applyField(name string, attrs map[string]any, pos int) (bool, e
 			f.Description = text
 		case "dataformat":
 			if !dataformats[text] {
-				return false, Errorf(EInvalid, "schema %s: field %s: unknown dataformat %q", s.Keyname, name, text)
+				return false, Errorf(EInvalid, "schema %s: field %s: unknown dataformat %s", s.Keyname, name, clip.Quote(text))
 			}
 			// Stored hashes would become readable values of the new dataformat.
 			if existed && f.Dataformat == "secret" && text != "secret" {
@@ -386,14 +388,14 @@ func (tx *Tx) deleteField(ctx context.Context, classname, keyname string) error 
 
 func (tx *Tx) deleteSchema(ctx context.Context, s *Schema, system bool) error {
 	if s.IsBuiltin && !system {
-		return Errorf(EForbidden, "schema %q is built-in and cannot be deleted", s.Keyname)
+		return Errorf(EForbidden, "schema %s is built-in and cannot be deleted", clip.Quote(s.Keyname))
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM instances WHERE classname = ?", s.Keyname).Scan(&n); err != nil {
 		return fmt.Errorf("delete schema %s: %w", s.Keyname, err)
 	}
 	if n > 0 {
-		return Errorf(EConflict, "schema %q still has %d instances; delete them first", s.Keyname, n)
+		return Errorf(EConflict, "schema %s still has %d instances; delete them first", clip.Quote(s.Keyname), n)
 	}
 	before := mustJSON(s.Doc())
 	if _, err := tx.ExecContext(ctx, "DELETE FROM schemas WHERE keyname = ?", s.Keyname); err != nil {

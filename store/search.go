@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+
+	"dataservice/internal/clip"
 )
 
 // SearchCountSlack bounds the counting of a search's matches: without ListQuery.ExactCount
@@ -35,7 +37,7 @@ func sortColumn(s *Schema, sort string) (string, error) {
 	switch col {
 	case "", "id":
 		if desc {
-			return "", Errorf(EInvalid, "cannot sort by %q", sort)
+			return "", Errorf(EInvalid, "cannot sort by %s", clip.Quote(sort))
 		}
 		return "", nil
 	case "keyname", "displayname", "is_enabled", "created_at", "updated_at":
@@ -43,7 +45,7 @@ func sortColumn(s *Schema, sort string) (string, error) {
 	default:
 		f := s.Field(col)
 		if f == nil || f.Dataformat == "secret" || !fieldNameRE.MatchString(col) {
-			return "", Errorf(EInvalid, "cannot sort by %q", col)
+			return "", Errorf(EInvalid, "cannot sort by %s", clip.Quote(col))
 		}
 		expr = "json_extract(i.data, '$." + col + "')"
 	}

@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"dataservice/internal/clip"
 )
 
 // Dataformats a field may have. "secret" is hashed on write and never leaves the store.
@@ -56,12 +58,12 @@ func CheckKeyname(k string) error {
 	}
 	for _, r := range k {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return Errorf(EInvalid, "keyname %q contains whitespace or a control character", k)
+			return Errorf(EInvalid, "keyname %s contains whitespace or a control character", clip.Quote(k))
 		}
 		// Format characters (bidi overrides, zero-width joiners and spaces) make two
 		// different keynames look the same, or one look like another.
 		if unicode.Is(unicode.Cf, r) {
-			return Errorf(EInvalid, "keyname %q contains an invisible format character (U+%04X)", k, r)
+			return Errorf(EInvalid, "keyname %s contains an invisible format character (U+%04X)", clip.Quote(k), r)
 		}
 	}
 	return nil
@@ -207,7 +209,7 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 		}
 		b, ok := BoolWord(text)
 		if !ok {
-			return nil, false, f.invalid("%q is not a boolean", text)
+			return nil, false, f.invalid("%s is not a boolean", clip.Quote(text))
 		}
 		return b, true, nil
 	}
@@ -227,7 +229,7 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 				}
 			}
 			if ferr != nil || fl != math.Trunc(fl) || math.Abs(fl) > 1<<53 {
-				return nil, false, f.invalid("%q is not an integer", text)
+				return nil, false, f.invalid("%s is not an integer", clip.Quote(text))
 			}
 			n = int64(fl)
 		}
@@ -243,7 +245,7 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 			}
 		}
 		if err != nil || math.IsNaN(fl) || math.IsInf(fl, 0) {
-			return nil, false, f.invalid("%q is not a number", text)
+			return nil, false, f.invalid("%s is not a number", clip.Quote(text))
 		}
 		if err := checkBounds(f.DataformatExt, fl); err != nil {
 			return nil, false, f.invalid("%v %v", fl, err)
@@ -251,13 +253,13 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 		return fl, true, nil
 	case "date":
 		if _, err := time.Parse("2006-01-02", text); err != nil {
-			return nil, false, f.invalid("%q is not a date (YYYY-MM-DD)", text)
+			return nil, false, f.invalid("%s is not a date (YYYY-MM-DD)", clip.Quote(text))
 		}
 		return text, true, nil
 	case "datetime":
 		t, err := time.Parse("2006-01-02T15:04:05", strings.Replace(text, " ", "T", 1))
 		if err != nil {
-			return nil, false, f.invalid("%q is not a datetime (YYYY-MM-DDTHH:MM:SS)", text)
+			return nil, false, f.invalid("%s is not a datetime (YYYY-MM-DDTHH:MM:SS)", clip.Quote(text))
 		}
 		return t.Format("2006-01-02T15:04:05"), true, nil
 	case "ipv4":
@@ -267,12 +269,12 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 		return text, true, nil
 	case "user", "group":
 		if err := CheckKeyname(text); err != nil {
-			return nil, false, f.invalid("%q is not a valid %s name", text, f.Dataformat)
+			return nil, false, f.invalid("%s is not a valid %s name", clip.Quote(text), f.Dataformat)
 		}
 		return text, true, nil
 	case "schema":
 		if err := CheckKeyname(text); err != nil {
-			return nil, false, f.invalid("%q is not a valid keyname", text)
+			return nil, false, f.invalid("%s is not a valid keyname", clip.Quote(text))
 		}
 		target := strings.Fields(f.DataformatExt)
 		if len(target) == 0 {
@@ -286,7 +288,7 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 			return nil, false, err
 		}
 		if !ok {
-			return nil, false, &errUnresolved{fmt.Sprintf("field %s: no %s instance %q", f.Keyname, target[0], text)}
+			return nil, false, &errUnresolved{fmt.Sprintf("field %s: no %s instance %s", f.Keyname, target[0], clip.Quote(text))}
 		}
 		return text, true, nil
 	case "enumerate":
@@ -298,14 +300,14 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 			return nil, false, err
 		}
 		if values == nil {
-			return nil, false, &errUnresolved{fmt.Sprintf("field %s: no enumerate %q", f.Keyname, f.DataformatExt)}
+			return nil, false, &errUnresolved{fmt.Sprintf("field %s: no enumerate %s", f.Keyname, clip.Quote(f.DataformatExt))}
 		}
 		if !values[text] {
-			return nil, false, f.invalid("%q is not a value of enumerate %s", text, f.DataformatExt)
+			return nil, false, f.invalid("%s is not a value of enumerate %s", clip.Quote(text), f.DataformatExt)
 		}
 		return text, true, nil
 	}
-	return nil, false, f.invalid("unknown dataformat %q", f.Dataformat)
+	return nil, false, f.invalid("unknown dataformat %s", clip.Quote(f.Dataformat))
 }
 
 func checkTextExt(ext, text string) error {
@@ -370,16 +372,16 @@ func CheckIPv4(s, ext string) error {
 	if !subnet {
 		a, err := netip.ParseAddr(s)
 		if err != nil || !a.Is4() || a.String() != s {
-			return fmt.Errorf("%q is not an IPv4 address", s)
+			return fmt.Errorf("%s is not an IPv4 address", clip.Quote(s))
 		}
 		return nil
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil || !p.Addr().Is4() || p.String() != s {
-		return fmt.Errorf("%q is not an IPv4 subnet (A.B.C.D/N)", s)
+		return fmt.Errorf("%s is not an IPv4 subnet (A.B.C.D/N)", clip.Quote(s))
 	}
 	if strict && p.Masked() != p {
-		return fmt.Errorf("%q has host bits set (expected %s)", s, p.Masked())
+		return fmt.Errorf("%s has host bits set (expected %s)", clip.Quote(s), p.Masked())
 	}
 	return nil
 }
@@ -389,7 +391,7 @@ func CheckIPv4(s, ext string) error {
 func HexIP(dotted string) (string, error) {
 	a, err := netip.ParseAddr(dotted)
 	if err != nil || !a.Is4() || a.String() != dotted {
-		return "", Errorf(EInvalid, "%q is not an IPv4 address", dotted)
+		return "", Errorf(EInvalid, "%s is not an IPv4 address", clip.Quote(dotted))
 	}
 	b := a.As4()
 	return fmt.Sprintf("%02x%02x%02x%02x", b[0], b[1], b[2], b[3]), nil

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"dataservice/internal/clip"
 	"dataservice/store"
 )
 
@@ -120,7 +121,7 @@ func MayRun(auth *store.Auth, pl *store.Pipeline) error {
 // other than _user cannot be run; auth must read s, and for a real run update it.
 func Runnable(auth *store.Auth, s *store.Schema, dryrun bool) error {
 	if strings.HasPrefix(s.Keyname, "_") && s.Keyname != "_user" {
-		return store.Errorf(store.EInvalid, "schema %q cannot be run (built-in class)", s.Keyname)
+		return store.Errorf(store.EInvalid, "schema %s cannot be run (built-in class)", clip.Quote(s.Keyname))
 	}
 	if !store.CanRead(auth, s) {
 		return store.Errorf(store.EInvalid, "permission denied: reading %s", s.Keyname)

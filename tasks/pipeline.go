@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"dataservice/internal/clip"
 	"dataservice/rules"
 	"dataservice/store"
 )
@@ -328,7 +329,7 @@ func entryOf(e rules.Entry, s *store.Schema, in *store.Instance) (all bool) {
 func (x *pipelineRun) fail(in *store.Instance, err error) {
 	x.res.Errors++
 	if len(x.res.ErrorMessages) < maxListed {
-		x.res.ErrorMessages = append(x.res.ErrorMessages, fmt.Sprintf("%s %s: %s", in.Classname, in.Keyname, errText(err)))
+		x.res.ErrorMessages = append(x.res.ErrorMessages, fmt.Sprintf("%s %s: %s", in.Classname, clip.Text(in.Keyname), errText(err)))
 	}
 }
 
@@ -441,7 +442,7 @@ func newState(next *store.Instance, s *store.Schema, in *store.Instance, e rules
 		if !isBool {
 			var okWord bool
 			if b, okWord = store.BoolWord(textOf(v)); !okWord {
-				return store.Errorf(store.EInvalid, "is_enabled %q is not a boolean", textOf(v))
+				return store.Errorf(store.EInvalid, "is_enabled %s is not a boolean", clip.Quote(textOf(v)))
 			}
 		}
 		next.IsEnabled = b

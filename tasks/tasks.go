@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"dataservice/internal/clip"
 	"dataservice/rules"
 	"dataservice/store"
 )
@@ -282,7 +283,7 @@ func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []str
 	for _, name := range schemas {
 		s, err := r.db.Schema(ctx, name)
 		if store.IsNotFound(err) {
-			return store.Errorf(store.EInvalid, "unknown schema %q", name)
+			return store.Errorf(store.EInvalid, "unknown schema %s", clip.Quote(name))
 		}
 		if err != nil {
 			return err

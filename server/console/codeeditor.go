@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"dataservice/internal/clip"
 	"dataservice/store"
 )
 
@@ -77,7 +78,7 @@ func (c *Console) codeEditor(w http.ResponseWriter, r *http.Request, q *req, _ s
 func (c *Console) openObjects(ctx context.Context, auth *store.Auth, d *editorData) (int, string) {
 	sch, err := c.db.Schema(ctx, d.Schema)
 	if store.IsNotFound(err) {
-		return http.StatusNotFound, fmt.Sprintf("There is no schema %q.", d.Schema)
+		return http.StatusNotFound, fmt.Sprintf("There is no schema %s.", clip.Quote(d.Schema))
 	}
 	if err != nil {
 		return http.StatusInternalServerError, "internal error"
@@ -237,7 +238,7 @@ func (c *Console) unknownKeys(ctx context.Context, entries []*store.Entry) []str
 		}
 		if len(bad) > 0 {
 			out = append(out, fmt.Sprintf("entry %d (%s %s): %s not a field of %s and would be ignored",
-				e.Index, cls, key, strings.Join(bad, ", ")+map[bool]string{true: " is", false: " are"}[len(bad) == 1], cls))
+				e.Index, clip.Text(cls), clip.Text(key), clip.Text(strings.Join(bad, ", "))+map[bool]string{true: " is", false: " are"}[len(bad) == 1], clip.Text(cls)))
 		}
 		if len(out) >= 100 {
 			break

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"dataservice/internal/clip"
 	"dataservice/store"
 )
 
@@ -273,7 +274,7 @@ func (c *Console) schemas(w http.ResponseWriter, r *http.Request, q *req, page s
 		return
 	}
 	if page != "" && len(groups) == 0 {
-		c.errorPage(w, r, q, http.StatusNotFound, fmt.Sprintf("There is no schema or page %q you may read.", page))
+		c.errorPage(w, r, q, http.StatusNotFound, fmt.Sprintf("There is no schema or page %s you may read.", clip.Quote(page)))
 		return
 	}
 	title := "Data"
