@@ -26,6 +26,9 @@ type DB struct {
 	log  *slog.Logger
 	// inUse holds the shared in-use lock on the database file while it is open.
 	inUse *os.File
+	// turn is the turnstile every write transaction passes (turnstile.go); nil when
+	// the file is open read-only.
+	turn *turnstile
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 
@@ -152,30 +155,36 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	turn, err := openTurnstile(abs, opts.Logger)
+	if err != nil {
+		inUse.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	w, err := sql.Open("sqlite", dsn(abs, false))
 	if err != nil {
+		turn.close()
 		inUse.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{path: abs, w: w, log: opts.Logger, Now: time.Now, inUse: inUse}
-	if err := db.migrateLayout(ctx); err != nil {
+	db := &DB{path: abs, w: w, log: opts.Logger, Now: time.Now, inUse: inUse, turn: turn}
+	fail := func(err error) (*DB, error) {
 		w.Close()
+		turn.close()
 		inUse.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	if err := db.migrateLayout(ctx); err != nil {
+		return fail(err)
+	}
 	if err := db.reindexLeftovers(ctx); err != nil {
-		w.Close()
-		inUse.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+		return fail(err)
 	}
 	r, err := sql.Open("sqlite", dsn(abs, true))
 	if err != nil {
-		w.Close()
-		inUse.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+		return fail(err)
 	}
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
@@ -224,6 +233,8 @@ func (db *DB) Close() error {
 			err = rerr
 		}
 	}
+	db.turn.close()
+	db.turn = nil
 	if db.inUse != nil {
 		db.inUse.Close()
 		db.inUse = nil
@@ -283,9 +294,11 @@ type txState struct {
 // Begin starts a write transaction (BEGIN IMMEDIATE) whose revisions name "system".
 func (db *DB) Begin(ctx context.Context) (*Tx, error) { return db.BeginAs(ctx, Revisions{}) }
 
-// BeginAs starts a write transaction that records its changes as rev says.
+// BeginAs starts a write transaction that records its changes as rev says. It passes
+// the turnstile (turnstile.go), so a writer in another process waiting for the lock
+// gets it before this one.
 func (db *DB) BeginAs(ctx context.Context, rev Revisions) (*Tx, error) {
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.beginWriter(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}

@@ -378,7 +378,7 @@ func (db *DB) retryBusy(ctx context.Context, step func(context.Context) (bool, e
 }
 
 func (db *DB) migrateLayoutStep(ctx context.Context) (done bool, err error) {
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.beginWriter(ctx)
 	if err != nil {
 		return false, fmt.Errorf("layout: %w", err)
 	}
@@ -407,7 +407,7 @@ func (db *DB) migrateLayoutStep(ctx context.Context) (done bool, err error) {
 
 // migrateOwnedStep applies the next of owner's steps the file has not run.
 func (db *DB) migrateOwnedStep(ctx context.Context, owner string, steps []string) (done bool, err error) {
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, err := db.beginWriter(ctx)
 	if err != nil {
 		return false, fmt.Errorf("layout of %s: %w", owner, err)
 	}

@@ -212,6 +212,7 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 			}
 		}
 		outcome, err := l.loadEntry(ctx, e)
+		HoldForTest(1)
 		switch {
 		case err == nil:
 			res.count(outcome)
