@@ -51,6 +51,9 @@ func openTurnstile(dbPath string, log *slog.Logger) (*turnstile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("turnstile: %w", err)
 	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &turnstile{f: f, fd: int(f.Fd()), log: log, sem: make(chan struct{}, 1)}, nil
 }
 

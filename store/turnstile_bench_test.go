@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -10,35 +9,6 @@ import (
 	"dataservice/internal/testkit"
 	"dataservice/store"
 )
-
-// BenchmarkWriteTxBegin is what the turnstile costs a write transaction: "store"
-// begins (BEGIN IMMEDIATE through the turnstile) and rolls back an empty write
-// transaction; "floor" does the same on a plain connection with the store's pragmas,
-// no turnstile. A load of n entries begins n/1000 transactions (or one a quarter of a
-// second); the difference times that is the turnstile's share of the load.
-func BenchmarkWriteTxBegin(b *testing.B) {
-	ctx := context.Background()
-	b.Run("store", func(b *testing.B) {
-		db := testkit.Open(b, filepath.Join(b.TempDir(), "tx.db"), testkit.Options{})
-		for b.Loop() {
-			tx, err := db.BeginAs(ctx, store.Revisions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			tx.Rollback()
-		}
-	})
-	b.Run("floor", func(b *testing.B) {
-		db := testkit.OpenFloorDB(b)
-		for b.Loop() {
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			tx.Rollback()
-		}
-	})
-}
 
 // BenchmarkOneTransactionWork measures the writes that stay one transaction however
 // large they are, so their documented bound (docs/operations.md) has a figure: the
