@@ -289,6 +289,8 @@ type txState struct {
 	// writer marks a write transaction (BeginAs): its Commit re-indexes the instances
 	// it wrote for search (reindexDirty).
 	writer bool
+	// release returns the writer connection to the pool once the transaction ended.
+	release func()
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE) whose revisions name "system".
@@ -298,12 +300,12 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) { return db.BeginAs(ctx, R
 // the turnstile (turnstile.go), so a writer in another process waiting for the lock
 // gets it before this one.
 func (db *DB) BeginAs(ctx context.Context, rev Revisions) (*Tx, error) {
-	tx, err := db.beginWriter(ctx)
+	tx, done, err := db.beginWriter(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	return &Tx{Tx: tx, db: db, began: ctx, rev: rev,
-		txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}, writer: true}}, nil
+		txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}, writer: true, release: done}}, nil
 }
 
 // withRevisions is a view of the transaction that records its changes as rev says.
@@ -368,6 +370,10 @@ func (tx *Tx) closeStmts() {
 }
 
 func (tx *Tx) end() {
+	if tx.release != nil {
+		tx.release()
+		tx.release = nil
+	}
 	if tx.touched {
 		tx.db.dropSchemaCache()
 		tx.touched = false

@@ -109,10 +109,11 @@ func (db *DB) reindexLeftovers(ctx context.Context) error {
 // reindexSome indexes listed rows a chunk at a time in one transaction, for up to
 // maxBatchTime; more is false once the list is empty.
 func (db *DB) reindexSome(ctx context.Context) (more bool, err error) {
-	tx, err := db.beginWriter(ctx)
+	tx, done, err := db.beginWriter(ctx)
 	if err != nil {
 		return false, err
 	}
+	defer done()
 	defer tx.Rollback()
 	began := time.Now()
 	for time.Since(began) < maxBatchTime {

@@ -26,7 +26,9 @@ import (
 // for at most the batch in progress (a quarter of a second) plus one busy_timeout poll.
 //
 // The turnstile is held only between the start of BEGIN and its end, never across a
-// transaction, so it cannot deadlock with SQLite's own lock. The kernel releases a
+// transaction, so it cannot deadlock with SQLite's own lock; and it is taken only once
+// the process has its writer connection, so goroutines queued for that connection do
+// not hold it (they would keep it taken without a pause, and the waiting process out). The kernel releases a
 // flock when its process dies. A process that cannot get the turnstile within
 // turnstileWait (a holder stopped with SIGSTOP, say) goes on without it, back to plain
 // busy_timeout polling, and logs a warning.
@@ -37,7 +39,9 @@ type turnstile struct {
 	fd  int
 	log *slog.Logger
 	// sem admits one goroutine of this process at a time: a flock belongs to the open
-	// file, so two goroutines locking the same file would both get it.
+	// file, so two goroutines locking the same file would both get it. (The single
+	// writer connection, taken first, already admits one; sem keeps that true for any
+	// caller.)
 	sem chan struct{}
 }
 
@@ -116,26 +120,44 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// beginWriter begins a plain write transaction on the writer connection through the
-// turnstile (BEGIN IMMEDIATE: the connection's _txlock).
-func (db *DB) beginWriter(ctx context.Context) (*sql.Tx, error) {
+// beginWriter begins a plain write transaction (BEGIN IMMEDIATE: the connection's
+// _txlock) through the turnstile. The writer connection is taken from the pool first:
+// goroutines of this process queue for it, not for the turnstile, which is then held
+// only while this process waits for SQLite's lock, never while it waits for itself.
+// done returns the connection; call it after the transaction ends.
+func (db *DB) beginWriter(ctx context.Context) (tx *sql.Tx, done func(), err error) {
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
 	leave, err := db.turn.enter(ctx)
 	if err != nil {
-		return nil, err
+		conn.Close()
+		return nil, nil, err
 	}
-	defer leave()
-	return db.w.BeginTx(ctx, nil)
+	tx, err = conn.BeginTx(ctx, nil)
+	leave()
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return tx, func() { conn.Close() }, nil
 }
 
 // execWriter runs one statement in a transaction of its own on the writer connection,
-// through the turnstile.
+// through the turnstile as beginWriter does.
 func (db *DB) execWriter(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
 	leave, err := db.turn.enter(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer leave()
-	return db.w.ExecContext(ctx, query, args...)
+	return conn.ExecContext(ctx, query, args...)
 }
 
 // testHold is how long HoldForTest makes each item of a batched writer take (tests

@@ -171,3 +171,60 @@ func BenchmarkTurnstile(b *testing.B) {
 		}
 	})
 }
+
+// A process whose goroutines queue for its writer connection without pause still lets
+// another process's writer in: a goroutine takes the turnstile only once it has the
+// connection, so the turnstile is free while the process waits for itself.
+func TestTurnstileNotHeldWhileQueuedInProcess(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "busy.db")
+	server, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	other, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	stop := make(chan struct{})
+	finished := make(chan struct{})
+	const writers = 4
+	for i := 0; i < writers; i++ {
+		go func() {
+			defer func() { finished <- struct{}{} }()
+			for n := 0; n < 2000; n++ { // bounded: at most 2000 × 20 ms
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				tx, err := server.Begin(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(20 * time.Millisecond) // a batch holding the writer
+				tx.Commit()
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // the writers queue
+	start := time.Now()
+	tx, err := other.Begin(ctx)
+	took := time.Since(start)
+	close(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.Rollback()
+	for i := 0; i < writers; i++ {
+		<-finished
+	}
+	// Expected: a batch or two (20–40 ms); ten times a second is the bound.
+	if took > 10*time.Second {
+		t.Fatalf("the other process's writer waited %v", took)
+	}
+	t.Logf("the other process's writer waited %v", took)
+}
