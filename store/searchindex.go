@@ -82,7 +82,7 @@ func reindexDirty(ctx context.Context, tx *sql.Tx) error {
 // them in instances_search_dirty) when a file is opened for writing. It works in
 // transactions of up to maxBatchTime each, beginning each through the turnstile, so a
 // writer in another process waits for one of them at most, not for the whole list
-// (a million rows take about a minute). A write transaction of any process commits
+// (a million rows take tens of seconds). A write transaction of any process commits
 // by indexing every listed row (reindexDirty), so a write made meanwhile indexes
 // what is left, in its own transaction.
 func (db *DB) reindexLeftovers(ctx context.Context) error {
