@@ -155,11 +155,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	turn, err := openTurnstile(abs, opts.Logger)
-	if err != nil {
-		inUse.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
+	turn := openTurnstile(abs, opts.Logger)
 	w, err := sql.Open("sqlite", dsn(abs, false))
 	if err != nil {
 		turn.close()

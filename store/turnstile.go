@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -50,15 +49,20 @@ type turnstile struct {
 const turnstileWait = 15 * time.Second
 
 // openTurnstile opens (creating owner-only) the turnstile file beside the database.
-func openTurnstile(dbPath string, log *slog.Logger) (*turnstile, error) {
-	f, err := os.OpenFile(dbPath+"-wait", os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("turnstile: %w", err)
-	}
+// A flock needs only read access. Unlike -wal and -shm the file stays after the last
+// process closes the database, so one made by another user (a command run with sudo)
+// may be unreadable: the process then writes without the turnstile, as releases
+// before it did, and says so.
+func openTurnstile(dbPath string, log *slog.Logger) *turnstile {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &turnstile{f: f, fd: int(f.Fd()), log: log, sem: make(chan struct{}, 1)}, nil
+	f, err := os.OpenFile(dbPath+"-wait", os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		log.Warn("turnstile unavailable, writing without it", "file", dbPath+"-wait", "error", err)
+		return nil
+	}
+	return &turnstile{f: f, fd: int(f.Fd()), log: log, sem: make(chan struct{}, 1)}
 }
 
 func (t *turnstile) close() {

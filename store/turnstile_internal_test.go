@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -107,10 +109,7 @@ func TestTurnstileGivesAWaitingWriterItsTurn(t *testing.T) {
 // the file stands for the exit.
 func TestTurnstileReleasedWithItsHolder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gone.db")
-	a, err := openTurnstile(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := openTurnstile(path, nil)
 	if _, err := a.enter(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +121,10 @@ func TestTurnstileReleasedWithItsHolder(t *testing.T) {
 		t.Fatal("turnstile still held after its holder closed it")
 	}
 	// A waiter whose context ends stops waiting, holding nothing.
-	b, _ := openTurnstile(path, nil)
+	b := openTurnstile(path, nil)
 	defer b.close()
 	leave, _ := b.enter(context.Background())
-	c, _ := openTurnstile(path, nil)
+	c := openTurnstile(path, nil)
 	defer c.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -227,4 +226,30 @@ func TestTurnstileNotHeldWhileQueuedInProcess(t *testing.T) {
 		t.Fatalf("the other process's writer waited %v", took)
 	}
 	t.Logf("the other process's writer waited %v", took)
+}
+
+// A turnstile file the process cannot open (made by another user; here a directory in
+// its place) does not stop the database from opening or writing: the process writes
+// without the turnstile and warns.
+func TestTurnstileUnavailableWarns(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "odd.db")
+	if err := os.Mkdir(path+"-wait", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	db, err := Open(ctx, path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.WithTx(ctx, func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE schema_generation SET generation = generation + 1")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "turnstile unavailable, writing without it") {
+		t.Fatalf("no warning: %s", logs.String())
+	}
 }
