@@ -29,6 +29,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv("DATASERVICE_TEST_MAIN") != "1" {
 		os.Exit(m.Run())
 	}
+	// DATASERVICE_TEST_HOLD makes each item of the child's batched writers take that
+	// much longer (store.SetTestHold), so a test gets long operations from little data.
+	if v := os.Getenv("DATASERVICE_TEST_HOLD"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "DATASERVICE_TEST_HOLD:", err)
+			os.Exit(2)
+		}
+		store.SetTestHold(d)
+	}
 	args := os.Args[1:]
 	for i, a := range args {
 		if a == "--" {

@@ -26,6 +26,9 @@ type DB struct {
 	log  *slog.Logger
 	// inUse holds the shared in-use lock on the database file while it is open.
 	inUse *os.File
+	// turn is the turnstile every write transaction passes (turnstile.go); nil when
+	// the file is open read-only.
+	turn *turnstile
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 
@@ -169,38 +172,40 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	turn := openTurnstile(abs, opts.Logger)
 	w, err := sql.Open("sqlite", dsn(abs, false))
 	if err != nil {
+		turn.close()
 		inUse.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{path: abs, w: w, log: opts.Logger, Now: time.Now, inUse: inUse}
+	db := &DB{path: abs, w: w, log: opts.Logger, Now: time.Now, inUse: inUse, turn: turn}
+	fail := func(err error) (*DB, error) {
+		w.Close()
+		turn.close()
+		inUse.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	layoutStep := db.migrateLayout
 	if opts.AsIs {
 		layoutStep = db.requireLayout
 	}
 	if err := layoutStep(ctx); err != nil {
-		w.Close()
-		inUse.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+		return fail(err)
 	}
 	// AsIs writes nothing at open: rows written by SQL outside the store stay listed
 	// for the search index (searches scan meanwhile) until the next commit indexes them.
 	if !opts.AsIs {
 		if err := db.reindexLeftovers(ctx); err != nil {
-			w.Close()
-			inUse.Close()
-			return nil, fmt.Errorf("open database %s: %w", path, err)
+			return fail(err)
 		}
 	}
 	r, err := sql.Open("sqlite", dsn(abs, true))
 	if err != nil {
-		w.Close()
-		inUse.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+		return fail(err)
 	}
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
@@ -253,6 +258,8 @@ func (db *DB) Close() error {
 			err = rerr
 		}
 	}
+	db.turn.close()
+	db.turn = nil
 	if db.inUse != nil {
 		db.inUse.Close()
 		db.inUse = nil
@@ -307,19 +314,23 @@ type txState struct {
 	// writer marks a write transaction (BeginAs): its Commit re-indexes the instances
 	// it wrote for search (reindexDirty).
 	writer bool
+	// release returns the writer connection to the pool once the transaction ended.
+	release func()
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE) whose revisions name "system".
 func (db *DB) Begin(ctx context.Context) (*Tx, error) { return db.BeginAs(ctx, Revisions{}) }
 
-// BeginAs starts a write transaction that records its changes as rev says.
+// BeginAs starts a write transaction that records its changes as rev says. It passes
+// the turnstile (turnstile.go), so a writer in another process waiting for the lock
+// gets it before this one.
 func (db *DB) BeginAs(ctx context.Context, rev Revisions) (*Tx, error) {
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, done, err := db.beginWriter(ctx)
 	if err != nil {
 		return nil, db.NoSpace(fmt.Errorf("begin: %w", err))
 	}
 	return &Tx{Tx: tx, db: db, began: ctx, rev: rev,
-		txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}, writer: true}}, nil
+		txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}, writer: true, release: done}}, nil
 }
 
 // withRevisions is a view of the transaction that records its changes as rev says.
@@ -392,6 +403,10 @@ func (tx *Tx) closeStmts() {
 }
 
 func (tx *Tx) end() {
+	if tx.release != nil {
+		tx.release()
+		tx.release = nil
+	}
 	if tx.touched {
 		tx.db.dropSchemaCache()
 		tx.touched = false

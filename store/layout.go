@@ -390,10 +390,11 @@ func (db *DB) retryBusy(ctx context.Context, step func(context.Context) (bool, e
 }
 
 func (db *DB) migrateLayoutStep(ctx context.Context) (done bool, err error) {
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, release, err := db.beginWriter(ctx)
 	if err != nil {
 		return false, fmt.Errorf("layout: %w", err)
 	}
+	defer release()
 	defer tx.Rollback()
 	var have int
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
@@ -419,10 +420,11 @@ func (db *DB) migrateLayoutStep(ctx context.Context) (done bool, err error) {
 
 // migrateOwnedStep applies the next of owner's steps the file has not run.
 func (db *DB) migrateOwnedStep(ctx context.Context, owner string, steps []string) (done bool, err error) {
-	tx, err := db.w.BeginTx(ctx, nil)
+	tx, release, err := db.beginWriter(ctx)
 	if err != nil {
 		return false, fmt.Errorf("layout of %s: %w", owner, err)
 	}
+	defer release()
 	defer tx.Rollback()
 	// The owners' versions, kept beside store's PRAGMA user_version (bookkeeping,
 	// like the pragma, not a step of the layout).

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -18,15 +19,35 @@ import (
 // update from the listed rows. Exported so that benchmark floors run the same SQL.
 const SearchDirtyCheck = `SELECT EXISTS (SELECT 1 FROM instances_search_dirty)`
 
-var SearchReindex = []string{
-	`DELETE FROM instances_search WHERE rowid IN (SELECT d.id FROM instances_search_dirty d
-		WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = d.id))`,
-	`INSERT OR REPLACE INTO instances_search(rowid, keyname, displayname, data)
+var SearchReindex = reindexStatements("")
+
+// reindexStatements are the re-indexing statements over the listed rows that satisfy
+// cond (a condition on d.id; "" for all of them).
+func reindexStatements(cond string) []string {
+	and, where := "", ""
+	if cond != "" {
+		and, where = " AND "+cond, " WHERE "+cond
+	}
+	return []string{
+		`DELETE FROM instances_search WHERE rowid IN (SELECT d.id FROM instances_search_dirty d
+		WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = d.id)` + and + `)`,
+		`INSERT OR REPLACE INTO instances_search(rowid, keyname, displayname, data)
 		SELECT i.id, i.keyname, i.displayname, i.data
-		FROM instances_search_dirty d JOIN instances i ON i.id = d.id ORDER BY d.id`,
-	`DELETE FROM instances_search_dirty`,
-	`INSERT INTO instances_search(instances_search) VALUES('flush')`,
+		FROM instances_search_dirty d JOIN instances i ON i.id = d.id` + where + ` ORDER BY d.id`,
+		`DELETE FROM instances_search_dirty AS d` + where,
+		`INSERT INTO instances_search(instances_search) VALUES('flush')`,
+	}
 }
+
+// reindexChunk is the statements that index the listed rows with ids up to ? (the
+// last of a chunk of reindexChunkRows): the re-indexing at open works through the
+// list a chunk at a time.
+var reindexChunk = reindexStatements("d.id <= ?")
+
+// reindexChunkRows is how many listed rows one chunk of the re-indexing at open
+// indexes: a few milliseconds of work; a transaction runs chunks for up to
+// maxBatchTime.
+const reindexChunkRows = 100
 
 // reindexDirty brings the search index up to date with the instances the
 // transaction wrote (noted in instances_search_dirty by triggers): it removes the
@@ -58,16 +79,68 @@ func reindexDirty(ctx context.Context, tx *sql.Tx) error {
 }
 
 // reindexLeftovers indexes rows written by SQL outside the store (which leaves
-// them in instances_search_dirty) when a file is opened for writing.
+// them in instances_search_dirty) when a file is opened for writing. It works in
+// transactions of up to maxBatchTime each, beginning each through the turnstile, so a
+// writer in another process waits for one of them at most, not for the whole list
+// (a million rows take tens of seconds). A write transaction of any process commits
+// by indexing every listed row (reindexDirty), so a write made meanwhile indexes
+// what is left, in its own transaction.
 func (db *DB) reindexLeftovers(ctx context.Context) error {
-	var dirty bool
-	if err := db.w.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM instances_search_dirty)").Scan(&dirty); err != nil {
-		return fmt.Errorf("search index: %w", err)
+	for {
+		// Checked before any write transaction: opening a file with nothing listed
+		// (the usual case) must not wait for a writer.
+		var dirty bool
+		if err := db.w.QueryRowContext(ctx, SearchDirtyCheck).Scan(&dirty); err != nil {
+			return fmt.Errorf("search index: %w", err)
+		}
+		if !dirty {
+			return nil
+		}
+		more, err := db.reindexSome(ctx)
+		if err != nil {
+			return fmt.Errorf("search index: %w", err)
+		}
+		if !more {
+			return nil
+		}
 	}
-	if !dirty {
-		return nil
+}
+
+// reindexSome indexes listed rows a chunk at a time in one transaction, for up to
+// maxBatchTime; more is false once the list is empty.
+func (db *DB) reindexSome(ctx context.Context) (more bool, err error) {
+	tx, done, err := db.beginWriter(ctx)
+	if err != nil {
+		return false, err
 	}
-	return db.WithTx(ctx, func(*Tx) error { return nil }) // Commit re-indexes them
+	defer done()
+	defer tx.Rollback()
+	began := time.Now()
+	for time.Since(began) < maxBatchTime {
+		var last sql.NullInt64
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM instances_search_dirty
+			ORDER BY id LIMIT ?)`, reindexChunkRows).Scan(&last, &n); err != nil {
+			return false, err
+		}
+		if !last.Valid {
+			break
+		}
+		for _, q := range reindexChunk[:len(reindexChunk)-1] {
+			if _, err := tx.ExecContext(ctx, q, last.Int64); err != nil {
+				return false, err
+			}
+		}
+		HoldForTest(n)
+		more = true
+	}
+	if !more {
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, reindexChunk[len(reindexChunk)-1]); err != nil {
+		return false, err
+	}
+	return true, tx.Commit()
 }
 
 // maxTrigrams bounds the trigrams a search asks the index for: a long search is

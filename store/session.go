@@ -56,7 +56,7 @@ func (db *DB) CreateSession(ctx context.Context, userID int64, login, address st
 	now := db.Now().UTC()
 	s := &Session{UserID: userID, Login: login, CSRF: randomToken(), Address: address, CreatedAt: now,
 		LastSeen: now, ExpiresAt: now.Add(lim.Absolute)}
-	res, err := db.w.ExecContext(ctx, `INSERT INTO sessions(token_hash, user_id, login, csrf, address, created_at,
+	res, err := db.execWriter(ctx, `INSERT INTO sessions(token_hash, user_id, login, csrf, address, created_at,
 		last_seen, expires_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, tokenHash(token), userID, login, s.CSRF, address,
 		now.Unix(), now.Unix(), s.ExpiresAt.Unix())
 	if err != nil {
@@ -64,7 +64,7 @@ func (db *DB) CreateSession(ctx context.Context, userID int64, login, address st
 	}
 	s.ID, _ = res.LastInsertId()
 	// Expired sessions of everyone go with each new sign-in, so the table stays small.
-	if _, err := db.w.ExecContext(ctx, "DELETE FROM sessions WHERE expires_at <= ? OR last_seen <= ?",
+	if _, err := db.execWriter(ctx, "DELETE FROM sessions WHERE expires_at <= ? OR last_seen <= ?",
 		now.Unix(), now.Add(-lim.Idle).Unix()); err != nil {
 		return "", nil, fmt.Errorf("purge sessions: %w", err)
 	}
@@ -100,7 +100,7 @@ func (db *DB) Session(ctx context.Context, token string, lim SessionLimits) (*Se
 		return nil, Errorf(ENotFound, "session expired")
 	}
 	if now.Sub(s.LastSeen) >= time.Minute {
-		if _, err := db.w.ExecContext(ctx, "UPDATE sessions SET last_seen = ? WHERE id = ?", now.Unix(), s.ID); err != nil {
+		if _, err := db.execWriter(ctx, "UPDATE sessions SET last_seen = ? WHERE id = ?", now.Unix(), s.ID); err != nil {
 			return nil, fmt.Errorf("touch session: %w", err)
 		}
 		s.LastSeen = now
@@ -110,7 +110,7 @@ func (db *DB) Session(ctx context.Context, token string, lim SessionLimits) (*Se
 
 // DeleteSession ends one session.
 func (db *DB) DeleteSession(ctx context.Context, id int64) error {
-	if _, err := db.w.ExecContext(ctx, "DELETE FROM sessions WHERE id = ?", id); err != nil {
+	if _, err := db.execWriter(ctx, "DELETE FROM sessions WHERE id = ?", id); err != nil {
 		return fmt.Errorf("delete session: %w", err)
 	}
 	return nil
@@ -118,7 +118,7 @@ func (db *DB) DeleteSession(ctx context.Context, id int64) error {
 
 // DeleteUserSessions ends every session of a user.
 func (db *DB) DeleteUserSessions(ctx context.Context, userID int64) error {
-	if _, err := db.w.ExecContext(ctx, "DELETE FROM sessions WHERE user_id = ?", userID); err != nil {
+	if _, err := db.execWriter(ctx, "DELETE FROM sessions WHERE user_id = ?", userID); err != nil {
 		return fmt.Errorf("delete sessions: %w", err)
 	}
 	return nil

@@ -1,0 +1,182 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The turnstile gives a writer in another process its turn. SQLite has no queue for
+// its write lock: a process that finds it taken sleeps and polls (busy_timeout), and a
+// writer that commits a batch and begins the next at once takes the lock again before
+// the sleeper looks, batch after batch (a one-entry CLI load waited a whole 6.6 s
+// dry-run load). So every write transaction of every dataservice process passes a
+// turnstile first: an exclusive flock on `<db>-wait`, taken before BEGIN IMMEDIATE and
+// released as soon as BEGIN returns, i.e. once the process holds SQLite's write lock
+// (or BEGIN failed). A process that has to wait for the write lock waits while holding
+// the turnstile; a long batched operation (load, pipeline, re-indexing) begins each
+// batch through the turnstile, so at its next batch boundary it stops until the
+// waiting process has the write lock. A writer from another process therefore waits
+// for at most the batch in progress (a quarter of a second) plus one busy_timeout poll.
+//
+// The turnstile is held only between the start of BEGIN and its end, never across a
+// transaction, so it cannot deadlock with SQLite's own lock; and it is taken only once
+// the process has its writer connection, so goroutines queued for that connection do
+// not hold it (they would keep it taken without a pause, and the waiting process out). The kernel releases a
+// flock when its process dies. A process that cannot get the turnstile within
+// turnstileWait (a holder stopped with SIGSTOP, say) goes on without it, back to plain
+// busy_timeout polling, and logs a warning.
+
+// turnstile is a process's handle on `<db>-wait`.
+type turnstile struct {
+	f   *os.File
+	fd  int
+	log *slog.Logger
+	// sem admits one goroutine of this process at a time: a flock belongs to the open
+	// file, so two goroutines locking the same file would both get it. (The single
+	// writer connection, taken first, already admits one; sem keeps that true for any
+	// caller.)
+	sem chan struct{}
+}
+
+// turnstileWait is how long a writer waits for the turnstile before it goes on
+// without it: the busy_timeout, the longest a live holder waits in BEGIN.
+const turnstileWait = 15 * time.Second
+
+// openTurnstile opens (creating owner-only) the turnstile file beside the database.
+// A flock needs only read access. Unlike -wal and -shm the file stays after the last
+// process closes the database, so one made by another user (a command run with sudo)
+// may be unreadable: the process then writes without the turnstile, as releases
+// before it did, and says so.
+func openTurnstile(dbPath string, log *slog.Logger) *turnstile {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	f, err := os.OpenFile(dbPath+"-wait", os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		log.Warn("turnstile unavailable, writing without it", "file", dbPath+"-wait", "error", err)
+		return nil
+	}
+	return &turnstile{f: f, fd: int(f.Fd()), log: log, sem: make(chan struct{}, 1)}
+}
+
+func (t *turnstile) close() {
+	if t != nil {
+		t.f.Close()
+	}
+}
+
+// enter takes the turnstile, waiting while another process (or goroutine) holds it;
+// the returned func leaves it. A nil turnstile (a read-only handle) is always free.
+func (t *turnstile) enter(ctx context.Context) (leave func(), err error) {
+	if t == nil {
+		return func() {}, nil
+	}
+	select {
+	case t.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	out := func() { <-t.sem }
+	// Non-blocking attempts: a blocked flock could not be abandoned when ctx ends.
+	// The turnstile is free except while someone waits for the write lock, so the
+	// first attempt nearly always succeeds; a waiter polls every few milliseconds.
+	deadline := time.Now().Add(turnstileWait)
+	delay := 500 * time.Microsecond
+	for {
+		err := syscall.Flock(t.fd, syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() {
+				syscall.Flock(t.fd, syscall.LOCK_UN)
+				out()
+			}, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			t.log.Warn("turnstile unavailable", "file", t.f.Name(), "error", err)
+			return out, nil
+		}
+		if time.Now().After(deadline) {
+			t.log.Warn("turnstile held too long, writing without it", "file", t.f.Name(), "waited", turnstileWait)
+			return out, nil
+		}
+		if err := sleepCtx(ctx, delay); err != nil {
+			out()
+			return nil, err
+		}
+		delay = min(2*delay, 5*time.Millisecond)
+	}
+}
+
+// sleepCtx sleeps for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// beginWriter begins a plain write transaction (BEGIN IMMEDIATE: the connection's
+// _txlock) through the turnstile. The writer connection is taken from the pool first:
+// goroutines of this process queue for it, not for the turnstile, which is then held
+// only while this process waits for SQLite's lock, never while it waits for itself.
+// done returns the connection; call it after the transaction ends.
+func (db *DB) beginWriter(ctx context.Context) (tx *sql.Tx, done func(), err error) {
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	leave, err := db.turn.enter(ctx)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	tx, err = conn.BeginTx(ctx, nil)
+	leave()
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return tx, func() { conn.Close() }, nil
+}
+
+// execWriter runs one statement in a transaction of its own on the writer connection,
+// through the turnstile as beginWriter does.
+func (db *DB) execWriter(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	leave, err := db.turn.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	return conn.ExecContext(ctx, query, args...)
+}
+
+// testHold is how long HoldForTest makes each item of a batched writer take (tests
+// only; zero in production).
+var testHold atomic.Int64
+
+// SetTestHold makes every item of the batched writers (a load's entry, a pipeline's
+// instance, a re-indexed row) take d longer, inside its batch's transaction so the
+// batch holds the writer as long as slow items would: tests that need long operations
+// use it instead of large data. Production never calls it.
+func SetTestHold(d time.Duration) { testHold.Store(int64(d)) }
+
+// HoldForTest waits n items' worth of the test hold (nothing in production).
+func HoldForTest(n int) {
+	if d := testHold.Load(); d > 0 {
+		time.Sleep(time.Duration(n) * time.Duration(d))
+	}
+}

@@ -1,0 +1,255 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// heldByOther reports whether some open file other than this test's holds the
+// turnstile of the database at path.
+func heldByOther(t *testing.T, path string) bool {
+	t.Helper()
+	f, err := os.OpenFile(path+"-wait", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// A writer that had to wait for the write lock gets it before the holder's next
+// transaction: the holder, back at BEGIN, waits at the turnstile. Two handles on one
+// file stand for two processes (each has its own turnstile file and connection).
+func TestTurnstileGivesAWaitingWriterItsTurn(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "turn.db")
+	server, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	cli, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+
+	batch, err := server.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan string, 2)
+	cliTx := make(chan *Tx, 1)
+	go func() {
+		tx, err := cli.Begin(ctx)
+		if err != nil {
+			t.Error(err)
+			close(cliTx)
+			return
+		}
+		order <- "cli"
+		cliTx <- tx
+	}()
+	// The CLI waits for the write lock holding the turnstile.
+	for deadline := time.Now().Add(10 * time.Second); !heldByOther(t, path); {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiting writer does not hold the turnstile")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The server ends its batch and begins the next at once, as a batched writer does.
+	if err := batch.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	next := make(chan *Tx, 1)
+	go func() {
+		tx, err := server.Begin(ctx)
+		if err != nil {
+			t.Error(err)
+			close(next)
+			return
+		}
+		order <- "server"
+		next <- tx
+	}()
+	tx := <-cliTx
+	if tx == nil {
+		t.FailNow()
+	}
+	if first := <-order; first != "cli" {
+		t.Fatalf("%s began first, want the waiting CLI", first)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE schema_generation SET generation = generation"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	stx := <-next
+	if stx == nil {
+		t.FailNow()
+	}
+	stx.Rollback()
+	if heldByOther(t, path) {
+		t.Fatal("the turnstile is still held after both writers began")
+	}
+}
+
+// The kernel releases a turnstile whose holder is gone (a process that died): closing
+// the file stands for the exit.
+func TestTurnstileReleasedWithItsHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gone.db")
+	a := openTurnstile(path, nil)
+	if _, err := a.enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !heldByOther(t, path) {
+		t.Fatal("entered turnstile not held")
+	}
+	a.close()
+	if heldByOther(t, path) {
+		t.Fatal("turnstile still held after its holder closed it")
+	}
+	// A waiter whose context ends stops waiting, holding nothing.
+	b := openTurnstile(path, nil)
+	defer b.close()
+	leave, _ := b.enter(context.Background())
+	c := openTurnstile(path, nil)
+	defer c.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.enter(ctx); err == nil {
+		t.Fatal("entered a turnstile held by another")
+	}
+	leave()
+	if _, err := c.enter(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BenchmarkTurnstile is the turnstile's cost for each write transaction: an empty
+// write transaction begun and rolled back with and without it, and the turnstile's
+// enter and leave alone. A load of n entries begins about n/1000 transactions.
+func BenchmarkTurnstile(b *testing.B) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	turn := db.turn
+	tx := func(b *testing.B) {
+		for b.Loop() {
+			tx, err := db.Begin(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tx.Rollback()
+		}
+	}
+	b.Run("tx", func(b *testing.B) { db.turn = turn; tx(b) })
+	b.Run("tx-without-turnstile", func(b *testing.B) { db.turn = nil; tx(b) })
+	db.turn = turn
+	b.Run("enter-leave", func(b *testing.B) {
+		for b.Loop() {
+			leave, err := turn.enter(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			leave()
+		}
+	})
+}
+
+// A process whose goroutines queue for its writer connection without pause still lets
+// another process's writer in: a goroutine takes the turnstile only once it has the
+// connection, so the turnstile is free while the process waits for itself.
+func TestTurnstileNotHeldWhileQueuedInProcess(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "busy.db")
+	server, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	other, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	stop := make(chan struct{})
+	finished := make(chan struct{})
+	const writers = 4
+	for i := 0; i < writers; i++ {
+		go func() {
+			defer func() { finished <- struct{}{} }()
+			for n := 0; n < 2000; n++ { // bounded: at most 2000 × 20 ms
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				tx, err := server.Begin(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(20 * time.Millisecond) // a batch holding the writer
+				tx.Commit()
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // the writers queue
+	start := time.Now()
+	tx, err := other.Begin(ctx)
+	took := time.Since(start)
+	close(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.Rollback()
+	for i := 0; i < writers; i++ {
+		<-finished
+	}
+	// Expected: a batch or two (20–40 ms); ten times a second is the bound.
+	if took > 10*time.Second {
+		t.Fatalf("the other process's writer waited %v", took)
+	}
+	t.Logf("the other process's writer waited %v", took)
+}
+
+// A turnstile file the process cannot open (made by another user; here a directory in
+// its place) does not stop the database from opening or writing: the process writes
+// without the turnstile and warns.
+func TestTurnstileUnavailableWarns(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "odd.db")
+	if err := os.Mkdir(path+"-wait", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	db, err := Open(ctx, path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.WithTx(ctx, func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE schema_generation SET generation = generation + 1")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "turnstile unavailable, writing without it") {
+		t.Fatalf("no warning: %s", logs.String())
+	}
+}
