@@ -42,6 +42,8 @@ type DB struct {
 	rstmts sync.Map
 	// commits counts the write transactions this process committed (see genMemo).
 	commits atomic.Uint64
+	// dryHook is called before each entry of a dry-run load (SetDryRunHook).
+	dryHook atomic.Pointer[func(int)]
 }
 
 // rstmt returns query prepared on the read pool, prepared on first use.

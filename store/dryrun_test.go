@@ -66,21 +66,3 @@ func TestDryRunLoadInBatches(t *testing.T) {
 	}
 }
 
-// TestDryRunLoadCarryBound: when the rows to carry would exceed the bound, the dry run
-// finishes in its current transaction and still reports what the real load reports.
-func TestDryRunLoadCarryBound(t *testing.T) {
-	ctx := context.Background()
-	db := newTestDB(t)
-	copyPath := filepath.Join(t.TempDir(), "copy.db")
-	if err := db.Backup(ctx, copyPath); err != nil {
-		t.Fatal(err)
-	}
-	want := load(t, testkit.Open(t, copyPath, testkit.Options{}), dependentLoad, store.LoadOptions{})
-	old := store.SetMaxDryCarry(4)
-	defer store.SetMaxDryCarry(old)
-	got := load(t, db, dependentLoad, store.LoadOptions{DryRun: true, BatchSize: 2})
-	if counts(got) != counts(want) || messages(got) != messages(want) {
-		t.Errorf("dry run over the carry bound:\n%s\n%s\nwant (real load):\n%s\n%s", counts(got), messages(got), counts(want), messages(want))
-	}
-	absent(t, db, "_schema", "rack")
-}

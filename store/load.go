@@ -151,7 +151,24 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 // LoadStream is Load over entries produced one at a time by source, which calls yield
 // for each (and returns yield's error when it fails): a document is loaded as it is
 // read, holding only the current batch and the entries waiting for a retry.
+//
+// A dry run takes no writer: it reads a snapshot and writes into a private database
+// (dryrun.go).
 func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions) (*LoadResult, error) {
+	if !opts.DryRun {
+		return db.loadStream(ctx, source, opts, nil)
+	}
+	d, err := newDryRun(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	return d.priv.loadStream(ctx, source, opts, d)
+}
+
+// loadStream is LoadStream; with dry set, db is the dry run's private database and
+// the whole load is one transaction, rolled back.
+func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions, dry *dryRun) (*LoadResult, error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 1000
 	}
@@ -165,11 +182,6 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 	}()
 	inBatch := 0
 	var began time.Time
-	// A dry run rolls each batch back and carries its changes to the next (dryrun.go).
-	var carry *dryCarry
-	if opts.DryRun {
-		carry = newDryCarry()
-	}
 	begin := func() error {
 		var err error
 		if tx, err = db.BeginAs(ctx, Revisions{Author: loadAuthor(opts), Off: opts.NoRevisions, Observe: opts.OnChange}); err != nil {
@@ -177,27 +189,18 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 		}
 		l = &loader{tx: tx, opts: opts}
 		began = time.Now()
-		if carry != nil {
+		if dry != nil {
 			btx := tx
-			l.before = func(ctx context.Context, e *Entry) error { return carry.before(ctx, btx, e) }
-			return carry.start(ctx, tx)
+			l.before = func(ctx context.Context, e *Entry) error { return dry.before(ctx, btx, e) }
 		}
 		return nil
 	}
 	flush := func() error {
-		if tx == nil {
+		if tx == nil || dry != nil {
+			// A dry run's private database has no other writer to make way for.
 			return nil
 		}
-		var err error
-		if carry != nil {
-			if carry.full(ctx, tx) {
-				return nil // the rest of the dry run stays in this transaction
-			}
-			err = carry.capture(ctx, tx)
-			tx.Rollback()
-		} else {
-			err = tx.Commit()
-		}
+		err := tx.Commit()
 		tx, inBatch = nil, 0
 		return err
 	}
@@ -256,8 +259,8 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 			}
 		}
 	}
-	if opts.DryRun {
-		return res, nil // the deferred rollback ends the last batch: nothing to carry
+	if dry != nil {
+		return res, nil // the deferred rollback discards the private writes
 	}
 	if err := flush(); err != nil {
 		return nil, err
@@ -313,7 +316,8 @@ type loader struct {
 	opts LoadOptions
 	// sawExisting turns the insert-first path off once an entry existed.
 	sawExisting bool
-	// before, when set, runs before each entry is applied (a dry run's write-back).
+	// before, when set, runs before each entry is applied (a dry run's copy of what
+	// the entry may read).
 	before func(context.Context, *Entry) error
 }
 
