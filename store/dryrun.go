@@ -181,9 +181,11 @@ func (d *dryRun) copyRows(ctx context.Context, tx *Tx, table, query string, args
 	return nil
 }
 
-// instanceCopy copies one snapshot row into the private database under a new id.
+// instanceCopy copies one snapshot row into the private database under a new id. A row
+// is copied before any entry may write it, so the conflict clause never applies; it
+// only guards the private state, which wins.
 const instanceCopy = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-	VALUES(` + nextInstanceID + `, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES(` + nextInstanceID + `, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(classname, keyname) DO NOTHING`
 
 // before copies, into tx, the snapshot rows entry e may read (see the comment at the
 // top), each once per dry run.
@@ -215,6 +217,23 @@ func (d *dryRun) before(ctx context.Context, tx *Tx, e *Entry) error {
 		return err
 	}
 	var ips map[string]bool
+	if s.Keyname != "ipam_ip" && len(s.ipv4AddressFields()) > 0 {
+		// Addresses are collected from the whole new state: an update keeps the
+		// stored object's addresses the entry does not give.
+		ips = map[string]bool{}
+		for k := range own {
+			in, err := tx.Instance(ctx, s.Keyname, k)
+			if IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			for _, f := range s.ipv4AddressFields() {
+				walkText(in.Data[f.Keyname], func(t string) { addWords(ips, t) })
+			}
+		}
+	}
 	for _, f := range s.Fields {
 		v, given := e.Fields[f.Keyname]
 		switch {

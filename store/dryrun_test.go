@@ -2,8 +2,12 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
@@ -66,3 +70,111 @@ func TestDryRunLoadInBatches(t *testing.T) {
 	}
 }
 
+
+// TestDryRunLoadTakesNoWriter: held mid-run by a test hook, a dry-run load lets a
+// real load through the same handle and one through a second handle of the file (its
+// own connections, as another process has) commit; its report is still the one a
+// real load of the same entries gives on a copy, and it leaves nothing behind: no
+// instance in the file, no file in TMPDIR.
+func TestDryRunLoadTakesNoWriter(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ctx := context.Background()
+	db := dryShapeDB(t)
+	other := testkit.Open(t, db.Path(), testkit.Options{})
+	want := testkit.LoadEntries(t, copyOf(t, db), dryShapeEntries(t, "forward_refs", 2000), store.LoadOptions{})
+	held := 0
+	db.SetDryRunHook(func(n int) {
+		if n%500 != 0 {
+			return
+		}
+		held++
+		// Were the writer held, these would wait for it until the deadline.
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		for i, h := range []*store.DB{db, other} {
+			probe := parse(t, fmt.Sprintf("[{classname: dnode, keyname: probe%d_%d, n: 1}]", n, i))
+			if res, err := h.Load(wctx, probe, store.LoadOptions{}); err != nil || res.Created != 1 {
+				t.Errorf("a real load while the dry run is held at entry %d (handle %d): %+v, %v", n, i, res, err)
+			}
+		}
+	})
+	got, err := db.Load(ctx, dryShapeEntries(t, "forward_refs", 2000), store.LoadOptions{DryRun: true})
+	db.SetDryRunHook(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held < 4 {
+		t.Fatalf("the hook held the dry run %d times, want at least 4", held)
+	}
+	if counts(got) != counts(want) || messages(got) != messages(want) {
+		t.Errorf("dry run:\n%s\n%s\nwant (real load):\n%s\n%s", counts(got), messages(got), counts(want), messages(want))
+	}
+	if n := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'dnode' AND keyname LIKE 'probe%'"); n != 2*held {
+		t.Errorf("%d probe loads committed, want %d", n, 2*held)
+	}
+	if n := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'dnode' AND keyname LIKE 'f%'"); n != 0 {
+		t.Errorf("the dry run wrote %d instances", n)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the dry run left %d file(s) in TMPDIR: %s", len(left), left[0].Name())
+	}
+}
+
+// TestDryRunLoadWorkIsProportional: the work of a dry-run load per entry (snapshot rows
+// looked up or read, statements run in its private database) does not grow with the
+// number of entries, for every shape; rolled-back batches carrying their changes
+// forward made it grow with the entries sharing a word.
+func TestDryRunLoadWorkIsProportional(t *testing.T) {
+	ctx := context.Background()
+	for _, shape := range dryShapes {
+		var per [2]float64
+		for i, n := range []int{1000, 4000} {
+			db := dryShapeDB(t)
+			res, lookups, writes, err := store.DryRunWork(ctx, db, dryShapeEntries(t, shape, n), store.LoadOptions{})
+			if err != nil {
+				t.Fatalf("%s, %d entries: %v", shape, n, err)
+			}
+			if res.Errors != 0 || res.Created+res.Updated == 0 {
+				t.Fatalf("%s, %d entries: %s\n%s", shape, n, counts(res), messages(res))
+			}
+			per[i] = float64(lookups+writes) / float64(n)
+			t.Logf("%s: %d entries, %d lookups, %d statements, %.2f per entry", shape, n, lookups, writes, per[i])
+		}
+		if per[1] > 12 || per[1] > per[0]*1.05+0.25 {
+			t.Errorf("%s: work per entry %.2f at 1000 entries, %.2f at 4000 (want at most 12, not growing)", shape, per[0], per[1])
+		}
+	}
+}
+
+// TestDryRunLoadMatchesRealLoad: over randomized loads mixing every kind of entry (see
+// randomDryLoad), a dry run's counts, error messages and reported changes are those of
+// a real load of the same entries on a copy, committed in batches of several sizes.
+func TestDryRunLoadMatchesRealLoad(t *testing.T) {
+	seed := testkit.Seed(t, "DRYRUN_SEED", 21)
+	for round := range 12 {
+		rng := rand.New(rand.NewPCG(seed, uint64(round)))
+		n := 150 + rng.IntN(250)
+		db := dryShapeDB(t)
+		mustLoad(t, db, randomDryBase(n), store.LoadOptions{})
+		doc := randomDryLoad(rng, n)
+		before := queryInt(t, db, "SELECT count(*) FROM instances")
+		var wantLog, gotLog changeLog
+		batch := []int{1, 7, 1000}[round%3]
+		want := load(t, copyOf(t, db), doc, store.LoadOptions{BatchSize: batch, OnChange: wantLog.add})
+		got := load(t, db, doc, store.LoadOptions{DryRun: true, OnChange: gotLog.add})
+		if counts(got) != counts(want) || messages(got) != messages(want) {
+			t.Fatalf("round %d: dry run:\n%s\n%s\nwant (real load in batches of %d):\n%s\n%s\nload:\n%s",
+				round, counts(got), messages(got), batch, counts(want), messages(want), doc)
+		}
+		if gotLog.String() != wantLog.String() {
+			t.Fatalf("round %d: the dry run reports other changes than the real load:\n%s\nwant:\n%s", round, gotLog.String(), wantLog.String())
+		}
+		if want.Created == 0 || want.Updated == 0 || want.Deleted == 0 || want.Errors == 0 {
+			t.Fatalf("round %d does not exercise every outcome: %s", round, counts(want))
+		}
+		if n := queryInt(t, db, "SELECT count(*) FROM instances"); n != before {
+			t.Fatalf("round %d: the dry run left %d instances, want %d", round, n, before)
+		}
+	}
+}
