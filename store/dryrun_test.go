@@ -70,7 +70,6 @@ func TestDryRunLoadInBatches(t *testing.T) {
 	}
 }
 
-
 // TestDryRunLoadTakesNoWriter: held mid-run by a test hook, a dry-run load lets a
 // real load through the same handle and one through a second handle of the file (its
 // own connections, as another process has) commit; its report is still the one a
