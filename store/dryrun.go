@@ -47,9 +47,11 @@ import (
 // dryRun is a dry-run load's snapshot of the database and the private database it
 // writes in.
 type dryRun struct {
-	snap *Tx
-	priv *DB
-	dir  string
+	// snap is the read transaction on the real database, on snapConn when set.
+	snap     *Tx
+	snapConn *sql.DB
+	priv     *DB
+	dir      string
 	// copied holds "class\x00keyname" of every object looked up in the snapshot
 	// (copied, or found absent); whole holds the classes copied entirely.
 	copied map[string]struct{}
@@ -101,8 +103,8 @@ func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
 		return nil, fmt.Errorf("dry run: %w", err)
 	}
 	d.priv.Now = db.Now
-	if d.snap, err = db.BeginRead(ctx); err != nil {
-		return nil, fmt.Errorf("dry run: %w", err)
+	if err := d.openSnapshot(ctx, db); err != nil {
+		return nil, err
 	}
 	tx, err := d.priv.Begin(ctx)
 	if err != nil {
@@ -139,10 +141,36 @@ func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
 	return d, nil
 }
 
+// openSnapshot begins the dry run's read transaction. It has a connection of its own
+// (closed with the dry run) so that a long dry run takes none of the read pool's few
+// connections from other readers; a database opened read-only has only its pool.
+func (d *dryRun) openSnapshot(ctx context.Context, db *DB) error {
+	if db.w == db.r {
+		var err error
+		d.snap, err = db.BeginRead(ctx)
+		return err
+	}
+	conn, err := sql.Open("sqlite", dsn(db.path, true))
+	if err != nil {
+		return fmt.Errorf("dry run: %w", err)
+	}
+	conn.SetMaxOpenConns(1)
+	d.snapConn = conn
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("dry run: begin read: %w", err)
+	}
+	d.snap = &Tx{Tx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}
+	return nil
+}
+
 // close ends the snapshot and removes the private database.
 func (d *dryRun) close() {
 	if d.snap != nil {
 		d.snap.Rollback()
+	}
+	if d.snapConn != nil {
+		d.snapConn.Close()
 	}
 	if d.priv != nil {
 		d.priv.Close()

@@ -177,3 +177,28 @@ func TestDryRunLoadMatchesRealLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestDryRunLoadLeavesReadPool: a dry run reads its snapshot on a connection of its
+// own, so held mid-run it leaves a one-connection read pool to other readers.
+func TestDryRunLoadLeavesReadPool(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "one.db"), store.Options{ReadConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mustLoad(t, db, dryShapeSchema+"- {classname: dnode, keyname: stored, n: 1}\n", store.LoadOptions{})
+	reads := 0
+	db.SetDryRunHook(func(n int) {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if in, err := db.Instance(wctx, "dnode", "stored"); err != nil || in.Keyname != "stored" {
+			t.Errorf("a read while the dry run is held at entry %d: %v", n, err)
+		}
+		reads++
+	})
+	res := load(t, db, "- {classname: dnode, keyname: stored, n: 2}\n- {classname: dnode, keyname: new, peer: stored}\n", store.LoadOptions{DryRun: true})
+	if counts(res) != "created=1 updated=1 unchanged=0 deleted=0 enabled=0 disabled=0 skipped=0 errors=0" || reads != 2 {
+		t.Fatalf("dry run: %s, %d reads held", counts(res), reads)
+	}
+}
