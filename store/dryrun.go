@@ -303,7 +303,7 @@ func (d *dryRun) copyKeys(ctx context.Context, tx *Tx, cls string, keys map[stri
 		}
 		d.copied[id] = struct{}{}
 		d.lookups++
-		var r carriedRow
+		var r snapRow
 		err := d.snap.queryRow(ctx, `SELECT displayname, is_enabled, data, created_at, updated_at
 			FROM instances WHERE classname = ? AND keyname = ?`, cls, k).Scan(&r.displayname, &r.enabled, &r.data, &r.created, &r.updated)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -333,7 +333,7 @@ func (d *dryRun) copyClass(ctx context.Context, tx *Tx, cls string) error {
 	defer rows.Close()
 	for rows.Next() {
 		var key string
-		var r carriedRow
+		var r snapRow
 		if err := rows.Scan(&key, &r.displayname, &r.enabled, &r.data, &r.created, &r.updated); err != nil {
 			return fmt.Errorf("dry run: read %s: %w", cls, err)
 		}
@@ -351,8 +351,8 @@ func (d *dryRun) copyClass(ctx context.Context, tx *Tx, cls string) error {
 	return nil
 }
 
-// carriedRow is an instance row as the snapshot holds it.
-type carriedRow struct {
+// snapRow is an instance row as the snapshot holds it.
+type snapRow struct {
 	displayname   string
 	enabled       bool
 	data, created string

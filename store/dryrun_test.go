@@ -42,9 +42,9 @@ const dependentLoad = serverSchema + `
 - {classname: ipam_ip, keyname: 10.0.0.9, _action: update, is_enabled: false}
 `
 
-// TestDryRunLoadInBatches: a dry run split into rolled-back batches reports what a
-// real load of the same entries reports (on a copy of the file), whatever the batch
-// size, and writes nothing.
+// TestDryRunLoadInBatches: a dry run reports what a real load of the same entries
+// reports (on a copy of the file), whatever the batch size it is given (it runs as one
+// transaction in its private database), and writes nothing.
 func TestDryRunLoadInBatches(t *testing.T) {
 	ctx := context.Background()
 	db := newTestDB(t)
