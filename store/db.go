@@ -280,6 +280,9 @@ type txState struct {
 	// writer marks a write transaction (BeginAs): its Commit re-indexes the instances
 	// it wrote for search (reindexDirty).
 	writer bool
+	// dry is set in a dry-run load's private database: reads and writes of instances
+	// first copy what they name from the dry run's snapshot (dryrun.go).
+	dry *dryRun
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE) whose revisions name "system".

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 )
@@ -20,29 +19,29 @@ import (
 // apply path, in one transaction that is rolled back), so its report is the one a real
 // load of the same entries gives on the snapshot.
 //
-// The private database starts with what every entry may read whatever it names: the
-// definition tables (schemas, fields, permissions), the configuration and registry, and
-// the rows of the built-in classes (users, roles, groups, keys, enumerations,
-// pipelines: what permission checks and enum values read). Every other row is copied
-// from the snapshot when an entry may first read it, before the entry is applied, and
-// once per dry run:
-//   - the entry's own object (its keyname as given, trimmed, in lower case and, for a
-//     dotted IPv4 address, as its hexip keyname);
-//   - the objects its reference fields name (given values and defaults), in the
-//     fields' target classes;
-//   - the collected addresses (ipam_ip) of its IPv4 fields;
-//   - for a _schema entry, every object of the class it defines (a schema change may
-//     count or rewrite them all).
+// The private database is an overlay of the snapshot. It starts with what every entry
+// may read whatever it names: the definition tables (schemas, fields, permissions), the
+// configuration and registry, and the rows of the built-in classes (users, roles,
+// groups, keys, enumerations, pipelines: what permission checks and enum values read).
+// Every other instance row is copied from the snapshot, once, by the read or write of
+// the load that first names it, before that read or write runs: the transaction's
+// reads and writes of one instance (Tx.Instance, instanceExists, Tx.write, the
+// collected addresses of collectIPs) copy that row, and those that take a whole class
+// (Tx.Instances, DeleteField, deleteSchema) copy the class. A row the dry run has
+// copied, written or found absent is never copied again: from then on the private
+// database is the truth for it.
 //
-// So the work is in proportion to the entries, not to the database: a few indexed
-// lookups per entry, plus the built-in rows and definitions once. Copied rows get
-// new ids in the private database (a load's report does not depend on ids).
+// So the work is in proportion to the entries, not to the database: one indexed
+// snapshot lookup per instance the load names, plus the built-in rows and definitions
+// once (and a class's rows when a schema change takes them all, as the real load's
+// statement does). Copied rows get new ids in the private database (a load's report
+// does not depend on ids).
 //
 // Memory: the rows live in the private file, not in memory (SQLite's page cache
-// bounds what is held); in memory the dry run keeps the set of keys it copied or
-// found absent (one string per looked-up key: O(entries)), as a real load's batch
-// keeps its known keys. Disk: the private file holds the copied and written rows, of
-// the order of the load's own size.
+// bounds what is held); in memory the dry run keeps the set of keys it looked up (one
+// string per instance named: O(entries)), as a real load's batch keeps its known keys.
+// Disk: the private file holds the copied and written rows, of the order of the load's
+// own size.
 
 // dryRun is a dry-run load's snapshot of the database and the private database it
 // writes in.
@@ -210,118 +209,67 @@ func (d *dryRun) copyRows(ctx context.Context, tx *Tx, table, query string, args
 }
 
 // instanceCopy copies one snapshot row into the private database under a new id. A row
-// is copied before any entry may write it, so the conflict clause never applies; it
-// only guards the private state, which wins.
+// is copied before the load first reads or writes it, so the conflict clause never
+// applies; it only guards the private state, which wins.
 const instanceCopy = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
 	VALUES(` + nextInstanceID + `, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(classname, keyname) DO NOTHING`
 
-// before copies, into tx, the snapshot rows entry e may read (see the comment at the
-// top), each once per dry run.
-func (d *dryRun) before(ctx context.Context, tx *Tx, e *Entry) error {
+// before runs before each entry: it counts the entry and calls the test hook.
+func (d *dryRun) before() {
 	d.entries++
-	d.tx = tx
 	if d.hook != nil {
 		d.hook(d.entries)
 	}
-	if e.Classname == "_schema" {
-		return d.copyClass(ctx, tx, e.Keyname)
-	}
-	if strings.HasPrefix(e.Classname, "_") {
-		return nil // built-in rows and definitions are copied whole
-	}
-	s, err := tx.Schema(ctx, e.Classname)
-	if IsNotFound(err) {
-		return nil // the entry fails for its unknown class
-	}
-	if err != nil {
-		return err
-	}
-	own := map[string]bool{}
-	addWords(own, e.Keyname)
-	if strings.HasPrefix(s.KeynameMode, "hexip") {
-		addWords(own, e.Displayname) // the keyname derives from it
-	}
-	if err := d.copyKeys(ctx, tx, s.Keyname, own); err != nil {
-		return err
-	}
-	var ips map[string]bool
-	if s.Keyname != "ipam_ip" && len(s.ipv4AddressFields()) > 0 {
-		// Addresses are collected from the whole new state: an update keeps the
-		// stored object's addresses the entry does not give.
-		ips = map[string]bool{}
-		for k := range own {
-			in, err := tx.Instance(ctx, s.Keyname, k)
-			if IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			for _, f := range s.ipv4AddressFields() {
-				walkText(in.Data[f.Keyname], func(t string) { addWords(ips, t) })
-			}
-		}
-	}
-	for _, f := range s.Fields {
-		v, given := e.Fields[f.Keyname]
-		switch {
-		case f.Dataformat == "schema":
-			target := strings.Fields(f.DataformatExt)
-			if len(target) == 0 || strings.HasPrefix(target[0], "_") {
-				continue
-			}
-			words := map[string]bool{}
-			if given {
-				walkText(v, func(t string) { addWords(words, t) })
-			}
-			walkText(f.Default, func(t string) { addWords(words, t) })
-			if err := d.copyKeys(ctx, tx, target[0], words); err != nil {
-				return err
-			}
-		case f.Dataformat == "ipv4" && !strings.Contains(f.DataformatExt, "subnet") && given:
-			if ips == nil {
-				ips = map[string]bool{}
-			}
-			walkText(v, func(t string) { addWords(ips, t) })
-		}
-	}
-	if ips != nil && s.Keyname != "ipam_ip" {
-		return d.copyKeys(ctx, tx, "ipam_ip", ips)
-	}
-	return nil
 }
 
-// copyKeys copies the snapshot rows of class cls named by any of keys.
-func (d *dryRun) copyKeys(ctx context.Context, tx *Tx, cls string, keys map[string]bool) error {
+// fromSnapshot copies the snapshot's row (cls, key) into the dry run's private
+// database before the transaction reads or writes it; outside a dry run it does
+// nothing.
+func (tx *Tx) fromSnapshot(ctx context.Context, cls, key string) error {
+	if tx.dry == nil || strings.HasPrefix(cls, "_") {
+		return nil // built-in rows are copied whole at the start
+	}
+	return tx.dry.copyKey(ctx, tx, cls, key)
+}
+
+// classFromSnapshot copies every snapshot row of class cls not copied yet; outside a
+// dry run it does nothing.
+func (tx *Tx) classFromSnapshot(ctx context.Context, cls string) error {
+	if tx.dry == nil || strings.HasPrefix(cls, "_") {
+		return nil
+	}
+	return tx.dry.copyClass(ctx, tx, cls)
+}
+
+// copyKey copies the snapshot row (cls, key), unless it was looked up before.
+func (d *dryRun) copyKey(ctx context.Context, tx *Tx, cls, key string) error {
 	if d.whole[cls] {
 		return nil
 	}
-	for k := range keys {
-		id := cls + "\x00" + k
-		if _, ok := d.copied[id]; ok {
-			continue
-		}
-		d.copied[id] = struct{}{}
-		d.lookups++
-		var r snapRow
-		err := d.snap.queryRow(ctx, `SELECT displayname, is_enabled, data, created_at, updated_at
-			FROM instances WHERE classname = ? AND keyname = ?`, cls, k).Scan(&r.displayname, &r.enabled, &r.data, &r.created, &r.updated)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("dry run: read %s %s: %w", cls, k, err)
-		}
-		if _, err := tx.exec(ctx, instanceCopy, cls, k, r.displayname, r.enabled, r.data, r.created, r.updated); err != nil {
-			return fmt.Errorf("dry run: copy %s %s: %w", cls, k, err)
-		}
+	id := cls + "\x00" + key
+	if _, ok := d.copied[id]; ok {
+		return nil
+	}
+	d.copied[id] = struct{}{}
+	d.lookups++
+	var r snapRow
+	err := d.snap.queryRow(ctx, `SELECT displayname, is_enabled, data, created_at, updated_at
+		FROM instances WHERE classname = ? AND keyname = ?`, cls, key).Scan(&r.displayname, &r.enabled, &r.data, &r.created, &r.updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("dry run: read %s %s: %w", cls, key, err)
+	}
+	if _, err := tx.exec(ctx, instanceCopy, cls, key, r.displayname, r.enabled, r.data, r.created, r.updated); err != nil {
+		return fmt.Errorf("dry run: copy %s %s: %w", cls, key, err)
 	}
 	return nil
 }
 
 // copyClass copies every snapshot row of class cls not copied yet.
 func (d *dryRun) copyClass(ctx context.Context, tx *Tx, cls string) error {
-	if d.whole[cls] || strings.HasPrefix(cls, "_") {
+	if d.whole[cls] {
 		return nil
 	}
 	d.whole[cls] = true
@@ -357,46 +305,4 @@ type snapRow struct {
 	enabled       bool
 	data, created string
 	updated       string
-}
-
-// addWords adds s, its lower case and, for a dotted IPv4 address, its hexip keyname.
-func addWords(words map[string]bool, s string) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return
-	}
-	words[s] = true
-	words[strings.ToLower(s)] = true
-	if IsDottedIPv4(s) {
-		if h, err := HexIP(s); err == nil {
-			words[h] = true
-		}
-	}
-}
-
-// walkText calls fn with every scalar of v as text.
-func walkText(v any, fn func(string)) {
-	switch x := v.(type) {
-	case string:
-		fn(x)
-	case []any:
-		for _, y := range x {
-			walkText(y, fn)
-		}
-	case map[string]any:
-		for _, y := range x {
-			walkText(y, fn)
-		}
-	case float64:
-		fn(strconv.FormatFloat(x, 'f', -1, 64))
-	case int:
-		fn(strconv.Itoa(x))
-	case int64:
-		fn(strconv.FormatInt(x, 10))
-	case bool:
-		fn(strconv.FormatBool(x))
-	case nil:
-	default:
-		fn(fmt.Sprint(x))
-	}
 }

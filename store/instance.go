@@ -81,6 +81,9 @@ func (db *DB) InstanceByID(ctx context.Context, cls string, id int64) (*Instance
 
 // Instance reads one instance inside the transaction.
 func (tx *Tx) Instance(ctx context.Context, cls, key string) (*Instance, error) {
+	if err := tx.fromSnapshot(ctx, cls, key); err != nil {
+		return nil, err
+	}
 	in, err := scanInstance(tx.queryRow(ctx, "SELECT "+instanceCols+
 		" FROM instances WHERE classname = ? AND keyname = ?", cls, key))
 	if err != nil {
@@ -96,6 +99,9 @@ func (db *DB) Instances(ctx context.Context, cls string, afterID int64, limit in
 
 // Instances is Instances inside the transaction.
 func (tx *Tx) Instances(ctx context.Context, cls string, afterID int64, limit int) ([]*Instance, error) {
+	if err := tx.classFromSnapshot(ctx, cls); err != nil {
+		return nil, err
+	}
 	return instancesAfter(ctx, tx.Tx, cls, afterID, limit)
 }
 
@@ -185,6 +191,9 @@ func (r txRefs) enumValues(name string) (map[string]bool, error) { return r.tx.e
 func (tx *Tx) instanceExists(ctx context.Context, cls, key string) (bool, error) {
 	if _, ok := tx.known[cls+"\x00"+key]; ok {
 		return true, nil
+	}
+	if err := tx.fromSnapshot(ctx, cls, key); err != nil {
+		return false, err
 	}
 	var one int
 	err := tx.queryRow(ctx, "SELECT 1 FROM instances WHERE classname = ? AND keyname = ?", cls, key).Scan(&one)
@@ -426,6 +435,11 @@ const insertInstance = `INSERT INTO instances(id, classname, keyname, displaynam
 // reports false.
 func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, data string, ifAbsent bool) (bool, error) {
 	now := tx.db.now()
+	if old == nil || in.Keyname != old.Keyname {
+		if err := tx.fromSnapshot(ctx, in.Classname, in.Keyname); err != nil {
+			return false, err
+		}
+	}
 	if old == nil {
 		q := insertInstance
 		if ifAbsent {

@@ -54,6 +54,9 @@ func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (int, err
 			if _, ok := tx.known["ipam_ip\x00"+hex]; ok {
 				continue
 			}
+			if err := tx.fromSnapshot(ctx, "ipam_ip", hex); err != nil {
+				return created, err
+			}
 			// One statement instead of a lookup and an insert: most addresses repeat.
 			now := tx.db.now()
 			res, err := tx.exec(ctx, `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)

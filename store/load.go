@@ -190,8 +190,8 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 		l = &loader{tx: tx, opts: opts}
 		began = time.Now()
 		if dry != nil {
-			btx := tx
-			l.before = func(ctx context.Context, e *Entry) error { return dry.before(ctx, btx, e) }
+			tx.dry, dry.tx = dry, tx
+			l.before = func(context.Context, *Entry) error { dry.before(); return nil }
 		}
 		return nil
 	}
