@@ -14,8 +14,8 @@ import (
 // A dry-run load never takes the database's writer. It reads the database through one
 // read transaction (a snapshot that never waits for or holds the writer) and writes
 // into a private database: a file of its own, with the service's table layout, in a
-// fresh directory under the system's temporary directory (TMPDIR), removed when the
-// dry run ends. The load runs there exactly as a real load runs (the same loader and
+// fresh owner-only directory beside the database file (<db>.dryrun-*), removed when
+// the dry run ends. The load runs there exactly as a real load runs (the same loader and
 // apply path, in one transaction that is rolled back), so its report is the one a real
 // load of the same entries gives on the snapshot.
 //
@@ -88,9 +88,14 @@ var dryTables = []string{"registry", "configuration", "schemas", "schema_fields"
 // newDryRun opens the snapshot and the private database and copies what every entry
 // may read into it.
 func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
-	dir, err := os.MkdirTemp("", "dataservice-dryrun-*")
+	// Beside the database: the one directory the service must be able to write (SQLite
+	// creates the -wal and -shm files there; a scratch container has no /tmp). A file
+	// opened read-only may sit in a directory the process cannot write: then TMPDIR.
+	dir, err := os.MkdirTemp(filepath.Dir(db.path), filepath.Base(db.path)+".dryrun-*")
 	if err != nil {
-		return nil, fmt.Errorf("dry run: %w", err)
+		if dir, err = os.MkdirTemp("", "dataservice-dryrun-*"); err != nil {
+			return nil, fmt.Errorf("dry run: %w", err)
+		}
 	}
 	d := &dryRun{dir: dir, copied: map[string]struct{}{}, whole: map[string]bool{}, hook: dryHookOf(&db.dryHook)}
 	defer func() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -74,12 +73,18 @@ func TestDryRunLoadInBatches(t *testing.T) {
 // real load through the same handle and one through a second handle of the file (its
 // own connections, as another process has) commit; its report is still the one a
 // real load of the same entries gives on a copy, and it leaves nothing behind: no
-// instance in the file, no file in TMPDIR.
+// instance in the file, no directory beside it.
 func TestDryRunLoadTakesNoWriter(t *testing.T) {
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
 	ctx := context.Background()
 	db := dryShapeDB(t)
+	var during []string // the database's directory while the dry run is held
+	beside := func() []string {
+		list, err := filepath.Glob(db.Path() + ".dryrun-*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
+	}
 	other := testkit.Open(t, db.Path(), testkit.Options{})
 	want := testkit.LoadEntries(t, copyOf(t, db), dryShapeEntries(t, "forward_refs", 2000), store.LoadOptions{})
 	held := 0
@@ -88,6 +93,7 @@ func TestDryRunLoadTakesNoWriter(t *testing.T) {
 			return
 		}
 		held++
+		during = beside()
 		// Were the writer held, these would wait for it until the deadline.
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -115,8 +121,11 @@ func TestDryRunLoadTakesNoWriter(t *testing.T) {
 	if n := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'dnode' AND keyname LIKE 'f%'"); n != 0 {
 		t.Errorf("the dry run wrote %d instances", n)
 	}
-	if left, _ := os.ReadDir(tmp); len(left) != 0 {
-		t.Errorf("the dry run left %d file(s) in TMPDIR: %s", len(left), left[0].Name())
+	if len(during) != 1 {
+		t.Errorf("while the dry run ran, beside the database: %q, want its one directory", during)
+	}
+	if left := beside(); len(left) != 0 {
+		t.Errorf("the dry run left %q beside the database", left)
 	}
 }
 
