@@ -316,8 +316,8 @@ type loader struct {
 	opts LoadOptions
 	// sawExisting turns the insert-first path off once an entry existed.
 	sawExisting bool
-	// before, when set, runs before each entry is applied (a dry run's copy of what
-	// the entry may read).
+	// before, when set, runs before each entry is applied (a dry run counts the entry
+	// and calls its test hook there).
 	before func(context.Context, *Entry) error
 }
 
