@@ -38,10 +38,11 @@ import (
 // does not depend on ids).
 //
 // Memory: the rows live in the private file, not in memory (SQLite's page cache
-// bounds what is held); in memory the dry run keeps the set of keys it looked up (one
-// string per instance named: O(entries)), as a real load's batch keeps its known keys.
-// Disk: the private file holds the copied and written rows, of the order of the load's
-// own size.
+// bounds what is held). In memory the dry run keeps the keys it has looked up, at most
+// maxDryKeys of them: past that it forgets them and asks the private database instead
+// (is the row there, or did the run delete it: temp.dry_gone, kept by triggers), so a
+// dry run of any size holds a bounded amount. Disk: the private file holds the copied
+// and written rows, of the order of the load's own size.
 
 // dryRun is a dry-run load's snapshot of the database and the private database it
 // writes in.
@@ -51,9 +52,11 @@ type dryRun struct {
 	snapConn *sql.DB
 	priv     *DB
 	dir      string
-	// copied holds "class\x00keyname" of every object looked up in the snapshot
-	// (copied, or found absent); whole holds the classes copied entirely.
+	// copied holds "class\x00keyname" of objects looked up in the snapshot (copied, or
+	// found absent), at most maxDryKeys; forgot is set once it was emptied for the
+	// bound. whole holds the classes copied entirely.
 	copied map[string]struct{}
+	forgot bool
 	whole  map[string]bool
 	// lookups counts the snapshot lookups (tests check it stays in proportion).
 	lookups int
@@ -81,6 +84,9 @@ func dryHookOf(p *atomic.Pointer[func(int)]) func(int) {
 	}
 	return nil
 }
+
+// maxDryKeys bounds the keys a dry run remembers in memory (about 100 bytes each).
+var maxDryKeys = 200000
 
 // dryTables are the tables a dry run copies whole before its first entry.
 var dryTables = []string{"registry", "configuration", "schemas", "schema_fields", "permissions"}
@@ -141,6 +147,18 @@ func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
 	tx.schemasChanged()
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("dry run: %w", err)
+	}
+	// The keys the run deletes or renames away, for when the keys in memory were
+	// forgotten. The private writer is one connection, so these temporary objects
+	// stay for the dry run.
+	for _, q := range []string{
+		`CREATE TEMP TABLE dry_gone(classname TEXT NOT NULL, keyname TEXT NOT NULL, PRIMARY KEY(classname, keyname)) WITHOUT ROWID`,
+		`CREATE TEMP TRIGGER dry_gone_delete AFTER DELETE ON main.instances BEGIN ` + gone + ` END`,
+		`CREATE TEMP TRIGGER dry_gone_rename AFTER UPDATE OF keyname ON main.instances WHEN OLD.keyname <> NEW.keyname BEGIN ` + gone + ` END`,
+	} {
+		if _, err := d.priv.w.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("dry run: %w", err)
+		}
 	}
 	return d, nil
 }
@@ -213,6 +231,11 @@ func (d *dryRun) copyRows(ctx context.Context, tx *Tx, table, query string, args
 	return nil
 }
 
+// gone records OLD's key in dry_gone (a conflict clause of the outer statement would
+// override an OR IGNORE here).
+const gone = `INSERT INTO dry_gone SELECT OLD.classname, OLD.keyname WHERE NOT EXISTS
+	(SELECT 1 FROM dry_gone WHERE classname = OLD.classname AND keyname = OLD.keyname);`
+
 // instanceCopy copies one snapshot row into the private database under a new id. A row
 // is copied before the load first reads or writes it, so the conflict clause never
 // applies; it only guards the private state, which wins.
@@ -255,7 +278,18 @@ func (d *dryRun) copyKey(ctx context.Context, tx *Tx, cls, key string) error {
 	if _, ok := d.copied[id]; ok {
 		return nil
 	}
+	if len(d.copied) >= maxDryKeys {
+		d.copied, d.forgot = map[string]struct{}{}, true
+	}
 	d.copied[id] = struct{}{}
+	if d.forgot {
+		// The key may have been looked up before: the private database knows it when
+		// it holds the row or the run deleted it.
+		known, err := d.known(ctx, tx, cls, key)
+		if err != nil || known {
+			return err
+		}
+	}
 	d.lookups++
 	var r snapRow
 	err := d.snap.queryRow(ctx, `SELECT displayname, is_enabled, data, created_at, updated_at
@@ -270,6 +304,18 @@ func (d *dryRun) copyKey(ctx context.Context, tx *Tx, cls, key string) error {
 		return fmt.Errorf("dry run: copy %s %s: %w", cls, key, err)
 	}
 	return nil
+}
+
+// known reports whether the private database holds (cls, key) or the run deleted or
+// renamed it away.
+func (d *dryRun) known(ctx context.Context, tx *Tx, cls, key string) (bool, error) {
+	var known bool
+	err := tx.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM main.instances WHERE classname = ?1 AND keyname = ?2)
+		OR EXISTS (SELECT 1 FROM temp.dry_gone WHERE classname = ?1 AND keyname = ?2)`, cls, key).Scan(&known)
+	if err != nil {
+		return false, fmt.Errorf("dry run: read %s %s: %w", cls, key, err)
+	}
+	return known, nil
 }
 
 // copyClass copies every snapshot row of class cls not copied yet.
@@ -292,7 +338,16 @@ func (d *dryRun) copyClass(ctx context.Context, tx *Tx, cls string) error {
 		}
 		d.lookups++
 		if _, ok := d.copied[cls+"\x00"+key]; ok {
-			continue // copied before: the dry run's own state wins
+			continue // looked up before: the dry run's own state wins
+		}
+		if d.forgot {
+			known, err := d.known(ctx, tx, cls, key)
+			if err != nil {
+				return err
+			}
+			if known {
+				continue
+			}
 		}
 		if _, err := tx.exec(ctx, instanceCopy, cls, key, r.displayname, r.enabled, r.data, r.created, r.updated); err != nil {
 			return fmt.Errorf("dry run: copy %s %s: %w", cls, key, err)

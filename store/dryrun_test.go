@@ -159,8 +159,30 @@ func TestDryRunLoadWorkIsProportional(t *testing.T) {
 // randomDryLoad), a dry run's counts, error messages and reported changes are those of
 // a real load of the same entries on a copy, committed in batches of several sizes.
 func TestDryRunLoadMatchesRealLoad(t *testing.T) {
+	compareRandomDryRuns(t, 12)
+}
+
+// TestDryRunLoadKeyBound: with the keys it remembers in memory bounded to 3, a dry run
+// (which then asks its private database what it has seen) still reports what the real
+// load reports.
+func TestDryRunLoadKeyBound(t *testing.T) {
+	old := store.SetMaxDryKeys(3)
+	defer store.SetMaxDryKeys(old)
+	compareRandomDryRuns(t, 6)
+	db := newTestDB(t)
+	want := load(t, copyOf(t, db), dependentLoad, store.LoadOptions{})
+	got := load(t, db, dependentLoad, store.LoadOptions{DryRun: true})
+	if counts(got) != counts(want) || messages(got) != messages(want) {
+		t.Errorf("dry run:\n%s\n%s\nwant (real load):\n%s\n%s", counts(got), messages(got), counts(want), messages(want))
+	}
+}
+
+// compareRandomDryRuns compares rounds randomized dry runs with real loads (see
+// TestDryRunLoadMatchesRealLoad).
+func compareRandomDryRuns(t *testing.T, rounds int) {
+	t.Helper()
 	seed := testkit.Seed(t, "DRYRUN_SEED", 21)
-	for round := range 12 {
+	for round := range rounds {
 		rng := rand.New(rand.NewPCG(seed, uint64(round)))
 		n := 150 + rng.IntN(250)
 		db := dryShapeDB(t)

@@ -26,3 +26,11 @@ func DryRunWork(ctx context.Context, db *DB, entries []*Entry, opts LoadOptions)
 	}
 	return res, d.lookups, writes, err
 }
+
+// SetMaxDryKeys lowers the number of keys a dry run remembers in memory, for a test;
+// it returns the old value.
+func SetMaxDryKeys(n int) int {
+	old := maxDryKeys
+	maxDryKeys = n
+	return old
+}
