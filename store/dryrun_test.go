@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -244,5 +245,37 @@ func TestDryRunLoadLeavesReadPool(t *testing.T) {
 	res := load(t, db, "- {classname: dnode, keyname: stored, n: 2}\n- {classname: dnode, keyname: new, peer: stored}\n", store.LoadOptions{DryRun: true})
 	if counts(res) != "created=1 updated=1 unchanged=0 deleted=0 enabled=0 disabled=0 skipped=0 errors=0" || reads != 2 {
 		t.Fatalf("dry run: %s, %d reads held", counts(res), reads)
+	}
+}
+
+// TestDryRunLoadOnReadOnlyFile: a dry run needs no write access to the database: on a
+// file opened read-only it reports what a real load reports and leaves the file's
+// bytes as they were.
+func TestDryRunLoadOnReadOnlyFile(t *testing.T) {
+	ctx := context.Background()
+	db := dryShapeDB(t)
+	want := testkit.LoadEntries(t, copyOf(t, db), dryShapeEntries(t, "forward_refs", 300), store.LoadOptions{})
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := store.Open(ctx, path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	got, err := ro.Load(ctx, dryShapeEntries(t, "forward_refs", 300), store.LoadOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts(got) != counts(want) || messages(got) != messages(want) {
+		t.Errorf("dry run on a read-only file:\n%s\n%s\nwant (real load):\n%s\n%s", counts(got), messages(got), counts(want), messages(want))
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Error("the dry run changed the file")
 	}
 }
