@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dataservice/internal/testkit"
+	"dataservice/rules"
 	"dataservice/store"
 )
 
@@ -277,5 +278,36 @@ func TestDryRunLoadOnReadOnlyFile(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(path); string(after) != string(before) {
 		t.Error("the dry run changed the file")
+	}
+}
+
+// TestDryRunLoadWithPipeline: a dry run through a load-time pipeline (which here
+// rewrites references to stored objects and deletes some entries) reports what the
+// real load through it reports.
+func TestDryRunLoadWithPipeline(t *testing.T) {
+	db := dryShapeDB(t)
+	mustLoad(t, db, "- {classname: dnode, keyname: hub, n: 1}\n- {classname: dnode, keyname: a1, n: 1}\n", store.LoadOptions{})
+	tr, err := rules.LoadTransform(`
+- field_set: ['', peer, hub]
+- field_upper: ['', tag]
+`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `
+- {classname: dnode, keyname: a1, n: 2, tag: x}
+- {classname: dnode, keyname: a2, tag: y}
+- {classname: dnode, keyname: hub, _action: delete}
+- {classname: dnode, keyname: a3, tag: z}
+`
+	var wantLog, gotLog changeLog
+	want := load(t, copyOf(t, db), doc, store.LoadOptions{Transform: tr, OnChange: wantLog.add})
+	got := load(t, db, doc, store.LoadOptions{Transform: tr, DryRun: true, OnChange: gotLog.add})
+	if counts(got) != counts(want) || messages(got) != messages(want) || gotLog.String() != wantLog.String() {
+		t.Errorf("dry run:\n%s\n%s\n%s\nwant (real load):\n%s\n%s\n%s", counts(got), messages(got), gotLog.String(),
+			counts(want), messages(want), wantLog.String())
+	}
+	if want.Errors == 0 || want.Updated == 0 || want.Created == 0 {
+		t.Fatalf("the load does not exercise the reference the pipeline sets: %s\n%s", counts(want), messages(want))
 	}
 }
