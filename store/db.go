@@ -54,6 +54,8 @@ type DB struct {
 	// throttle counts refused credentials (throttle.go), made at first use.
 	throttleOnce sync.Once
 	throttle     *Throttle
+	// dryHook is called before each entry of a dry-run load (SetDryRunHook).
+	dryHook atomic.Pointer[func(int)]
 }
 
 // rstmt returns query prepared on the read pool, prepared on first use.
@@ -316,6 +318,9 @@ type txState struct {
 	writer bool
 	// release returns the writer connection to the pool once the transaction ended.
 	release func()
+	// dry is set in a dry-run load's private database: reads and writes of instances
+	// first copy what they name from the dry run's snapshot (dryrun.go).
+	dry *dryRun
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE) whose revisions name "system".

@@ -2,337 +2,367 @@ package store
 
 import (
 	"context"
-	"encoding/json"
+	"database/sql"
+	"errors"
 	"fmt"
-	"strconv"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
 
-// A dry-run load runs in short write transactions that are all rolled back, so the
-// writer is released between them as it is between the batches of a real load. For
-// the report to stay the one a single transaction gives, each batch carries forward
-// what the earlier (rolled-back) batches changed, and puts it back before an entry
-// may see it:
-//   - every instance row a batch inserted, updated or deleted is remembered in its final
-//     state (or as absent), keyed by class and keyname; the tables of schemas, fields
-//     and permissions are remembered whole when a batch changed them;
-//   - a new batch first writes back the remembered schema, field and permission tables
-//     and the remembered rows of built-in classes (users, roles, groups, keys,
-//     pipelines: what permission checks read);
-//   - before each entry, it writes back the remembered rows that share a word (a
-//     keyname, a displayname or any text value, also as a hexip keyname and in lower
-//     case) with the entry as it will be applied: its own object, the objects it
-//     references, the objects that reference it (delete and rename checks), objects
-//     with the same unique value and collected addresses. Before a schema entry
-//     (which may rewrite every instance of a class) everything is written back.
+// A dry-run load never takes the database's writer. It reads the database through one
+// read transaction (a snapshot that never waits for or holds the writer) and writes
+// into a private database: a file of its own, with the service's table layout, in a
+// fresh owner-only directory beside the database file (<db>.dryrun-*), removed when
+// the dry run ends. The load runs there exactly as a real load runs (the same loader and
+// apply path, in one transaction that is rolled back), so its report is the one a real
+// load of the same entries gives on the snapshot.
 //
-// Writing a row back gives it a new id (ids are never reused); a load's report does not
-// depend on ids.
+// The private database is an overlay of the snapshot. It starts with what every entry
+// may read whatever it names: the definition tables (schemas, fields, permissions), the
+// configuration and registry, and the rows of the built-in classes (users, roles,
+// groups, keys, enumerations, pipelines: what permission checks and enum values read).
+// Every other instance row is copied from the snapshot, once, by the read or write of
+// the load that first names it, before that read or write runs: the transaction's
+// reads and writes of one instance (Tx.Instance, instanceExists, Tx.write, the
+// collected addresses of collectIPs) copy that row, and those that take a whole class
+// (Tx.Instances, DeleteField, deleteSchema) copy the class. A row the dry run has
+// copied, written or found absent is never copied again: from then on the private
+// database is the truth for it.
+//
+// So the work is in proportion to the entries, not to the database: one indexed
+// snapshot lookup per instance the load names, plus the built-in rows and definitions
+// once (and a class's rows when a schema change takes them all, as the real load's
+// statement does). Copied rows get new ids in the private database (a load's report
+// does not depend on ids).
+//
+// Memory: the rows live in the private file, not in memory (SQLite's page cache
+// bounds what is held). In memory the dry run keeps the keys it has looked up, at most
+// maxDryKeys of them: past that it forgets them and asks the private database instead
+// (is the row there, or did the run delete it: temp.dry_gone, kept by triggers), so a
+// dry run of any size holds a bounded amount. Disk: the private file holds the copied
+// and written rows, of the order of the load's own size.
 
-// dryCarry is what the rolled-back batches of a dry-run load changed.
-type dryCarry struct {
-	rows   map[string]*carriedRow
-	tables map[string][][]any
-	// byWord indexes rows by the words they hold.
-	byWord map[string][]string
-	// replayed are the rows written back in the current batch.
-	replayed map[string]bool
-	// stuck is set once the carry would be too large (see full).
-	stuck bool
+// dryRun is a dry-run load's snapshot of the database and the private database it
+// writes in.
+type dryRun struct {
+	// snap is the read transaction on the real database, on snapConn when set.
+	snap     *Tx
+	snapConn *sql.DB
+	priv     *DB
+	dir      string
+	// copied holds "class\x00keyname" of objects looked up in the snapshot (copied, or
+	// found absent), at most maxDryKeys; forgot is set once it was emptied for the
+	// bound. whole holds the classes copied entirely.
+	copied map[string]struct{}
+	forgot bool
+	whole  map[string]bool
+	// lookups counts the snapshot lookups (tests check it stays in proportion).
+	lookups int
+	entries int
+	// tx is the load's transaction in the private database, once begun.
+	tx   *Tx
+	hook func(n int)
 }
 
-// carriedRow is the final state of an instance after the batches so far.
-type carriedRow struct {
-	classname, keyname string
-	present            bool
-	displayname        string
-	enabled            bool
-	data, created      string
-	updated            string
+// SetDryRunHook makes every later dry-run load on db call fn before each entry with
+// the number of entries begun so far (1 for the first); nil removes it. Tests use it
+// to hold a dry run mid-run.
+func (db *DB) SetDryRunHook(fn func(n int)) {
+	if fn == nil {
+		db.dryHook.Store(nil)
+		return
+	}
+	db.dryHook.Store(&fn)
 }
 
-// maxDryCarry bounds the rows a dry run keeps in memory. A batch that would carry
-// more (a schema change rewriting a large class) keeps the rest of the dry run in its
-// own transaction instead, holding the writer as a single transaction does.
-var maxDryCarry = 200000
-
-// full reports whether carrying the current batch would exceed maxDryCarry; once it
-// does, it keeps reporting so.
-func (c *dryCarry) full(ctx context.Context, tx *Tx) bool {
-	if c.stuck {
-		return true
-	}
-	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM temp.dry_touched").Scan(&n); err != nil || len(c.rows)+n > maxDryCarry {
-		c.stuck = true
-	}
-	return c.stuck
-}
-
-// dryTables are the definition tables a dry run carries whole, in the order they are
-// written back.
-var dryTables = []string{"permissions", "schemas", "schema_fields"}
-
-func newDryCarry() *dryCarry {
-	return &dryCarry{rows: map[string]*carriedRow{}, tables: map[string][][]any{}, byWord: map[string][]string{}}
-}
-
-// start writes back the carried tables and built-in rows, then records what the batch
-// changes from here on (temporary triggers, dropped with the rollback).
-func (c *dryCarry) start(ctx context.Context, tx *Tx) error {
-	c.replayed = map[string]bool{}
-	if len(c.tables) > 0 {
-		for i := len(dryTables) - 1; i >= 0; i-- {
-			if _, ok := c.tables[dryTables[i]]; ok {
-				if _, err := tx.ExecContext(ctx, "DELETE FROM main."+dryTables[i]); err != nil {
-					return fmt.Errorf("dry run: %w", err)
-				}
-			}
-		}
-		for _, name := range dryTables {
-			rows, ok := c.tables[name]
-			if !ok {
-				continue
-			}
-			for _, r := range rows {
-				q := "INSERT INTO main." + name + " VALUES(?" + strings.Repeat(", ?", len(r)-1) + ")"
-				if _, err := tx.ExecContext(ctx, q, r...); err != nil {
-					return fmt.Errorf("dry run: %w", err)
-				}
-			}
-		}
-		tx.schemasChanged()
-	}
-	for k, r := range c.rows {
-		if strings.HasPrefix(r.classname, "_") {
-			if err := c.replay(ctx, tx, k); err != nil {
-				return err
-			}
-		}
-	}
-	stmts := []string{
-		`CREATE TEMP TABLE dry_touched(classname TEXT NOT NULL, keyname TEXT NOT NULL, PRIMARY KEY(classname, keyname)) WITHOUT ROWID`,
-		`CREATE TEMP TABLE dry_tables(name TEXT PRIMARY KEY) WITHOUT ROWID`,
-		`CREATE TEMP TRIGGER dry_instances_insert AFTER INSERT ON main.instances BEGIN ` + touch("NEW") + ` END`,
-		`CREATE TEMP TRIGGER dry_instances_delete AFTER DELETE ON main.instances BEGIN ` + touch("OLD") + ` END`,
-		`CREATE TEMP TRIGGER dry_instances_update AFTER UPDATE ON main.instances BEGIN ` + touch("OLD") + touch("NEW") + ` END`,
-	}
-	for _, name := range dryTables {
-		for _, ev := range []string{"INSERT", "UPDATE", "DELETE"} {
-			stmts = append(stmts, fmt.Sprintf(`CREATE TEMP TRIGGER dry_%s_%s AFTER %s ON main.%s BEGIN
-				INSERT INTO dry_tables SELECT '%[4]s' WHERE NOT EXISTS (SELECT 1 FROM dry_tables WHERE name = '%[4]s'); END`,
-				name, strings.ToLower(ev), ev, name))
-		}
-	}
-	for _, q := range stmts {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("dry run: %w", err)
-		}
+// dryHookOf is the hook set on db, or nil.
+func dryHookOf(p *atomic.Pointer[func(int)]) func(int) {
+	if f := p.Load(); f != nil {
+		return *f
 	}
 	return nil
 }
 
-// touch is the trigger statement recording row's class and keyname (an outer
-// statement's conflict clause would override an OR IGNORE here).
-func touch(row string) string {
-	return fmt.Sprintf(`INSERT INTO dry_touched SELECT %[1]s.classname, %[1]s.keyname WHERE NOT EXISTS
-		(SELECT 1 FROM dry_touched WHERE classname = %[1]s.classname AND keyname = %[1]s.keyname);`, row)
-}
+// maxDryKeys bounds the keys a dry run remembers in memory (about 100 bytes each).
+var maxDryKeys = 200000
 
-// before writes back the carried rows entry e may see.
-func (c *dryCarry) before(ctx context.Context, tx *Tx, e *Entry) error {
-	if e.Classname == "_schema" {
-		for k := range c.rows {
-			if err := c.replay(ctx, tx, k); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	words := map[string]bool{}
-	addWords(words, e.Keyname)
-	addWords(words, e.Displayname)
-	for _, v := range e.Fields {
-		walkText(v, func(s string) { addWords(words, s) })
-	}
-	for w := range words {
-		for _, k := range c.byWord[w] {
-			if err := c.replay(ctx, tx, k); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+// dryTables are the tables a dry run copies whole before its first entry.
+var dryTables = []string{"registry", "configuration", "schemas", "schema_fields", "permissions"}
 
-// replay writes the carried state of row k back, once per batch.
-func (c *dryCarry) replay(ctx context.Context, tx *Tx, k string) error {
-	if c.replayed[k] {
-		return nil
-	}
-	c.replayed[k] = true
-	r := c.rows[k]
-	if _, err := tx.ExecContext(ctx, "DELETE FROM instances WHERE classname = ? AND keyname = ?", r.classname, r.keyname); err != nil {
-		return fmt.Errorf("dry run: %w", err)
-	}
-	if !r.present {
-		return nil
-	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-		VALUES(`+nextInstanceID+`, ?, ?, ?, ?, ?, ?, ?)`, r.classname, r.keyname, r.displayname, r.enabled, r.data, r.created, r.updated)
+// newDryRun opens the snapshot and the private database and copies what every entry
+// may read into it.
+func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
+	// Beside the database: the one directory the service must be able to write (SQLite
+	// creates the -wal and -shm files there; a scratch container has no /tmp). A file
+	// opened read-only may sit in a directory the process cannot write: then TMPDIR.
+	dir, err := os.MkdirTemp(filepath.Dir(db.path), filepath.Base(db.path)+".dryrun-*")
 	if err != nil {
-		return fmt.Errorf("dry run: %w", err)
-	}
-	return nil
-}
-
-// capture remembers what the batch changed; the caller then rolls it back.
-func (c *dryCarry) capture(ctx context.Context, tx *Tx) error {
-	rows, err := tx.QueryContext(ctx, `SELECT t.classname, t.keyname, i.id IS NOT NULL, coalesce(i.displayname, ''),
-		coalesce(i.is_enabled, 0), coalesce(i.data, ''), coalesce(i.created_at, ''), coalesce(i.updated_at, '')
-		FROM temp.dry_touched t LEFT JOIN main.instances i ON i.classname = t.classname AND i.keyname = t.keyname`)
-	if err != nil {
-		return fmt.Errorf("dry run: %w", err)
-	}
-	var got []*carriedRow
-	for rows.Next() {
-		r := &carriedRow{}
-		if err := rows.Scan(&r.classname, &r.keyname, &r.present, &r.displayname, &r.enabled, &r.data, &r.created, &r.updated); err != nil {
-			rows.Close()
-			return fmt.Errorf("dry run: %w", err)
+		if dir, err = os.MkdirTemp("", "dataservice-dryrun-*"); err != nil {
+			return nil, fmt.Errorf("dry run: %w", err)
 		}
-		got = append(got, r)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("dry run: %w", err)
-	}
-	for _, r := range got {
-		k := r.classname + "\x00" + r.keyname
-		if _, ok := c.rows[k]; !ok {
-			words := map[string]bool{}
-			addWords(words, r.keyname)
-			for w := range words {
-				c.byWord[w] = append(c.byWord[w], k)
-			}
-		}
-		// Words of the new state are added; stale words only cause an extra write-back.
-		words := map[string]bool{}
-		addWords(words, r.displayname)
-		var data any
-		if r.data != "" && json.Unmarshal([]byte(r.data), &data) == nil {
-			walkText(data, func(s string) { addWords(words, s) })
-		}
-		for w := range words {
-			if !containsKey(c.byWord[w], k) {
-				c.byWord[w] = append(c.byWord[w], k)
-			}
-		}
-		c.rows[k] = r
-	}
-	var names []string
-	if err := scanStrings(ctx, tx, "SELECT name FROM temp.dry_tables", &names); err != nil {
-		return err
-	}
-	for _, name := range names {
-		table, err := dumpTable(ctx, tx, name)
+	d := &dryRun{dir: dir, copied: map[string]struct{}{}, whole: map[string]bool{}, hook: dryHookOf(&db.dryHook)}
+	defer func() {
 		if err != nil {
-			return err
+			d.close()
 		}
-		c.tables[name] = table
+	}()
+	if d.priv, err = Open(ctx, filepath.Join(dir, "dryrun.db"), Options{ReadConns: 1}); err != nil {
+		return nil, fmt.Errorf("dry run: %w", err)
 	}
-	return nil
-}
-
-func containsKey(list []string, k string) bool {
-	for _, x := range list {
-		if x == k {
-			return true
-		}
+	d.priv.Now = db.Now
+	if err := d.openSnapshot(ctx, db); err != nil {
+		return nil, err
 	}
-	return false
-}
-
-func scanStrings(ctx context.Context, tx *Tx, q string, out *[]string) error {
-	rows, err := tx.QueryContext(ctx, q)
-	if err != nil {
-		return fmt.Errorf("dry run: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return fmt.Errorf("dry run: %w", err)
-		}
-		*out = append(*out, s)
-	}
-	return rows.Err()
-}
-
-// dumpTable reads every row of a definition table, columns in table order.
-func dumpTable(ctx context.Context, tx *Tx, name string) ([][]any, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT * FROM main."+name)
+	tx, err := d.priv.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("dry run: %w", err)
+	}
+	defer tx.Rollback()
+	for i := len(dryTables) - 1; i >= 0; i-- {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+dryTables[i]); err != nil {
+			return nil, fmt.Errorf("dry run: %w", err)
+		}
+	}
+	for _, name := range dryTables {
+		if err := d.copyRows(ctx, tx, name, "SELECT * FROM "+name); err != nil {
+			return nil, err
+		}
+	}
+	// Built-in objects keep their ids (sessions and tasks name users by id); every
+	// later row gets an id above all the snapshot's.
+	if err := d.copyRows(ctx, tx, "instances", `SELECT * FROM instances WHERE classname LIKE '\_%' ESCAPE '\'`); err != nil {
+		return nil, err
+	}
+	var high int64
+	if err := d.snap.QueryRowContext(ctx, `SELECT max((SELECT high FROM instance_ids),
+		coalesce((SELECT max(id) FROM instances), 0))`).Scan(&high); err != nil {
+		return nil, fmt.Errorf("dry run: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE instance_ids SET high = max(high, ?)", high); err != nil {
+		return nil, fmt.Errorf("dry run: %w", err)
+	}
+	tx.schemasChanged()
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("dry run: %w", err)
+	}
+	// The keys the run deletes or renames away, for when the keys in memory were
+	// forgotten. The private writer is one connection, so these temporary objects
+	// stay for the dry run.
+	for _, q := range []string{
+		`CREATE TEMP TABLE dry_gone(classname TEXT NOT NULL, keyname TEXT NOT NULL, PRIMARY KEY(classname, keyname)) WITHOUT ROWID`,
+		`CREATE TEMP TRIGGER dry_gone_delete AFTER DELETE ON main.instances BEGIN ` + gone + ` END`,
+		`CREATE TEMP TRIGGER dry_gone_rename AFTER UPDATE OF keyname ON main.instances WHEN OLD.keyname <> NEW.keyname BEGIN ` + gone + ` END`,
+	} {
+		if _, err := d.priv.w.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("dry run: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// openSnapshot begins the dry run's read transaction. It has a connection of its own
+// (closed with the dry run) so that a long dry run takes none of the read pool's few
+// connections from other readers; a database opened read-only has only its pool.
+func (d *dryRun) openSnapshot(ctx context.Context, db *DB) error {
+	if db.w == db.r {
+		var err error
+		d.snap, err = db.BeginRead(ctx)
+		return err
+	}
+	conn, err := sql.Open("sqlite", dsn(db.path, true))
+	if err != nil {
+		return fmt.Errorf("dry run: %w", err)
+	}
+	conn.SetMaxOpenConns(1)
+	d.snapConn = conn
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("dry run: begin read: %w", err)
+	}
+	d.snap = &Tx{Tx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}
+	return nil
+}
+
+// close ends the snapshot and removes the private database.
+func (d *dryRun) close() {
+	if d.snap != nil {
+		d.snap.Rollback()
+	}
+	if d.snapConn != nil {
+		d.snapConn.Close()
+	}
+	if d.priv != nil {
+		d.priv.Close()
+	}
+	os.RemoveAll(d.dir)
+}
+
+// copyRows inserts the rows query reads from the snapshot into table, column by name.
+func (d *dryRun) copyRows(ctx context.Context, tx *Tx, table, query string, args ...any) error {
+	rows, err := d.snap.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("dry run: read %s: %w", table, err)
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return nil, fmt.Errorf("dry run: %w", err)
+		return fmt.Errorf("dry run: read %s: %w", table, err)
 	}
-	var out [][]any
+	q := "INSERT INTO " + table + "(" + strings.Join(cols, ", ") + ") VALUES(?" + strings.Repeat(", ?", len(cols)-1) + ")"
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
 	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
 		if err := rows.Scan(ptrs...); err != nil {
-			return nil, fmt.Errorf("dry run: %w", err)
+			return fmt.Errorf("dry run: read %s: %w", table, err)
 		}
-		out = append(out, vals)
+		if _, err := tx.exec(ctx, q, vals...); err != nil {
+			return fmt.Errorf("dry run: copy %s: %w", table, err)
+		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dry run: read %s: %w", table, err)
+	}
+	return nil
 }
 
-// addWords adds s, its lower case and, for a dotted IPv4 address, its hexip keyname.
-func addWords(words map[string]bool, s string) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return
-	}
-	words[s] = true
-	words[strings.ToLower(s)] = true
-	if IsDottedIPv4(s) {
-		if h, err := HexIP(s); err == nil {
-			words[h] = true
-		}
+// gone records OLD's key in dry_gone (a conflict clause of the outer statement would
+// override an OR IGNORE here).
+const gone = `INSERT INTO dry_gone SELECT OLD.classname, OLD.keyname WHERE NOT EXISTS
+	(SELECT 1 FROM dry_gone WHERE classname = OLD.classname AND keyname = OLD.keyname);`
+
+// instanceCopy copies one snapshot row into the private database under a new id. A row
+// is copied before the load first reads or writes it, so the conflict clause never
+// applies; it only guards the private state, which wins.
+const instanceCopy = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
+	VALUES(` + nextInstanceID + `, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(classname, keyname) DO NOTHING`
+
+// before runs before each entry: it counts the entry and calls the test hook.
+func (d *dryRun) before() {
+	d.entries++
+	if d.hook != nil {
+		d.hook(d.entries)
 	}
 }
 
-// walkText calls fn with every scalar of v as text.
-func walkText(v any, fn func(string)) {
-	switch x := v.(type) {
-	case string:
-		fn(x)
-	case []any:
-		for _, y := range x {
-			walkText(y, fn)
-		}
-	case map[string]any:
-		for _, y := range x {
-			walkText(y, fn)
-		}
-	case float64:
-		fn(strconv.FormatFloat(x, 'f', -1, 64))
-	case int:
-		fn(strconv.Itoa(x))
-	case int64:
-		fn(strconv.FormatInt(x, 10))
-	case bool:
-		fn(strconv.FormatBool(x))
-	case nil:
-	default:
-		fn(fmt.Sprint(x))
+// fromSnapshot copies the snapshot's row (cls, key) into the dry run's private
+// database before the transaction reads or writes it; outside a dry run it does
+// nothing.
+func (tx *Tx) fromSnapshot(ctx context.Context, cls, key string) error {
+	if tx.dry == nil || strings.HasPrefix(cls, "_") {
+		return nil // built-in rows are copied whole at the start
 	}
+	return tx.dry.copyKey(ctx, tx, cls, key)
+}
+
+// classFromSnapshot copies every snapshot row of class cls not copied yet; outside a
+// dry run it does nothing.
+func (tx *Tx) classFromSnapshot(ctx context.Context, cls string) error {
+	if tx.dry == nil || strings.HasPrefix(cls, "_") {
+		return nil
+	}
+	return tx.dry.copyClass(ctx, tx, cls)
+}
+
+// copyKey copies the snapshot row (cls, key), unless it was looked up before.
+func (d *dryRun) copyKey(ctx context.Context, tx *Tx, cls, key string) error {
+	if d.whole[cls] {
+		return nil
+	}
+	id := cls + "\x00" + key
+	if _, ok := d.copied[id]; ok {
+		return nil
+	}
+	if len(d.copied) >= maxDryKeys {
+		d.copied, d.forgot = map[string]struct{}{}, true
+	}
+	d.copied[id] = struct{}{}
+	if d.forgot {
+		// The key may have been looked up before: the private database knows it when
+		// it holds the row or the run deleted it.
+		known, err := d.known(ctx, tx, cls, key)
+		if err != nil || known {
+			return err
+		}
+	}
+	d.lookups++
+	var r snapRow
+	err := d.snap.queryRow(ctx, `SELECT displayname, is_enabled, data, created_at, updated_at
+		FROM instances WHERE classname = ? AND keyname = ?`, cls, key).Scan(&r.displayname, &r.enabled, &r.data, &r.created, &r.updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("dry run: read %s %s: %w", cls, key, err)
+	}
+	if _, err := tx.exec(ctx, instanceCopy, cls, key, r.displayname, r.enabled, r.data, r.created, r.updated); err != nil {
+		return fmt.Errorf("dry run: copy %s %s: %w", cls, key, err)
+	}
+	return nil
+}
+
+// known reports whether the private database holds (cls, key) or the run deleted or
+// renamed it away.
+func (d *dryRun) known(ctx context.Context, tx *Tx, cls, key string) (bool, error) {
+	var known bool
+	err := tx.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM main.instances WHERE classname = ?1 AND keyname = ?2)
+		OR EXISTS (SELECT 1 FROM temp.dry_gone WHERE classname = ?1 AND keyname = ?2)`, cls, key).Scan(&known)
+	if err != nil {
+		return false, fmt.Errorf("dry run: read %s %s: %w", cls, key, err)
+	}
+	return known, nil
+}
+
+// copyClass copies every snapshot row of class cls not copied yet.
+func (d *dryRun) copyClass(ctx context.Context, tx *Tx, cls string) error {
+	if d.whole[cls] {
+		return nil
+	}
+	d.whole[cls] = true
+	rows, err := d.snap.QueryContext(ctx, `SELECT keyname, displayname, is_enabled, data, created_at, updated_at
+		FROM instances WHERE classname = ? ORDER BY id`, cls)
+	if err != nil {
+		return fmt.Errorf("dry run: read %s: %w", cls, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key string
+		var r snapRow
+		if err := rows.Scan(&key, &r.displayname, &r.enabled, &r.data, &r.created, &r.updated); err != nil {
+			return fmt.Errorf("dry run: read %s: %w", cls, err)
+		}
+		d.lookups++
+		if _, ok := d.copied[cls+"\x00"+key]; ok {
+			continue // looked up before: the dry run's own state wins
+		}
+		if d.forgot {
+			known, err := d.known(ctx, tx, cls, key)
+			if err != nil {
+				return err
+			}
+			if known {
+				continue
+			}
+		}
+		if _, err := tx.exec(ctx, instanceCopy, cls, key, r.displayname, r.enabled, r.data, r.created, r.updated); err != nil {
+			return fmt.Errorf("dry run: copy %s %s: %w", cls, key, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("dry run: read %s: %w", cls, err)
+	}
+	return nil
+}
+
+// snapRow is an instance row as the snapshot holds it.
+type snapRow struct {
+	displayname   string
+	enabled       bool
+	data, created string
+	updated       string
 }

@@ -2,10 +2,15 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"dataservice/internal/testkit"
+	"dataservice/rules"
 	"dataservice/store"
 )
 
@@ -38,9 +43,9 @@ const dependentLoad = serverSchema + `
 - {classname: ipam_ip, keyname: 10.0.0.9, _action: update, is_enabled: false}
 `
 
-// TestDryRunLoadInBatches: a dry run split into rolled-back batches reports what a
-// real load of the same entries reports (on a copy of the file), whatever the batch
-// size, and writes nothing.
+// TestDryRunLoadInBatches: a dry run reports what a real load of the same entries
+// reports (on a copy of the file), whatever the batch size it is given (it runs as one
+// transaction in its private database), and writes nothing.
 func TestDryRunLoadInBatches(t *testing.T) {
 	ctx := context.Background()
 	db := newTestDB(t)
@@ -66,21 +71,243 @@ func TestDryRunLoadInBatches(t *testing.T) {
 	}
 }
 
-// TestDryRunLoadCarryBound: when the rows to carry would exceed the bound, the dry run
-// finishes in its current transaction and still reports what the real load reports.
-func TestDryRunLoadCarryBound(t *testing.T) {
+// TestDryRunLoadTakesNoWriter: held mid-run by a test hook, a dry-run load lets a
+// real load through the same handle and one through a second handle of the file (its
+// own connections, as another process has) commit; its report is still the one a
+// real load of the same entries gives on a copy, and it leaves nothing behind: no
+// instance in the file, no directory beside it.
+func TestDryRunLoadTakesNoWriter(t *testing.T) {
 	ctx := context.Background()
-	db := newTestDB(t)
-	copyPath := filepath.Join(t.TempDir(), "copy.db")
-	if err := db.Backup(ctx, copyPath); err != nil {
+	db := dryShapeDB(t)
+	var during []string // the database's directory while the dry run is held
+	beside := func() []string {
+		list, err := filepath.Glob(db.Path() + ".dryrun-*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return list
+	}
+	other := testkit.Open(t, db.Path(), testkit.Options{})
+	want := testkit.LoadEntries(t, copyOf(t, db), dryShapeEntries(t, "forward_refs", 2000), store.LoadOptions{})
+	held := 0
+	db.SetDryRunHook(func(n int) {
+		if n%500 != 0 {
+			return
+		}
+		held++
+		during = beside()
+		// Were the writer held, these would wait for it until the deadline.
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		for i, h := range []*store.DB{db, other} {
+			probe := parse(t, fmt.Sprintf("[{classname: dnode, keyname: probe%d_%d, n: 1}]", n, i))
+			if res, err := h.Load(wctx, probe, store.LoadOptions{}); err != nil || res.Created != 1 {
+				t.Errorf("a real load while the dry run is held at entry %d (handle %d): %+v, %v", n, i, res, err)
+			}
+		}
+	})
+	got, err := db.Load(ctx, dryShapeEntries(t, "forward_refs", 2000), store.LoadOptions{DryRun: true})
+	db.SetDryRunHook(nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	want := load(t, testkit.Open(t, copyPath, testkit.Options{}), dependentLoad, store.LoadOptions{})
-	old := store.SetMaxDryCarry(4)
-	defer store.SetMaxDryCarry(old)
-	got := load(t, db, dependentLoad, store.LoadOptions{DryRun: true, BatchSize: 2})
-	if counts(got) != counts(want) || messages(got) != messages(want) {
-		t.Errorf("dry run over the carry bound:\n%s\n%s\nwant (real load):\n%s\n%s", counts(got), messages(got), counts(want), messages(want))
+	if held < 4 {
+		t.Fatalf("the hook held the dry run %d times, want at least 4", held)
 	}
-	absent(t, db, "_schema", "rack")
+	if counts(got) != counts(want) || messages(got) != messages(want) {
+		t.Errorf("dry run:\n%s\n%s\nwant (real load):\n%s\n%s", counts(got), messages(got), counts(want), messages(want))
+	}
+	if n := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'dnode' AND keyname LIKE 'probe%'"); n != 2*held {
+		t.Errorf("%d probe loads committed, want %d", n, 2*held)
+	}
+	if n := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'dnode' AND keyname LIKE 'f%'"); n != 0 {
+		t.Errorf("the dry run wrote %d instances", n)
+	}
+	if len(during) != 1 {
+		t.Errorf("while the dry run ran, beside the database: %q, want its one directory", during)
+	}
+	if left := beside(); len(left) != 0 {
+		t.Errorf("the dry run left %q beside the database", left)
+	}
+}
+
+// TestDryRunLoadWorkIsProportional: the work of a dry-run load per entry (snapshot rows
+// looked up or read, statements run in its private database) does not grow with the
+// number of entries, for every shape; rolled-back batches carrying their changes
+// forward made it grow with the entries sharing a word.
+func TestDryRunLoadWorkIsProportional(t *testing.T) {
+	ctx := context.Background()
+	for _, shape := range dryShapes {
+		var per [2]float64
+		for i, n := range []int{1000, 4000} {
+			db := dryShapeDB(t)
+			res, lookups, writes, err := store.DryRunWork(ctx, db, dryShapeEntries(t, shape, n), store.LoadOptions{})
+			if err != nil {
+				t.Fatalf("%s, %d entries: %v", shape, n, err)
+			}
+			if res.Errors != 0 || res.Created+res.Updated == 0 {
+				t.Fatalf("%s, %d entries: %s\n%s", shape, n, counts(res), messages(res))
+			}
+			per[i] = float64(lookups+writes) / float64(n)
+			t.Logf("%s: %d entries, %d lookups, %d statements, %.2f per entry", shape, n, lookups, writes, per[i])
+		}
+		if per[1] > 12 || per[1] > per[0]*1.05+0.25 {
+			t.Errorf("%s: work per entry %.2f at 1000 entries, %.2f at 4000 (want at most 12, not growing)", shape, per[0], per[1])
+		}
+	}
+}
+
+// TestDryRunLoadMatchesRealLoad: over randomized loads mixing every kind of entry (see
+// randomDryLoad), a dry run's counts, error messages and reported changes are those of
+// a real load of the same entries on a copy, committed in batches of several sizes.
+func TestDryRunLoadMatchesRealLoad(t *testing.T) {
+	compareRandomDryRuns(t, 12)
+}
+
+// TestDryRunLoadKeyBound: with the keys it remembers in memory bounded to 3, a dry run
+// (which then asks its private database what it has seen) still reports what the real
+// load reports.
+func TestDryRunLoadKeyBound(t *testing.T) {
+	old := store.SetMaxDryKeys(3)
+	defer store.SetMaxDryKeys(old)
+	compareRandomDryRuns(t, 6)
+	db := newTestDB(t)
+	want := load(t, copyOf(t, db), dependentLoad, store.LoadOptions{})
+	got := load(t, db, dependentLoad, store.LoadOptions{DryRun: true})
+	if counts(got) != counts(want) || messages(got) != messages(want) {
+		t.Errorf("dry run:\n%s\n%s\nwant (real load):\n%s\n%s", counts(got), messages(got), counts(want), messages(want))
+	}
+}
+
+// compareRandomDryRuns compares rounds randomized dry runs with real loads (see
+// TestDryRunLoadMatchesRealLoad).
+func compareRandomDryRuns(t *testing.T, rounds int) {
+	t.Helper()
+	seed := testkit.Seed(t, "DRYRUN_SEED", 21)
+	for round := range rounds {
+		rng := rand.New(rand.NewPCG(seed, uint64(round)))
+		n := 150 + rng.IntN(250)
+		db := dryShapeDB(t)
+		mustLoad(t, db, randomDryBase(n), store.LoadOptions{})
+		doc := randomDryLoad(rng, n)
+		before := queryInt(t, db, "SELECT count(*) FROM instances")
+		var wantLog, gotLog changeLog
+		batch := []int{1, 7, 1000}[round%3]
+		want := load(t, copyOf(t, db), doc, store.LoadOptions{BatchSize: batch, OnChange: wantLog.add})
+		got := load(t, db, doc, store.LoadOptions{DryRun: true, OnChange: gotLog.add})
+		if counts(got) != counts(want) || messages(got) != messages(want) {
+			t.Fatalf("round %d: dry run:\n%s\n%s\nwant (real load in batches of %d):\n%s\n%s\nload:\n%s",
+				round, counts(got), messages(got), batch, counts(want), messages(want), doc)
+		}
+		if gotLog.String() != wantLog.String() {
+			t.Fatalf("round %d: the dry run reports other changes than the real load:\n%s\nwant:\n%s", round, gotLog.String(), wantLog.String())
+		}
+		if want.Created == 0 || want.Updated == 0 || want.Deleted == 0 || want.Errors == 0 {
+			t.Fatalf("round %d does not exercise every outcome: %s", round, counts(want))
+		}
+		if n := queryInt(t, db, "SELECT count(*) FROM instances"); n != before {
+			t.Fatalf("round %d: the dry run left %d instances, want %d", round, n, before)
+		}
+	}
+}
+
+// TestDryRunLoadLeavesReadPool: a dry run reads its snapshot on a connection of its
+// own, so held mid-run it leaves a one-connection read pool to other readers.
+func TestDryRunLoadLeavesReadPool(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "one.db"), store.Options{ReadConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mustLoad(t, db, dryShapeSchema+"- {classname: dnode, keyname: stored, n: 1}\n", store.LoadOptions{})
+	reads := 0
+	db.SetDryRunHook(func(n int) {
+		// The read waits for a connection without a deadline of its own (its statement is
+		// prepared once, uncancelled): give up on it after 10 s.
+		done := make(chan error, 1)
+		go func() {
+			in, err := db.Instance(ctx, "dnode", "stored")
+			if err == nil && in.Keyname != "stored" {
+				err = fmt.Errorf("read %s", in.Keyname)
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("a read while the dry run is held at entry %d: %v", n, err)
+			}
+			reads++
+		case <-time.After(10 * time.Second):
+			t.Errorf("a read while the dry run is held at entry %d waited 10 s for a connection", n)
+		}
+	})
+	res := load(t, db, "- {classname: dnode, keyname: stored, n: 2}\n- {classname: dnode, keyname: new, peer: stored}\n", store.LoadOptions{DryRun: true})
+	if counts(res) != "created=1 updated=1 unchanged=0 deleted=0 enabled=0 disabled=0 skipped=0 errors=0" || reads != 2 {
+		t.Fatalf("dry run: %s, %d reads held", counts(res), reads)
+	}
+}
+
+// TestDryRunLoadOnReadOnlyFile: a dry run needs no write access to the database: on a
+// file opened read-only it reports what a real load reports and leaves the file's
+// bytes as they were.
+func TestDryRunLoadOnReadOnlyFile(t *testing.T) {
+	ctx := context.Background()
+	db := dryShapeDB(t)
+	want := testkit.LoadEntries(t, copyOf(t, db), dryShapeEntries(t, "forward_refs", 300), store.LoadOptions{})
+	path := db.Path()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := store.Open(ctx, path, store.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	got, err := ro.Load(ctx, dryShapeEntries(t, "forward_refs", 300), store.LoadOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts(got) != counts(want) || messages(got) != messages(want) {
+		t.Errorf("dry run on a read-only file:\n%s\n%s\nwant (real load):\n%s\n%s", counts(got), messages(got), counts(want), messages(want))
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Error("the dry run changed the file")
+	}
+}
+
+// TestDryRunLoadWithPipeline: a dry run through a load-time pipeline (which here
+// rewrites references to stored objects and deletes some entries) reports what the
+// real load through it reports.
+func TestDryRunLoadWithPipeline(t *testing.T) {
+	db := dryShapeDB(t)
+	mustLoad(t, db, "- {classname: dnode, keyname: hub, n: 1}\n- {classname: dnode, keyname: a1, n: 1}\n", store.LoadOptions{})
+	tr, err := rules.LoadTransform(`
+- field_set: ['', peer, hub]
+- field_upper: ['', tag]
+`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `
+- {classname: dnode, keyname: a1, n: 2, tag: x}
+- {classname: dnode, keyname: a2, tag: y}
+- {classname: dnode, keyname: hub, _action: delete}
+- {classname: dnode, keyname: a3, tag: z}
+`
+	var wantLog, gotLog changeLog
+	want := load(t, copyOf(t, db), doc, store.LoadOptions{Transform: tr, OnChange: wantLog.add})
+	got := load(t, db, doc, store.LoadOptions{Transform: tr, DryRun: true, OnChange: gotLog.add})
+	if counts(got) != counts(want) || messages(got) != messages(want) || gotLog.String() != wantLog.String() {
+		t.Errorf("dry run:\n%s\n%s\n%s\nwant (real load):\n%s\n%s\n%s", counts(got), messages(got), gotLog.String(),
+			counts(want), messages(want), wantLog.String())
+	}
+	if want.Errors == 0 || want.Updated == 0 || want.Created == 0 {
+		t.Fatalf("the load does not exercise the reference the pipeline sets: %s\n%s", counts(want), messages(want))
+	}
 }

@@ -83,6 +83,9 @@ func (db *DB) InstanceByID(ctx context.Context, cls string, id int64) (*Instance
 
 // Instance reads one instance inside the transaction.
 func (tx *Tx) Instance(ctx context.Context, cls, key string) (*Instance, error) {
+	if err := tx.fromSnapshot(ctx, cls, key); err != nil {
+		return nil, err
+	}
 	in, err := scanInstance(tx.queryRow(ctx, "SELECT "+instanceCols+
 		" FROM instances WHERE classname = ? AND keyname = ?", cls, key))
 	if err != nil {
@@ -98,6 +101,9 @@ func (db *DB) Instances(ctx context.Context, cls string, afterID int64, limit in
 
 // Instances is Instances inside the transaction.
 func (tx *Tx) Instances(ctx context.Context, cls string, afterID int64, limit int) ([]*Instance, error) {
+	if err := tx.classFromSnapshot(ctx, cls); err != nil {
+		return nil, err
+	}
 	return instancesAfter(ctx, tx.Tx, cls, afterID, limit)
 }
 
@@ -187,6 +193,9 @@ func (r txRefs) enumValues(name string) (map[string]bool, error) { return r.tx.e
 func (tx *Tx) instanceExists(ctx context.Context, cls, key string) (bool, error) {
 	if _, ok := tx.known[cls+"\x00"+key]; ok {
 		return true, nil
+	}
+	if err := tx.fromSnapshot(ctx, cls, key); err != nil {
+		return false, err
 	}
 	var one int
 	err := tx.queryRow(ctx, "SELECT 1 FROM instances WHERE classname = ? AND keyname = ?", cls, key).Scan(&one)
@@ -400,6 +409,11 @@ const insertInstance = `INSERT INTO instances(id, classname, keyname, displaynam
 // and reports false.
 func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, data string, ifAbsent bool) (inserted bool, warnings []string, err error) {
 	now := tx.db.now()
+	if old == nil || in.Keyname != old.Keyname {
+		if err := tx.fromSnapshot(ctx, in.Classname, in.Keyname); err != nil {
+			return false, nil, err
+		}
+	}
 	if old == nil {
 		q := insertInstance
 		if ifAbsent {

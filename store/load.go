@@ -163,15 +163,29 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 // the error counts the entries of the batches committed before the failure (all zero
 // in a dry run): loading the same entries again completes the load, since an entry
 // already loaded comes back unchanged.
+//
+// A dry run takes no writer: it reads a snapshot and writes into a private database
+// (dryrun.go).
 func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions) (*LoadResult, error) {
-	res, committed, err := db.loadStream(ctx, source, opts)
+	target, dry := db, (*dryRun)(nil)
+	if opts.DryRun {
+		d, err := newDryRun(ctx, db)
+		if err != nil {
+			return &LoadResult{DryRun: true}, db.NoSpace(err)
+		}
+		defer d.close()
+		target, dry = d.priv, d
+	}
+	res, committed, err := target.loadStream(ctx, source, opts, dry)
 	if err != nil {
 		return committed, db.NoSpace(err)
 	}
 	return res, nil
 }
 
-func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions) (res, committed *LoadResult, err error) {
+// loadStream is LoadStream; with dry set, db is the dry run's private database and
+// the whole load is one transaction, rolled back.
+func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions, dry *dryRun) (res, committed *LoadResult, err error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 1000
 	}
@@ -186,11 +200,6 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 	}()
 	inBatch := 0
 	var began time.Time
-	// A dry run rolls each batch back and carries its changes to the next (dryrun.go).
-	var carry *dryCarry
-	if opts.DryRun {
-		carry = newDryCarry()
-	}
 	begin := func() error {
 		var err error
 		if tx, err = db.BeginAs(ctx, Revisions{Author: loadAuthor(opts), Off: opts.NoRevisions, Observe: opts.OnChange}); err != nil {
@@ -198,25 +207,19 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 		}
 		l = &loader{tx: tx, opts: opts}
 		began = time.Now()
-		if carry != nil {
-			btx := tx
-			l.before = func(ctx context.Context, e *Entry) error { return carry.before(ctx, btx, e) }
-			return carry.start(ctx, tx)
+		if dry != nil {
+			tx.dry, dry.tx = dry, tx
+			l.before = func(context.Context, *Entry) error { dry.before(); return nil }
 		}
 		return nil
 	}
 	flush := func() error {
-		if tx == nil {
+		if tx == nil || dry != nil {
+			// A dry run's private database has no other writer to make way for.
 			return nil
 		}
-		var err error
-		if carry != nil {
-			if carry.full(ctx, tx) {
-				return nil // the rest of the dry run stays in this transaction
-			}
-			err = carry.capture(ctx, tx)
-			tx.Rollback()
-		} else if err = tx.Commit(); err == nil {
+		err := tx.Commit()
+		if err == nil {
 			*committed = *res
 			committed.Messages = append([]EntryError(nil), res.Messages...)
 		}
@@ -280,8 +283,8 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 			}
 		}
 	}
-	if opts.DryRun {
-		return res, nil, nil // the deferred rollback ends the last batch: nothing to carry
+	if dry != nil {
+		return res, nil, nil // the deferred rollback discards the private writes
 	}
 	if err := flush(); err != nil {
 		return nil, committed, err
@@ -338,7 +341,8 @@ type loader struct {
 	opts LoadOptions
 	// sawExisting turns the insert-first path off once an entry existed.
 	sawExisting bool
-	// before, when set, runs before each entry is applied (a dry run's write-back).
+	// before, when set, runs before each entry is applied (a dry run counts the entry
+	// and calls its test hook there).
 	before func(context.Context, *Entry) error
 	// warnings are the apply path's warnings (IP collection) not yet in the result.
 	warnings []string

@@ -373,6 +373,9 @@ func (tx *Tx) writeSchema(ctx context.Context, s *Schema, drop []string) error {
 // write that drops a field uses it; start-up migrations reach it directly
 // (Migration.DeleteField) for built-ins a reload cannot express.
 func (tx *Tx) deleteField(ctx context.Context, classname, keyname string) error {
+	if err := tx.classFromSnapshot(ctx, classname); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM schema_fields WHERE classname = ? AND keyname = ?",
 		classname, keyname); err != nil {
 		return fmt.Errorf("delete field %s.%s: %w", classname, keyname, err)
@@ -389,6 +392,9 @@ func (tx *Tx) deleteField(ctx context.Context, classname, keyname string) error 
 func (tx *Tx) deleteSchema(ctx context.Context, s *Schema, system bool) error {
 	if s.IsBuiltin && !system {
 		return Errorf(EForbidden, "schema %s is built-in and cannot be deleted", clip.Quote(s.Keyname))
+	}
+	if err := tx.classFromSnapshot(ctx, s.Keyname); err != nil {
+		return err
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM instances WHERE classname = ?", s.Keyname).Scan(&n); err != nil {
