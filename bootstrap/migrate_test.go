@@ -10,6 +10,7 @@ import (
 
 	"dataservice/bootstrap"
 	"dataservice/internal/testkit"
+	"dataservice/rules"
 	"dataservice/store"
 )
 
@@ -225,6 +226,21 @@ tasks:
 // taggedContent has an unquoted gate, a YAML tag.
 const taggedContent = "- set_condition: [is_prod, field_match, env, '^prod$']\n- field_delete: [!is_prod, env]\n"
 
+// indent indents every line of a rule list by two spaces, as under a `tasks:` key.
+func indent(list string) string {
+	return "  " + strings.ReplaceAll(strings.TrimSuffix(list, "\n"), "\n", "\n  ") + "\n"
+}
+
+// mustNormalize is the 4.6.0 rewrite of content, which must be a rule list (not []).
+func mustNormalize(t *testing.T, content string) string {
+	t.Helper()
+	norm, changed := rules.Normalize(content)
+	if !changed || norm == "[]" || !strings.Contains(norm, "field_delete") {
+		t.Fatalf("Normalize(%q) = %q, %v: want the flattened list", content, norm, changed)
+	}
+	return norm
+}
+
 func TestMigrate460(t *testing.T) {
 	db, rec := migratedDB(t)
 	setRegistry(t, db, store.RegDBVersion, "4.5.0")
@@ -240,6 +256,10 @@ func TestMigrate460(t *testing.T) {
 		// YAML tags are refused when content is saved or run, not by the rewrite: a
 		// tagged list is a list, left as it is for its owner to quote the gate.
 		{"p_tagged", taggedContent, taggedContent},
+		// The same in the older wrapper, and a gate no rule sets: flattened as any
+		// wrapper is, never failing the block (the checks of a save would refuse both).
+		{"p_tagged_wrapped", "tasks:\n" + indent(taggedContent), mustNormalize(t, "tasks:\n"+indent(taggedContent))},
+		{"p_unset_gate_wrapped", "tasks:\n  - field_delete: [nobody_sets, env]\n", "- field_delete: [nobody_sets, env]\n"},
 	}
 	for _, p := range pipelines {
 		insertInstance(t, db, "_pipeline", p.key, map[string]any{"content": p.content, "description": "legacy " + p.key,
@@ -314,8 +334,8 @@ func TestMigrate460(t *testing.T) {
 			t.Fatalf("blocks = %s, want %s", got, want)
 		}
 		r := rec.Find(slog.LevelInfo, "pipelines rewritten to flat rule lists")
-		if len(r) != 1 || r[0].Attrs["count"] != "5" {
-			t.Fatalf("rewrite records = %+v, want one with count 5", r)
+		if len(r) != 1 || r[0].Attrs["count"] != "7" {
+			t.Fatalf("rewrite records = %+v, want one with count 7", r)
 		}
 		if got, want := count(t, db, "SELECT count(*) FROM revisions"), 0; got != want {
 			t.Fatalf("revisions = %d, want %d", got, want)

@@ -100,9 +100,9 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 		if !opts.System || opts.Auth != nil && opts.Auth.Kind != AuthSystem {
 			return Outcome{}, Errorf(EForbidden, "permission denied: a migration write needs the system identity")
 		}
-		if !tx.rev.Off {
-			tx = tx.withRevisions(Revisions{Author: tx.rev.Author, Off: true})
-		}
+		v := *tx
+		v.rev.Off, v.migration = true, true
+		tx = &v
 	}
 	switch w.Action {
 	case ActionNoop:

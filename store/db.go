@@ -299,6 +299,8 @@ type Tx struct {
 	// every other method takes the ctx of its call.
 	began context.Context
 	rev   Revisions
+	// migration marks the view Apply uses for a migration write (ApplyOptions.Migration).
+	migration bool
 	*txState
 }
 

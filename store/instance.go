@@ -332,7 +332,11 @@ func (tx *Tx) prepare(ctx context.Context, s *Schema, in, old *Instance) (differ
 			continue // values of removed fields are kept as stored
 		}
 		stored := v // the value data holds
-		if s.Keyname == "_pipeline" && k == "content" {
+		// A migration's pipeline content is the seed's 4.6.0 rewrite, whose rule is
+		// only the flattening (unparsable content becomes an empty list): content the
+		// checks of a save refuse (a YAML tag, a gate nobody sets) is kept, and refused
+		// when it would run, rather than failing the upgrade.
+		if s.Keyname == "_pipeline" && k == "content" && !tx.migration {
 			norm, err := PipelineContent(v)
 			if err != nil {
 				return false, err
