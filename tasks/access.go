@@ -68,10 +68,10 @@ func (r *Runner) Start(ctx context.Context, q RunRequest) (*store.Pipeline, stri
 	}
 	handle, err := r.Submit(ctx, Params{Pipeline: pl.Keyname, Schemas: schemas, DryRun: q.DryRun,
 		Auth: q.Auth, OwnerType: q.OwnerType, OwnerID: OwnerID(q.Auth)})
-	if store.ErrorCode(err) == store.EDiskFull {
-		return nil, "", err // 507 naming the file, not the submission's fault
-	}
 	if err != nil {
+		// A full disk is logged once per episode and its message (naming the file) is
+		// the submission's: the seed answers a failed submission 400 with that message.
+		err = r.db.NoSpace(err)
 		msg := "failed to submit task" // the seed's text when the submission gives none
 		if store.ErrorCode(err) != store.EInternal {
 			if m := store.ErrorMessage(err); m != "" {

@@ -1,6 +1,7 @@
 package tasks_test
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"dataservice/internal/testkit"
+	"dataservice/store"
 	"dataservice/tasks"
 )
 
@@ -61,6 +63,21 @@ func TestPipelineOnAFullDisk(t *testing.T) {
 		t.Fatalf("%d hosts marked, want %d (the committed batch only)", got, batch)
 	}
 	t.Logf("task error: %s", msg)
+
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+
+	// A run submitted on a full disk: the seed's failed submission, 400 (invalid) with
+	// the submission's message, which names the full disk and the file.
+	testkit.EmptyWAL(t, dbFile)
+	testkit.FillDisk(t, ballast, 0)
+	_, _, err := r.Start(context.Background(), tasks.RunRequest{Pipeline: "marker", Schemas: []string{"host"},
+		Auth: store.SystemAuth(), OwnerType: tasks.OwnerAPI})
+	if store.ErrorCode(err) != store.EInvalid || !strings.HasPrefix(store.ErrorMessage(err), "disk full: ") ||
+		!strings.Contains(store.ErrorMessage(err), dbFile) {
+		t.Fatalf("submission on a full disk: %v (code %s); want invalid with the disk-full message", err, store.ErrorCode(err))
+	}
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
 	}
