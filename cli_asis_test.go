@@ -151,9 +151,13 @@ func TestCommandsRefuseADatabaseTheStartUpMustChange(t *testing.T) {
 	const migrateHint = "run `dataservice migrate` (or `serve`) first"
 
 	t.Run("a missing or empty file", func(t *testing.T) {
-		for _, empty := range []bool{false, true} {
+		for i, empty := range []bool{false, true, false} {
 			env := testEnv(t)
 			path := env["SERVICE_DB"]
+			if i == 2 { // in a directory that does not exist either
+				path = filepath.Join(t.TempDir(), "gone", "test.db")
+				env["SERVICE_DB"] = path
+			}
 			if empty {
 				if err := os.WriteFile(path, nil, 0o600); err != nil {
 					t.Fatal(err)

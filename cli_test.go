@@ -198,9 +198,14 @@ func TestDatabasePathProblems(t *testing.T) {
 	if len(entries) != 0 {
 		t.Fatalf("migrate --status created %d files", len(entries))
 	}
+	// migrate would create the file: the missing directory is named. A command that
+	// opens the database as it is says there is no database there.
 	env["SERVICE_DB"] = filepath.Join(t.TempDir(), "nodir", "x.db")
-	if code, _, stderr := runCLI(t, env, "apikey", "list"); code != 1 || !strings.Contains(stderr, "does not exist (create it first)") {
+	if code, _, stderr := runCLI(t, env, "migrate"); code != 1 || !strings.Contains(stderr, "does not exist (create it first)") {
 		t.Fatalf("missing directory: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, env, "apikey", "list"); code != 1 || !strings.Contains(stderr, "no database at "+env["SERVICE_DB"]) {
+		t.Fatalf("missing directory, apikey list: exit %d, %q", code, stderr)
 	}
 	env["SERVICE_DB"] = t.TempDir()
 	if code, _, stderr := runCLI(t, env, "migrate"); code != 1 || !strings.Contains(stderr, "is a directory") {

@@ -124,10 +124,10 @@ func (c *cli) openAsIs(ctx context.Context, current bool) (*store.DB, *settings,
 		return nil, nil, nil, err
 	}
 	log := c.logger(s)
-	if err := checkDBPath(s.DB); err != nil {
+	if err := checkDBExists(s.DB); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := checkDBExists(s.DB); err != nil {
+	if err := checkDBPath(s.DB); err != nil {
 		return nil, nil, nil, err
 	}
 	db, err := store.Open(ctx, s.DB, store.Options{Logger: log, AsIs: true})
@@ -157,7 +157,7 @@ func checkDBExists(path string) error {
 	if errors.Is(err, os.ErrNotExist) || (err == nil && st.Size() == 0) {
 		return fmt.Errorf("no database at %s: run `dataservice migrate` (or `serve`) first", path)
 	}
-	return err
+	return nil // any other failure is checkDBPath's to explain
 }
 
 // checkCurrent refuses data that is not at the code version, naming what to do.
