@@ -388,15 +388,34 @@ type args struct {
 	// the entry's size through them (see actBounded).
 	outs    []string
 	shrinks bool
+	// seen indexes outs once it is long: a rule may name any number of fields, and
+	// a scan per name would make parsing quadratic in them.
+	seen map[string]bool
 }
 
 // out reads argument i as a field the rule writes or removes.
 func (a *args) out(i int) (string, error) {
 	s, err := a.name(i)
-	if err == nil && !slices.Contains(a.outs, s) {
-		a.outs = append(a.outs, s)
+	if err != nil {
+		return s, err
 	}
-	return s, err
+	switch {
+	case a.seen != nil:
+		if a.seen[s] {
+			return s, nil
+		}
+		a.seen[s] = true
+	case slices.Contains(a.outs, s):
+		return s, nil
+	case len(a.outs) >= 16:
+		a.seen = make(map[string]bool, 2*len(a.outs))
+		for _, o := range a.outs {
+			a.seen[o] = true
+		}
+		a.seen[s] = true
+	}
+	a.outs = append(a.outs, s)
+	return s, nil
 }
 
 // outNames reads arguments from..end as fields the rule writes or removes.
