@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"dataservice/internal/clip"
 	"dataservice/store"
 )
 
@@ -182,7 +183,11 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 			d.FileName = fh.Filename
 		}
 	}
-	if d.FileName != "" && d.Format != "csv" && strings.HasSuffix(strings.ToLower(d.FileName), ".csv") {
+	// The name is the client's, of any length: it is shown and quoted in messages, so
+	// past its extension it is cut to what a message quotes.
+	csvName := strings.HasSuffix(strings.ToLower(d.FileName), ".csv")
+	d.FileName = clip.Text(d.FileName)
+	if csvName && d.Format != "csv" {
 		return http.StatusBadRequest, nil, d.FileName + " looks like a CSV file: choose the format CSV and the schema its rows belong to."
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {

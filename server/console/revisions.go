@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"dataservice/internal/clip"
 	"dataservice/store"
 )
 
@@ -171,7 +172,7 @@ func (f revisionFilterForm) filter() (store.RevisionFilter, string) {
 			ok = ok || a == f.Action
 		}
 		if !ok {
-			return out, "action: " + strconv.Quote(f.Action) + " is not one of " + strings.Join(revisionActions, ", ")
+			return out, "action: " + clip.Quote(f.Action) + " is not one of " + strings.Join(revisionActions, ", ")
 		}
 		out.Action = f.Action
 	}
@@ -179,13 +180,13 @@ func (f revisionFilterForm) filter() (store.RevisionFilter, string) {
 	var err error
 	if f.From != "" {
 		if from, err = time.Parse(time.DateOnly, f.From); err != nil {
-			return out, "from: " + strconv.Quote(f.From) + " is not a date (YYYY-MM-DD)"
+			return out, "from: " + clip.Quote(f.From) + " is not a date (YYYY-MM-DD)"
 		}
 		out.Since = from.Format(time.RFC3339)
 	}
 	if f.To != "" {
 		if to, err = time.Parse(time.DateOnly, f.To); err != nil {
-			return out, "to: " + strconv.Quote(f.To) + " is not a date (YYYY-MM-DD)"
+			return out, "to: " + clip.Quote(f.To) + " is not a date (YYYY-MM-DD)"
 		}
 		out.Until = to.AddDate(0, 0, 1).Format(time.RFC3339) // the whole day
 	}
