@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"dataservice/bootstrap"
+	"dataservice/internal/clip"
 	"dataservice/store"
 )
 
@@ -141,8 +143,8 @@ func (c *cli) restore(ctx context.Context, file string, force bool) error {
 	if kept != "" {
 		fmt.Fprintf(c.stdout, "the previous database is kept as %s\n", kept)
 	}
-	if dbv < s.Version {
-		fmt.Fprintf(c.stdout, "the next start migrates it from %s to %s\n", dbv, s.Version)
+	if dbv != s.Version {
+		fmt.Fprintf(c.stdout, "the next `dataservice migrate` (or `serve`) migrates it from %s to %s; other commands refuse it until then\n", clip.Text(dbv), s.Version)
 	}
 	return nil
 }
@@ -211,8 +213,8 @@ func checkRestorable(ctx context.Context, path, code string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("registry not readable: %w", err)
 	}
-	if dbv > code {
-		return "", fmt.Errorf("DB_VERSION %s is newer than this code (%s): restore it with that release", dbv, code)
+	if bootstrap.Newer(dbv, code) {
+		return "", fmt.Errorf("DB_VERSION %s is newer than this code (%s): restore it with that release", clip.Quote(dbv), code)
 	}
 	return dbv, nil
 }

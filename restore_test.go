@@ -176,6 +176,8 @@ func TestRestoreRefusesBadCopies(t *testing.T) {
 	}
 	cases := []struct{ name, file, want string }{
 		{"newer", variant("newer.bak", execOn("UPDATE registry SET value = '9.0.0' WHERE key = 'DB_VERSION'")), "newer than this code"},
+		// Newer by the numbers, as every command judges it, though older as text.
+		{"newer minor", variant("newer10.bak", execOn("UPDATE registry SET value = '4.10.0' WHERE key = 'DB_VERSION'")), "newer than this code"},
 		{"no version", variant("nover.bak", execOn("DELETE FROM registry WHERE key = 'DB_VERSION'")), "not a dataservice database"},
 		{"no registry", variant("noreg.bak", execOn("DROP TABLE registry")), "registry not readable"},
 		{"not sqlite", variant("text.bak", func(p string) { os.WriteFile(p, []byte("hello, not a database\n"), 0o600) }), "cannot be read as an SQLite database"},

@@ -37,7 +37,7 @@ func Current(ctx context.Context, db *store.DB, version string) error {
 		return fmt.Errorf("%w: no DB_VERSION (the start-up sequence never completed on this file)", ErrNeedsMigrate)
 	case dbv == version:
 		return nil
-	case newer(dbv, version):
+	case Newer(dbv, version):
 		// Before the text comparison with 4.0.0: 10.0.0 is newer, not too old.
 		return fmt.Errorf("%w: DB_VERSION %.80q, this is %s", ErrNewerData, dbv, version)
 	case dbv < MinVersion:
@@ -46,10 +46,10 @@ func Current(ctx context.Context, db *store.DB, version string) error {
 	return fmt.Errorf("%w: DB_VERSION %.80q, SERVICE_VERSION %s", ErrNeedsMigrate, dbv, version)
 }
 
-// newer reports whether stored is a newer version than code: by the numbers
+// Newer reports whether stored is a newer version than code: by the numbers
 // MAJOR.MINOR.PATCH where both parse (4.10.0 is newer than 4.9.0; 4.9.0 and
 // 4.9.0-RC1 are the same release, so neither is newer), else as text.
-func newer(stored, code string) bool {
+func Newer(stored, code string) bool {
 	if c, ok := compareNumbers(stored, code); ok {
 		return c > 0
 	}

@@ -476,7 +476,7 @@ func checkLayout(ctx context.Context, r *sql.DB) error {
 	}
 	if have != len(layout) {
 		return fmt.Errorf("table layout version %d, this program needs %d "+
-			"(open it once with write access to update it)", have, len(layout))
+			"(run `dataservice migrate` with write access to update it)", have, len(layout))
 	}
 	owners, steps := ownedLayouts()
 	for _, owner := range owners {
@@ -486,7 +486,7 @@ func checkLayout(ctx context.Context, r *sql.DB) error {
 		}
 		if have != len(steps[owner]) {
 			return fmt.Errorf("table layout version %d of %s, this program needs %d "+
-				"(open it once with write access to update it)", have, owner, len(steps[owner]))
+				"(run `dataservice migrate` with write access to update it)", have, owner, len(steps[owner]))
 		}
 	}
 	return nil
