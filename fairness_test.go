@@ -174,8 +174,8 @@ func TestCLIWriteBesideServerWork(t *testing.T) {
 	}
 
 	// The search index's re-indexing at start: rows changed outside dataservice are
-	// listed for it. The server works through the list before it listens; the CLI
-	// opening the file beside it re-indexes too, in batches of its own.
+	// listed for it. The server works through the list before it listens, in short
+	// transactions; a CLI write meanwhile indexes what is left in its own commit.
 	testkit.ExecFile(t, path, "UPDATE instances SET displayname = displayname || '.' WHERE classname = 'box'")
 	server = startChild(t, serverEnv, "serve")
 	time.Sleep(time.Second)
