@@ -71,6 +71,10 @@ func newHostileEnv(t *testing.T) *hostileEnv {
 	// The client would wait up to a second for a 100 Continue that a handler refusing
 	// the request before reading its body never asks for.
 	tr.ExpectContinueTimeout = 10 * time.Millisecond
+	// Thousands of garbage credentials on purpose: each request comes from its own
+	// loopback address, so the per-address throttle of failed credentials (tested on
+	// its own) does not answer the rest of the sweep 429 unchecked.
+	tr.DialContext, tr.DisableKeepAlives = testkit.LoopbackDial(), true
 	t.Cleanup(tr.CloseIdleConnections)
 	e.client = &http.Client{
 		Transport:     tr,
