@@ -26,8 +26,11 @@ import (
 // Every other instance row is copied from the snapshot, once, by the read or write of
 // the load that first names it, before that read or write runs: the transaction's
 // reads and writes of one instance (Tx.Instance, instanceExists, Tx.write, the
-// collected addresses of collectIPs) copy that row, and those that take a whole class
-// (Tx.Instances, DeleteField, deleteSchema) copy the class. A row the dry run has
+// collected addresses of collectIPs) copy that row, those that take a whole class
+// (Tx.Instances, DeleteField, deleteSchema) copy the class, and those that select rows
+// by their content (the references a cascading rename checks and rewrites:
+// checkRenameReach, rewriteReferences) copy the rows of the class that match, found
+// by the same condition in the snapshot. A row the dry run has
 // copied, written or found absent is never copied again: from then on the private
 // database is the truth for it.
 //
@@ -269,19 +272,23 @@ func (tx *Tx) classFromSnapshot(ctx context.Context, cls string) error {
 	return tx.dry.copyClass(ctx, tx, cls)
 }
 
+// whereFromSnapshot copies the snapshot rows of class cls for which cond holds (an SQL
+// condition on a row of instances, with args) before a statement of the transaction
+// reads the rows of cls by that condition; outside a dry run it does nothing. A read
+// that selects rows by their content (the references to a renamed object) must see
+// the rows never named by the load, which only the snapshot holds.
+func (tx *Tx) whereFromSnapshot(ctx context.Context, cls, cond string, args ...any) error {
+	if tx.dry == nil || strings.HasPrefix(cls, "_") || tx.dry.whole[cls] {
+		return nil
+	}
+	return tx.dry.copyWhere(ctx, tx, cls, cond, args...)
+}
+
 // copyKey copies the snapshot row (cls, key), unless it was looked up before.
 func (d *dryRun) copyKey(ctx context.Context, tx *Tx, cls, key string) error {
-	if d.whole[cls] {
+	if d.whole[cls] || !d.look(cls, key) {
 		return nil
 	}
-	id := cls + "\x00" + key
-	if _, ok := d.copied[id]; ok {
-		return nil
-	}
-	if len(d.copied) >= maxDryKeys {
-		d.copied, d.forgot = map[string]struct{}{}, true
-	}
-	d.copied[id] = struct{}{}
 	if d.forgot {
 		// The key may have been looked up before: the private database knows it when
 		// it holds the row or the run deleted it.
@@ -306,6 +313,20 @@ func (d *dryRun) copyKey(ctx context.Context, tx *Tx, cls, key string) error {
 	return nil
 }
 
+// look records that (cls, key) is looked up in the snapshot, within the bound on the
+// keys kept in memory; it reports false when memory says it was looked up before.
+func (d *dryRun) look(cls, key string) bool {
+	id := cls + "\x00" + key
+	if _, ok := d.copied[id]; ok {
+		return false
+	}
+	if len(d.copied) >= maxDryKeys {
+		d.copied, d.forgot = map[string]struct{}{}, true
+	}
+	d.copied[id] = struct{}{}
+	return true
+}
+
 // known reports whether the private database holds (cls, key) or the run deleted or
 // renamed it away.
 func (d *dryRun) known(ctx context.Context, tx *Tx, cls, key string) (bool, error) {
@@ -324,8 +345,19 @@ func (d *dryRun) copyClass(ctx context.Context, tx *Tx, cls string) error {
 		return nil
 	}
 	d.whole[cls] = true
-	rows, err := d.snap.QueryContext(ctx, `SELECT keyname, displayname, is_enabled, data, created_at, updated_at
-		FROM instances WHERE classname = ? ORDER BY id`, cls)
+	return d.copyWhere(ctx, tx, cls, "")
+}
+
+// copyWhere copies the snapshot rows of class cls for which cond (an SQL condition on
+// a row of instances, with args; "" for every row) holds and that the dry run has not
+// looked up yet. With a condition, each row it reads counts as looked up (it is never
+// copied again, even after the run deletes it).
+func (d *dryRun) copyWhere(ctx context.Context, tx *Tx, cls, cond string, args ...any) error {
+	q := `SELECT keyname, displayname, is_enabled, data, created_at, updated_at FROM instances WHERE classname = ?`
+	if cond != "" {
+		q += " AND (" + cond + ")"
+	}
+	rows, err := d.snap.QueryContext(ctx, q+" ORDER BY id", append([]any{cls}, args...)...)
 	if err != nil {
 		return fmt.Errorf("dry run: read %s: %w", cls, err)
 	}
@@ -337,8 +369,12 @@ func (d *dryRun) copyClass(ctx context.Context, tx *Tx, cls string) error {
 			return fmt.Errorf("dry run: read %s: %w", cls, err)
 		}
 		d.lookups++
-		if _, ok := d.copied[cls+"\x00"+key]; ok {
-			continue // looked up before: the dry run's own state wins
+		if cond == "" {
+			if _, ok := d.copied[cls+"\x00"+key]; ok {
+				continue // looked up before: the dry run's own state wins
+			}
+		} else if !d.look(cls, key) {
+			continue
 		}
 		if d.forgot {
 			known, err := d.known(ctx, tx, cls, key)
