@@ -122,6 +122,8 @@ type Options struct {
 	// not do what only the start-up sequence does: a missing file is not created, and a
 	// file whose layout steps are pending is refused with ErrLayoutPending.
 	AsIs bool
+	// private marks a dry run's private database: it sweeps no leftover dry runs.
+	private bool
 }
 
 func dsn(path string, readOnly bool) string {
@@ -173,6 +175,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	inUse, err := holdShared(ctx, abs)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if !opts.AsIs && !opts.private {
+		sweepDryRuns(abs, opts.Logger)
 	}
 	turn := openTurnstile(abs, opts.Logger)
 	w, err := sql.Open("sqlite", dsn(abs, false))

@@ -51,8 +51,9 @@ func (db *DB) NoSpace(err error) error {
 		return err
 	}
 	var e *Error
-	if errors.As(err, &e) && e.Code != EDiskFull {
-		// A caller-safe error of another kind that merely wraps the disk's: keep it.
+	if errors.As(err, &e) && (e.Code != EDiskFull || e.dryRun) {
+		// A caller-safe error of another kind that merely wraps the disk's, or a dry
+		// run's private database that filled the disk: keep it.
 		return err
 	}
 	if db.diskFull.CompareAndSwap(false, true) {

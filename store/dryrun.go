@@ -5,10 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
+	"time"
 )
 
 // A dry-run load never takes the database's writer. It reads the database through one
@@ -26,8 +30,11 @@ import (
 // Every other instance row is copied from the snapshot, once, by the read or write of
 // the load that first names it, before that read or write runs: the transaction's
 // reads and writes of one instance (Tx.Instance, instanceExists, Tx.write, the
-// collected addresses of collectIPs) copy that row, and those that take a whole class
-// (Tx.Instances, DeleteField, deleteSchema) copy the class. A row the dry run has
+// collected addresses of collectIPs) copy that row, those that take a whole class
+// (Tx.Instances, DeleteField, deleteSchema) copy the class, and those that select rows
+// by their content (the references a cascading rename checks and rewrites:
+// checkRenameReach, rewriteReferences) copy the rows of the class that match, found
+// by the same condition in the snapshot. A row the dry run has
 // copied, written or found absent is never copied again: from then on the private
 // database is the truth for it.
 //
@@ -52,6 +59,8 @@ type dryRun struct {
 	snapConn *sql.DB
 	priv     *DB
 	dir      string
+	// lock holds the flock on dir's lock file while the run uses dir.
+	lock *os.File
 	// copied holds "class\x00keyname" of objects looked up in the snapshot (copied, or
 	// found absent), at most maxDryKeys; forgot is set once it was emptied for the
 	// bound. whole holds the classes copied entirely.
@@ -97,19 +106,26 @@ func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
 	// Beside the database: the one directory the service must be able to write (SQLite
 	// creates the -wal and -shm files there; a scratch container has no /tmp). A file
 	// opened read-only may sit in a directory the process cannot write: then TMPDIR.
-	dir, err := os.MkdirTemp(filepath.Dir(db.path), filepath.Base(db.path)+".dryrun-*")
+	// Only a refusal of the directory falls back; any other failure (a full disk) is
+	// the dry run's error.
+	dir, err := os.MkdirTemp(filepath.Dir(db.path), filepath.Base(db.path)+dryDirSuffix+"*")
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		dir, err = os.MkdirTemp("", dryTempPrefix+"*")
+	}
 	if err != nil {
-		if dir, err = os.MkdirTemp("", "dataservice-dryrun-*"); err != nil {
-			return nil, fmt.Errorf("dry run: %w", err)
-		}
+		return nil, fmt.Errorf("dry run: %w", err)
 	}
 	d := &dryRun{dir: dir, copied: map[string]struct{}{}, whole: map[string]bool{}, hook: dryHookOf(&db.dryHook)}
 	defer func() {
 		if err != nil {
+			err = dryNoSpace(dir, err)
 			d.close()
 		}
 	}()
-	if d.priv, err = Open(ctx, filepath.Join(dir, "dryrun.db"), Options{ReadConns: 1}); err != nil {
+	if d.lock, err = lockDryDir(dir); err != nil {
+		return nil, err
+	}
+	if d.priv, err = Open(ctx, filepath.Join(dir, "dryrun.db"), Options{ReadConns: 1, private: true}); err != nil {
 		return nil, fmt.Errorf("dry run: %w", err)
 	}
 	d.priv.Now = db.Now
@@ -198,6 +214,97 @@ func (d *dryRun) close() {
 		d.priv.Close()
 	}
 	os.RemoveAll(d.dir)
+	if d.lock != nil {
+		d.lock.Close()
+	}
+}
+
+// A dry run's directory holds copies of rows of the database, the credentials' hashes
+// among them, so none may outlive its run. The run holds an exclusive flock(2) on the
+// file lock in its directory while it uses it; a process killed mid-run (SIGKILL, the
+// OOM killer) leaves the directory behind with its lock free, and the next open of the
+// database for writing removes it (sweepDryRuns).
+const (
+	dryDirSuffix  = ".dryrun-" // beside the database: <db>.dryrun-*
+	dryTempPrefix = "dataservice-dryrun-"
+	dryLockName   = "lock"
+	// dryLockGrace is how old a directory without its lock file must be to be
+	// removed: a run creates the file right after the directory.
+	dryLockGrace = time.Minute
+)
+
+// lockDryDir creates and locks dir's lock file. It locks the file under another name
+// and renames it, so a sweep never finds the lock file unlocked while its run starts.
+func lockDryDir(dir string) (*os.File, error) {
+	tmp := filepath.Join(dir, dryLockName+".new")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("dry run: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("dry run: lock %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, dryLockName)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("dry run: %w", err)
+	}
+	return f, nil
+}
+
+// sweepDryRuns removes the directories dry runs left behind beside the database at
+// path (and in the temporary directory, where a run goes when it may not write beside
+// its database): those whose lock is free, and those without a lock file older than
+// dryLockGrace. A directory in use by a running dry run, in this process or another,
+// is left alone. Failures are logged, never fatal: the database opens regardless.
+func sweepDryRuns(path string, log *slog.Logger) {
+	beside, _ := filepath.Glob(path + dryDirSuffix + "*")
+	temp, _ := filepath.Glob(filepath.Join(os.TempDir(), dryTempPrefix+"*"))
+	for _, dir := range append(beside, temp...) {
+		if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
+			continue
+		}
+		if !dryDirAbandoned(dir) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			log.Warn("cannot remove a dry run's leftover directory", "dir", dir, "error", err)
+			continue
+		}
+		log.Info("removed a dry run's leftover directory", "dir", dir)
+	}
+}
+
+// dryDirAbandoned reports whether no dry run uses dir: its lock is free (a run locks
+// only the directory it has just made, before it names the lock file, so a free lock
+// stays free), or it has no lock file and is older than dryLockGrace.
+func dryDirAbandoned(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, dryLockName))
+	if errors.Is(err, fs.ErrNotExist) {
+		st, err := os.Stat(dir)
+		return err == nil && time.Since(st.ModTime()) > dryLockGrace
+	}
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+}
+
+// dryNoSpace reports a full disk met by a dry run as the dry run's own: it names the
+// directory of its private database and leaves the database's disk-full episode
+// alone (the database took no write: /readyz must not say it is full).
+func dryNoSpace(dir string, err error) error {
+	if err == nil || !isDiskFull(err) {
+		return err
+	}
+	var e *Error
+	if errors.As(err, &e) && (e.Code != EDiskFull || e.dryRun) {
+		return err
+	}
+	e = diskFullError("the dry run's private database in "+dir, err)
+	e.dryRun = true
+	return e
 }
 
 // copyRows inserts the rows query reads from the snapshot into table, column by name.
@@ -269,19 +376,23 @@ func (tx *Tx) classFromSnapshot(ctx context.Context, cls string) error {
 	return tx.dry.copyClass(ctx, tx, cls)
 }
 
+// whereFromSnapshot copies the snapshot rows of class cls for which cond holds (an SQL
+// condition on a row of instances, with args) before a statement of the transaction
+// reads the rows of cls by that condition; outside a dry run it does nothing. A read
+// that selects rows by their content (the references to a renamed object) must see
+// the rows never named by the load, which only the snapshot holds.
+func (tx *Tx) whereFromSnapshot(ctx context.Context, cls, cond string, args ...any) error {
+	if tx.dry == nil || strings.HasPrefix(cls, "_") || tx.dry.whole[cls] {
+		return nil
+	}
+	return tx.dry.copyWhere(ctx, tx, cls, cond, args...)
+}
+
 // copyKey copies the snapshot row (cls, key), unless it was looked up before.
 func (d *dryRun) copyKey(ctx context.Context, tx *Tx, cls, key string) error {
-	if d.whole[cls] {
+	if d.whole[cls] || !d.look(cls, key) {
 		return nil
 	}
-	id := cls + "\x00" + key
-	if _, ok := d.copied[id]; ok {
-		return nil
-	}
-	if len(d.copied) >= maxDryKeys {
-		d.copied, d.forgot = map[string]struct{}{}, true
-	}
-	d.copied[id] = struct{}{}
 	if d.forgot {
 		// The key may have been looked up before: the private database knows it when
 		// it holds the row or the run deleted it.
@@ -306,6 +417,20 @@ func (d *dryRun) copyKey(ctx context.Context, tx *Tx, cls, key string) error {
 	return nil
 }
 
+// look records that (cls, key) is looked up in the snapshot, within the bound on the
+// keys kept in memory; it reports false when memory says it was looked up before.
+func (d *dryRun) look(cls, key string) bool {
+	id := cls + "\x00" + key
+	if _, ok := d.copied[id]; ok {
+		return false
+	}
+	if len(d.copied) >= maxDryKeys {
+		d.copied, d.forgot = map[string]struct{}{}, true
+	}
+	d.copied[id] = struct{}{}
+	return true
+}
+
 // known reports whether the private database holds (cls, key) or the run deleted or
 // renamed it away.
 func (d *dryRun) known(ctx context.Context, tx *Tx, cls, key string) (bool, error) {
@@ -324,8 +449,19 @@ func (d *dryRun) copyClass(ctx context.Context, tx *Tx, cls string) error {
 		return nil
 	}
 	d.whole[cls] = true
-	rows, err := d.snap.QueryContext(ctx, `SELECT keyname, displayname, is_enabled, data, created_at, updated_at
-		FROM instances WHERE classname = ? ORDER BY id`, cls)
+	return d.copyWhere(ctx, tx, cls, "")
+}
+
+// copyWhere copies the snapshot rows of class cls for which cond (an SQL condition on
+// a row of instances, with args; "" for every row) holds and that the dry run has not
+// looked up yet. With a condition, each row it reads counts as looked up (it is never
+// copied again, even after the run deletes it).
+func (d *dryRun) copyWhere(ctx context.Context, tx *Tx, cls, cond string, args ...any) error {
+	q := `SELECT keyname, displayname, is_enabled, data, created_at, updated_at FROM instances WHERE classname = ?`
+	if cond != "" {
+		q += " AND (" + cond + ")"
+	}
+	rows, err := d.snap.QueryContext(ctx, q+" ORDER BY id", append([]any{cls}, args...)...)
 	if err != nil {
 		return fmt.Errorf("dry run: read %s: %w", cls, err)
 	}
@@ -337,8 +473,12 @@ func (d *dryRun) copyClass(ctx context.Context, tx *Tx, cls string) error {
 			return fmt.Errorf("dry run: read %s: %w", cls, err)
 		}
 		d.lookups++
-		if _, ok := d.copied[cls+"\x00"+key]; ok {
-			continue // looked up before: the dry run's own state wins
+		if cond == "" {
+			if _, ok := d.copied[cls+"\x00"+key]; ok {
+				continue // looked up before: the dry run's own state wins
+			}
+		} else if !d.look(cls, key) {
+			continue
 		}
 		if d.forgot {
 			known, err := d.known(ctx, tx, cls, key)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -309,5 +310,107 @@ func TestDryRunLoadWithPipeline(t *testing.T) {
 	}
 	if want.Errors == 0 || want.Updated == 0 || want.Created == 0 {
 		t.Fatalf("the load does not exercise the reference the pipeline sets: %s\n%s", counts(want), messages(want))
+	}
+}
+
+// TestDryRunRenameSeesSnapshotReferences: in a dry run's transaction, a cascading
+// rename of an object referenced by instances the run never named checks and rewrites
+// the references the snapshot holds, as in the database itself: refused for a caller
+// who may not update a class holding one, the same references rewritten otherwise
+// (a load's entries never rename today; the apply path they share does). Also with
+// the keys a dry run remembers bounded to one.
+func TestDryRunRenameSeesSnapshotReferences(t *testing.T) {
+	ctx := t.Context()
+	db := newTestDB(t)
+	mustLoad(t, db, `
+- {classname: _permission, keyname: p_locked_update}
+- {classname: _schema, keyname: place}
+- {classname: _schema, keyname: locked, p_update: p_locked_update, at: {dataformat: schema, dataformat_ext: place}}
+- {classname: _schema, keyname: free, at: {dataformat: schema, dataformat_ext: place, cardinal_max: 0}}
+- {classname: place, keyname: p1}
+- {classname: place, keyname: p2}
+- {classname: locked, keyname: l1, at: p1}
+- {classname: free, keyname: f1, at: [p2, p1]}
+- {classname: free, keyname: f2, at: [p2]}
+- {classname: free, keyname: f3, at: [p2, p2]}
+- {classname: free, keyname: f4, at: [p1]}
+`, store.LoadOptions{})
+	// rename renames place from to to as the caller auth, f4 updated first (a row the
+	// run has named), and reports the outcome and the references to to afterwards.
+	rename := func(tx *store.Tx, auth *store.Auth, from, to string) string {
+		s, err := tx.Schema(ctx, "place")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := tx.Schema(ctx, "free")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f4, err := tx.Instance(ctx, "free", "f4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		next4 := *f4
+		next4.Data = map[string]any{"at": []any{from, "p1"}}
+		if _, err := tx.Apply(ctx, store.Write{Schema: fs, Old: f4, New: &next4, Action: store.ActionUpdate}, store.ApplyOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		old, err := tx.Instance(ctx, "place", from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := *old
+		next.Keyname = to
+		out, err := tx.Apply(ctx, store.Write{Schema: s, Old: old, New: &next, Action: store.ActionUpdate}, store.ApplyOptions{Auth: auth})
+		var refs []string
+		for _, cls := range []string{"locked", "free"} {
+			for i := 1; i <= 4; i++ {
+				in, err := tx.Instance(ctx, cls, fmt.Sprint(cls[:1], i))
+				if store.IsNotFound(err) {
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				refs = append(refs, fmt.Sprintf("%s=%v", in.Keyname, in.Data["at"]))
+			}
+		}
+		return fmt.Sprintf("%s renamed=%v err=%v refs=%v", out.Result, out.Renamed, err, refs)
+	}
+	cases := []struct {
+		auth     *store.Auth
+		from, to string
+		want     string // in the real database
+	}{
+		{userAuth("p_data_update", "p_data_read", "p_keyname_rename"), "p1", "p1new", "permission denied: renaming place p1 would rewrite references in locked"},
+		{userAuth("p_data_update", "p_data_read", "p_keyname_rename"), "p2", "p2new", "refs=[l1=p1 f1=[p2new p1] f2=[p2new] f3=[p2new p2new] f4=[p2new p1]]"},
+		{nil, "p1", "p1new", "refs=[l1=p1new f1=[p2 p1new] f2=[p2] f3=[p2 p2] f4=[p1new p1new]]"},
+	}
+	for _, c := range cases {
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := rename(tx, c.auth, c.from, c.to)
+		tx.Rollback()
+		if !strings.Contains(want, c.want) {
+			t.Fatalf("rename %s in the database: %s, want %s", c.from, want, c.want)
+		}
+		// Also with one key remembered in memory (the private database is asked then).
+		for _, bound := range []int{0, 1} {
+			var got string
+			old := store.SetMaxDryKeys(bound)
+			if bound == 0 {
+				store.SetMaxDryKeys(old) // the default bound
+			}
+			err := store.DryRunTx(ctx, db, func(tx *store.Tx) error { got = rename(tx, c.auth, c.from, c.to); return nil })
+			store.SetMaxDryKeys(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("rename %s in a dry run (key bound %d):\n%s\nwant (in the database):\n%s", c.from, bound, got, want)
+			}
+		}
 	}
 }

@@ -22,6 +22,9 @@ type Error struct {
 	// err is the cause, when there is one worth keeping for the log (a full disk's
 	// SQLite error); the caller sees only Message.
 	err error
+	// dryRun marks a full disk met by a dry run in its private database: not a write
+	// of the database, so no disk-full episode of it (NoSpace passes it through).
+	dryRun bool
 }
 
 func (e *Error) Error() string { return e.Message }

@@ -34,3 +34,21 @@ func SetMaxDryKeys(n int) int {
 	maxDryKeys = n
 	return old
 }
+
+// DryRunTx runs fn in a dry run's transaction on its private database, as a dry-run
+// load runs its entries (rows copied from db's snapshot on first use), then rolls it
+// back.
+func DryRunTx(ctx context.Context, db *DB, fn func(tx *Tx) error) error {
+	d, err := newDryRun(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	tx, err := d.priv.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	tx.dry, d.tx = d, tx
+	return fn(tx)
+}

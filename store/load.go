@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -171,12 +172,20 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 	if opts.DryRun {
 		d, err := newDryRun(ctx, db)
 		if err != nil {
-			return &LoadResult{DryRun: true}, db.NoSpace(err)
+			return &LoadResult{DryRun: true}, dryNoSpace(filepath.Dir(db.path), err)
 		}
 		defer d.close()
 		target, dry = d.priv, d
 	}
 	res, committed, err := target.loadStream(ctx, source, opts, dry)
+	if err != nil && dry != nil {
+		// The dry run wrote only in its private database: a full disk is its own.
+		err = dryNoSpace(dry.dir, err)
+		if ErrorCode(err) == EDiskFull {
+			db.log.Warn("dry run failed: disk full", "dir", dry.dir, "error", errors.Unwrap(err))
+		}
+		return committed, err
+	}
 	if err != nil {
 		return committed, db.NoSpace(err)
 	}

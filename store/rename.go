@@ -264,6 +264,9 @@ func (tx *Tx) rewriteReferences(ctx context.Context, cls string, fields []string
 			condArgs = append(condArgs, path)
 		}
 	}
+	if err := tx.whereFromSnapshot(ctx, cls, strings.Join(cond, " OR "), condArgs...); err != nil {
+		return 0, err
+	}
 	query := "SELECT " + instanceCols + " FROM instances WHERE classname = ? AND id > ? AND (" +
 		strings.Join(cond, " OR ") + ") ORDER BY id LIMIT ?"
 	stmt, err := tx.stmt(ctx, query)
