@@ -24,11 +24,14 @@ import (
 // code, and only the schema objects the service's layout creates: a file brings back
 // data, not code); it refuses while any process has the database open; the current
 // file is kept as <db>.before-restore.<timestamp>; the swap is one rename. The next
-// start migrates. With --force, the copy's other schema objects are dropped (and
-// reported) instead of refusing it.
+// start migrates. With --force, the copy's other triggers, views and indexes are
+// dropped and changed or missing ones re-created (each reported) instead of refusing
+// it; a table is never dropped or replaced, even with --force (its rows are the
+// data). The copy's query-planner statistics are cleared: a crafted sqlite_stat1 could
+// steer every query into full scans.
 func setupRestore(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, false)
-	force := fs.Bool("force", false, "drop the backup's schema objects the service does not create (triggers, views, indexes, tables) and re-create changed triggers and indexes as the service creates them, reporting each")
+	force := fs.Bool("force", false, "drop the backup's triggers, views and indexes the service does not create and re-create changed or missing ones as the service creates them, reporting each (tables are never dropped or replaced)")
 	return func(ctx context.Context, args []string) error { return c.restore(ctx, args[0], *force) }
 }
 
@@ -92,6 +95,13 @@ func (c *cli) restore(ctx context.Context, file string, force bool) error {
 	}
 	for _, line := range repaired {
 		fmt.Fprintf(c.stdout, "%s\n", line)
+	}
+	cleared, err := clearStatistics(ctx, partial)
+	if err != nil {
+		return fmt.Errorf("backup %s: clear query-planner statistics: %w", src, err)
+	}
+	if cleared > 0 {
+		fmt.Fprintf(c.stdout, "cleared the backup's query-planner statistics (%d rows of sqlite_stat1/sqlite_stat4)\n", cleared)
 	}
 	if err := os.Chmod(partial, 0o600); err != nil {
 		return err
@@ -217,6 +227,51 @@ func checkRestorable(ctx context.Context, path, code string) (string, error) {
 		return "", fmt.Errorf("DB_VERSION %s is newer than this code (%s): restore it with that release", clip.Quote(dbv), code)
 	}
 	return dbv, nil
+}
+
+// clearStatistics deletes the rows of sqlite_stat1 and sqlite_stat4 (ANALYZE's
+// statistics, which the query planner trusts) in the copy at path, and returns how
+// many. A crafted file's statistics could make the planner choose full scans; without
+// rows SQLite plans by its defaults, as on a file never analysed. The tables stay (the
+// schema check accepts them), so nothing else changes.
+func clearStatistics(ctx context.Context, path string) (int64, error) {
+	db, err := sql.Open("sqlite", sqliteDSN(path, "mode=rw"))
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var n int64
+	for _, table := range []string{"sqlite_stat1", "sqlite_stat4"} {
+		var present int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?", table).Scan(&present); err != nil {
+			return 0, err
+		}
+		if present == 0 {
+			continue
+		}
+		res, err := tx.ExecContext(ctx, "DELETE FROM "+table)
+		if err != nil {
+			return 0, err
+		}
+		rows, err := res.RowsAffected()
+		if err != nil {
+			return 0, err
+		}
+		n += rows
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
+	return n, db.Close()
 }
 
 // checkpointAndClose folds the current database's WAL into its file, so the file kept

@@ -171,3 +171,100 @@ func TestRestoreOfAPlainBackupDropsNothing(t *testing.T) {
 		t.Fatalf("load after restore: %s", stderr)
 	}
 }
+
+// backupWith backs up the database of env after loading a few instances, and runs
+// stmts on the backup.
+func backupWith(t *testing.T, env map[string]string, stmts ...string) string {
+	t.Helper()
+	backup := filepath.Join(t.TempDir(), "edited.bak")
+	if code, _, stderr := runCLI(t, env, "backup", backup); code != 0 {
+		t.Fatalf("backup: %s", stderr)
+	}
+	db, err := sql.Open("sqlite", sqliteDSN(backup, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return backup
+}
+
+// A table is never dropped, even with --force: its rows are the data. A backup whose
+// layout version was lowered to 0 holds tables its claimed version does not create;
+// dropping them all would swap an empty database in. It is refused, naming the
+// lowered version, and the database is left as it was.
+func TestRestoreForceNeverDropsTables(t *testing.T) {
+	env := migratedEnv(t)
+	dbPath := env["SERVICE_DB"]
+	loadVMs(t, env, "a", 3)
+	cases := []struct {
+		name  string
+		stmts []string
+		want  []string
+	}{
+		{"layout version lowered", []string{"PRAGMA user_version = 0"},
+			[]string{"the file claims layout 0", "holds tables that later layout versions create (", "registry", "its layout version is lower than its tables imply"}},
+		{"extra table", []string{"CREATE TABLE extra(a)", "INSERT INTO extra VALUES(1)"},
+			[]string{"unexpected table extra"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			backup := backupWith(t, env, c.stmts...)
+			before := sqlText(t, dbPath, "SELECT count(*) FROM instances")
+			for _, args := range [][]string{{"restore", "--force", backup}, {"restore", backup}} {
+				code, stdout, stderr := runCLI(t, env, args...)
+				if code != 1 || strings.Contains(stdout, "restored") || strings.Contains(stdout, "dropped") {
+					t.Fatalf("%v: exit %d, %s %s", args, code, stdout, stderr)
+				}
+				for _, want := range append(c.want, "cannot be repaired: tables are never dropped or replaced, even by restore --force") {
+					if !strings.Contains(stderr, want) {
+						t.Errorf("%v: the message does not say %q:\n%s", args, want, stderr)
+					}
+				}
+				if strings.Contains(stderr, "drops or replaces them") {
+					t.Errorf("%v: the message suggests --force for a table:\n%s", args, stderr)
+				}
+				if got := sqlText(t, dbPath, "SELECT count(*) FROM instances"); got != before || before == "0" {
+					t.Fatalf("%v: the database holds %s instances, had %s", args, got, before)
+				}
+				if l := leftovers(t, dbPath); len(l) != 0 {
+					t.Errorf("%v: files left by a refused restore: %v", args, l)
+				}
+			}
+		})
+	}
+}
+
+// The query planner's statistics in a restored file are cleared: a crafted
+// sqlite_stat1 could steer every query into full scans. The backup is not changed.
+func TestRestoreClearsPlannerStatistics(t *testing.T) {
+	env := migratedEnv(t)
+	dbPath := env["SERVICE_DB"]
+	loadVMs(t, env, "a", 3)
+	backup := backupWith(t, env, "ANALYZE",
+		"INSERT INTO sqlite_stat1(tbl, idx, stat) VALUES('instances', 'instances_classname_id', '1 1000000 1000000')")
+	if n := sqlText(t, backup, "SELECT count(*) FROM sqlite_stat1"); n == "0" {
+		t.Fatal("the backup holds no statistics")
+	}
+	code, stdout, stderr := runCLI(t, env, "restore", backup)
+	if code != 0 {
+		t.Fatalf("restore: exit %d, %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "cleared the backup's query-planner statistics") {
+		t.Errorf("restore does not report the cleared statistics:\n%s", stdout)
+	}
+	if n := sqlText(t, dbPath, "SELECT count(*) FROM sqlite_stat1"); n != "0" {
+		t.Errorf("the restored database holds %s rows of sqlite_stat1", n)
+	}
+	if n := sqlText(t, backup, "SELECT count(*) FROM sqlite_stat1"); n == "0" {
+		t.Error("restore changed the backup")
+	}
+	if code, stderr := ordinaryLoad(t, env); code != 0 {
+		t.Fatalf("load after restore: %s", stderr)
+	}
+}

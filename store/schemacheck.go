@@ -59,13 +59,17 @@ type SchemaError struct {
 	// layout creates under that name, as the file has them (other SQL, kind or
 	// table); Missing are objects the layout creates that the file lacks.
 	Unexpected, Changed, Missing []SchemaObject
-	// tables names a table (or an index SQLite made for one) that differs or is
-	// missing: the file cannot be repaired, its rows are the data.
+	// tables names a table (or an index SQLite made for one) that the layout does
+	// not create, or that differs or is missing: the file cannot be repaired, its
+	// rows are the data.
 	tables string
+	// later are the unexpected tables that a later layout version creates: the file
+	// claims a layout version lower than its tables imply.
+	later []string
 }
 
-// Repairable reports whether CheckFileSchema can repair the file: no table differs
-// or is missing.
+// Repairable reports whether CheckFileSchema can repair the file: no table is
+// unexpected, differs or is missing.
 func (e *SchemaError) Repairable() bool { return e.tables == "" }
 
 // maxListed bounds how many objects an error message lists.
@@ -82,7 +86,27 @@ func (e *SchemaError) Error() string {
 			n++
 		}
 	}
-	add("unexpected", e.Unexpected)
+	if len(e.later) > 0 {
+		listed := e.later
+		if len(listed) > maxListed {
+			listed = append(listed[:maxListed:maxListed], "…")
+		}
+		parts = append(parts, fmt.Sprintf("the file claims %s but holds tables that later layout versions create (%s): "+
+			"its layout version is lower than its tables imply (a damaged or crafted file)", e.Layout, strings.Join(listed, ", ")))
+	}
+	// The tables named in that clause, their triggers and indexes, are not listed
+	// again.
+	named := make(map[string]bool, len(e.later))
+	for _, name := range e.later {
+		named[name] = true
+	}
+	var unexpected []SchemaObject
+	for _, o := range e.Unexpected {
+		if !named[o.Table] {
+			unexpected = append(unexpected, o)
+		}
+	}
+	add("unexpected", unexpected)
 	add("changed", e.Changed)
 	add("missing", e.Missing)
 	if n > maxListed {
@@ -353,6 +377,12 @@ func compareSchema(v layoutVersion, have []SchemaObject, r *reference) *SchemaEr
 		case o.Type == "table" && sqliteOwn[o.Name] != "" && o.SQL == sqliteOwn[o.Name]:
 		default:
 			e.Unexpected = append(e.Unexpected, o)
+			// Never dropped: an unexpected table may hold the data (a file whose
+			// layout version was lowered makes every table unexpected). An index
+			// SQLite made (no SQL) belongs to a table's constraints.
+			if (o.Type == "table" || o.SQL == "") && e.tables == "" {
+				e.tables = o.Type + " " + o.Name
+			}
 		}
 	}
 	for _, o := range want {
@@ -380,10 +410,36 @@ func checkSchema(ctx context.Context, pool *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	if e := compareSchema(v, have, ref); e != nil {
-		return e
+	e := compareSchema(v, have, ref)
+	if e == nil {
+		return nil
 	}
-	return nil
+	latest, err := referenceSchema(ctx, latestVersion())
+	if err != nil {
+		return err
+	}
+	later := map[string]bool{}
+	for _, o := range latest.want {
+		if o.Type == "table" {
+			later[o.Name] = true
+		}
+	}
+	for _, o := range e.Unexpected {
+		if o.Type == "table" && later[o.Name] {
+			e.later = append(e.later, o.Name)
+		}
+	}
+	return e
+}
+
+// latestVersion is the layout version this program migrates a file to.
+func latestVersion() layoutVersion {
+	owners, steps := ownedLayouts()
+	v := layoutVersion{store: len(layout), owners: map[string]int{}}
+	for _, o := range owners {
+		v.owners[o] = len(steps[o])
+	}
+	return v
 }
 
 // CheckFileSchema compares the schema objects of the SQLite file at path (one no
@@ -392,10 +448,13 @@ func checkSchema(ctx context.Context, pool *sql.DB) error {
 // returns a *SchemaError when they differ.
 //
 // With repair, it first changes the file so that it passes, in one transaction: it
-// drops every object the layout does not create, and drops and re-creates, as the
-// layout writes them, the triggers, indexes and views that differ or are missing. A
-// table that differs or is missing cannot be repaired (its rows are the data): the
-// file is left unchanged and the error names it. It returns a line for each change.
+// drops the triggers, views and indexes the layout does not create, and drops and
+// re-creates, as the layout writes them, those that differ or are missing. Tables are
+// never dropped nor replaced (their rows are the data): a table the layout does not
+// create, or that differs or is missing, makes the file unrepairable, with or without
+// repair the file is left unchanged and the error says so. (Which tables are
+// unexpected depends on the layout version the file claims: a file whose version was
+// lowered would otherwise lose every table.) It returns a line for each change.
 func CheckFileSchema(ctx context.Context, path string, repair bool) ([]string, error) {
 	mode := "mode=ro"
 	if repair {
@@ -409,11 +468,15 @@ func CheckFileSchema(ctx context.Context, path string, repair bool) ([]string, e
 	pool.SetMaxOpenConns(1)
 	err = checkSchema(ctx, pool)
 	var e *SchemaError
-	if !repair || !errors.As(err, &e) {
+	if !errors.As(err, &e) {
 		return nil, err
 	}
 	if !e.Repairable() {
-		return nil, fmt.Errorf("%w (%s cannot be repaired: its rows are the data; restore another backup)", e, e.tables)
+		return nil, fmt.Errorf("%w (%s cannot be repaired: tables are never dropped or replaced, even by restore --force, "+
+			"their rows are the data; restore another backup)", e, e.tables)
+	}
+	if !repair {
+		return nil, err
 	}
 	v, _, err := readSchema(ctx, pool)
 	if err != nil {
@@ -433,29 +496,11 @@ func CheckFileSchema(ctx context.Context, path string, repair bool) ([]string, e
 	}
 	defer tx.Rollback()
 	var done []string
-	// Triggers and views first, then indexes, then virtual tables (which drop their
-	// shadow tables themselves), then tables. Dropping a table drops its triggers and
-	// indexes too, hence IF EXISTS; the indexes SQLite made for a table's constraints
-	// go with their table.
-	rank := func(o SchemaObject) int {
-		switch {
-		case o.Type == "trigger":
-			return 0
-		case o.Type == "view":
-			return 1
-		case o.Type == "index":
-			return 2
-		case strings.HasPrefix(strings.ToUpper(o.SQL), "CREATE VIRTUAL TABLE"):
-			return 3
-		}
-		return 4
-	}
+	// Triggers first, then views, then indexes (Repairable: no table is unexpected).
+	rank := map[string]int{"trigger": 0, "view": 1, "index": 2}
 	drop := append([]SchemaObject(nil), e.Unexpected...)
-	sort.SliceStable(drop, func(i, j int) bool { return rank(drop[i]) < rank(drop[j]) })
+	sort.SliceStable(drop, func(i, j int) bool { return rank[drop[i].Type] < rank[drop[j].Type] })
 	for _, o := range drop {
-		if o.Type == "index" && o.SQL == "" {
-			continue
-		}
 		if err := dropObject(ctx, tx, o); err != nil {
 			return nil, err
 		}
@@ -486,13 +531,13 @@ func CheckFileSchema(ctx context.Context, path string, repair bool) ([]string, e
 	return done, nil
 }
 
-// dropObject drops o if it still exists.
+// dropObject drops the trigger, view or index o if it still exists; never a table.
 func dropObject(ctx context.Context, tx *sql.Tx, o SchemaObject) error {
 	kind := strings.ToUpper(o.Type)
 	switch o.Type {
-	case "table", "index", "trigger", "view":
+	case "index", "trigger", "view":
 	default:
-		return fmt.Errorf("repair schema: %s %s: unknown kind", o.Type, o.Name)
+		return fmt.Errorf("repair schema: %s %s: only triggers, views and indexes are dropped", o.Type, o.Name)
 	}
 	q := fmt.Sprintf(`DROP %s IF EXISTS "%s"`, kind, strings.ReplaceAll(o.Name, `"`, `""`))
 	if _, err := tx.ExecContext(ctx, q); err != nil {

@@ -30,7 +30,13 @@ func TestOpenRefusesSchemaObjectsTheLayoutDoesNotCreate(t *testing.T) {
 		{"view", `CREATE VIEW v AS SELECT * FROM instances`, "unexpected view v: ", true},
 		{"index with an expression", `CREATE INDEX x ON instances(json_extract(data, '$.` + long + `'))`,
 			"unexpected index x on instances", true},
-		{"table", `CREATE TABLE extra(a)`, "unexpected table extra", true},
+		// Tables are never dropped, even by a repair: their rows are the data.
+		{"table", `CREATE TABLE extra(a)`, "unexpected table extra", false},
+		// A file whose layout version was lowered holds tables its claimed version does
+		// not create: every one is unexpected, and a repair that dropped them would
+		// leave an empty database.
+		{"layout version lowered", `PRAGMA user_version = 0`,
+			"the file claims layout 0, tasks 1 but holds tables that later layout versions create (", false},
 		{"changed trigger", `DROP TRIGGER instances_count_insert; CREATE TRIGGER instances_count_insert AFTER INSERT ON instances BEGIN
 			INSERT INTO instance_counts(classname, n) VALUES(NEW.classname, 1) ON CONFLICT(classname) DO UPDATE SET n = n + 1;
 			UPDATE instances SET is_enabled = 1 WHERE classname = '_apikey'; END`,
@@ -77,8 +83,11 @@ func TestOpenRefusesSchemaObjectsTheLayoutDoesNotCreate(t *testing.T) {
 			}
 			done, err := store.CheckFileSchema(ctx, path, true)
 			if !c.repairable {
-				if err == nil || !strings.Contains(err.Error(), "cannot be repaired") {
+				if err == nil || !strings.Contains(err.Error(), "cannot be repaired") || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("repair of an unrepairable file: %v %v", done, err)
+				}
+				if got := fileString(t, path, "SELECT group_concat(name || sql, ';') FROM (SELECT name, coalesce(sql, '') AS sql FROM sqlite_schema ORDER BY name)"); got != before {
+					t.Fatal("a refused repair changed the schema")
 				}
 				return
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -29,8 +30,11 @@ import (
 // the process has its writer connection, so goroutines queued for that connection do
 // not hold it (they would keep it taken without a pause, and the waiting process out). The kernel releases a
 // flock when its process dies. A process that cannot get the turnstile within
-// turnstileWait (a holder stopped with SIGSTOP, say) goes on without it, back to plain
-// busy_timeout polling, and logs a warning.
+// turnstileWait (a holder stopped with SIGSTOP or Ctrl-Z, say) goes on without it, back
+// to plain busy_timeout polling, and logs a warning. It then remembers that the
+// turnstile is stuck: until one attempt gets it again, each transaction tries once
+// without waiting and goes on, so a stopped holder costs one wait per episode, not one
+// per transaction (the wait holds the process's only writer connection).
 
 // turnstile is a process's handle on `<db>-wait`.
 type turnstile struct {
@@ -42,27 +46,59 @@ type turnstile struct {
 	// writer connection, taken first, already admits one; sem keeps that true for any
 	// caller.)
 	sem chan struct{}
+	// wait is how long enter waits before going on without the turnstile
+	// (turnstileWait; tests shorten it).
+	wait time.Duration
+	// stuck is set when a wait timed out and cleared when an attempt gets the
+	// turnstile again; only the goroutine holding sem reads or writes it.
+	stuck bool
 }
 
 // turnstileWait is how long a writer waits for the turnstile before it goes on
-// without it: the busy_timeout, the longest a live holder waits in BEGIN.
-const turnstileWait = 15 * time.Second
+// without it. A live holder waits in BEGIN only for a batch in progress (a quarter of
+// a second) plus a poll; one that waits longer waits for a writer that does not pass
+// the turnstile (sqlite3, a long foreign transaction), where the turnstile's order
+// gains nothing. So a few seconds separate a stopped holder from a live one without
+// making every process wait the whole busy_timeout (15 s) for it.
+const turnstileWait = 5 * time.Second
 
 // openTurnstile opens (creating owner-only) the turnstile file beside the database.
 // A flock needs only read access. Unlike -wal and -shm the file stays after the last
 // process closes the database, so one made by another user (a command run with sudo)
 // may be unreadable: the process then writes without the turnstile, as releases
-// before it did, and says so.
+// before it did, and says so. The same holds for anything but a regular file in its
+// place: the open neither follows a symlink (which would create or lock a file
+// elsewhere) nor blocks (opening a FIFO for reading waits for a writer forever).
 func openTurnstile(dbPath string, log *slog.Logger) *turnstile {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	f, err := os.OpenFile(dbPath+"-wait", os.O_RDONLY|os.O_CREATE, 0o600)
+	name := dbPath + "-wait"
+	f, err := openRegular(name)
 	if err != nil {
-		log.Warn("turnstile unavailable, writing without it", "file", dbPath+"-wait", "error", err)
+		log.Warn("turnstile unavailable, writing without it", "file", name, "error", err)
 		return nil
 	}
-	return &turnstile{f: f, fd: int(f.Fd()), log: log, sem: make(chan struct{}, 1)}
+	return &turnstile{f: f, fd: int(f.Fd()), log: log, sem: make(chan struct{}, 1), wait: turnstileWait}
+}
+
+// openRegular opens name read-only, creating it owner-only, and only if it is a
+// regular file: no symlink is followed and no open blocks.
+func openRegular(name string) (*os.File, error) {
+	fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		syscall.Close(fd)
+		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		syscall.Close(fd)
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
+	return os.NewFile(uintptr(fd), name), nil
 }
 
 func (t *turnstile) close() {
@@ -86,11 +122,15 @@ func (t *turnstile) enter(ctx context.Context) (leave func(), err error) {
 	// Non-blocking attempts: a blocked flock could not be abandoned when ctx ends.
 	// The turnstile is free except while someone waits for the write lock, so the
 	// first attempt nearly always succeeds; a waiter polls every few milliseconds.
-	deadline := time.Now().Add(turnstileWait)
+	deadline := time.Now().Add(t.wait)
 	delay := 500 * time.Microsecond
 	for {
 		err := syscall.Flock(t.fd, syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
+			if t.stuck {
+				t.stuck = false
+				t.log.Info("turnstile free again", "file", t.f.Name())
+			}
 			return func() {
 				syscall.Flock(t.fd, syscall.LOCK_UN)
 				out()
@@ -100,8 +140,13 @@ func (t *turnstile) enter(ctx context.Context) (leave func(), err error) {
 			t.log.Warn("turnstile unavailable", "file", t.f.Name(), "error", err)
 			return out, nil
 		}
+		// Still stuck since a wait timed out: one attempt per transaction, no wait.
+		if t.stuck {
+			return out, nil
+		}
 		if time.Now().After(deadline) {
-			t.log.Warn("turnstile held too long, writing without it", "file", t.f.Name(), "waited", turnstileWait)
+			t.stuck = true
+			t.log.Warn("turnstile held too long, writing without it until it is free", "file", t.f.Name(), "waited", t.wait)
 			return out, nil
 		}
 		if err := sleepCtx(ctx, delay); err != nil {

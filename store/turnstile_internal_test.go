@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -251,5 +252,165 @@ func TestTurnstileUnavailableWarns(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "turnstile unavailable, writing without it") {
 		t.Fatalf("no warning: %s", logs.String())
+	}
+}
+
+// lockedBuffer is a log destination safe for the goroutines of an open database.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// touch runs one write transaction on db, bounded by limit.
+func touch(db *DB, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	return db.WithTx(ctx, func(tx *Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE schema_generation SET generation = generation + 1")
+		return err
+	})
+}
+
+// A turnstile held and never released (a process stopped with Ctrl-Z while it waited)
+// costs one wait, not one per transaction: after the first timeout the process writes
+// without waiting, with one warning, until the turnstile is free again; a new stop is
+// a new episode. A second open file in this process holds the flock (flock locks
+// belong to the open file).
+func TestTurnstileStuckHolderWaitedForOncePerEpisode(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "stuck.db")
+	var logs lockedBuffer
+	db, err := Open(ctx, path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	holder, err := os.Open(path + "-wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	hold := func() {
+		if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const short = 100 * time.Millisecond
+	warnings := func() int { return strings.Count(logs.String(), "turnstile held too long") }
+
+	for episode := 1; episode <= 2; episode++ {
+		hold()
+		db.turn.wait = short
+		start := time.Now()
+		if err := touch(db, time.Minute); err != nil {
+			t.Fatalf("episode %d: first write: %v", episode, err)
+		}
+		if took := time.Since(start); took < short {
+			t.Fatalf("episode %d: the first write waited %v, less than the timeout", episode, took)
+		}
+		if warnings() != episode {
+			t.Fatalf("episode %d: %d warnings, want %d: %s", episode, warnings(), episode, logs.String())
+		}
+		// Were the following writes to wait again, they would wait an hour: each is
+		// bounded to 5 s and must not wait at all.
+		db.turn.wait = time.Hour
+		for i := 0; i < 3; i++ {
+			if err := touch(db, 5*time.Second); err != nil {
+				t.Fatalf("episode %d: write %d after the timeout waited again: %v", episode, i+2, err)
+			}
+		}
+		if warnings() != episode {
+			t.Fatalf("episode %d: %d warnings after more writes, want one per episode", episode, warnings())
+		}
+		// The holder goes on: the next write takes the turnstile again.
+		syscall.Flock(int(holder.Fd()), syscall.LOCK_UN)
+		if err := touch(db, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(logs.String(), "turnstile free again"); n != episode {
+			t.Fatalf("episode %d: %d notes that the turnstile is free again: %s", episode, n, logs.String())
+		}
+		if db.turn.stuck {
+			t.Fatalf("episode %d: still stuck after the turnstile was taken", episode)
+		}
+	}
+}
+
+// Something other than a regular file at `<db>-wait` is not used: a FIFO (opening it
+// for reading would wait forever for a writer) and a symlink (which would create or
+// lock a file elsewhere). The database opens and writes without the turnstile, and
+// warns.
+func TestTurnstileFileNotRegularIsNotUsed(t *testing.T) {
+	cases := []struct {
+		name string
+		make func(t *testing.T, wait, dir string) (check func())
+	}{
+		{"fifo", func(t *testing.T, wait, dir string) func() {
+			if err := syscall.Mkfifo(wait, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return func() {}
+		}},
+		{"symlink", func(t *testing.T, wait, dir string) func() {
+			target := filepath.Join(dir, "elsewhere")
+			if err := os.Symlink(target, wait); err != nil {
+				t.Fatal(err)
+			}
+			return func() {
+				if _, err := os.Lstat(target); !os.IsNotExist(err) {
+					t.Errorf("the symlink's target was created (%v)", err)
+				}
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "odd.db")
+			check := c.make(t, path+"-wait", dir)
+			var logs lockedBuffer
+			opened := make(chan error, 1)
+			var db *DB
+			go func() {
+				var err error
+				db, err = Open(context.Background(), path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+				opened <- err
+			}()
+			select {
+			case err := <-opened:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				// Let a reader blocked on the FIFO go, so the test ends.
+				if f, err := os.OpenFile(path+"-wait", os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					f.Close()
+				}
+				t.Fatal("open did not return within 10 s")
+			}
+			defer db.Close()
+			if db.turn != nil {
+				t.Fatalf("a turnstile on a %s", c.name)
+			}
+			if err := touch(db, 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(logs.String(), "turnstile unavailable, writing without it") {
+				t.Fatalf("no warning: %s", logs.String())
+			}
+			check()
+		})
 	}
 }
