@@ -194,6 +194,10 @@ var guessWaiting atomic.Int64
 
 const maxGuessWaiting = 64
 
+// CredentialChecksWaiting is how many credential checks wait for a derivation slot
+// (tests fill the queue with it; past 64 a check is not made).
+func CredentialChecksWaiting() int { return int(guessWaiting.Load()) }
+
 // SetDerivationHook makes f run before each derivation of a credential that is not in
 // the verified-secret cache (an unknown or refused key, a wrong secret, a first use),
 // with the credential's name ("apikey:NAME", "user:LOGIN") and its derivation slot
