@@ -64,7 +64,8 @@ func (c *cli) logger(s *settings) *slog.Logger {
 
 // settingFlagNames are the flags that override SERVICE_* settings; an empty value is refused.
 var settingFlagNames = map[string]bool{"db": true, "listen": true, "base-url": true, "log-level": true,
-	"log-format": true, "backup": true, "workers": true, "disk-warn": true}
+	"log-format": true, "backup": true, "workers": true, "disk-warn": true,
+	"trusted-proxies": true}
 
 // dbFlags registers the settings flags of a command that opens the database.
 // startUp: the command runs the start-up sequence (serve, migrate), which adds
@@ -278,6 +279,7 @@ func setupServe(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error
 	fs.StringVar(&c.sf.baseURL, "base-url", "", "absolute URL prefix of returned URLs (SERVICE_BASE_URL)")
 	fs.StringVar(&c.sf.workers, "workers", "", "concurrent task workers (SERVICE_WORKERS, default 2)")
 	fs.StringVar(&c.sf.diskWarn, "disk-warn", "", "warn below this free space on the database's filesystem: a size or a percentage (SERVICE_DISK_WARN, default 1GiB)")
+	fs.StringVar(&c.sf.trustedProxies, "trusted-proxies", "", "reverse proxies whose X-Forwarded-For gives the client address: comma-separated CIDRs or addresses (SERVICE_TRUSTED_PROXIES, default none)")
 	return c.serve
 }
 
@@ -313,7 +315,7 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	srv := &http.Server{
 		Handler: server.New(server.Options{DB: db, Runner: runner, Logger: log, BaseURL: s.BaseURL,
 			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load, AccessLog: s.AccessLog,
-			OnRequest: m.requestHook(), OnLoad: m.loadHook()}),
+			OnRequest: m.requestHook(), OnLoad: m.loadHook(), TrustedProxies: s.TrustedProxies}),
 		ReadHeaderTimeout: s.ReadHeaderTimeout,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      5 * time.Minute,

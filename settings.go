@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dataservice/bootstrap"
+	"dataservice/internal/clientaddr"
 )
 
 // Compiled-in code version; build.sh sets them with -ldflags -X.
@@ -45,13 +46,17 @@ type settings struct {
 	// DiskWarn is SERVICE_DISK_WARN (--disk-warn): serve warns when the free space on
 	// the database's filesystem is below it (diskspace.go).
 	DiskWarn diskWarn
+	// TrustedProxies is SERVICE_TRUSTED_PROXIES (--trusted-proxies): the reverse
+	// proxies whose X-Forwarded-For gives the client address (empty: none, the header is
+	// never read).
+	TrustedProxies clientaddr.Trusted
 }
 
 // settingFlags are the values of the flags that override settings; which flags a
 // command takes is decided by the command (cli.dbFlags and the command's setup).
 type settingFlags struct {
 	db, listen, baseURL, logLevel, logFormat, backup string
-	workers, diskWarn                                string
+	workers, diskWarn, trustedProxies                string
 	// quiet: a command other than serve and migrate, whose default log level is warn.
 	quiet bool
 }
@@ -140,6 +145,10 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 	dw := pick(f.diskWarn, "SERVICE_DISK_WARN", defaultDiskWarn)
 	if s.DiskWarn, err = parseDiskWarn(dw); err != nil {
 		errs = append(errs, "SERVICE_DISK_WARN "+err.Error())
+	}
+	tp := pick(f.trustedProxies, "SERVICE_TRUSTED_PROXIES", "")
+	if s.TrustedProxies, err = clientaddr.Parse(tp); err != nil {
+		errs = append(errs, "SERVICE_TRUSTED_PROXIES "+err.Error())
 	}
 	if err := bootstrap.CheckVersion(s.Version); err != nil {
 		errs = append(errs, "SERVICE_VERSION "+err.Error())

@@ -162,7 +162,8 @@ func TestOpenAPIAndDocsAreServedWithoutCredentials(t *testing.T) {
 }
 
 // Every operation that can refuse credentials (it declares 401) declares the
-// credential throttle's 429, whose response carries Retry-After.
+// credential throttle's 429, whose response carries Retry-After, and a 503 whose
+// response carries Retry-After too (the credentials not checked: too many waiting).
 func TestOpenAPIDeclaresThrottle(t *testing.T) {
 	doc, err := server.OpenAPI("")
 	if err != nil {
@@ -183,6 +184,9 @@ func TestOpenAPIDeclaresThrottle(t *testing.T) {
 			if _, ok := resp["429"]; !ok {
 				t.Errorf("%s %s declares 401 but not 429", strings.ToUpper(m), path)
 			}
+			if !hasRetryAfter(doc, resp["503"]) {
+				t.Errorf("%s %s declares 401 but no 503 with Retry-After", strings.ToUpper(m), path)
+			}
 		}
 	}
 	if n < 10 {
@@ -192,4 +196,17 @@ func TestOpenAPIDeclaresThrottle(t *testing.T) {
 	if _, ok := tmr["headers"].(map[string]any)["Retry-After"]; !ok {
 		t.Fatalf("the 429 response declares no Retry-After: %v", tmr)
 	}
+}
+
+// hasRetryAfter reports whether the response r (inline or a $ref to a component)
+// declares a Retry-After header.
+func hasRetryAfter(doc map[string]any, r any) bool {
+	m, _ := r.(map[string]any)
+	if ref, ok := m["$ref"].(string); ok {
+		name := strings.TrimPrefix(ref, "#/components/responses/")
+		m, _ = doc["components"].(map[string]any)["responses"].(map[string]any)[name].(map[string]any)
+	}
+	h, _ := m["headers"].(map[string]any)
+	_, ok := h["Retry-After"]
+	return ok
 }

@@ -3,8 +3,8 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -25,6 +25,9 @@ type principal struct {
 	// wait is set when the credentials were refused unchecked by the credential
 	// throttle: the caller gets 429 and may retry after wait.
 	wait time.Duration
+	// busy is set when the credentials were not checked because too many checks were
+	// waiting (store.ErrCredentialBusy): the caller gets 503 and may retry.
+	busy bool
 }
 
 // readOnly reports whether the credentials cannot change anything.
@@ -51,6 +54,11 @@ func (s *server) denied(w http.ResponseWriter, r *http.Request, perms ...string)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		s.writeError(w, r, http.StatusTooManyRequests,
 			fmt.Sprintf("too many failed authentication attempts; retry after %d seconds", secs))
+		return true
+	}
+	if !p.allowed && p.busy {
+		w.Header().Set("Retry-After", "1")
+		s.writeError(w, r, http.StatusServiceUnavailable, "too many credential checks in progress; retry shortly")
 		return true
 	}
 	if !p.allowed {
@@ -137,8 +145,9 @@ func (s *server) keyPrincipal(ctx context.Context, r *http.Request, key, secret 
 		return refused
 	}
 	// A key's name is no secret to guess: wrong key secrets count for the address only.
+	client := s.proxies.Of(r)
 	throttle := s.db.Throttle()
-	if wait := throttle.Wait(r.RemoteAddr, ""); wait > 0 {
+	if wait := throttle.Wait(client, ""); wait > 0 {
 		return &principal{wait: wait}
 	}
 	auth, in, err := s.db.KeyAuth(ctx, key)
@@ -148,11 +157,18 @@ func (s *server) keyPrincipal(ctx context.Context, r *http.Request, key, secret 
 	}
 	// An unknown, disabled, expired or filtered key costs one full verification, as a
 	// wrong secret does, even when its secret is right (and was cached before).
-	usable := err == nil && clientAllowed(r, in.Data["ip_filter"])
-	if !s.db.CheckCredential("apikey:"+key, secret, stored, usable) {
-		throttle.Fail(r.RemoteAddr, "")
+	usable := err == nil && clientAllowed(client, in.Data["ip_filter"])
+	good, err := s.db.CheckCredential("apikey:"+key, secret, stored, usable)
+	switch {
+	case errors.Is(err, store.ErrCredentialBusy):
+		// Not checked: neither a refusal to count nor a success.
+		throttle.Release(client)
+		return &principal{busy: true}
+	case !good:
+		throttle.Fail(client, "")
 		return refused
 	}
+	throttle.Succeed(client, "")
 	s.touchKey(ctx, in)
 	return &principal{allowed: true, auth: auth}
 }
@@ -163,8 +179,9 @@ func (s *server) userPrincipal(ctx context.Context, r *http.Request, login, pass
 		return refused
 	}
 	// The console's sign-in uses the same throttle (per address and per login).
+	client := s.proxies.Of(r)
 	throttle := s.db.Throttle()
-	if wait := throttle.Wait(r.RemoteAddr, login); wait > 0 {
+	if wait := throttle.Wait(client, login); wait > 0 {
 		return &principal{wait: wait}
 	}
 	u, err := s.db.Instance(ctx, "_user", login)
@@ -172,11 +189,16 @@ func (s *server) userPrincipal(ctx context.Context, r *http.Request, login, pass
 	if err == nil {
 		stored, _ = u.Data["password"].(string)
 	}
-	if !s.db.CheckCredential("user:"+login, password, stored, err == nil && u.IsEnabled) {
-		throttle.Fail(r.RemoteAddr, login)
+	good, err := s.db.CheckCredential("user:"+login, password, stored, err == nil && u.IsEnabled)
+	switch {
+	case errors.Is(err, store.ErrCredentialBusy):
+		throttle.Release(client)
+		return &principal{busy: true}
+	case !good:
+		throttle.Fail(client, login)
 		return refused
 	}
-	throttle.Succeed(r.RemoteAddr, login)
+	throttle.Succeed(client, login)
 	auth, err := s.db.UserAuth(ctx, login)
 	if err != nil {
 		return refused
@@ -184,17 +206,14 @@ func (s *server) userPrincipal(ctx context.Context, r *http.Request, login, pass
 	return &principal{allowed: true, auth: auth}
 }
 
-// clientAllowed applies a key's ip_filter (empty = any address).
-func clientAllowed(r *http.Request, filter any) bool {
+// clientAllowed applies a key's ip_filter (empty = any address) to the client address
+// (clientaddr: the TCP peer, or what trusted proxies forwarded).
+func clientAllowed(client string, filter any) bool {
 	list, _ := filter.([]any)
 	if len(list) == 0 {
 		return true
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	addr, err := netip.ParseAddr(host)
+	addr, err := netip.ParseAddr(client)
 	if err != nil {
 		return false
 	}

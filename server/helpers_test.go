@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"dataservice/internal/clientaddr"
 	"dataservice/internal/testkit"
 	"dataservice/server"
 	"dataservice/store"
@@ -37,6 +38,8 @@ type envOptions struct {
 	NoRunner bool
 	// Dir holds the database file (default: a temporary directory).
 	Dir string
+	// TrustedProxies is the server's trusted-proxy list (comma-separated).
+	TrustedProxies string
 }
 
 // env is a real server over a real, fully initialised database in t.TempDir(),
@@ -51,11 +54,15 @@ type env struct {
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
+	proxies, err := clientaddr.Parse(o.TrustedProxies)
+	if err != nil {
+		t.Fatal(err)
+	}
 	st := testkit.NewStack(t, testkit.StackOptions{AdminPassword: adminPassword, NoRunner: o.NoRunner, Dir: o.Dir,
 		Handler: func(db *store.DB, runner *tasks.Runner) http.Handler {
 			return server.New(server.Options{DB: db, Runner: runner, Logger: testkit.Logger(t, slog.LevelWarn),
 				BaseURL: o.BaseURL, Version: testkit.Version, VersionDate: testkit.VersionDate, Ready: o.Ready,
-				MaxBody: o.MaxBody, MaxEntries: o.MaxEntries})
+				MaxBody: o.MaxBody, MaxEntries: o.MaxEntries, TrustedProxies: proxies})
 		}})
 	return &env{t: t, db: st.DB, runner: st.Runner, srv: st.Server, loop: st.Loop}
 }

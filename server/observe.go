@@ -99,7 +99,7 @@ func noteCredentials(r *http.Request, p *principal) {
 	}
 	ri.CredKind = p.credKind
 	ri.CredName = p.credName
-	ri.AuthFailed = p.credKind != "" && !p.allowed
+	ri.AuthFailed = p.credKind != "" && !p.allowed && !p.busy
 }
 
 // Route is one registered method and pattern.

@@ -39,7 +39,7 @@ func (s *server) routes() http.Handler {
 	// /login, /logout and /static/. It has its own sessions; a session cookie never
 	// authenticates /api/, and the console never accepts API credentials.
 	con := console.New(console.Options{DB: s.db, Logger: s.log, BaseURL: s.baseURL, Ready: s.ready, Runner: s.runner,
-		MaxBody: s.maxBody, MaxEntries: s.maxEnt})
+		MaxBody: s.maxBody, MaxEntries: s.maxEnt, TrustedProxies: s.proxies})
 	con.Register(r)
 	r.GET("/", s.index(con.Dashboard()))
 	r.GET("/api/", s.apiIndex)

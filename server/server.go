@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dataservice/internal/clientaddr"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -35,6 +36,10 @@ type Options struct {
 	OnRequest func(RequestInfo)
 	// OnLoad, when set, is given the result of every load that was not a dry run.
 	OnLoad func(*store.LoadResult)
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For gives the client
+	// address (the credential throttle, API keys' IP filters, console sessions); empty:
+	// the TCP peer is the client.
+	TrustedProxies clientaddr.Trusted
 }
 
 type server struct {
@@ -55,6 +60,7 @@ type server struct {
 	accessLog bool
 	onRequest func(RequestInfo)
 	onLoad    func(*store.LoadResult)
+	proxies   clientaddr.Trusted
 	router    *recRouter
 }
 
@@ -74,6 +80,6 @@ func New(o Options) http.Handler {
 	}
 	s := &server{db: o.DB, runner: o.Runner, log: o.Logger, baseURL: o.BaseURL, version: o.Version,
 		date: o.VersionDate, ready: o.Ready, maxBody: o.MaxBody, maxEnt: o.MaxEntries, lastUsed: map[string]time.Time{},
-		accessLog: o.AccessLog, onRequest: o.OnRequest, onLoad: o.OnLoad}
+		accessLog: o.AccessLog, onRequest: o.OnRequest, onLoad: o.OnLoad, proxies: o.TrustedProxies}
 	return s.observe(s.routes())
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -169,10 +170,17 @@ func VerifySecret(secret, stored string) bool {
 // costs the same work as a wrong secret.
 var dummyHash = sync.OnceValue(func() string { return HashSecret("dataservice-dummy") })
 
-// VerifySecretCached is CheckCredential for a credential that is otherwise usable.
+// VerifySecretCached is CheckCredential for a credential that is otherwise usable; a
+// check not made (ErrCredentialBusy) is false.
 func (db *DB) VerifySecretCached(name, secret, stored string) bool {
-	return db.CheckCredential(name, secret, stored, true)
+	ok, _ := db.CheckCredential(name, secret, stored, true)
+	return ok
 }
+
+// ErrCredentialBusy is CheckCredential's answer when too many checks are waiting: the
+// credential was not checked, so it is neither right nor wrong (callers answer "busy,
+// retry", and do not count it as a refusal).
+var ErrCredentialBusy = errors.New("too many credential checks waiting")
 
 // guessSlots bound the derivations of credentials not verified before (unknown keys,
 // wrong secrets, first logins, refused keys): at most half the CPUs, so callers whose
@@ -180,11 +188,15 @@ func (db *DB) VerifySecretCached(name, secret, stored string) bool {
 var guessSlots = make(chan struct{}, max(1, runtime.NumCPU()/2))
 
 // guessWaiting counts callers waiting for a guess slot. Beyond maxGuessWaiting a
-// credential that is not in the cache is refused without any work: the refusal does
-// not depend on the secret, and a burst cannot pile up goroutines and memory.
+// credential that is not in the cache is not checked (ErrCredentialBusy): the answer
+// does not depend on the secret, and a burst cannot pile up goroutines and memory.
 var guessWaiting atomic.Int64
 
 const maxGuessWaiting = 64
+
+// CredentialChecksWaiting is how many credential checks wait for a derivation slot
+// (tests fill the queue with it; past 64 a check is not made).
+func CredentialChecksWaiting() int { return int(guessWaiting.Load()) }
 
 // SetDerivationHook makes f run before each derivation of a credential that is not in
 // the verified-secret cache (an unknown or refused key, a wrong secret, a first use),
@@ -206,8 +218,10 @@ func (db *DB) SetDerivationHook(f func(name string)) {
 // memory, keyed by a hash of (name, secret, stored hash): a change of the stored hash
 // misses the cache. Every refusal costs one full argon2id derivation, whatever the
 // secret: a correct secret on a disabled, expired, filtered or unknown credential costs
-// what a wrong one costs, so timing does not tell a right secret.
-func (db *DB) CheckCredential(name, secret, stored string, usable bool) bool {
+// what a wrong one costs, so timing does not tell a right secret. When more than
+// maxGuessWaiting checks already wait for a derivation slot, a credential that is not
+// in the cache is not checked: false with ErrCredentialBusy.
+func (db *DB) CheckCredential(name, secret, stored string, usable bool) (bool, error) {
 	usable = usable && stored != ""
 	var k string
 	if usable {
@@ -219,12 +233,12 @@ func (db *DB) CheckCredential(name, secret, stored string, usable bool) bool {
 		}
 		k = string(sum.Sum(nil))
 		if _, ok := db.verify.Load(k); ok {
-			return true
+			return true, nil
 		}
 	}
 	if guessWaiting.Add(1) > maxGuessWaiting {
 		guessWaiting.Add(-1)
-		return false
+		return false, ErrCredentialBusy
 	}
 	guessSlots <- struct{}{}
 	guessWaiting.Add(-1)
@@ -234,7 +248,7 @@ func (db *DB) CheckCredential(name, secret, stored string, usable bool) bool {
 	}
 	if !usable {
 		VerifySecret(secret, dummyHash())
-		return false
+		return false, nil
 	}
 	if !VerifySecret(secret, stored) {
 		if _, argon := parseArgon(stored); !argon {
@@ -243,8 +257,8 @@ func (db *DB) CheckCredential(name, secret, stored string, usable bool) bool {
 			// existing key or login from an unknown one.
 			VerifySecret(secret, dummyHash())
 		}
-		return false
+		return false, nil
 	}
 	db.verify.Store(k, struct{}{})
-	return true
+	return true, nil
 }

@@ -26,6 +26,9 @@ import (
 //     never locks its owner out.
 //   - A success ends the delay of that login at that address only; the login's count
 //     stays until its refusals leave the window.
+//   - An attempt being checked counts as a refusal of its address from Wait until its
+//     outcome (Fail, Succeed or Release): parallel attempts from one address cannot get
+//     more than ThrottlePerAddress credentials checked within the window.
 //
 // Memory is bounded whatever addresses and logins an attacker uses: each of the three
 // tables (addresses, logins, login×address) holds at most throttleMaxEntries entries
@@ -53,10 +56,13 @@ type Throttle struct {
 	addrs  map[string][]int64 // refusal times (Unix ns) per address
 	logins map[string][]int64 // refusal times per login
 	pairs  map[string][]int64 // last refusal time per login and address (one element)
+	// pending counts the attempts per address let through by Wait whose outcome is not
+	// known yet; an entry exists only while one is in flight.
+	pending map[string]int
 }
 
 func newThrottle(now func() time.Time) *Throttle {
-	return &Throttle{now: now, addrs: map[string][]int64{}, logins: map[string][]int64{}, pairs: map[string][]int64{}}
+	return &Throttle{now: now, addrs: map[string][]int64{}, logins: map[string][]int64{}, pairs: map[string][]int64{}, pending: map[string]int{}}
 }
 
 // Throttle is the database's credential throttle (its clock is db.Now).
@@ -89,17 +95,28 @@ func ThrottleAddress(remote string) string {
 
 func pairKey(login, addr string) string { return login + "\x00" + addr }
 
-// Wait reports how long an attempt from the client at remote (a RemoteAddr) for login
-// ("" for an API key) must wait before its credentials may be checked: 0 means check
-// them now. Attempts that must wait are refused unchecked and are not counted.
+// Wait reports how long an attempt from the client at remote (its address, from
+// clientaddr; a "host:port" is accepted too) for login ("" for an API key) must wait
+// before its credentials may be checked. Attempts that must wait are refused unchecked
+// and are not counted. 0 means check them now: the attempt is then pending, counted
+// against the address until the caller reports its outcome with exactly one of Fail,
+// Succeed or Release.
 func (t *Throttle) Wait(remote, login string) time.Duration {
 	addr := ThrottleAddress(remote)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now().UnixNano()
 	var wait int64
-	if l := t.recent(t.addrs, addr, now); len(l) >= ThrottlePerAddress {
-		wait = l[len(l)-ThrottlePerAddress] + int64(ThrottleWindow) - now
+	l := t.recent(t.addrs, addr, now)
+	if n := len(l) + t.pending[addr]; n >= ThrottlePerAddress {
+		// The attempt may be checked once n is below the limit: when the refusal at
+		// index n-limit has left the window. When that index is a pending attempt, its
+		// outcome comes within a derivation or so: a second.
+		if i := n - ThrottlePerAddress; i < len(l) {
+			wait = l[i] + int64(ThrottleWindow) - now
+		} else {
+			wait = int64(time.Second)
+		}
 	}
 	if login != "" && len(login) <= throttleMaxLogin {
 		if n := len(t.recent(t.logins, login, now)); n >= ThrottleFreeLogin {
@@ -108,7 +125,29 @@ func (t *Throttle) Wait(remote, login string) time.Duration {
 			}
 		}
 	}
-	return time.Duration(max(wait, 0))
+	if wait > 0 {
+		return time.Duration(wait)
+	}
+	t.pending[addr]++
+	return 0
+}
+
+// done ends a pending attempt of addr (t.mu held).
+func (t *Throttle) done(addr string) {
+	if t.pending[addr] <= 1 {
+		delete(t.pending, addr)
+		return
+	}
+	t.pending[addr]--
+}
+
+// Release ends a pending attempt from remote whose credentials were not checked after
+// all (the server was too busy): it counts neither way.
+func (t *Throttle) Release(remote string) {
+	addr := ThrottleAddress(remote)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done(addr)
 }
 
 // loginDelay is the delay after n refusals of a login within the window (n >= the
@@ -121,11 +160,13 @@ func loginDelay(n int) time.Duration {
 	return min(d, ThrottleMaxDelay)
 }
 
-// Fail counts a refused attempt from remote for login ("" for an API key).
+// Fail counts a refused attempt from remote for login ("" for an API key), ending
+// its pending attempt.
 func (t *Throttle) Fail(remote, login string) {
 	addr := ThrottleAddress(remote)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.done(addr)
 	now := t.now().UnixNano()
 	t.add(t.addrs, addr, now, false)
 	if login != "" && len(login) <= throttleMaxLogin {
@@ -134,22 +175,23 @@ func (t *Throttle) Fail(remote, login string) {
 	}
 }
 
-// Succeed ends the delay of login at remote's address after a successful sign-in.
+// Succeed ends the pending attempt from remote, and the delay of login ("" for an
+// API key) at remote's address, after accepted credentials.
 func (t *Throttle) Succeed(remote, login string) {
-	if login == "" || len(login) > throttleMaxLogin {
-		return
-	}
 	addr := ThrottleAddress(remote)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.pairs, pairKey(login, addr))
+	t.done(addr)
+	if login != "" && len(login) <= throttleMaxLogin {
+		delete(t.pairs, pairKey(login, addr))
+	}
 }
 
 // Entries is how many entries the throttle's tables hold (for tests of the bound).
 func (t *Throttle) Entries() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.addrs) + len(t.logins) + len(t.pairs)
+	return len(t.addrs) + len(t.logins) + len(t.pairs) + len(t.pending)
 }
 
 // recent returns key's times inside the window, dropping older ones (and the entry

@@ -46,3 +46,45 @@ func TestThrottleAddress(t *testing.T) {
 		}
 	}
 }
+
+// TestThrottleCountsAttemptsInFlight: attempts from one address that Wait let through
+// and whose outcome is not known yet count against the address, so parallel requests
+// cannot get more than ThrottlePerAddress credentials checked; a success or a release
+// gives the place back, a failure keeps it for the window.
+func TestThrottleCountsAttemptsInFlight(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	th := newThrottle(func() time.Time { return now })
+	const addr = "192.0.2.7:999"
+	let := 0
+	for i := 0; i < 3*ThrottlePerAddress; i++ {
+		if th.Wait(addr, "") == 0 {
+			let++
+		}
+	}
+	if let != ThrottlePerAddress {
+		t.Fatalf("%d attempts in flight at once were let through, want %d", let, ThrottlePerAddress)
+	}
+	if w := th.Wait("192.0.2.8:1", ""); w != 0 {
+		t.Fatalf("another address waits %v", w)
+	}
+	th.Release("192.0.2.8:1")
+	// One in flight succeeds, one is released unchecked: two places come back.
+	th.Succeed(addr, "")
+	th.Release(addr)
+	if th.Wait(addr, "") != 0 || th.Wait(addr, "") != 0 {
+		t.Fatal("the places of a success and a release did not come back")
+	}
+	if w := th.Wait(addr, ""); w != time.Second {
+		t.Fatalf("all places in flight: wait %v, want a second", w)
+	}
+	// All fail: the address waits for the window.
+	for i := 0; i < ThrottlePerAddress; i++ {
+		th.Fail(addr, "")
+	}
+	if w := th.Wait(addr, ""); w != ThrottleWindow {
+		t.Fatalf("after %d failures: wait %v, want %v", ThrottlePerAddress, w, ThrottleWindow)
+	}
+	if n := len(th.pending); n != 0 {
+		t.Fatalf("%d pending entries left after every outcome", n)
+	}
+}

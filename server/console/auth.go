@@ -1,8 +1,8 @@
 package console
 
 import (
+	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,15 +10,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/julienschmidt/httprouter"
-)
 
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
+	"dataservice/store"
+)
 
 // safeNext keeps only local paths as the place to go after signing in. Browsers drop
 // tabs and newlines from a Location and read backslashes as slashes ("/\t/host" is
@@ -58,17 +52,17 @@ func (c *Console) loginPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	}
 	// The API's throttle (store.Throttle): failures here and with HTTP Basic or key
 	// secrets count together, per address and per login.
+	addr := c.proxies.Of(r)
 	throttle := c.db.Throttle()
-	if wait := throttle.Wait(r.RemoteAddr, login); wait > 0 {
+	if wait := throttle.Wait(addr, login); wait > 0 {
 		secs := int64((wait + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		d.Error = fmt.Sprintf("Too many failed sign-ins. Try again in %d seconds.", secs)
 		c.render(w, r, nil, http.StatusTooManyRequests, "login", "Sign in", d)
 		return
 	}
-	addr := clientAddr(r)
 	refuse := func() {
-		throttle.Fail(r.RemoteAddr, login)
+		throttle.Fail(addr, login)
 		d.Error = "Wrong login or password, or the account is disabled."
 		c.render(w, r, nil, http.StatusUnauthorized, "login", "Sign in", d)
 	}
@@ -81,13 +75,21 @@ func (c *Console) loginPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	if err == nil {
 		stored, _ = u.Data["password"].(string)
 	}
-	// Verify even for an unknown login so both cost the same.
-	good := c.db.VerifySecretCached("user:"+login, password, stored)
-	if err != nil || !good || !u.IsEnabled {
+	// Verified even for an unknown or disabled login, so all cost the same.
+	good, err := c.db.CheckCredential("user:"+login, password, stored, err == nil && u.IsEnabled)
+	if errors.Is(err, store.ErrCredentialBusy) {
+		// Not checked: no refusal is counted against this address or login.
+		throttle.Release(addr)
+		w.Header().Set("Retry-After", "1")
+		d.Error = "The server is busy checking other sign-ins; your password was not checked. Try again in a moment."
+		c.render(w, r, nil, http.StatusServiceUnavailable, "login", "Sign in", d)
+		return
+	}
+	if !good {
 		refuse()
 		return
 	}
-	throttle.Succeed(r.RemoteAddr, login)
+	throttle.Succeed(addr, login)
 	lim := c.db.ConsoleSessionLimits(ctx)
 	token, _, err := c.db.CreateSession(ctx, u.ID, u.Keyname, addr, lim)
 	if err != nil {

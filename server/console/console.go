@@ -20,6 +20,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"dataservice/internal/clientaddr"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -49,6 +50,8 @@ type Options struct {
 	// tools that take documents (import, code editor) use them (default 32 MiB, 100000).
 	MaxBody    int64
 	MaxEntries int
+	// TrustedProxies tell the client address behind a reverse proxy (the API's setting).
+	TrustedProxies clientaddr.Trusted
 }
 
 // Console serves the pages.
@@ -62,6 +65,7 @@ type Console struct {
 	runner  *tasks.Runner
 	maxBody int64
 	maxEnt  int
+	proxies clientaddr.Trusted
 }
 
 // New builds the console.
@@ -79,7 +83,7 @@ func New(o Options) *Console {
 		o.MaxEntries = 100000
 	}
 	c := &Console{db: o.DB, log: o.Logger, ready: o.Ready, pages: map[string]*template.Template{},
-		runner: o.Runner, maxBody: o.MaxBody, maxEnt: o.MaxEntries}
+		runner: o.Runner, maxBody: o.MaxBody, maxEnt: o.MaxEntries, proxies: o.TrustedProxies}
 	if u, err := url.Parse(o.BaseURL); err == nil && u.Scheme != "" && u.Host != "" {
 		c.secure = u.Scheme == "https"
 		c.origin = u.Scheme + "://" + u.Host
