@@ -51,7 +51,9 @@ type hostileEnv struct {
 	srv    *httptest.Server
 	log    *testkit.Buffer
 	client *http.Client
-	loop   *testkit.Loop
+	// refusing sends the requests whose credentials are refused (hostileReq.refused).
+	refusing *http.Client
+	loop     *testkit.Loop
 }
 
 func newHostileEnv(t *testing.T) *hostileEnv {
@@ -71,16 +73,25 @@ func newHostileEnv(t *testing.T) *hostileEnv {
 	// The client would wait up to a second for a 100 Continue that a handler refusing
 	// the request before reading its body never asks for.
 	tr.ExpectContinueTimeout = 10 * time.Millisecond
-	// Thousands of garbage credentials on purpose: each request comes from its own
-	// loopback address, so the per-address throttle of failed credentials (tested on
-	// its own) does not answer the rest of the sweep 429 unchecked.
-	tr.DialContext, tr.DisableKeepAlives = testkit.LoopbackDial(), true
 	t.Cleanup(tr.CloseIdleConnections)
 	e.client = &http.Client{
 		Transport:     tr,
 		Timeout:       60 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	// Thousands of refused credentials on purpose: each such request comes from its
+	// own loopback address, on a connection of its own, so the per-address throttle of
+	// failed credentials (tested on its own) does not answer the rest of the sweep 429
+	// unchecked. The others keep one address and reused connections, as a client does.
+	rtr := tr.Clone()
+	// A connection is not kept for another request (a negative idle bound), but the
+	// requests do not say "Connection: close": a server answering before it read a
+	// large body then drains it, as for any client, instead of resetting the
+	// connection under the body still being written.
+	rtr.DialContext, rtr.MaxIdleConnsPerHost = testkit.LoopbackDial(), -1
+	refusing := *e.client
+	refusing.Transport = rtr
+	e.refusing = &refusing
 	t.Cleanup(func() {
 		if t.Failed() {
 			out := sink.String()
@@ -184,6 +195,7 @@ type hostileReq struct {
 	host    string
 	body    []byte
 	chunked bool
+	refused bool     // its credentials are refused: sent from an address of its own
 	what    []string // the choices made, for failure messages
 }
 
@@ -712,6 +724,7 @@ func (g *hostileGen) request(route, method, segment, query, body, cred int) *hos
 	}
 	c.set(r.header)
 	r.what = append(r.what, "cred "+c.name)
+	r.refused = !c.good
 
 	if a := pick(rng, hostileAccept); a != "" {
 		r.header.Set("Accept", a)
@@ -782,7 +795,11 @@ func (e *hostileEnv) send(r *hostileReq, st *hostileStats) error {
 	if r.host != "" {
 		req.Host = r.host
 	}
-	resp, err := e.client.Do(req)
+	client := e.client
+	if r.refused {
+		client = e.refusing
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		st.count(r, 0)
 		return fmt.Errorf("transport: %v", err)
