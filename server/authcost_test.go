@@ -26,23 +26,15 @@ func TestAuthBurstDoesNotDelayVerifiedKey(t *testing.T) {
 
 	var held, derivedGood atomic.Int64
 	entered := make(chan struct{}, 64)
-	release := make(chan struct{})
-	e.db.SetDerivationHook(func(name string) {
+	releaseAll := e.holdDerivations(func(name string) bool {
 		if name == "apikey:verified" {
 			derivedGood.Add(1)
-			return
+			return false
 		}
 		held.Add(1)
 		entered <- struct{}{}
-		<-release
+		return true
 	})
-	var released atomic.Bool
-	releaseAll := func() {
-		if released.CompareAndSwap(false, true) {
-			close(release)
-		}
-	}
-	t.Cleanup(releaseAll)
 
 	// The burst comes from another address: from the key's own address, the
 	// credential throttle would refuse the key too once the address's refusals pass
@@ -51,17 +43,7 @@ func TestAuthBurstDoesNotDelayVerifiedKey(t *testing.T) {
 	bogus := e.from("127.0.0.11")
 	statuses := make(chan int, burst)
 	for range burst {
-		go func() {
-			req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/pipelines/", nil)
-			bearer("bogus", "guess")(req)
-			resp, err := bogus.Do(req)
-			if err != nil {
-				statuses <- 0
-				return
-			}
-			resp.Body.Close()
-			statuses <- resp.StatusCode
-		}()
+		e.sendAsync(bogus, "/api/pipelines/", bearer("bogus", "guess"), statuses)
 	}
 	select {
 	case <-entered:

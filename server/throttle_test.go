@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +24,38 @@ func (e *env) from(ip string) *http.Client {
 	tr := &http.Transport{DialContext: d.DialContext}
 	e.t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// holdDerivations holds every credential derivation for which hold(name) is true
+// (name is the credential's, e.g. "apikey:k") until releaseAll is called or the test
+// ends; the others run at once. Tests use it to keep checks in flight.
+func (e *env) holdDerivations(hold func(name string) bool) (releaseAll func()) {
+	gate := make(chan struct{})
+	e.db.SetDerivationHook(func(name string) {
+		if hold(name) {
+			<-gate
+		}
+	})
+	var once sync.Once
+	releaseAll = func() { once.Do(func() { close(gate) }) }
+	e.t.Cleanup(releaseAll)
+	return releaseAll
+}
+
+// sendAsync sends a GET of path with cred from client in a goroutine of its own and
+// puts its status on statuses (0 when the request failed).
+func (e *env) sendAsync(client *http.Client, path string, cred func(*http.Request), statuses chan<- int) {
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+		cred(req)
+		resp, err := client.Do(req)
+		if err != nil {
+			statuses <- 0
+			return
+		}
+		resp.Body.Close()
+		statuses <- resp.StatusCode
+	}()
 }
 
 // movableClock makes the database's clock (which the credential throttle reads)

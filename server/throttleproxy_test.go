@@ -109,18 +109,10 @@ func TestOverloadedCheckIsNotARefusal(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	ops := e.user("ops", true) // its password is not in the verified-secret cache yet
 	entered := make(chan struct{}, 1024)
-	release := make(chan struct{})
-	e.db.SetDerivationHook(func(string) {
+	releaseAll := e.holdDerivations(func(string) bool {
 		entered <- struct{}{}
-		<-release
+		return true
 	})
-	var released atomic.Bool
-	releaseAll := func() {
-		if released.CompareAndSwap(false, true) {
-			close(release)
-		}
-	}
-	t.Cleanup(releaseAll)
 
 	// The flood: bogus keys from several addresses, each below the address limit, more
 	// than the derivation slots and the queue hold.
@@ -131,17 +123,7 @@ func TestOverloadedCheckIsNotARefusal(t *testing.T) {
 	for a := range addrs {
 		client := e.from("127.0.1." + strconv.Itoa(10+a))
 		for range perAddr {
-			go func() {
-				req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/pipelines/", nil)
-				bearer("bogus", "guess")(req)
-				resp, err := client.Do(req)
-				if err != nil {
-					statuses <- 0
-					return
-				}
-				resp.Body.Close()
-				statuses <- resp.StatusCode
-			}()
+			e.sendAsync(client, "/api/pipelines/", bearer("bogus", "guess"), statuses)
 		}
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -186,34 +168,16 @@ func TestOverloadedCheckIsNotARefusal(t *testing.T) {
 func TestParallelGuessesStayWithinTheLimit(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	var derived atomic.Int64
-	release := make(chan struct{})
-	e.db.SetDerivationHook(func(string) {
+	releaseAll := e.holdDerivations(func(string) bool {
 		derived.Add(1)
-		<-release
+		return true
 	})
-	var released atomic.Bool
-	releaseAll := func() {
-		if released.CompareAndSwap(false, true) {
-			close(release)
-		}
-	}
-	t.Cleanup(releaseAll)
 
 	const n = store.ThrottlePerAddress + 10
 	guesser := e.from("127.0.0.2")
 	statuses := make(chan int, n)
 	for i := range n {
-		go func() {
-			req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/pipelines/", nil)
-			bearer("bogus", "guess-"+strconv.Itoa(i))(req)
-			resp, err := guesser.Do(req)
-			if err != nil {
-				statuses <- 0
-				return
-			}
-			resp.Body.Close()
-			statuses <- resp.StatusCode
-		}()
+		e.sendAsync(guesser, "/api/pipelines/", bearer("bogus", "guess-"+strconv.Itoa(i)), statuses)
 	}
 	// While the checks are held, the attempts past the limit are answered.
 	deadline := time.After(time.Minute)
