@@ -40,21 +40,7 @@ func craftedBackup(t *testing.T, env map[string]string) string {
 	if code, _, stderr := runCLI(t, env, "load", disable); code != 0 {
 		t.Fatalf("disable gone: %s", stderr)
 	}
-	backup := filepath.Join(t.TempDir(), "crafted.bak")
-	if code, _, stderr := runCLI(t, env, "backup", backup); code != 0 {
-		t.Fatalf("backup: %s", stderr)
-	}
-	db, err := sql.Open("sqlite", sqliteDSN(backup, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{escalateTrigger, reenableTrigger} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return backup
+	return backupWith(t, env, escalateTrigger, reenableTrigger)
 }
 
 // escalated reports what the crafted triggers did to the database at path: whether
@@ -172,8 +158,7 @@ func TestRestoreOfAPlainBackupDropsNothing(t *testing.T) {
 	}
 }
 
-// backupWith backs up the database of env after loading a few instances, and runs
-// stmts on the backup.
+// backupWith backs up the database of env and runs stmts on the backup.
 func backupWith(t *testing.T, env map[string]string, stmts ...string) string {
 	t.Helper()
 	backup := filepath.Join(t.TempDir(), "edited.bak")
