@@ -147,7 +147,7 @@ func (s *server) keyPrincipal(ctx context.Context, r *http.Request, key, secret 
 	// A key's name is no secret to guess: wrong key secrets count for the address only.
 	client := s.proxies.Of(r)
 	throttle := s.db.Throttle()
-	if wait := throttle.Wait(client, ""); wait > 0 {
+	if wait := throttle.Wait(ctx, client, ""); wait > 0 {
 		return &principal{wait: wait}
 	}
 	auth, in, err := s.db.KeyAuth(ctx, key)
@@ -181,7 +181,7 @@ func (s *server) userPrincipal(ctx context.Context, r *http.Request, login, pass
 	// The console's sign-in uses the same throttle (per address and per login).
 	client := s.proxies.Of(r)
 	throttle := s.db.Throttle()
-	if wait := throttle.Wait(client, login); wait > 0 {
+	if wait := throttle.Wait(ctx, client, login); wait > 0 {
 		return &principal{wait: wait}
 	}
 	u, err := s.db.Instance(ctx, "_user", login)

@@ -163,8 +163,9 @@ func TestOverloadedCheckIsNotARefusal(t *testing.T) {
 
 // TestParallelGuessesStayWithinTheLimit: parallel requests from one address cannot get
 // more than the address limit of credentials checked: attempts being checked count
-// against their address, so past the limit the others get 429 at once instead of
-// queueing for a check. The checks are held at the derivation hook.
+// against their address, so past the limit the others wait for a place, and once the
+// checked ones have failed they get 429 unchecked. The checks are held at the
+// derivation hook.
 func TestParallelGuessesStayWithinTheLimit(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	var derived atomic.Int64
@@ -179,28 +180,70 @@ func TestParallelGuessesStayWithinTheLimit(t *testing.T) {
 	for i := range n {
 		e.sendAsync(guesser, "/api/pipelines/", bearer("bogus", "guess-"+strconv.Itoa(i)), statuses)
 	}
-	// While the checks are held, the attempts past the limit are answered.
-	deadline := time.After(time.Minute)
-	throttled := 0
-	for throttled < n-store.ThrottlePerAddress {
-		select {
-		case s := <-statuses:
-			if s != http.StatusTooManyRequests {
-				t.Fatalf("an answer while every check is held: status %d, want 429", s)
-			}
-			throttled++
-		case <-deadline:
-			t.Fatalf("%d of %d parallel guesses throttled within a minute, want %d", throttled, n, n-store.ThrottlePerAddress)
+	// While the checks are held, the limit's worth of guesses is in flight (deriving
+	// or queued for a derivation) and the others wait for a place: nothing is answered.
+	deadline := time.Now().Add(time.Minute)
+	for derived.Load()+int64(store.CredentialChecksWaiting()) < store.ThrottlePerAddress {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d guesses deriving and %d queued within a minute, want %d in flight", derived.Load(),
+				store.CredentialChecksWaiting(), store.ThrottlePerAddress)
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
+	select {
+	case s := <-statuses:
+		t.Fatalf("an answer while every check in flight is held: status %d", s)
+	default:
+	}
+	// Released, the checked guesses fail, and the waiting ones are then refused
+	// unchecked: the address's refusals fill its limit.
 	releaseAll()
-	for range store.ThrottlePerAddress {
-		if s := <-statuses; s != http.StatusUnauthorized {
-			t.Fatalf("a checked guess: status %d, want 401", s)
-		}
+	got := map[int]int{}
+	for range n {
+		got[<-statuses]++
+	}
+	if got[http.StatusUnauthorized] != store.ThrottlePerAddress || got[http.StatusTooManyRequests] != n-store.ThrottlePerAddress {
+		t.Fatalf("statuses %v: want %d×401 and %d×429", got, store.ThrottlePerAddress, n-store.ThrottlePerAddress)
 	}
 	if got := derived.Load(); got != store.ThrottlePerAddress {
 		t.Fatalf("%d guesses checked, want %d", got, store.ThrottlePerAddress)
 	}
 	retryAfter(t, e.doWith(guesser, "GET", "/api/pipelines/", bearer("bogus", "late"), nil))
+}
+
+// TestParallelRightKeysAreAllChecked: a client with many workers sends more parallel
+// requests than the address limit with a right key that is not in the verified-secret
+// cache yet (the first requests after a start): all are answered 200. The attempts
+// past the limit wait for a place instead of being answered 429 while nothing failed
+// (as they were when attempts in flight first counted against their address).
+func TestParallelRightKeysAreAllChecked(t *testing.T) {
+	e := newEnv(t, envOptions{NoRunner: true})
+	key := e.key("workers", keySpec{perms: []string{"p_data_access"}, plain: true})
+	var derived atomic.Int64
+	releaseAll := e.holdDerivations(func(string) bool {
+		derived.Add(1)
+		return true
+	})
+	const n = store.ThrottlePerAddress + 20
+	client := e.from("127.0.0.3")
+	statuses := make(chan int, n)
+	for range n {
+		e.sendAsync(client, "/api/pipelines/", key, statuses)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for derived.Load()+int64(store.CredentialChecksWaiting()) < store.ThrottlePerAddress {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d keys deriving and %d queued within a minute, want %d in flight", derived.Load(),
+				store.CredentialChecksWaiting(), store.ThrottlePerAddress)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	releaseAll()
+	got := map[int]int{}
+	for range n {
+		got[<-statuses]++
+	}
+	if got[http.StatusOK] != n {
+		t.Fatalf("statuses %v: want %d×200", got, n)
+	}
 }

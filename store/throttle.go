@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"net"
 	"net/netip"
 	"slices"
@@ -28,7 +29,10 @@ import (
 //     stays until its refusals leave the window.
 //   - An attempt being checked counts as a refusal of its address from Wait until its
 //     outcome (Fail, Succeed or Release): parallel attempts from one address cannot get
-//     more than ThrottlePerAddress credentials checked within the window.
+//     more than ThrottlePerAddress credentials checked within the window. When only
+//     attempts in flight fill the address's limit, the next one waits for one of them
+//     to end instead of being refused: many parallel requests with right credentials
+//     (a client with many workers) are checked, 20 at a time.
 //
 // Memory is bounded whatever addresses and logins an attacker uses: each of the three
 // tables (addresses, logins, login×address) holds at most throttleMaxEntries entries
@@ -56,13 +60,23 @@ type Throttle struct {
 	addrs  map[string][]int64 // refusal times (Unix ns) per address
 	logins map[string][]int64 // refusal times per login
 	pairs  map[string][]int64 // last refusal time per login and address (one element)
-	// pending counts the attempts per address let through by Wait whose outcome is not
-	// known yet; an entry exists only while one is in flight.
-	pending map[string]int
+	// pending holds, per address, the start times of the attempts let through by Wait
+	// whose outcome is not known yet; an entry exists only while one is in flight. A
+	// start older than throttlePendingMax is dropped: a check ends within seconds, and
+	// an outcome never reported (a panic between Wait and it) must not hold a place
+	// for good.
+	pending map[string][]int64
+	// ended is closed, and replaced, whenever a pending attempt ends: Wait calls
+	// blocked by attempts in flight then look again.
+	ended chan struct{}
 }
 
+// throttlePendingMax is how long an attempt in flight holds its address's place.
+const throttlePendingMax = int64(time.Minute)
+
 func newThrottle(now func() time.Time) *Throttle {
-	return &Throttle{now: now, addrs: map[string][]int64{}, logins: map[string][]int64{}, pairs: map[string][]int64{}, pending: map[string]int{}}
+	return &Throttle{now: now, addrs: map[string][]int64{}, logins: map[string][]int64{}, pairs: map[string][]int64{},
+		pending: map[string][]int64{}, ended: make(chan struct{})}
 }
 
 // Throttle is the database's credential throttle (its clock is db.Now).
@@ -100,22 +114,51 @@ func pairKey(login, addr string) string { return login + "\x00" + addr }
 // before its credentials may be checked. Attempts that must wait are refused unchecked
 // and are not counted. 0 means check them now: the attempt is then pending, counted
 // against the address until the caller reports its outcome with exactly one of Fail,
-// Succeed or Release.
-func (t *Throttle) Wait(remote, login string) time.Duration {
+// Succeed or Release. While only attempts in flight fill the address's limit, Wait
+// blocks until one of them ends (or ctx does: then it reports a second's wait).
+func (t *Throttle) Wait(ctx context.Context, remote, login string) time.Duration {
 	addr := ThrottleAddress(remote)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	now := t.now().UnixNano()
-	var wait int64
+	for {
+		t.mu.Lock()
+		now := t.now().UnixNano()
+		wait, inFlight := t.wait(addr, login, now)
+		if wait == 0 && !inFlight {
+			t.pending[addr] = append(t.pending[addr], now)
+		}
+		ended := t.ended
+		t.mu.Unlock()
+		if !inFlight {
+			return time.Duration(wait)
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return time.Second
+		}
+	}
+}
+
+// wait is Wait's decision at now (t.mu held): how long the attempt must wait, and
+// inFlight when only attempts in flight make it wait.
+func (t *Throttle) wait(addr, login string, now int64) (wait int64, inFlight bool) {
 	l := t.recent(t.addrs, addr, now)
-	if n := len(l) + t.pending[addr]; n >= ThrottlePerAddress {
+	p := t.pending[addr]
+	for len(p) > 0 && p[0] <= now-throttlePendingMax {
+		p = p[1:]
+	}
+	if len(p) == 0 {
+		delete(t.pending, addr)
+	} else {
+		t.pending[addr] = p
+	}
+	if n := len(l) + len(p); n >= ThrottlePerAddress {
 		// The attempt may be checked once n is below the limit: when the refusal at
-		// index n-limit has left the window. When that index is a pending attempt, its
-		// outcome comes within a derivation or so: a second.
+		// index n-limit has left the window, or, when that index is an attempt in
+		// flight, when one ends.
 		if i := n - ThrottlePerAddress; i < len(l) {
 			wait = l[i] + int64(ThrottleWindow) - now
 		} else {
-			wait = int64(time.Second)
+			inFlight = true
 		}
 	}
 	if login != "" && len(login) <= throttleMaxLogin {
@@ -126,19 +169,21 @@ func (t *Throttle) Wait(remote, login string) time.Duration {
 		}
 	}
 	if wait > 0 {
-		return time.Duration(wait)
+		return wait, false
 	}
-	t.pending[addr]++
-	return 0
+	return 0, inFlight
 }
 
-// done ends a pending attempt of addr (t.mu held).
+// done ends a pending attempt of addr (t.mu held) and wakes the Wait calls blocked
+// by attempts in flight.
 func (t *Throttle) done(addr string) {
-	if t.pending[addr] <= 1 {
+	if p := t.pending[addr]; len(p) > 1 {
+		t.pending[addr] = p[1:]
+	} else {
 		delete(t.pending, addr)
-		return
 	}
-	t.pending[addr]--
+	close(t.ended)
+	t.ended = make(chan struct{})
 }
 
 // Release ends a pending attempt from remote whose credentials were not checked after

@@ -54,7 +54,7 @@ func (c *Console) loginPost(w http.ResponseWriter, r *http.Request, _ httprouter
 	// secrets count together, per address and per login.
 	addr := c.proxies.Of(r)
 	throttle := c.db.Throttle()
-	if wait := throttle.Wait(addr, login); wait > 0 {
+	if wait := throttle.Wait(ctx, addr, login); wait > 0 {
 		secs := int64((wait + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		d.Error = fmt.Sprintf("Too many failed sign-ins. Try again in %d seconds.", secs)
