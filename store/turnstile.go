@@ -74,7 +74,7 @@ func openTurnstile(dbPath string, log *slog.Logger) *turnstile {
 		log = slog.New(slog.DiscardHandler)
 	}
 	name := dbPath + "-wait"
-	f, err := openRegular(name)
+	f, err := openRegular(name, syscall.O_CREAT)
 	if err != nil {
 		log.Warn("turnstile unavailable, writing without it", "file", name, "error", err)
 		return nil
@@ -82,10 +82,11 @@ func openTurnstile(dbPath string, log *slog.Logger) *turnstile {
 	return &turnstile{f: f, fd: int(f.Fd()), log: log, sem: make(chan struct{}, 1), wait: turnstileWait}
 }
 
-// openRegular opens name read-only, creating it owner-only, and only if it is a
-// regular file: no symlink is followed and no open blocks.
-func openRegular(name string) (*os.File, error) {
-	fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+// openRegular opens name read-only, and only if it is a regular file: no symlink is
+// followed and no open blocks (a FIFO's would wait for a writer). flag may add
+// O_CREAT, which creates the file owner-only.
+func openRegular(name string, flag int) (*os.File, error) {
+	fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC|flag, 0o600)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
