@@ -257,13 +257,15 @@ func lockDryDir(dir string) (*os.File, error) {
 // its database): those whose lock is free, and those without a lock file older than
 // dryLockGrace. A directory in use by a running dry run, in this process or another,
 // is left alone. Failures are logged, never fatal: the database opens regardless.
+//
+// Directories are found by name prefix, not by a glob: the database's path may hold
+// pattern characters. TMPDIR is everyone's, so there only a directory as MkdirTemp
+// makes it for this user (owned by it, mode 0700) may be a dry run's; anything else
+// under the name was put there by someone else and is not ours to open or remove.
 func sweepDryRuns(path string, log *slog.Logger) {
-	beside, _ := filepath.Glob(path + dryDirSuffix + "*")
-	temp, _ := filepath.Glob(filepath.Join(os.TempDir(), dryTempPrefix+"*"))
-	for _, dir := range append(beside, temp...) {
-		if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
-			continue
-		}
+	dirs := dryDirs(filepath.Dir(path), filepath.Base(path)+dryDirSuffix, false)
+	dirs = append(dirs, dryDirs(os.TempDir(), dryTempPrefix, true)...)
+	for _, dir := range dirs {
 		if !dryDirAbandoned(dir) {
 			continue
 		}
@@ -275,14 +277,41 @@ func sweepDryRuns(path string, log *slog.Logger) {
 	}
 }
 
+// dryDirs lists the directories (not symlinks) in parent whose names begin with
+// prefix; private keeps only those owned by this process's user with mode 0700.
+func dryDirs(parent, prefix string, private bool) []string {
+	entries, _ := os.ReadDir(parent)
+	var dirs []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		st, err := os.Lstat(dir)
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		if private {
+			sys, ok := st.Sys().(*syscall.Stat_t)
+			if !ok || int(sys.Uid) != os.Getuid() || st.Mode().Perm() != 0o700 {
+				continue
+			}
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs
+}
+
 // dryDirAbandoned reports whether no dry run uses dir: its lock is free (a run locks
 // only the directory it has just made, before it names the lock file, so a free lock
-// stays free), or it has no lock file and is older than dryLockGrace.
+// stays free), or it has no lock file and is older than dryLockGrace. A lock that is
+// not a regular file (a FIFO, a symlink) is no run's: the directory is not ours and
+// is left (openRegular neither blocks on a FIFO nor follows a symlink).
 func dryDirAbandoned(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, dryLockName))
+	f, err := openRegular(filepath.Join(dir, dryLockName), 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		st, err := os.Stat(dir)
-		return err == nil && time.Since(st.ModTime()) > dryLockGrace
+		st, err := os.Lstat(dir)
+		return err == nil && st.IsDir() && time.Since(st.ModTime()) > dryLockGrace
 	}
 	if err != nil {
 		return false

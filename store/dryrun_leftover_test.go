@@ -135,3 +135,142 @@ func TestDryRunDiskFullIsItsOwn(t *testing.T) {
 		t.Fatalf("the failed dry run left %v", dirs)
 	}
 }
+
+// leftover makes a dry run's leftover directory dir (mode perm, whatever the umask)
+// holding a private database and, unless lock is nil, a lock file made by lock.
+func leftover(t *testing.T, dir string, perm os.FileMode, lock func(name string) error) {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dryrun.db"), []byte("rows"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if lock != nil {
+		if err := lock(filepath.Join(dir, "lock")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, perm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freeLock makes an unlocked regular lock file: its directory is abandoned.
+func freeLock(name string) error { return os.WriteFile(name, nil, 0o600) }
+
+// openWithin opens the database at path for writing and closes it, failing the test
+// if the open does not return within 10 s. fifos are opened for writing on a timeout,
+// so that an open blocked reading one returns and the test ends.
+func openWithin(t *testing.T, path string, fifos ...string) {
+	t.Helper()
+	opened := make(chan error, 1)
+	go func() {
+		db, err := store.Open(context.Background(), path, store.Options{})
+		if err == nil {
+			db.Close()
+		}
+		opened <- err
+	}()
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		for _, name := range fifos {
+			if f, err := os.OpenFile(name, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		}
+		<-opened
+		t.Fatal("open did not return within 10 s")
+	}
+}
+
+// TestDryRunLeftoverOddLockLeftAlone: a directory named as a dry run's whose `lock` is
+// not a regular file is not a dry run's: a FIFO (which anyone may put in TMPDIR; opening
+// it for reading waits for a writer forever, and hung every open for writing) and a
+// symlink (which would be followed to lock a file elsewhere) are not opened, and the
+// directory is left, beside the database and in TMPDIR alike.
+func TestDryRunLeftoverOddLockLeftAlone(t *testing.T) {
+	fifo := func(name string) error { return syscall.Mkfifo(name, 0o600) }
+	for _, where := range []string{"beside", "temp"} {
+		for _, kind := range []string{"fifo", "symlink"} {
+			t.Run(where+"/"+kind, func(t *testing.T) {
+				tmp := t.TempDir()
+				t.Setenv("TMPDIR", tmp)
+				path := filepath.Join(t.TempDir(), "odd.db")
+				dir := path + ".dryrun-x"
+				if where == "temp" {
+					dir = filepath.Join(tmp, "dataservice-dryrun-x")
+				}
+				lock := fifo
+				if kind == "symlink" {
+					target := filepath.Join(t.TempDir(), "elsewhere")
+					if err := os.WriteFile(target, nil, 0o600); err != nil {
+						t.Fatal(err)
+					}
+					lock = func(name string) error { return os.Symlink(target, name) }
+				}
+				leftover(t, dir, 0o700, lock)
+				openWithin(t, path, filepath.Join(dir, "lock"))
+				if _, err := os.Lstat(filepath.Join(dir, "lock")); err != nil {
+					t.Fatalf("the directory with a %s for its lock was removed: %v", kind, err)
+				}
+			})
+		}
+	}
+}
+
+// TestDryRunLeftoverBesideOddPath: the leftovers of a database whose name holds
+// pattern characters are found by name, not as a pattern: its own are removed, and
+// those of the database the pattern would name are not its to judge.
+func TestDryRunLeftoverBesideOddPath(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	dir := filepath.Join(t.TempDir(), "a[b")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "x[12].db")
+	own := path + ".dryrun-killed"
+	other := filepath.Join(dir, "x1.db.dryrun-killed")
+	leftover(t, own, 0o700, freeLock)
+	leftover(t, other, 0o700, freeLock)
+	openWithin(t, path)
+	if _, err := os.Stat(own); !os.IsNotExist(err) {
+		t.Errorf("the database's own leftover stayed (%v)", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("another database's leftover was removed: %v", err)
+	}
+}
+
+// TestDryRunLeftoverInTempOnlyPrivate: in TMPDIR, which every user may write, only a
+// directory as a dry run makes it (owned by the process's user, mode 0700) is removed;
+// one with another mode, or owned by another user (checked when the test runs as root,
+// which may give it away), is not a dry run's of this user and is left.
+func TestDryRunLeftoverInTempOnlyPrivate(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	private := filepath.Join(tmp, "dataservice-dryrun-private")
+	open := filepath.Join(tmp, "dataservice-dryrun-open")
+	foreign := filepath.Join(tmp, "dataservice-dryrun-foreign")
+	leftover(t, private, 0o700, freeLock)
+	leftover(t, open, 0o755, freeLock)
+	leftover(t, foreign, 0o700, freeLock)
+	if err := os.Chown(foreign, 65534, 65534); err != nil {
+		t.Logf("cannot give a directory to another user (%v): the owner is not checked", err)
+		os.RemoveAll(foreign)
+		foreign = ""
+	}
+	openWithin(t, filepath.Join(t.TempDir(), "t.db"))
+	if _, err := os.Stat(private); !os.IsNotExist(err) {
+		t.Errorf("the private leftover stayed (%v)", err)
+	}
+	for _, dir := range []string{open, foreign} {
+		if _, err := os.Stat(dir); dir != "" && err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(dir), err)
+		}
+	}
+}

@@ -32,9 +32,15 @@ import (
 // flock when its process dies. A process that cannot get the turnstile within
 // turnstileWait (a holder stopped with SIGSTOP or Ctrl-Z, say) goes on without it, back
 // to plain busy_timeout polling, and logs a warning. It then remembers that the
-// turnstile is stuck: until one attempt gets it again, each transaction tries once
-// without waiting and goes on, so a stopped holder costs one wait per episode, not one
-// per transaction (the wait holds the process's only writer connection).
+// turnstile is stuck: until one attempt gets it again, each transaction tries it for
+// turnstileStuckWait only and goes on, so a stopped holder costs one long wait per
+// episode and a short one per transaction (each wait holds the process's only writer
+// connection). Not a single attempt without waiting: when the holder resumes, a live
+// process waiting for our write lock usually takes the turnstile first and keeps it
+// while it polls; were we to go on at once, each BEGIN of ours would take the write
+// lock again before its next poll, and the turnstile, held by that waiter, would never
+// be free to us again. Waiting one poll leaves the write lock free long enough for the
+// waiter to take it and release the turnstile, which our attempt then gets.
 
 // turnstile is a process's handle on `<db>-wait`.
 type turnstile struct {
@@ -47,8 +53,9 @@ type turnstile struct {
 	// caller.)
 	sem chan struct{}
 	// wait is how long enter waits before going on without the turnstile
-	// (turnstileWait; tests shorten it).
-	wait time.Duration
+	// (turnstileWait; tests shorten it); stuckWait is how long it waits once stuck
+	// (turnstileStuckWait; tests change it).
+	wait, stuckWait time.Duration
 	// stuck is set when a wait timed out and cleared when an attempt gets the
 	// turnstile again; only the goroutine holding sem reads or writes it.
 	stuck bool
@@ -62,6 +69,13 @@ type turnstile struct {
 // making every process wait the whole busy_timeout (15 s) for it.
 const turnstileWait = 5 * time.Second
 
+// turnstileStuckWait is how long a writer tries the turnstile while it is stuck: a bit
+// more than one poll of a process waiting in SQLite's busy handler (which sleeps at
+// most 100 ms between attempts), so that a live waiter holding the turnstile gets the
+// write lock meanwhile and releases the turnstile; a stopped holder costs each
+// transaction this much.
+const turnstileStuckWait = 120 * time.Millisecond
+
 // openTurnstile opens (creating owner-only) the turnstile file beside the database.
 // A flock needs only read access. Unlike -wal and -shm the file stays after the last
 // process closes the database, so one made by another user (a command run with sudo)
@@ -74,18 +88,19 @@ func openTurnstile(dbPath string, log *slog.Logger) *turnstile {
 		log = slog.New(slog.DiscardHandler)
 	}
 	name := dbPath + "-wait"
-	f, err := openRegular(name)
+	f, err := openRegular(name, syscall.O_CREAT)
 	if err != nil {
 		log.Warn("turnstile unavailable, writing without it", "file", name, "error", err)
 		return nil
 	}
-	return &turnstile{f: f, fd: int(f.Fd()), log: log, sem: make(chan struct{}, 1), wait: turnstileWait}
+	return &turnstile{f: f, fd: int(f.Fd()), log: log, sem: make(chan struct{}, 1), wait: turnstileWait, stuckWait: turnstileStuckWait}
 }
 
-// openRegular opens name read-only, creating it owner-only, and only if it is a
-// regular file: no symlink is followed and no open blocks.
-func openRegular(name string) (*os.File, error) {
-	fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_CREAT|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
+// openRegular opens name read-only, and only if it is a regular file: no symlink is
+// followed and no open blocks (a FIFO's would wait for a writer). flag may add
+// O_CREAT, which creates the file owner-only.
+func openRegular(name string, flag int) (*os.File, error) {
+	fd, err := syscall.Open(name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC|flag, 0o600)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
@@ -122,7 +137,11 @@ func (t *turnstile) enter(ctx context.Context) (leave func(), err error) {
 	// Non-blocking attempts: a blocked flock could not be abandoned when ctx ends.
 	// The turnstile is free except while someone waits for the write lock, so the
 	// first attempt nearly always succeeds; a waiter polls every few milliseconds.
-	deadline := time.Now().Add(t.wait)
+	wait := t.wait
+	if t.stuck {
+		wait = t.stuckWait
+	}
+	deadline := time.Now().Add(wait)
 	delay := 500 * time.Microsecond
 	for {
 		err := syscall.Flock(t.fd, syscall.LOCK_EX|syscall.LOCK_NB)
@@ -140,13 +159,12 @@ func (t *turnstile) enter(ctx context.Context) (leave func(), err error) {
 			t.log.Warn("turnstile unavailable", "file", t.f.Name(), "error", err)
 			return out, nil
 		}
-		// Still stuck since a wait timed out: one attempt per transaction, no wait.
-		if t.stuck {
-			return out, nil
-		}
 		if time.Now().After(deadline) {
-			t.stuck = true
-			t.log.Warn("turnstile held too long, writing without it until it is free", "file", t.f.Name(), "waited", t.wait)
+			// Still stuck since a wait timed out: the short wait ends quietly.
+			if !t.stuck {
+				t.stuck = true
+				t.log.Warn("turnstile held too long, writing without it until it is free", "file", t.f.Name(), "waited", t.wait)
+			}
 			return out, nil
 		}
 		if err := sleepCtx(ctx, delay); err != nil {

@@ -284,9 +284,10 @@ func touch(db *DB, limit time.Duration) error {
 }
 
 // A turnstile held and never released (a process stopped with Ctrl-Z while it waited)
-// costs one wait, not one per transaction: after the first timeout the process writes
-// without waiting, with one warning, until the turnstile is free again; a new stop is
-// a new episode. A second open file in this process holds the flock (flock locks
+// costs one long wait, not one per transaction: after the first timeout each write
+// tries the turnstile for the short stuck wait only (at least that long, and within
+// ten times it), with one warning, until the turnstile is free again; a new stop is a
+// new episode. A second open file in this process holds the flock (flock locks
 // belong to the open file).
 func TestTurnstileStuckHolderWaitedForOncePerEpisode(t *testing.T) {
 	ctx := context.Background()
@@ -323,12 +324,16 @@ func TestTurnstileStuckHolderWaitedForOncePerEpisode(t *testing.T) {
 		if warnings() != episode {
 			t.Fatalf("episode %d: %d warnings, want %d: %s", episode, warnings(), episode, logs.String())
 		}
-		// Were the following writes to wait again, they would wait an hour: each is
-		// bounded to 5 s and must not wait at all.
+		// Were the following writes to wait the long wait again, they would wait an
+		// hour: each is bounded to 5 s and waits the stuck wait only.
 		db.turn.wait = time.Hour
 		for i := 0; i < 3; i++ {
+			start := time.Now()
 			if err := touch(db, 5*time.Second); err != nil {
 				t.Fatalf("episode %d: write %d after the timeout waited again: %v", episode, i+2, err)
+			}
+			if took := time.Since(start); took < turnstileStuckWait || took > 10*turnstileStuckWait {
+				t.Fatalf("episode %d: write %d while stuck took %v, want the stuck wait (%v)", episode, i+2, took, turnstileStuckWait)
 			}
 		}
 		if warnings() != episode {
@@ -345,6 +350,58 @@ func TestTurnstileStuckHolderWaitedForOncePerEpisode(t *testing.T) {
 		if db.turn.stuck {
 			t.Fatalf("episode %d: still stuck after the turnstile was taken", episode)
 		}
+	}
+}
+
+// Once the turnstile is stuck, a holder that releases it soon (a live process that
+// took it while it waited for our write lock, and lets go once it has the lock) is
+// waited for: the next write takes the turnstile and the episode ends, instead of
+// going on without it and taking the write lock again before the waiter's next poll,
+// which kept the waiter out and the turnstile stuck for good. The stuck wait is made
+// long here so that the release, 50 ms later, always falls within it.
+func TestTurnstileStuckWaitsForALiveWaiter(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "live.db")
+	var logs lockedBuffer
+	db, err := Open(ctx, path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	holder, err := os.Open(path + "-wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	hold := func() {
+		if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hold()
+	db.turn.wait = 100 * time.Millisecond
+	if err := touch(db, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if !db.turn.stuck {
+		t.Fatal("not stuck after the wait timed out")
+	}
+	db.turn.stuckWait = time.Minute
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(50 * time.Millisecond)
+		syscall.Flock(int(holder.Fd()), syscall.LOCK_UN)
+	}()
+	if err := touch(db, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	<-released
+	if db.turn.stuck {
+		t.Fatal("the write went on without the turnstile its holder released 50 ms later: still stuck")
+	}
+	if !strings.Contains(logs.String(), "turnstile free again") {
+		t.Fatalf("no note that the turnstile is free again: %s", logs.String())
 	}
 }
 
