@@ -283,6 +283,33 @@ func touch(db *DB, limit time.Duration) error {
 	})
 }
 
+// heldTurnstile opens a database in a temporary directory, logging to logs, with
+// a second open file of its turnstile: hold takes that file's flock (flock locks
+// belong to the open file, so this process then waits for it as for another
+// process's), release lets it go.
+func heldTurnstile(t *testing.T, name string) (db *DB, logs *lockedBuffer, hold, release func()) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	logs = new(lockedBuffer)
+	db, err := Open(context.Background(), path, Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	holder, err := os.Open(path + "-wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close() })
+	hold = func() {
+		if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release = func() { syscall.Flock(int(holder.Fd()), syscall.LOCK_UN) }
+	return db, logs, hold, release
+}
+
 // A turnstile held and never released (a process stopped with Ctrl-Z while it waited)
 // costs one long wait, not one per transaction: after the first timeout each write
 // tries the turnstile for the short stuck wait only (at least that long, and within
@@ -290,24 +317,7 @@ func touch(db *DB, limit time.Duration) error {
 // new episode. A second open file in this process holds the flock (flock locks
 // belong to the open file).
 func TestTurnstileStuckHolderWaitedForOncePerEpisode(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "stuck.db")
-	var logs lockedBuffer
-	db, err := Open(ctx, path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	holder, err := os.Open(path + "-wait")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	hold := func() {
-		if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, logs, hold, release := heldTurnstile(t, "stuck.db")
 	const short = 100 * time.Millisecond
 	warnings := func() int { return strings.Count(logs.String(), "turnstile held too long") }
 
@@ -340,7 +350,7 @@ func TestTurnstileStuckHolderWaitedForOncePerEpisode(t *testing.T) {
 			t.Fatalf("episode %d: %d warnings after more writes, want one per episode", episode, warnings())
 		}
 		// The holder goes on: the next write takes the turnstile again.
-		syscall.Flock(int(holder.Fd()), syscall.LOCK_UN)
+		release()
 		if err := touch(db, 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -360,24 +370,7 @@ func TestTurnstileStuckHolderWaitedForOncePerEpisode(t *testing.T) {
 // which kept the waiter out and the turnstile stuck for good. The stuck wait is made
 // long here so that the release, 50 ms later, always falls within it.
 func TestTurnstileStuckWaitsForALiveWaiter(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "live.db")
-	var logs lockedBuffer
-	db, err := Open(ctx, path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	holder, err := os.Open(path + "-wait")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	hold := func() {
-		if err := syscall.Flock(int(holder.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, logs, hold, release := heldTurnstile(t, "live.db")
 	hold()
 	db.turn.wait = 100 * time.Millisecond
 	if err := touch(db, time.Minute); err != nil {
@@ -391,7 +384,7 @@ func TestTurnstileStuckWaitsForALiveWaiter(t *testing.T) {
 	go func() {
 		defer close(released)
 		time.Sleep(50 * time.Millisecond)
-		syscall.Flock(int(holder.Fd()), syscall.LOCK_UN)
+		release()
 	}()
 	if err := touch(db, 30*time.Second); err != nil {
 		t.Fatal(err)
