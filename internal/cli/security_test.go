@@ -1,8 +1,8 @@
-package main
+package cli
 
 // Security: secrets never leave the process, refusals cost the same work whatever
 // failed, what read-only and foreign credentials cannot do, and the HTTP resource
-// limits — all against the real `dataservice serve` (run() on 127.0.0.1:0) and the
+// limits — all against the real `dataservice serve` (Run() on 127.0.0.1:0) and the
 // real CLI commands.
 
 import (
@@ -86,7 +86,7 @@ func startServe(t *testing.T, env map[string]string) *secServer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &secServer{t: t, env: env, stderr: &testkit.Buffer{}, cancel: cancel, done: make(chan int, 1), rec: &recorder{}}
-	go func() { s.done <- run(ctx, []string{"serve"}, envOf(env), io.Discard, s.stderr) }()
+	go func() { s.done <- Run(ctx, []string{"serve"}, envOf(env), nil, io.Discard, s.stderr) }()
 	t.Cleanup(func() { s.stop() })
 	deadline := time.Now().Add(30 * time.Second)
 	for s.addr == "" {

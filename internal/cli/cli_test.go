@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os"
@@ -219,7 +219,7 @@ func TestDatabasePathProblems(t *testing.T) {
 // child process as uid/gid 65534.
 func TestReadOnlyDatabaseReads(t *testing.T) {
 	env := migratedEnv(t)
-	if code, _, stderr := runCLI(t, env, "load", "examples"); code != 0 {
+	if code, _, stderr := runCLI(t, env, "load", examplesDir); code != 0 {
 		t.Fatalf("load: %s", stderr)
 	}
 	dir := filepath.Dir(env["SERVICE_DB"])

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 )
 
 // compatDir holds the reference application's 3.15 demo files (beside the checkout in CI).
-const compatDir = "../shared/compat/cavaliba-3.15-demo"
+var compatDir = filepath.Join(repoRoot, "../shared/compat/cavaliba-3.15-demo")
 
 // requireCompatDir skips the test when the compat files are not beside the checkout (a
 // fresh clone has nothing there), unless DATASERVICE_REQUIRE_COMPAT=1 (set by .ci/run),

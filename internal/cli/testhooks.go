@@ -1,4 +1,4 @@
-package main
+package cli
 
 // afterBatch is serve's tasks.Options.AfterBatch: nil, except in this package's tests,
 // which hold a pipeline at a batch boundary with it to arrange what runs beside the

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // list, show, wait and cancel see it; a queued task is cancelled at once.
 func TestTaskCommands(t *testing.T) {
 	env := migratedEnv(t)
-	if code, _, stderr := runCLI(t, env, "load", "examples"); code != 0 {
+	if code, _, stderr := runCLI(t, env, "load", examplesDir); code != 0 {
 		t.Fatalf("load: %s", stderr)
 	}
 	file := filepath.Join(t.TempDir(), "p.yml")
@@ -172,7 +172,7 @@ func TestPipelineRunWaitInterrupt(t *testing.T) {
 	defer cancel()
 	out := &interruptWriter{cancel: cancel}
 	var errb bytes.Buffer
-	code := run(ctx, []string{"pipeline", "run", "bulk_delete_disabled", "--schema", "vm", "--wait"}, envOf(env), out, &errb)
+	code := Run(ctx, []string{"pipeline", "run", "bulk_delete_disabled", "--schema", "vm", "--wait"}, envOf(env), nil, out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "interrupted: cancelling task") {
 		t.Fatalf("exit %d: %s %s", code, out.String(), errb.String())
 	}

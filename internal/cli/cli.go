@@ -1,11 +1,13 @@
-package main
+// Package cli is the dataservice command line: the command table, the settings, and
+// the wiring of store, bootstrap, tasks and server that each command needs. The root
+// main.go only calls Run.
+package cli
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -181,9 +183,16 @@ func splitCommand(args []string, groups map[string]bool) (words, rest []string, 
 	return words, rest, help, version
 }
 
-// run is the whole program: it returns the exit status.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	c := &cli{getenv: getenv, stdout: stdout, stderr: stderr, stdin: os.Stdin, commands: commandList()}
+// Run is the whole program: it runs the command that args name (the arguments after the
+// program's name) with the settings getenv gives and the standard streams given, and
+// returns the exit status. Serve runs until ctx ends; a waiting command treats the
+// end of ctx as the interrupt. A nil stdin is empty input. Tests run commands
+// in-process through it.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	c := &cli{getenv: getenv, stdout: stdout, stderr: stderr, stdin: stdin, commands: commandList()}
 	groups := map[string]bool{}
 	for _, cmd := range c.commands {
 		if g, _, ok := strings.Cut(cmd.name, " "); ok {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 // Crash and concurrency tests of the whole program (issue "Reliability and security",
 // parts 1 and 2). The crash tests start the real program as a child process (see
@@ -497,7 +497,7 @@ func TestConcurrentClientsAndLoads(t *testing.T) {
 	defer cancel()
 	var logs testkit.Buffer
 	exited := make(chan int, 1)
-	go func() { exited <- run(ctx, []string{"serve"}, envOf(env), io.Discard, &logs) }()
+	go func() { exited <- Run(ctx, []string{"serve"}, envOf(env), nil, io.Discard, &logs) }()
 	deadline := time.Now().Add(30 * time.Second)
 	var base string
 	for base == "" || !ready(base) {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -18,6 +18,14 @@ import (
 	"dataservice/store"
 )
 
+// repoRoot is the repository's top directory, seen from this package's directory
+// (where go test runs its tests): the example files and the compat files beside the
+// checkout are found from it.
+const repoRoot = "../.."
+
+// examplesDir holds the example load files of the README.
+var examplesDir = filepath.Join(repoRoot, "examples")
+
 func envOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
@@ -26,7 +34,7 @@ func envOf(m map[string]string) func(string) string {
 func runCLI(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run(context.Background(), args, envOf(env), &out, &errb)
+	code := Run(context.Background(), args, envOf(env), nil, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -76,14 +84,14 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 
 func TestLoadExportRoundTrip(t *testing.T) {
 	env := migratedEnv(t)
-	code, out, stderr := runCLI(t, env, "load", "examples")
+	code, out, stderr := runCLI(t, env, "load", examplesDir)
 	if code != 0 {
 		t.Fatalf("load exit %d: %s", code, stderr)
 	}
 	if want := "created 307, updated 0, unchanged 0"; !strings.Contains(out, want) {
 		t.Fatalf("load output %q, want %q", out, want)
 	}
-	code, out, _ = runCLI(t, env, "load", "examples")
+	code, out, _ = runCLI(t, env, "load", examplesDir)
 	if code != 0 || !strings.Contains(out, "created 0, updated 0, unchanged 307") {
 		t.Fatalf("second load: exit %d, %q", code, out)
 	}
@@ -203,7 +211,7 @@ func TestMigrateStatusChangesNothing(t *testing.T) {
 	}
 }
 
-// TestServeEndToEnd runs the real run() on 127.0.0.1:0, loads data over HTTP, runs
+// TestServeEndToEnd runs the real Run() on 127.0.0.1:0, loads data over HTTP, runs
 // bulk_delete_disabled, polls task_url to succeeded, checks the instances, then stops
 // the server and expects a clean exit.
 func TestServeEndToEnd(t *testing.T) {
@@ -214,7 +222,7 @@ func TestServeEndToEnd(t *testing.T) {
 	defer cancel()
 	var stderr testkit.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve"}, envOf(env), io.Discard, &stderr) }()
+	go func() { done <- Run(ctx, []string{"serve"}, envOf(env), nil, io.Discard, &stderr) }()
 
 	addrRE := regexp.MustCompile(`msg=listening addr=(127\.0\.0\.1:\d+)`)
 	var base string
@@ -317,7 +325,7 @@ func TestServeEndToEnd(t *testing.T) {
 
 func TestPipelineCommands(t *testing.T) {
 	env := migratedEnv(t)
-	if code, _, stderr := runCLI(t, env, "load", "examples"); code != 0 {
+	if code, _, stderr := runCLI(t, env, "load", examplesDir); code != 0 {
 		t.Fatalf("load: %s", stderr)
 	}
 	code, out, _ := runCLI(t, env, "pipeline", "list")
@@ -364,7 +372,7 @@ func TestPipelineCommands(t *testing.T) {
 
 func TestIPAMCollect(t *testing.T) {
 	env := migratedEnv(t)
-	if code, _, stderr := runCLI(t, env, "load", "examples"); code != 0 {
+	if code, _, stderr := runCLI(t, env, "load", examplesDir); code != 0 {
 		t.Fatalf("load: %s", stderr)
 	}
 	// Loading already collected every management address.

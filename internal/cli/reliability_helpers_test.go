@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 )
 
 // TestMain lets a test start the real program as a child process: with
-// DATASERVICE_TEST_MAIN=1 the test binary runs run() on the arguments after "--"
+// DATASERVICE_TEST_MAIN=1 the test binary runs Run() on the arguments after "--"
 // (exec.Command(os.Args[0], "-test.run=^$", "--", "serve")), so a test can SIGKILL it.
 func TestMain(m *testing.M) {
 	if os.Getenv("DATASERVICE_TEST_MAIN") != "1" {
@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 	for i, a := range args {
 		if a == "--" {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			code := run(ctx, args[i+1:], os.Getenv, os.Stdout, os.Stderr)
+			code := Run(ctx, args[i+1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 			stop()
 			os.Exit(code)
 		}

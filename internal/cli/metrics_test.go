@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func servingProcess(t *testing.T, env map[string]string) (api, metricsURL string
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr testkit.Buffer
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve"}, envOf(env), io.Discard, &stderr) }()
+	go func() { done <- Run(ctx, []string{"serve"}, envOf(env), nil, io.Discard, &stderr) }()
 	stop = func() string {
 		cancel()
 		select {
