@@ -292,3 +292,19 @@ func checkpointAndClose(ctx context.Context, path string) error {
 	}
 	return db.Close()
 }
+
+func setupBackup(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, false)
+	return func(ctx context.Context, args []string) error {
+		db, _, _, err := c.openAsIs(ctx, false)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if err := db.Backup(ctx, args[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "backup written to %s\n", args[0])
+		return nil
+	}
+}

@@ -110,19 +110,3 @@ func watchDisk(ctx context.Context, db *store.DB, warn diskWarn, every time.Dura
 		}
 	}
 }
-
-// loadStopped is the error of a load that stopped part-way: what was committed before
-// it, and (the disk being the cause) how to complete the load.
-func loadStopped(err error, committed *store.LoadResult) error {
-	if committed == nil || committed.DryRun {
-		return err
-	}
-	n := committed.Loaded()
-	if store.ErrorCode(err) != store.EDiskFull {
-		return fmt.Errorf("%w\n%d entries were committed before the load stopped", err, n)
-	}
-	return fmt.Errorf("%w\n%d entries were committed before the disk filled (created %d, updated %d, unchanged %d, "+
-		"deleted %d, enabled %d, disabled %d, skipped %d); after freeing space, load the same files again to "+
-		"complete the load: entries already loaded come back unchanged", err, n, committed.Created, committed.Updated,
-		committed.Unchanged, committed.Deleted, committed.Enabled, committed.Disabled, committed.Skipped)
-}

@@ -43,9 +43,6 @@ func (m *metrics) setRunner(r *tasks.Runner) {
 	}
 }
 
-// backupTick is how often serve checks whether a scheduled backup is due.
-const backupTick = time.Minute
-
 // startMetrics listens on SERVICE_METRICS_LISTEN and serves /metrics until ctx ends;
 // it returns nil (and does nothing) when the setting is empty.
 func (c *cli) startMetrics(ctx context.Context, s *settings, db *store.DB, log *slog.Logger) (*metrics, error) {

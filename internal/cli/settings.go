@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -8,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"dataservice/bootstrap"
 	"dataservice/internal/clientaddr"
@@ -159,17 +162,13 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 	return s, nil
 }
 
-// exposedWithoutBaseURL reports whether the server listens on an address other
-// machines can reach (not loopback) while SERVICE_BASE_URL is unset, so the URLs it
-// returns come from a header clients control.
-func exposedWithoutBaseURL(addr net.Addr, baseURL string) bool {
-	if baseURL != "" {
-		return false
+func setupVersion(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	return func(context.Context, []string) error {
+		s, err := loadSettings(c.getenv, &c.sf)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "dataservice %s (%s)\n", s.Version, s.VersionDate)
+		return nil
 	}
-	host, _, err := net.SplitHostPort(addr.String())
-	if err != nil {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip == nil || !ip.IsLoopback()
 }
