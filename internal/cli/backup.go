@@ -2,13 +2,10 @@ package cli
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +15,24 @@ import (
 	"dataservice/internal/clip"
 	"dataservice/store"
 )
+
+// backup: dataservice backup FILE — a consistent online copy of the database, of any
+// data version (the file is opened as it is).
+func setupBackup(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, false)
+	return func(ctx context.Context, args []string) error {
+		db, _, _, err := c.openAsIs(ctx, false)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if err := db.Backup(ctx, args[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "backup written to %s\n", args[0])
+		return nil
+	}
+}
 
 // restore: dataservice restore FILE — replace the database with a backup. The copy is
 // checked first (integrity_check, a readable registry, DB_VERSION not newer than this
@@ -78,12 +93,16 @@ func (c *cli) restore(ctx context.Context, file string, force bool) error {
 			os.Remove(partial)
 		}
 	}()
-	if err := copyDatabase(ctx, src, partial); err != nil {
+	if err := store.CopyFile(ctx, src, partial); err != nil {
 		return fmt.Errorf("backup %s: cannot be read as an SQLite database: %w", src, err)
 	}
-	dbv, err := checkRestorable(ctx, partial, s.Version)
+	dbv, err := store.CheckFileVersion(ctx, partial)
 	if err != nil {
 		return fmt.Errorf("backup %s: %w", src, err)
+	}
+	// Text comparison, as the migrations compare.
+	if bootstrap.Newer(dbv, s.Version) {
+		return fmt.Errorf("backup %s: DB_VERSION %s is newer than this code (%s): restore it with that release", src, clip.Quote(dbv), s.Version)
 	}
 	// Only the copy is changed, never FILE.
 	repaired, err := store.CheckFileSchema(ctx, partial, force)
@@ -96,7 +115,7 @@ func (c *cli) restore(ctx context.Context, file string, force bool) error {
 	for _, line := range repaired {
 		fmt.Fprintf(c.stdout, "%s\n", line)
 	}
-	cleared, err := clearStatistics(ctx, partial)
+	cleared, err := store.ClearStatistics(ctx, partial)
 	if err != nil {
 		return fmt.Errorf("backup %s: clear query-planner statistics: %w", src, err)
 	}
@@ -127,7 +146,7 @@ func (c *cli) restore(ctx context.Context, file string, force bool) error {
 	}
 	kept := ""
 	if unlock != nil {
-		if err := checkpointAndClose(ctx, dbPath); err != nil {
+		if err := store.CheckpointFile(ctx, dbPath); err != nil {
 			return fmt.Errorf("checkpoint the current database: %w", err)
 		}
 		kept = fmt.Sprintf("%s.before-restore.%s", dbPath, time.Now().UTC().Format("20060102T150405.000Z"))
@@ -157,154 +176,4 @@ func (c *cli) restore(ctx context.Context, file string, force bool) error {
 		fmt.Fprintf(c.stdout, "the next `dataservice migrate` (or `serve`) migrates it from %s to %s; other commands refuse it until then\n", clip.Text(dbv), s.Version)
 	}
 	return nil
-}
-
-func sqliteDSN(path string, query string) string {
-	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + query
-}
-
-// copyDatabase writes a consistent copy of the SQLite database src into the empty file dest.
-func copyDatabase(ctx context.Context, src, dest string) error {
-	db, err := sql.Open("sqlite", sqliteDSN(src, "mode=ro&_pragma=busy_timeout(15000)"))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", dest); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(dest, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
-// checkRestorable checks the copy at path: PRAGMA integrity_check, a readable
-// registry with a DB_VERSION, and a DB_VERSION not newer than code (text comparison,
-// as the migrations compare). It returns the DB_VERSION.
-func checkRestorable(ctx context.Context, path, code string) (string, error) {
-	db, err := sql.Open("sqlite", sqliteDSN(path, "mode=ro"))
-	if err != nil {
-		return "", err
-	}
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, "PRAGMA integrity_check")
-	if err != nil {
-		return "", fmt.Errorf("integrity check: %w", err)
-	}
-	var problems []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			rows.Close()
-			return "", fmt.Errorf("integrity check: %w", err)
-		}
-		if line != "ok" {
-			problems = append(problems, line)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return "", fmt.Errorf("integrity check: %w", err)
-	}
-	if len(problems) > 0 {
-		if len(problems) > 5 {
-			problems = append(problems[:5], "...")
-		}
-		return "", fmt.Errorf("integrity check failed: %s", strings.Join(problems, "; "))
-	}
-	var dbv string
-	err = db.QueryRowContext(ctx, "SELECT value FROM registry WHERE key = ?", store.RegDBVersion).Scan(&dbv)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && (dbv == "" || dbv == "0")) {
-		return "", fmt.Errorf("no DB_VERSION in its registry: not a dataservice database")
-	}
-	if err != nil {
-		return "", fmt.Errorf("registry not readable: %w", err)
-	}
-	if bootstrap.Newer(dbv, code) {
-		return "", fmt.Errorf("DB_VERSION %s is newer than this code (%s): restore it with that release", clip.Quote(dbv), code)
-	}
-	return dbv, nil
-}
-
-// clearStatistics deletes the rows of sqlite_stat1 and sqlite_stat4 (ANALYZE's
-// statistics, which the query planner trusts) in the copy at path, and returns how
-// many. A crafted file's statistics could make the planner choose full scans; without
-// rows SQLite plans by its defaults, as on a file never analysed. The tables stay (the
-// schema check accepts them), so nothing else changes.
-func clearStatistics(ctx context.Context, path string) (int64, error) {
-	db, err := sql.Open("sqlite", sqliteDSN(path, "mode=rw"))
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback()
-	var n int64
-	for _, table := range []string{"sqlite_stat1", "sqlite_stat4"} {
-		var present int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?", table).Scan(&present); err != nil {
-			return 0, err
-		}
-		if present == 0 {
-			continue
-		}
-		res, err := tx.ExecContext(ctx, "DELETE FROM "+table)
-		if err != nil {
-			return 0, err
-		}
-		rows, err := res.RowsAffected()
-		if err != nil {
-			return 0, err
-		}
-		n += rows
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, err
-	}
-	return n, db.Close()
-}
-
-// checkpointAndClose folds the current database's WAL into its file, so the file kept
-// as before-restore is complete on its own.
-func checkpointAndClose(ctx context.Context, path string) error {
-	db, err := sql.Open("sqlite", sqliteDSN(path, "_pragma=busy_timeout(15000)"))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	var busy, logN, done int
-	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logN, &done); err != nil {
-		return err
-	}
-	if busy != 0 {
-		return fmt.Errorf("checkpoint busy")
-	}
-	return db.Close()
-}
-
-func setupBackup(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
-	c.dbFlags(fs, false)
-	return func(ctx context.Context, args []string) error {
-		db, _, _, err := c.openAsIs(ctx, false)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		if err := db.Backup(ctx, args[0]); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stdout, "backup written to %s\n", args[0])
-		return nil
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,4 +214,10 @@ func TestRestoreRefusesBadCopies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sqliteDSN is the connection string of the SQLite file at path with the query given,
+// for the tests that read or change a file with SQL of their own.
+func sqliteDSN(path string, query string) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + query
 }
