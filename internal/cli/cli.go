@@ -36,6 +36,8 @@ type cli struct {
 	sf       settingFlags // filled by the flags of the command being run
 }
 
+// logger writes the command's log lines to its stderr, at the level and in the format
+// of the settings; bootstrap's critical lines say CRITICAL.
 func (c *cli) logger(s *settings) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: s.LogLevel, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 		if a.Key == slog.LevelKey && len(groups) == 0 {

@@ -405,3 +405,29 @@ func TestIPAMCollect(t *testing.T) {
 		t.Fatalf("collect with a refusing schema: exit %d, %q, want it to start with %q and name owner", code, out, want)
 	}
 }
+
+// TestRunReadsTheStdinItIsGiven: a command reads the stdin Run is given (here the
+// password of "user add" and "user passwd"), and a nil stdin is empty input.
+func TestRunReadsTheStdinItIsGiven(t *testing.T) {
+	env := migratedEnv(t)
+	var out, errb bytes.Buffer
+	code := Run(t.Context(), []string{"user", "add", "carol"}, envOf(env), strings.NewReader("Given-Stdin-1\nignored\n"), &out, &errb)
+	if code != 0 || out.String() != "user carol created\n" {
+		t.Fatalf("user add: exit %d, %q %q", code, out.String(), errb.String())
+	}
+	db := openStore(t, env["SERVICE_DB"])
+	u, err := db.Instance(t.Context(), "_user", "carol")
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hash, _ := u.Data["password"].(string); !strings.HasPrefix(hash, "$argon2id$") {
+		t.Fatalf("password stored as %q", hash)
+	}
+	out.Reset()
+	errb.Reset()
+	if code := Run(t.Context(), []string{"user", "passwd", "carol"}, envOf(env), nil, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "empty password (the first line of stdin is the password)") {
+		t.Fatalf("passwd with a nil stdin: exit %d, %q", code, errb.String())
+	}
+}
