@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // readLoadFiles expands files and directories (their .yml, .yaml and .json files in
@@ -151,15 +152,15 @@ func (c *cli) load(ctx context.Context, args []string, action string, dryrun boo
 		return err
 	}
 	defer db.Close()
-	opts := store.LoadOptions{Action: action, DryRun: dryrun}
+	opts := store.LoadOptions{Action: model.Action(action), DryRun: dryrun}
 	if pipe != "" {
 		// The API's load-time pipeline, with its checks: a disabled pipeline or one
 		// whose content does not parse is refused, as it is there.
 		if opts.Transform, err = db.LoadTransform(ctx, store.SystemAuth(), pipe); err != nil {
 			switch store.ErrorCode(err) {
-			case store.ENotFound:
+			case model.ENotFound:
 				return fmt.Errorf("pipeline %q not found", pipe)
-			case store.EInternal:
+			case model.EInternal:
 				return err
 			}
 			return errors.New(store.ErrorMessage(err))
@@ -224,7 +225,7 @@ func loadStopped(err error, committed *store.LoadResult) error {
 		return err
 	}
 	n := committed.Loaded()
-	if store.ErrorCode(err) != store.EDiskFull {
+	if store.ErrorCode(err) != model.EDiskFull {
 		return fmt.Errorf("%w\n%d entries were committed before the load stopped", err, n)
 	}
 	return fmt.Errorf("%w\n%d entries were committed before the disk filled (created %d, updated %d, unchanged %d, "+
