@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"dataservice/internal/clip"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -233,7 +234,7 @@ func (tx *Tx) enumValues(ctx context.Context, name string) (map[string]bool, err
 func EnumValues(in *Instance) map[string]bool {
 	content, _ := in.Data["content"].(string)
 	vals := map[string]bool{}
-	entries, err := ParseDocument("content", []byte(content))
+	entries, err := codec.ParseDocument("content", []byte(content))
 	if err != nil {
 		return vals
 	}

@@ -58,3 +58,9 @@ func HasCode(err error, code string) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
 }
+
+// DiskFullError is the EDiskFull error of cause, naming what could not be written.
+func DiskFullError(what string, cause error) *Error {
+	return Wrapf(cause, EDiskFull, "disk full: no space left on the filesystem holding %s; "+
+		"free space there (or move the file to a larger filesystem), then retry", what)
+}

@@ -1,4 +1,4 @@
-package store
+package codec
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"dataservice/store/model"
 )
@@ -155,8 +156,8 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 		return nil
 	})
 	switch {
-	case w.err != nil && isDiskFull(w.err):
-		return diskFullError("the load body spooled in "+b.spoolDir(), w.err)
+	case w.err != nil && noSpace(w.err):
+		return model.DiskFullError("the load body spooled in "+b.spoolDir(), w.err)
 	case w.err != nil:
 		return fmt.Errorf("spool load body: %w", w.err)
 	case rr.err != nil:
@@ -172,8 +173,8 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 		if rr.err != nil {
 			return &BodyReadError{rr.err}
 		}
-		if isDiskFull(err) {
-			return diskFullError("the load body spooled in "+b.spoolDir(), err)
+		if noSpace(err) {
+			return model.DiskFullError("the load body spooled in "+b.spoolDir(), err)
 		}
 		return fmt.Errorf("spool load body: %w", err)
 	}
@@ -237,3 +238,7 @@ func (b *Body) Close() error {
 	}
 	return err
 }
+
+// noSpace reports whether err is the system's ENOSPC: the filesystem holding the
+// spooled body is full.
+func noSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }
