@@ -45,9 +45,9 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Wrapf is Errorf keeping cause for the log: errors.Is and errors.As see it, the
+// wrapf is Errorf keeping cause for the log: errors.Is and errors.As see it, the
 // caller sees only the message.
-func Wrapf(cause error, code, format string, args ...any) *Error {
+func wrapf(cause error, code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), err: cause}
 }
 
@@ -61,6 +61,6 @@ func HasCode(err error, code string) bool {
 
 // DiskFullError is the EDiskFull error of cause, naming what could not be written.
 func DiskFullError(what string, cause error) *Error {
-	return Wrapf(cause, EDiskFull, "disk full: no space left on the filesystem holding %s; "+
+	return wrapf(cause, EDiskFull, "disk full: no space left on the filesystem holding %s; "+
 		"free space there (or move the file to a larger filesystem), then retry", what)
 }

@@ -217,7 +217,7 @@ func (f *Field) NormalizeOne(raw any, refs RefResolver) (any, bool, error) {
 	case "int":
 		n, err := strconv.ParseInt(text, 10, 64)
 		if err != nil {
-			fl, ferr := ParseFloatText(text)
+			fl, ferr := parseFloatText(text)
 			if ferr != nil {
 				// YAML's other integer forms, kept as text by the loader: 0x1F, 0o17, 0b101, 1_000.
 				if n2, err2 := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 0, 64); err2 == nil {
@@ -234,7 +234,7 @@ func (f *Field) NormalizeOne(raw any, refs RefResolver) (any, bool, error) {
 		}
 		return n, true, nil
 	case "float":
-		fl, err := ParseFloatText(text)
+		fl, err := parseFloatText(text)
 		if err != nil {
 			if n2, err2 := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 0, 64); err2 == nil {
 				fl, err = float64(n2), nil
@@ -399,18 +399,15 @@ func IsDottedIPv4(s string) bool {
 	return err == nil
 }
 
-// ParseFloatText parses a decimal number, also in YAML's spelling with digit
+// parseFloatText parses a decimal number, also in YAML's spelling with digit
 // separators (1_000.5), which the loader keeps as text.
-func ParseFloatText(text string) (float64, error) {
+func parseFloatText(text string) (float64, error) {
 	fl, err := strconv.ParseFloat(text, 64)
 	if err != nil && strings.Contains(text, "_") {
 		fl, err = strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
 	}
 	return fl, err
 }
-
-// IsDataformat reports whether f is a dataformat a field may have.
-func IsDataformat(f string) bool { return dataformats[f] }
 
 // ValidSchemaName reports whether name may name a schema.
 func ValidSchemaName(name string) bool { return schemaNameRE.MatchString(name) }
