@@ -1,7 +1,9 @@
-// Package model holds the domain of the store without its SQL: entries, schemas and
-// their fields, values and their normalisation, the error type with its codes,
-// actions, and the access rules. It imports no database/sql, so the codecs and the
-// callers of the store can use it without the engine.
+// Package model holds the domain of the store without its SQL: entries and their
+// preparation, schemas and their fields, values with their normalisation and their
+// JSON/YAML encoding, secret hashing, the error type with its codes, actions, and the
+// access rules (the permission table, grant containment) over Auth. It imports no
+// database/sql, so the codecs and the callers of the store use it without the engine;
+// the store answers what needs the database (RefResolver).
 package model
 
 import (
@@ -63,4 +65,13 @@ func HasCode(err error, code string) bool {
 func DiskFullError(what string, cause error) *Error {
 	return wrapf(cause, EDiskFull, "disk full: no space left on the filesystem holding %s; "+
 		"free space there (or move the file to a larger filesystem), then retry", what)
+}
+
+// messageOf is the caller-safe message of err: an *Error's, else "internal error".
+func messageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
 }

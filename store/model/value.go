@@ -125,7 +125,7 @@ func (f *Field) Normalize(raw any, refs RefResolver) (val any, present bool, err
 		if raw == nil {
 			return nil, false, nil
 		}
-		v, ok, err := f.NormalizeOne(raw, refs)
+		v, ok, err := f.normalizeOne(raw, refs)
 		return v, ok, err
 	}
 	var items []any
@@ -145,7 +145,7 @@ func (f *Field) Normalize(raw any, refs RefResolver) (val any, present bool, err
 		if s, ok := it.(string); ok {
 			it = strings.TrimSpace(s)
 		}
-		v, ok, err := f.NormalizeOne(it, refs)
+		v, ok, err := f.normalizeOne(it, refs)
 		if err != nil {
 			return nil, false, err
 		}
@@ -166,7 +166,7 @@ func (f *Field) invalid(format string, args ...any) error {
 	return Errorf(EInvalid, "field %s: "+format, append([]any{f.Keyname}, args...)...)
 }
 
-func (f *Field) NormalizeOne(raw any, refs RefResolver) (any, bool, error) {
+func (f *Field) normalizeOne(raw any, refs RefResolver) (any, bool, error) {
 	if _, ok := raw.(map[string]any); ok {
 		return nil, false, f.invalid("a mapping is not a valid %s value", f.Dataformat)
 	}
@@ -422,4 +422,23 @@ type RefResolver interface {
 	InstanceExists(cls, key string) (bool, error)
 	// EnumValues returns the values of an _enumerate instance, or nil when it is missing.
 	EnumValues(name string) (map[string]bool, error)
+}
+
+// IsHexIP reports whether s is a hexip keyname: 8 lowercase hex digits.
+func IsHexIP(s string) bool {
+	if len(s) != 8 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// dottedOfHex is the dotted IPv4 address of a hexip keyname (8 lowercase hex digits).
+func dottedOfHex(h string) string {
+	n, _ := strconv.ParseUint(h, 16, 32)
+	return fmt.Sprintf("%d.%d.%d.%d", n>>24, n>>16&255, n>>8&255, n&255)
 }
