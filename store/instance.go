@@ -361,7 +361,7 @@ func (tx *Tx) prepare(ctx context.Context, s *model.Schema, in, old *Instance) (
 			delete(data, k)
 		}
 	}
-	return differs, checkCardinality(s, data)
+	return differs, s.CheckCardinality(data)
 }
 
 // deepEqual is reflect.DeepEqual with the common scalar cases compared directly.
@@ -378,26 +378,6 @@ func deepEqual(a, b any) bool {
 		return ok && x == y
 	}
 	return reflect.DeepEqual(a, b)
-}
-
-func checkCardinality(s *model.Schema, data map[string]any) error {
-	for _, f := range s.Fields {
-		if f.CardinalMin <= 0 || f.Dataformat == "external" {
-			continue
-		}
-		n := 0
-		switch v := data[f.Keyname].(type) {
-		case nil:
-		case []any:
-			n = len(v)
-		default:
-			n = 1
-		}
-		if n < f.CardinalMin {
-			return model.Errorf(model.EInvalid, "field %s: needs at least %d value(s)", f.Keyname, f.CardinalMin)
-		}
-	}
-	return nil
 }
 
 const insertInstance = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)

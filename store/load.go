@@ -577,7 +577,7 @@ func (tx *Tx) buildInstance(ctx context.Context, s *model.Schema, e *model.Entry
 			}
 		}
 	}
-	if err := checkCardinality(s, next.Data); err != nil {
+	if err := s.CheckCardinality(next.Data); err != nil {
 		return nil, err
 	}
 	return next, nil

@@ -326,3 +326,25 @@ func (s *Schema) SetAttr(k string, v any) error {
 	}
 	return nil
 }
+
+// CheckCardinality checks that data holds at least each field's minimum number of
+// values (external fields are computed, not stored: they are not counted).
+func (s *Schema) CheckCardinality(data map[string]any) error {
+	for _, f := range s.Fields {
+		if f.CardinalMin <= 0 || f.Dataformat == "external" {
+			continue
+		}
+		n := 0
+		switch v := data[f.Keyname].(type) {
+		case nil:
+		case []any:
+			n = len(v)
+		default:
+			n = 1
+		}
+		if n < f.CardinalMin {
+			return Errorf(EInvalid, "field %s: needs at least %d value(s)", f.Keyname, f.CardinalMin)
+		}
+	}
+	return nil
+}
