@@ -26,7 +26,7 @@ func TestHasCode(t *testing.T) {
 		t.Fatalf("Error() = %q, want %q", got, want)
 	}
 	if !errors.Is(wrapped, cause) {
-		t.Fatalf("errors.Is(wrapped, cause) = false: wrapf lost the cause")
+		t.Fatalf("errors.Is(wrapped, cause) = false: DiskFullError lost the cause")
 	}
 	if errors.Unwrap(model.Errorf(model.EInvalid, "x")) != nil {
 		t.Fatalf("Errorf has a cause, want none")
