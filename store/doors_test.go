@@ -121,12 +121,12 @@ func writes(body *ast.BlockStmt) bool {
 	return found
 }
 
-// The system mode of the apply path (System, Migration, model.SystemAuth), writing without
+// The system mode of the apply path (System, Migration, SystemAuth), writing without
 // revisions (Off, NoRevisions) and the migration transaction are the start-up
 // sequence's: no code the API, the console or a task runs names them, so no request
 // reaches them.
 func TestSystemIdentityIsNotReachableFromRequests(t *testing.T) {
-	forbidden := []string{"Migrate", "Migration", "model.SystemAuth", "model.AuthSystem"}
+	forbidden := []string{"Migrate", "Migration", "SystemAuth", "AuthSystem"}
 	for _, dir := range []string{"../server", "../server/console", "../tasks"} {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
