@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"dataservice/server/httperror"
 	"dataservice/store"
 )
 
@@ -63,18 +64,6 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, status int, 
 	s.reply(w, r, status, map[string]string{"error": msg})
 }
 
-// statusOf maps store error codes to HTTP statuses: the one table.
-var statusOf = map[string]int{
-	store.ENotFound:     http.StatusNotFound,
-	store.EInvalid:      http.StatusBadRequest,
-	store.EConflict:     http.StatusConflict,
-	store.EUnauthorized: http.StatusUnauthorized,
-	store.EForbidden:    http.StatusForbidden,
-	store.EInternal:     http.StatusInternalServerError,
-	store.ETooLarge:     http.StatusRequestEntityTooLarge,
-	store.EDiskFull:     http.StatusInsufficientStorage,
-}
-
 // fail writes err: internal errors are logged and shown only as "internal error".
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := store.ErrorCode(err)
@@ -92,5 +81,5 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// the file when the error did not pass a write path yet.
 		err = s.db.NoSpace(err)
 	}
-	s.writeError(w, r, statusOf[code], store.ErrorMessage(err))
+	s.writeError(w, r, httperror.Status(err), store.ErrorMessage(err))
 }

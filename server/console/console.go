@@ -21,6 +21,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"dataservice/internal/clientaddr"
+	"dataservice/server/httperror"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -345,16 +346,14 @@ func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, q *req) {
 	c.errorPage(w, r, q, http.StatusForbidden, "You do not have the permission to use this page.")
 }
 
-// fail shows a store error: internal errors are logged and shown only as "internal error".
+// fail shows a store error with the API's status for its code: internal errors are logged and shown only as "internal error".
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, q *req, err error) {
-	code := store.ErrorCode(err)
-	status := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409,
-		store.EUnauthorized: 401, store.EForbidden: 403, store.EDiskFull: 507}[code]
-	if code == store.EDiskFull {
+	status := httperror.Status(err)
+	if store.ErrorCode(err) == store.EDiskFull {
 		// Logged once per episode by the store; the page names the file.
 		err = c.db.NoSpace(err)
 	}
-	if status == 0 {
+	if status == http.StatusInternalServerError {
 		c.log.Error("console request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		c.errorPage(w, r, q, http.StatusInternalServerError, "internal error")
 		return

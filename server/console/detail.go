@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"dataservice/server/httperror"
 	"dataservice/store"
 )
 
@@ -278,18 +279,10 @@ func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch
 		return
 	}
 	if _, err := c.apply(ctx, q.auth, sch, in, nil, store.ActionDelete); err != nil {
-		c.render(w, r, q, statusOf(err), "delete", "Delete "+in.Keyname, confirmData{Schema: sch, Instance: in, Self: self, Error: store.ErrorMessage(err)})
+		c.render(w, r, q, httperror.Status(err), "delete", "Delete "+in.Keyname, confirmData{Schema: sch, Instance: in, Self: self, Error: store.ErrorMessage(err)})
 		return
 	}
 	http.Redirect(w, r, "/data/private/"+url.PathEscape(sch.Keyname)+"/?done=deleted", http.StatusSeeOther)
-}
-
-func statusOf(err error) int {
-	if s := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409, store.EForbidden: 403,
-		store.EDiskFull: 507}[store.ErrorCode(err)]; s != 0 {
-		return s
-	}
-	return http.StatusInternalServerError
 }
 
 // renamePage: GET ?do=rename asks for the new keyname (showing what refers here), POST
@@ -321,7 +314,7 @@ func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch
 			return
 		}
 		d.Error = store.ErrorMessage(err)
-		c.render(w, r, q, statusOf(err), "rename", "Rename "+in.Keyname, d)
+		c.render(w, r, q, httperror.Status(err), "rename", "Rename "+in.Keyname, d)
 		return
 	}
 	// What refers to the new keyname now: the references that followed.
@@ -369,7 +362,7 @@ func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, s
 	next := wanted(sch, in, in.Keyname, in.Displayname, in.IsEnabled, map[string]any{"password": p1})
 	if _, err := c.apply(r.Context(), q.auth, sch, in, next, store.ActionUpdate); err != nil {
 		d.Error = store.ErrorMessage(err)
-		c.render(w, r, q, statusOf(err), "password", "Password of "+in.Keyname, d)
+		c.render(w, r, q, httperror.Status(err), "password", "Password of "+in.Keyname, d)
 		return
 	}
 	http.Redirect(w, r, d.Self+"?done=password", http.StatusSeeOther)

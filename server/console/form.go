@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"dataservice/server/httperror"
 	"dataservice/store"
 )
 
@@ -225,7 +226,8 @@ func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch
 	http.Redirect(w, r, link(sch.Keyname, key)+"?done=created", http.StatusSeeOther)
 }
 
-// formError re-renders a form with the store's error next to its field.
+// formError re-renders a form with the store's error next to its field, with the
+// API's status for its code.
 func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *formData, title string, err error) {
 	if store.Aborts(err) {
 		c.fail(w, r, q, err)
@@ -239,11 +241,7 @@ func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *f
 			d.Error = msg
 		}
 	}
-	status := map[string]int{store.EForbidden: 403, store.EConflict: 409, store.ENotFound: 404}[store.ErrorCode(err)]
-	if status == 0 {
-		status = http.StatusBadRequest
-	}
-	c.render(w, r, q, status, "form", title, d)
+	c.render(w, r, q, httperror.Status(err), "form", title, d)
 }
 
 // checked reads a checkbox that follows a hidden "false" input of the same name.

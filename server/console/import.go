@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"dataservice/internal/clip"
+	"dataservice/server/httperror"
 	"dataservice/store"
 )
 
@@ -237,13 +238,11 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 // refusal is the status and message of a store error; internal errors are logged and
 // shown only as "internal error".
 func (c *Console) refusal(r *http.Request, err error) (int, *loadReport, string) {
-	code := store.ErrorCode(err)
-	status := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409,
-		store.EUnauthorized: 401, store.EForbidden: 403, store.ETooLarge: 413, store.EDiskFull: 507}[code]
-	if code == store.EDiskFull {
+	status := httperror.Status(err)
+	if store.ErrorCode(err) == store.EDiskFull {
 		err = c.db.NoSpace(err) // logged once per episode by the store, naming the file
 	}
-	if status == 0 {
+	if status == http.StatusInternalServerError {
 		if !errors.Is(err, context.Canceled) && r.Context().Err() == nil {
 			c.log.Error("console load failed", "path", r.URL.Path, "error", err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"dataservice/server/httperror"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -206,7 +207,7 @@ func (c *Console) savePipeline(ctx context.Context, w http.ResponseWriter, r *ht
 			return 0
 		}
 		d.ContentErr = store.ErrorMessage(err)
-		return statusOf(err)
+		return httperror.Status(err)
 	}
 	http.Redirect(w, r, d.Self+"?done=updated", http.StatusSeeOther)
 	return 0
@@ -224,7 +225,7 @@ func (c *Console) runPipeline(ctx context.Context, w http.ResponseWriter, r *htt
 			return 0
 		}
 		d.RunErr = store.ErrorMessage(err)
-		return statusOf(err)
+		return httperror.Status(err)
 	}
 	http.Redirect(w, r, taskURL(handle), http.StatusSeeOther)
 	return 0

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 
+	"dataservice/server/httperror"
 	"dataservice/store"
 )
 
@@ -115,7 +116,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, i
 				c.fail(w, r, q, err)
 				return
 			}
-			refused, status = "The store refused it: "+store.ErrorMessage(err), statusOf(err)
+			refused, status = "The store refused it: "+store.ErrorMessage(err), httperror.Status(err)
 		} else {
 			status = http.StatusConflict
 		}

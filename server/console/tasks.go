@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"dataservice/server/httperror"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -222,7 +223,7 @@ func (c *Console) taskProgress(w http.ResponseWriter, r *http.Request, q *req, h
 	w.Header().Set("Content-Type", "application/json")
 	t, err := c.runner.GetFor(r.Context(), handle, q.auth)
 	if err != nil {
-		status := statusOf(err)
+		status := httperror.Status(err)
 		msg := store.ErrorMessage(err)
 		if status == http.StatusInternalServerError {
 			c.log.Error("read task", "handle", handle, "error", err)

@@ -1,0 +1,32 @@
+// Package httperror maps the store's error codes to HTTP statuses: the one table the
+// API and the web console share, so a refusal has the same status in both.
+package httperror
+
+import (
+	"net/http"
+
+	"dataservice/store"
+)
+
+// statuses are the HTTP statuses of the store's error codes. The API's statuses are
+// the documented contract (docs/api.md, "Error statuses"); the console follows them.
+var statuses = map[string]int{
+	store.ENotFound:     http.StatusNotFound,
+	store.EInvalid:      http.StatusBadRequest,
+	store.EConflict:     http.StatusConflict,
+	store.EUnauthorized: http.StatusUnauthorized,
+	store.EForbidden:    http.StatusForbidden,
+	store.EInternal:     http.StatusInternalServerError,
+	store.ETooLarge:     http.StatusRequestEntityTooLarge,
+	store.EDiskFull:     http.StatusInsufficientStorage,
+}
+
+// Status is the HTTP status of err, by its store error code (store.ErrorCode): an
+// error that is no store error, or has a code this table does not know, is internal
+// (500).
+func Status(err error) int {
+	if s, ok := statuses[store.ErrorCode(err)]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
