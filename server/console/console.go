@@ -135,7 +135,9 @@ type req struct {
 	sess *store.Session
 	user *store.Instance
 	auth *store.Auth
-	ps   httprouter.Params
+	// ps are the path's named segments: the router's ("rest" below /data/private/),
+	// then, on a tool's or schema's page, those of its route (pick).
+	ps httprouter.Params
 }
 
 type pageHandler func(w http.ResponseWriter, r *http.Request, q *req)

@@ -43,9 +43,9 @@ type detailData struct {
 }
 
 // instancePage dispatches /data/private/<schema>/<keyname>/ by ?do=.
-func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, key string) {
+func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
 	ctx := r.Context()
-	in, err := c.db.Instance(ctx, sch.Keyname, key)
+	in, err := c.db.Instance(ctx, sch.Keyname, q.ps.ByName("key"))
 	if err != nil {
 		c.fail(w, r, q, err)
 		return

@@ -121,7 +121,7 @@ type importData struct {
 
 // importTool: /data/private/import/ — paste or upload YAML, JSON or CSV; Check runs
 // it as a dry run, Import loads it, both with the user's permissions (p_data_import).
-func (c *Console) importTool(w http.ResponseWriter, r *http.Request, q *req, _ string) {
+func (c *Console) importTool(w http.ResponseWriter, r *http.Request, q *req) {
 	ctx := r.Context()
 	d := &importData{Format: "yaml", Keyfield: "keyname", Encoding: "utf-8", MaxSize: sizeText(c.maxBody),
 		Delimiter: c.db.ConfigValue(ctx, store.ConfigCSVDelimiter)}
@@ -133,13 +133,8 @@ func (c *Console) importTool(w http.ResponseWriter, r *http.Request, q *req, _ s
 		c.fail(w, r, q, err)
 		return
 	}
-	switch r.Method {
-	case http.MethodGet:
+	if r.Method == http.MethodGet {
 		c.render(w, r, q, http.StatusOK, "import", "Import", d)
-		return
-	case http.MethodPost:
-	default:
-		c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
 	get := r.PostFormValue

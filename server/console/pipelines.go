@@ -62,27 +62,6 @@ type pipelineData struct {
 	RunErr     string
 }
 
-// pipelineTool: /data/private/pipeline/ and /data/private/pipeline/<name>/.
-func (c *Console) pipelineTool(w http.ResponseWriter, r *http.Request, q *req, rest string) {
-	if c.runner == nil {
-		c.errorPage(w, r, q, http.StatusServiceUnavailable, "Pipelines cannot run here: the task runner is not available.")
-		return
-	}
-	if rest == "" {
-		if r.Method != http.MethodGet {
-			c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
-			return
-		}
-		c.pipelineList(w, r, q)
-		return
-	}
-	if strings.Contains(rest, "/") {
-		c.errorPage(w, r, q, http.StatusNotFound, "not found")
-		return
-	}
-	c.pipelinePage(w, r, q, rest)
-}
-
 // pipelineSchema is the `_pipeline` class, whose permissions decide what the pages show.
 func (c *Console) pipelineSchema(ctx context.Context) (*store.Schema, error) {
 	return c.db.Schema(ctx, "_pipeline")
@@ -130,8 +109,9 @@ func (c *Console) pipelineList(w http.ResponseWriter, r *http.Request, q *req) {
 
 // pipelinePage: /data/private/pipeline/<name>/ — GET shows it; POST ?do=edit saves the
 // content, POST ?do=run runs it.
-func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, q *req, name string) {
+func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, q *req) {
 	ctx := r.Context()
+	name := q.ps.ByName("name")
 	sch, err := c.pipelineSchema(ctx)
 	if err != nil {
 		c.fail(w, r, q, err)
