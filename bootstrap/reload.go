@@ -23,9 +23,9 @@ var ErrReloadEntries = errors.New("reload failed")
 // and start-up goes on.
 func Reload(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, items []string, action string, log *slog.Logger) error {
 	if action == "" {
-		action = "create"
+		action = store.ActionCreate
 	}
-	if action != "create" && action != "update" {
+	if action != store.ActionCreate && action != store.ActionUpdate {
 		return fmt.Errorf("reload %s: action %q is not create or update", file, action)
 	}
 	return loadBuiltins(ctx, tx, fsys, file, items, action, log)

@@ -126,7 +126,7 @@ func Runnable(auth *store.Auth, s *store.Schema, dryrun bool) error {
 	if !store.CanRead(auth, s) {
 		return store.Errorf(store.EInvalid, "permission denied: reading %s", s.Keyname)
 	}
-	if !dryrun && !store.CanWrite(auth, s, "update") {
+	if !dryrun && !store.CanWrite(auth, s, store.OpUpdate) {
 		return store.Errorf(store.EInvalid, "permission denied: updating %s", s.Keyname)
 	}
 	return nil

@@ -76,7 +76,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *st
 	doc := c.db.InstanceDocAs(ctx, q.auth, sch, in)
 	d := detailData{Schema: sch, Instance: in, Self: link(sch.Keyname, in.Keyname),
 		ListURL:   "/data/private/" + url.PathEscape(sch.Keyname) + "/",
-		CanUpdate: store.CanWrite(q.auth, sch, "update"), CanDelete: store.CanWrite(q.auth, sch, "delete")}
+		CanUpdate: store.CanWrite(q.auth, sch, store.OpUpdate), CanDelete: store.CanWrite(q.auth, sch, store.OpDelete)}
 	d.CanRename = d.CanUpdate && q.auth.Has("p_keyname_rename")
 	d.IsUser = sch.Keyname == "_user"
 	d.CanPassword = d.IsUser && d.CanUpdate
@@ -200,7 +200,7 @@ func changes(before, after string) []change {
 
 // editPage: GET/POST ?do=edit — the form prefilled; a post updates with the user's rights.
 func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, "update") {
+	if !store.CanWrite(q.auth, sch, store.OpUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -233,7 +233,7 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 
 // enable: POST ?do=enable|disable.
 func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance, do string) {
-	if !store.CanWrite(q.auth, sch, "update") {
+	if !store.CanWrite(q.auth, sch, store.OpUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -263,7 +263,7 @@ type renameReport struct {
 
 // deletePage: GET ?do=delete asks, POST deletes.
 func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, "delete") {
+	if !store.CanWrite(q.auth, sch, store.OpDelete) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -288,7 +288,7 @@ func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch
 // renamePage: GET ?do=rename asks for the new keyname (showing what refers here), POST
 // renames and shows the cascade report.
 func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, "update") || !q.auth.Has("p_keyname_rename") {
+	if !store.CanWrite(q.auth, sch, store.OpUpdate) || !q.auth.Has("p_keyname_rename") {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -337,7 +337,7 @@ type passwordData struct {
 
 // passwordPage: GET/POST ?do=password on a user — the new password typed twice.
 func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, "update") {
+	if !store.CanWrite(q.auth, sch, store.OpUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}

@@ -182,7 +182,7 @@ func fieldError(fields []*formField, msg string) bool {
 
 // createPage: GET/POST /data/private/<schema>/?do=new.
 func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
-	if !store.CanWrite(q.auth, sch, "create") {
+	if !store.CanWrite(q.auth, sch, store.OpCreate) {
 		c.forbidden(w, r, q)
 		return
 	}

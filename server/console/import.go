@@ -83,7 +83,7 @@ func (cr *changeRecorder) add(rv store.Revision) {
 		return
 	}
 	oc := objectChange{Classname: rv.Classname, Keyname: rv.Keyname, Action: rv.Action, Fields: changes(rv.Before, rv.After)}
-	if rv.Action != "delete" && rv.Classname != "_schema" && rv.Classname != "_permission" {
+	if rv.Action != store.ActionDelete && rv.Classname != "_schema" && rv.Classname != "_permission" {
 		oc.Link = link(rv.Classname, rv.Keyname)
 	}
 	cr.list = append(cr.list, oc)
@@ -264,7 +264,7 @@ func (c *Console) runnablePipelines(ctx context.Context, auth *store.Auth) ([]st
 // writableSchemas are the schemas auth may create instances of (the CSV target).
 func (c *Console) writableSchemas(ctx context.Context, auth *store.Auth) ([]string, error) {
 	return c.schemaNames(ctx, func(s *store.Schema) bool {
-		return store.CanWrite(auth, s, "create") || store.CanWrite(auth, s, "update")
+		return store.CanWrite(auth, s, store.OpCreate) || store.CanWrite(auth, s, store.OpUpdate)
 	})
 }
 

@@ -143,7 +143,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *stor
 	}
 	total := res.Count
 	d := listData{Schema: sch, Views: views, View: view, Search: search, Total: total, TotalExact: res.CountExact,
-		Page: page, Size: size, CanCreate: store.CanWrite(q.auth, sch, "create"), CanExport: q.auth.Has("p_data_export")}
+		Page: page, Size: size, CanCreate: store.CanWrite(q.auth, sch, store.OpCreate), CanExport: q.auth.Has("p_data_export")}
 	d.Pages = max(1, (total+size-1)/size)
 	base := url.Values{}
 	if search != "" {

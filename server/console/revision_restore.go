@@ -90,7 +90,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req) {
 		sch = nil
 	}
 	if sch != nil {
-		d.CanUpdate = store.CanWrite(q.auth, sch, "update")
+		d.CanUpdate = store.CanWrite(q.auth, sch, store.OpUpdate)
 		if _, err := c.db.Instance(ctx, sch.Keyname, rev.Keyname); err == nil {
 			d.ObjectURL = link(sch.Keyname, rev.Keyname)
 		}
