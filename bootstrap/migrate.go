@@ -10,6 +10,7 @@ import (
 
 	"dataservice/rules"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // block is one data-version migration block of the seed's table.
@@ -115,7 +116,7 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 // (seed rule 2); any other error is returned and fails the block.
 func (s *starter) reload(ctx context.Context, tx *store.Migration, file string, items []string, action string) error {
 	var err error
-	if action == store.ActionInit {
+	if action == "init" {
 		err = loadBuiltins(ctx, tx.Tx, s.o.Init, file, items, action, s.log)
 	} else {
 		err = Reload(ctx, tx.Tx, s.o.Init, file, items, action, s.log)
@@ -167,12 +168,12 @@ func (s *starter) block420(ctx context.Context, tx *store.Migration) error {
 
 func (s *starter) block440(ctx context.Context, tx *store.Migration) error {
 	return s.reloads(ctx, tx,
-		reloadStep{"40_pipeline.yml", []string{"_pipeline:bulk_delete_disabled"}, store.ActionInit},
-		reloadStep{"00_permission.yml", []string{"_permission:p_api_load", "_permission:p_api_rawfile"}, store.ActionInit})
+		reloadStep{"40_pipeline.yml", []string{"_pipeline:bulk_delete_disabled"}, "init"},
+		reloadStep{"00_permission.yml", []string{"_permission:p_api_load", "_permission:p_api_rawfile"}, "init"})
 }
 
 func (s *starter) block450(ctx context.Context, tx *store.Migration) error {
-	return s.reload(ctx, tx, "00_permission.yml", []string{"_permission:p_api_conf"}, store.ActionInit)
+	return s.reload(ctx, tx, "00_permission.yml", []string{"_permission:p_api_conf"}, "init")
 }
 
 // block460 runs its four steps independently: a missing `_pipeline` schema skips the
@@ -185,15 +186,15 @@ func (s *starter) block460(ctx context.Context, tx *store.Migration) error {
 		return err
 	}
 	return s.reloads(ctx, tx,
-		reloadStep{"00_permission.yml", []string{"_permission:p_code_editor"}, store.ActionInit},
-		reloadStep{"50_apikey.yml", []string{"_apikey:api_builtin"}, store.ActionInit})
+		reloadStep{"00_permission.yml", []string{"_permission:p_code_editor"}, "init"},
+		reloadStep{"50_apikey.yml", []string{"_apikey:api_builtin"}, "init"})
 }
 
 // setCodeEditorURL updates the built-in `_home:code_editor` entry from its built-in
 // file, the url only: users may have changed its other fields. A missing entry is
 // logged as a failed reload (seed rule 2) and start-up goes on.
 func (s *starter) setCodeEditorURL(ctx context.Context, tx *store.Migration) error {
-	err := loadBuiltins(ctx, tx.Tx, s.o.Init, "20_home.yml", []string{"_home:code_editor"}, store.ActionUpdate, s.log, "url")
+	err := loadBuiltins(ctx, tx.Tx, s.o.Init, "20_home.yml", []string{"_home:code_editor"}, "update", s.log, "url")
 	if errors.Is(err, ErrReloadEntries) {
 		s.log.Error("reload failed", "file", "20_home.yml", "error", err)
 		return nil
@@ -230,7 +231,7 @@ func (s *starter) rewritePipelines(ctx context.Context, tx *store.Migration) err
 			next := *in
 			next.Data = cloneData(in.Data)
 			next.Data["content"] = norm
-			if _, err := tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: store.ActionUpdate}); err != nil {
+			if _, err := tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: model.ActionUpdate}); err != nil {
 				return fmt.Errorf("rewrite pipeline %s: %w", in.Keyname, err)
 			}
 			rewritten++

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // ErrReloadEntries marks a reload whose named entries were missing from the file or
@@ -23,9 +24,9 @@ var ErrReloadEntries = errors.New("reload failed")
 // and start-up goes on.
 func Reload(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, items []string, action string, log *slog.Logger) error {
 	if action == "" {
-		action = store.ActionCreate
+		action = "create"
 	}
-	if action != store.ActionCreate && action != store.ActionUpdate {
+	if action != "create" && action != "update" {
 		return fmt.Errorf("reload %s: action %q is not create or update", file, action)
 	}
 	return loadBuiltins(ctx, tx, fsys, file, items, action, log)
@@ -72,7 +73,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 			missing = append(missing, it)
 		}
 	}
-	res, err := tx.Load(ctx, pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
+	res, err := tx.Load(ctx, pick, store.LoadOptions{Action: model.Action(action), System: true, NoRevisions: true})
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"dataservice/server/httperror"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // wantsYAML reports whether the reply should be YAML: ?format=yaml, or an Accept
@@ -67,16 +68,16 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, status int, 
 // fail writes err: internal errors are logged and shown only as "internal error".
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := store.ErrorCode(err)
-	if code == store.EInternal && (errors.Is(err, context.Canceled) || r.Context().Err() != nil) {
+	if code == model.EInternal && (errors.Is(err, context.Canceled) || r.Context().Err() != nil) {
 		// The client went away (or its deadline passed): nothing failed here, and
 		// nobody reads the reply.
 		s.log.Info("request canceled by the client", "method", r.Method, "path", r.URL.Path, "error", err)
 		return
 	}
-	if code == store.EInternal {
+	if code == model.EInternal {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
-	if code == store.EDiskFull {
+	if code == model.EDiskFull {
 		// Logged once per episode by the store, not once per request; this also names
 		// the file when the error did not pass a write path yet.
 		err = s.db.NoSpace(err)

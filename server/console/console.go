@@ -23,6 +23,7 @@ import (
 	"dataservice/internal/clientaddr"
 	"dataservice/server/httperror"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -348,10 +349,11 @@ func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, q *req) {
 	c.errorPage(w, r, q, http.StatusForbidden, "You do not have the permission to use this page.")
 }
 
-// fail shows a store error with the API's status for its code: internal errors are logged and shown only as "internal error".
+// fail shows a store error with the API's status for its code (httperror.Status):
+// internal errors are logged and shown only as "internal error".
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, q *req, err error) {
 	status := httperror.Status(err)
-	if store.ErrorCode(err) == store.EDiskFull {
+	if store.ErrorCode(err) == model.EDiskFull {
 		// Logged once per episode by the store; the page names the file.
 		err = c.db.NoSpace(err)
 	}

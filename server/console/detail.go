@@ -10,6 +10,7 @@ import (
 
 	"dataservice/server/httperror"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 type detailField struct {
@@ -76,7 +77,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *st
 	doc := c.db.InstanceDocAs(ctx, q.auth, sch, in)
 	d := detailData{Schema: sch, Instance: in, Self: link(sch.Keyname, in.Keyname),
 		ListURL:   "/data/private/" + url.PathEscape(sch.Keyname) + "/",
-		CanUpdate: store.CanWrite(q.auth, sch, store.OpUpdate), CanDelete: store.CanWrite(q.auth, sch, store.OpDelete)}
+		CanUpdate: store.CanWrite(q.auth, sch, model.ActionUpdate), CanDelete: store.CanWrite(q.auth, sch, model.ActionDelete)}
 	d.CanRename = d.CanUpdate && q.auth.Has("p_keyname_rename")
 	d.IsUser = sch.Keyname == "_user"
 	d.CanPassword = d.IsUser && d.CanUpdate
@@ -200,7 +201,7 @@ func changes(before, after string) []change {
 
 // editPage: GET/POST ?do=edit — the form prefilled; a post updates with the user's rights.
 func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, store.OpUpdate) {
+	if !store.CanWrite(q.auth, sch, model.ActionUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -219,7 +220,7 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 	d.Enabled = checked(r, "is_enabled")
 	d.Fields = c.formFields(ctx, sch, vals)
 	next := wanted(sch, in, in.Keyname, d.Displayname, d.Enabled, vals)
-	outcome, err := c.apply(ctx, q.auth, sch, in, next, store.ActionUpdate)
+	outcome, err := c.apply(ctx, q.auth, sch, in, next, model.ActionUpdate)
 	if err != nil {
 		c.formError(w, r, q, &d, title, err)
 		return
@@ -233,11 +234,11 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 
 // enable: POST ?do=enable|disable.
 func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance, do string) {
-	if !store.CanWrite(q.auth, sch, store.OpUpdate) {
+	if !store.CanWrite(q.auth, sch, model.ActionUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}
-	if _, err := c.apply(r.Context(), q.auth, sch, in, nil, do); err != nil {
+	if _, err := c.apply(r.Context(), q.auth, sch, in, nil, model.Action(do)); err != nil {
 		c.fail(w, r, q, err)
 		return
 	}
@@ -263,7 +264,7 @@ type renameReport struct {
 
 // deletePage: GET ?do=delete asks, POST deletes.
 func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, store.OpDelete) {
+	if !store.CanWrite(q.auth, sch, model.ActionDelete) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -278,7 +279,7 @@ func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch
 		c.render(w, r, q, http.StatusOK, "delete", "Delete "+in.Keyname, confirmData{Schema: sch, Instance: in, Self: self, Refs: refs})
 		return
 	}
-	if _, err := c.apply(ctx, q.auth, sch, in, nil, store.ActionDelete); err != nil {
+	if _, err := c.apply(ctx, q.auth, sch, in, nil, model.ActionDelete); err != nil {
 		c.render(w, r, q, httperror.Status(err), "delete", "Delete "+in.Keyname, confirmData{Schema: sch, Instance: in, Self: self, Error: store.ErrorMessage(err)})
 		return
 	}
@@ -288,7 +289,7 @@ func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch
 // renamePage: GET ?do=rename asks for the new keyname (showing what refers here), POST
 // renames and shows the cascade report.
 func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, store.OpUpdate) || !q.auth.Has("p_keyname_rename") {
+	if !store.CanWrite(q.auth, sch, model.ActionUpdate) || !q.auth.Has("p_keyname_rename") {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -308,7 +309,7 @@ func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch
 	// A rename is an update whose keyname differs: the store rewrites every reference
 	// in the same transaction.
 	next := wanted(sch, in, d.NewKey, in.Displayname, in.IsEnabled, nil)
-	if _, err := c.apply(ctx, q.auth, sch, in, next, store.ActionUpdate); err != nil {
+	if _, err := c.apply(ctx, q.auth, sch, in, next, model.ActionUpdate); err != nil {
 		if store.Aborts(err) {
 			c.fail(w, r, q, err)
 			return
@@ -337,7 +338,7 @@ type passwordData struct {
 
 // passwordPage: GET/POST ?do=password on a user — the new password typed twice.
 func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, store.OpUpdate) {
+	if !store.CanWrite(q.auth, sch, model.ActionUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -360,7 +361,7 @@ func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, s
 		return
 	}
 	next := wanted(sch, in, in.Keyname, in.Displayname, in.IsEnabled, map[string]any{"password": p1})
-	if _, err := c.apply(r.Context(), q.auth, sch, in, next, store.ActionUpdate); err != nil {
+	if _, err := c.apply(r.Context(), q.auth, sch, in, next, model.ActionUpdate); err != nil {
 		d.Error = store.ErrorMessage(err)
 		c.render(w, r, q, httperror.Status(err), "password", "Password of "+in.Keyname, d)
 		return

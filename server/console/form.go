@@ -9,6 +9,7 @@ import (
 
 	"dataservice/server/httperror"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // formField is one input of a create or edit form, with the user's input and its error.
@@ -182,7 +183,7 @@ func fieldError(fields []*formField, msg string) bool {
 
 // createPage: GET/POST /data/private/<schema>/?do=new.
 func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
-	if !store.CanWrite(q.auth, sch, store.OpCreate) {
+	if !store.CanWrite(q.auth, sch, model.ActionCreate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -219,7 +220,7 @@ func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch
 		}
 	}
 	next := wanted(sch, nil, key, d.Displayname, d.Enabled, vals)
-	if _, err := c.apply(ctx, q.auth, sch, nil, next, store.ActionCreate); err != nil {
+	if _, err := c.apply(ctx, q.auth, sch, nil, next, model.ActionCreate); err != nil {
 		c.formError(w, r, q, &d, "New "+sch.Keyname, err)
 		return
 	}

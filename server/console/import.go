@@ -11,6 +11,7 @@ import (
 	"dataservice/internal/clip"
 	"dataservice/server/httperror"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // loadReport is what the import tool and the code editor show after a load or a dry
@@ -83,7 +84,7 @@ func (cr *changeRecorder) add(rv store.Revision) {
 		return
 	}
 	oc := objectChange{Classname: rv.Classname, Keyname: rv.Keyname, Action: rv.Action, Fields: changes(rv.Before, rv.After)}
-	if rv.Action != store.ActionDelete && rv.Classname != "_schema" && rv.Classname != "_permission" {
+	if rv.Action != "delete" && rv.Classname != "_schema" && rv.Classname != "_permission" {
 		oc.Link = link(rv.Classname, rv.Keyname)
 	}
 	cr.list = append(cr.list, oc)
@@ -234,7 +235,7 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 // shown only as "internal error".
 func (c *Console) refusal(r *http.Request, err error) (int, *loadReport, string) {
 	status := httperror.Status(err)
-	if store.ErrorCode(err) == store.EDiskFull {
+	if store.ErrorCode(err) == model.EDiskFull {
 		err = c.db.NoSpace(err) // logged once per episode by the store, naming the file
 	}
 	if status == http.StatusInternalServerError {
@@ -264,7 +265,7 @@ func (c *Console) runnablePipelines(ctx context.Context, auth *store.Auth) ([]st
 // writableSchemas are the schemas auth may create instances of (the CSV target).
 func (c *Console) writableSchemas(ctx context.Context, auth *store.Auth) ([]string, error) {
 	return c.schemaNames(ctx, func(s *store.Schema) bool {
-		return store.CanWrite(auth, s, store.OpCreate) || store.CanWrite(auth, s, store.OpUpdate)
+		return store.CanWrite(auth, s, model.ActionCreate) || store.CanWrite(auth, s, model.ActionUpdate)
 	})
 }
 

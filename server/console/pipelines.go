@@ -10,6 +10,7 @@ import (
 
 	"dataservice/server/httperror"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -70,7 +71,7 @@ func (c *Console) pipelineSchema(ctx context.Context) (*store.Schema, error) {
 // mayRun reports (nil) whether auth may run pl, as the run path decides it.
 func mayRun(auth *store.Auth, pl *store.Pipeline) error {
 	if !auth.Has(tasks.PermRun) {
-		return store.Errorf(store.EForbidden, "running pipelines needs %s", tasks.PermRun)
+		return model.Errorf(model.EForbidden, "running pipelines needs %s", tasks.PermRun)
 	}
 	return tasks.MayRun(auth, pl)
 }
@@ -128,7 +129,7 @@ func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, q *req) {
 		return
 	}
 	d := &pipelineData{Pipeline: pl, Instance: in, Self: "/data/private/pipeline/" + url.PathEscape(pl.Keyname) + "/",
-		CanRead: store.CanRead(q.auth, sch), CanEdit: store.CanWrite(q.auth, sch, store.OpUpdate),
+		CanRead: store.CanRead(q.auth, sch), CanEdit: store.CanWrite(q.auth, sch, model.ActionUpdate),
 		Content: pl.Content}
 	if err := mayRun(q.auth, pl); err != nil {
 		d.RunRefusal = store.ErrorMessage(err)
@@ -181,7 +182,7 @@ func (c *Console) savePipeline(ctx context.Context, w http.ResponseWriter, r *ht
 		content = "[]" // no rules (an empty value would remove the field)
 	}
 	next := wanted(sch, in, in.Keyname, in.Displayname, in.IsEnabled, map[string]any{"content": content})
-	if _, err := c.apply(ctx, q.auth, sch, in, next, store.ActionUpdate); err != nil {
+	if _, err := c.apply(ctx, q.auth, sch, in, next, model.ActionUpdate); err != nil {
 		if store.Aborts(err) {
 			c.fail(w, r, q, err)
 			return 0

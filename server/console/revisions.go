@@ -127,7 +127,7 @@ func (c *Console) revisions(w http.ResponseWriter, r *http.Request, q *req) {
 				row.Changes = append(row.Changes, dr)
 			}
 		}
-		if rv.Action != store.ActionDelete && rv.Classname != "_schema" && rv.Classname != "_permission" {
+		if rv.Action != "delete" && rv.Classname != "_schema" && rv.Classname != "_permission" {
 			row.ObjectURL = link(rv.Classname, rv.Keyname)
 		}
 		d.Rows = append(d.Rows, row)

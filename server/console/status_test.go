@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"dataservice/internal/testkit"
-	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // TestConsoleAnswersTheAPIStatuses: a store error the console shows answers the status
@@ -31,17 +31,17 @@ func TestConsoleAnswersTheAPIStatuses(t *testing.T) {
 		code   string
 		want   int
 	}{
-		{"too large on an error page is 413", errorPage, store.ETooLarge, http.StatusRequestEntityTooLarge},
-		{"unauthorized on an error page is 401", errorPage, store.EUnauthorized, http.StatusUnauthorized},
-		{"not found on an error page is 404", errorPage, store.ENotFound, http.StatusNotFound},
-		{"unauthorized on a form is 401", form, store.EUnauthorized, http.StatusUnauthorized},
-		{"too large on a form is 413", form, store.ETooLarge, http.StatusRequestEntityTooLarge},
-		{"forbidden on a form is 403", form, store.EForbidden, http.StatusForbidden},
-		{"invalid on a form is 400", form, store.EInvalid, http.StatusBadRequest},
+		{"too large on an error page is 413", errorPage, model.ETooLarge, http.StatusRequestEntityTooLarge},
+		{"unauthorized on an error page is 401", errorPage, model.EUnauthorized, http.StatusUnauthorized},
+		{"not found on an error page is 404", errorPage, model.ENotFound, http.StatusNotFound},
+		{"unauthorized on a form is 401", form, model.EUnauthorized, http.StatusUnauthorized},
+		{"too large on a form is 413", form, model.ETooLarge, http.StatusRequestEntityTooLarge},
+		{"forbidden on a form is 403", form, model.EForbidden, http.StatusForbidden},
+		{"invalid on a form is 400", form, model.EInvalid, http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
-			tc.answer(w, httptest.NewRequest(http.MethodPost, "/data/private/_user/?do=new", nil), store.Errorf(tc.code, "the refusal"))
+			tc.answer(w, httptest.NewRequest(http.MethodPost, "/data/private/_user/?do=new", nil), model.Errorf(tc.code, "the refusal"))
 			if got := w.Code; got != tc.want {
 				t.Fatalf("status %d, want %d", got, tc.want)
 			}

@@ -178,7 +178,7 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, q *req) {
 		d.Errors = res.ErrorMessages
 		for _, ch := range res.Changes {
 			row := changeRow{Classname: ch.Classname, Keyname: ch.Keyname, NewKey: ch.NewKey, Action: ch.Action}
-			if ch.Action != store.ActionDelete && !t.DryRun {
+			if ch.Action != "delete" && !t.DryRun {
 				key := ch.Keyname
 				if ch.NewKey != "" {
 					key = ch.NewKey

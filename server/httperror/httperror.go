@@ -6,19 +6,20 @@ import (
 	"net/http"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // statuses are the HTTP statuses of the store's error codes. The API's statuses are
 // the documented contract (docs/api.md, "Error statuses"); the console follows them.
 var statuses = map[string]int{
-	store.ENotFound:     http.StatusNotFound,
-	store.EInvalid:      http.StatusBadRequest,
-	store.EConflict:     http.StatusConflict,
-	store.EUnauthorized: http.StatusUnauthorized,
-	store.EForbidden:    http.StatusForbidden,
-	store.EInternal:     http.StatusInternalServerError,
-	store.ETooLarge:     http.StatusRequestEntityTooLarge,
-	store.EDiskFull:     http.StatusInsufficientStorage,
+	model.ENotFound:     http.StatusNotFound,
+	model.EInvalid:      http.StatusBadRequest,
+	model.EConflict:     http.StatusConflict,
+	model.EUnauthorized: http.StatusUnauthorized,
+	model.EForbidden:    http.StatusForbidden,
+	model.EInternal:     http.StatusInternalServerError,
+	model.ETooLarge:     http.StatusRequestEntityTooLarge,
+	model.EDiskFull:     http.StatusInsufficientStorage,
 }
 
 // Status is the HTTP status of err, by its store error code (store.ErrorCode): an
