@@ -262,8 +262,10 @@ func (c *Console) data(w http.ResponseWriter, r *http.Request, q *req) {
 	}
 }
 
-// schemas: GET /data/private/ (or a page of it) — schemas grouped by page with counts.
-func (c *Console) schemas(w http.ResponseWriter, r *http.Request, q *req, page string) {
+// schemas: GET /data/private/ (or a page of it, /data/private/<page>/) — schemas
+// grouped by page with counts.
+func (c *Console) schemas(w http.ResponseWriter, r *http.Request, q *req) {
+	page := q.ps.ByName("page")
 	groups, err := c.schemaGroups(r.Context(), q.auth, page, true)
 	if err != nil {
 		c.fail(w, r, q, err)

@@ -43,10 +43,8 @@ var (
 // dataRoutes are /data/private/ itself and a page of schemas, /data/private/<page>/
 // (a name that is no tool and no schema).
 var dataRoutes = []route[pageFunc]{
-	{Path: "", Methods: get, Serve: func(c *Console, w http.ResponseWriter, r *http.Request, q *req) { c.schemas(w, r, q, "") }},
-	{Path: ":page", Methods: get, Serve: func(c *Console, w http.ResponseWriter, r *http.Request, q *req) {
-		c.schemas(w, r, q, q.ps.ByName("page"))
-	}},
+	{Path: "", Methods: get, Serve: (*Console).schemas},
+	{Path: ":page", Methods: get, Serve: (*Console).schemas},
 }
 
 // schemaRoutes are the pages of a schema, below /data/private/<schema>/: the create
