@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -41,7 +42,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}
-	entries, err := store.ParseDocument(file, data)
+	entries, err := codec.ParseDocument(file, data)
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}
@@ -50,7 +51,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 	for _, it := range items {
 		want[it] = true
 	}
-	var pick []*store.Entry
+	var pick []*model.Entry
 	for _, e := range entries {
 		cls, key := e.Key()
 		if all || want[cls+":"+key] {
@@ -61,7 +62,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 						m[f] = v
 					}
 				}
-				e = store.NewEntry(m)
+				e = model.NewEntry(m)
 			}
 			pick = append(pick, e)
 			delete(want, cls+":"+key)

@@ -6,7 +6,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"dataservice/internal/clip"
-	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -53,7 +53,7 @@ func (s *server) confPost(w http.ResponseWriter, r *http.Request, _ httprouter.P
 
 // parseConfigUpdates reads a YAML or JSON mapping of configuration keys to scalar values.
 func parseConfigUpdates(body []byte) (map[string]string, error) {
-	entries, err := store.ParseDocument("body", body)
+	entries, err := codec.ParseDocument("body", body)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func parseConfigUpdates(body []byte) (map[string]string, error) {
 	}
 	out := map[string]string{}
 	for k, v := range entries[0].Fields {
-		text, ok := store.ScalarText(v)
+		text, ok := model.ScalarText(v)
 		if !ok {
 			return nil, model.Errorf(model.EInvalid, "configuration %s: value must be a scalar", clip.Text(k))
 		}

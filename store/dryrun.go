@@ -200,7 +200,7 @@ func (d *dryRun) openSnapshot(ctx context.Context, db *DB) error {
 	if err != nil {
 		return fmt.Errorf("dry run: begin read: %w", err)
 	}
-	d.snap = &Tx{Tx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}
+	d.snap = &Tx{Tx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*model.Schema{}, stmts: map[string]*sql.Stmt{}}}
 	return nil
 }
 
@@ -333,7 +333,7 @@ func dryNoSpace(dir string, err error) error {
 	if errors.As(err, &e) && (e.Code != model.EDiskFull || dryRunFull(err)) {
 		return err
 	}
-	return &dryDiskFull{diskFullError("the dry run's private database in "+dir, err)}
+	return &dryDiskFull{model.DiskFullError("the dry run's private database in "+dir, err)}
 }
 
 // copyRows inserts the rows query reads from the snapshot into table, column by name.

@@ -135,7 +135,7 @@ func (c *Console) Dashboard() httprouter.Handle { return c.page(c.dashboard) }
 type req struct {
 	sess *store.Session
 	user *store.Instance
-	auth *store.Auth
+	auth *model.Auth
 	// ps are the path's named segments: the router's ("rest" below /data/private/),
 	// then, on a tool's or schema's page, those of its route (pick).
 	ps httprouter.Params

@@ -32,7 +32,7 @@ type originRow struct {
 }
 
 type detailData struct {
-	Schema                                       *store.Schema
+	Schema                                       *model.Schema
 	Instance                                     *store.Instance
 	Fields                                       []detailField
 	ReferencedBy                                 []store.Reference
@@ -44,7 +44,7 @@ type detailData struct {
 }
 
 // instancePage dispatches /data/private/<schema>/<keyname>/ by ?do=.
-func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
+func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema) {
 	ctx := r.Context()
 	in, err := c.db.Instance(ctx, sch.Keyname, q.ps.ByName("key"))
 	if err != nil {
@@ -72,12 +72,12 @@ func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, s
 
 // detail: GET /data/private/<schema>/<keyname>/ — every field, references as links,
 // what refers here, the revisions, and the actions the user may use.
-func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
+func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
 	ctx := r.Context()
 	doc := c.db.InstanceDocAs(ctx, q.auth, sch, in)
 	d := detailData{Schema: sch, Instance: in, Self: link(sch.Keyname, in.Keyname),
 		ListURL:   "/data/private/" + url.PathEscape(sch.Keyname) + "/",
-		CanUpdate: store.CanWrite(q.auth, sch, model.ActionUpdate), CanDelete: store.CanWrite(q.auth, sch, model.ActionDelete)}
+		CanUpdate: model.CanWrite(q.auth, sch, model.ActionUpdate), CanDelete: model.CanWrite(q.auth, sch, model.ActionDelete)}
 	d.CanRename = d.CanUpdate && q.auth.Has("p_keyname_rename")
 	d.IsUser = sch.Keyname == "_user"
 	d.CanPassword = d.IsUser && d.CanUpdate
@@ -139,7 +139,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *st
 
 // referencedBy is store.DB.ReferencedBy keeping only the referrers whose schema auth
 // may read: a referrer's keyname and displayname are data of its schema.
-func (c *Console) referencedBy(ctx context.Context, auth *store.Auth, cls, key string, limit int) ([]store.Reference, error) {
+func (c *Console) referencedBy(ctx context.Context, auth *model.Auth, cls, key string, limit int) ([]store.Reference, error) {
 	refs, err := c.db.ReferencedBy(ctx, cls, key, limit)
 	if err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func (c *Console) referencedBy(ctx context.Context, auth *store.Auth, cls, key s
 		ok, seen := readable[r.Classname]
 		if !seen {
 			s, err := c.db.Schema(ctx, r.Classname)
-			ok = err == nil && store.CanRead(auth, s)
+			ok = err == nil && model.CanRead(auth, s)
 			readable[r.Classname] = ok
 		}
 		if ok {
@@ -200,8 +200,8 @@ func changes(before, after string) []change {
 }
 
 // editPage: GET/POST ?do=edit — the form prefilled; a post updates with the user's rights.
-func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, model.ActionUpdate) {
+func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -233,8 +233,8 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 }
 
 // enable: POST ?do=enable|disable.
-func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance, do string) {
-	if !store.CanWrite(q.auth, sch, model.ActionUpdate) {
+func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance, do string) {
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -246,7 +246,7 @@ func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *st
 }
 
 type confirmData struct {
-	Schema   *store.Schema
+	Schema   *model.Schema
 	Instance *store.Instance
 	Self     string
 	NewKey   string
@@ -263,8 +263,8 @@ type renameReport struct {
 }
 
 // deletePage: GET ?do=delete asks, POST deletes.
-func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, model.ActionDelete) {
+func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
+	if !model.CanWrite(q.auth, sch, model.ActionDelete) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -288,8 +288,8 @@ func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch
 
 // renamePage: GET ?do=rename asks for the new keyname (showing what refers here), POST
 // renames and shows the cascade report.
-func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, model.ActionUpdate) || !q.auth.Has("p_keyname_rename") {
+func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) || !q.auth.Has("p_keyname_rename") {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -337,8 +337,8 @@ type passwordData struct {
 }
 
 // passwordPage: GET/POST ?do=password on a user — the new password typed twice.
-func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, model.ActionUpdate) {
+func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}

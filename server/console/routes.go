@@ -7,7 +7,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // route is one page below /data/private/, a tool or a schema: the path below them, the
@@ -32,7 +32,7 @@ type route[H any] struct {
 type pageFunc func(c *Console, w http.ResponseWriter, r *http.Request, q *req)
 
 // schemaFunc answers a page of a schema the user may read.
-type schemaFunc func(c *Console, w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema)
+type schemaFunc func(c *Console, w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema)
 
 var (
 	get     = []string{http.MethodGet}

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -17,7 +17,7 @@ type tool struct {
 	Icon  string
 	// Allowed reports whether auth may open the tool; nil allows every caller with
 	// p_data_access. A caller without it gets 403, and no sidebar link.
-	Allowed func(auth *store.Auth) bool
+	Allowed func(auth *model.Auth) bool
 	// Documents marks a tool whose forms carry load documents: its requests may be as
 	// large as the API's (Options.MaxBody) instead of 1 MiB.
 	Documents bool
@@ -50,7 +50,7 @@ func init() {
 				{Path: "", Methods: get, Serve: (*Console).pipelineList},
 				{Path: ":name", Methods: getPost, Serve: (*Console).pipelinePage},
 			}},
-		{Name: "task", Title: "Tasks", Icon: "fa-tasks", Allowed: func(a *store.Auth) bool { return a.Has(tasks.PermRun) },
+		{Name: "task", Title: "Tasks", Icon: "fa-tasks", Allowed: func(a *model.Auth) bool { return a.Has(tasks.PermRun) },
 			NoRunner: "Tasks cannot be shown here: the task runner is not available.", Routes: []route[pageFunc]{
 				{Path: "", Methods: get, Serve: (*Console).taskList},
 				{Path: ":handle", Methods: get, Serve: (*Console).taskPage},
@@ -58,11 +58,11 @@ func init() {
 				{Path: ":handle/cancel", Methods: post, Serve: (*Console).taskCancel},
 			}},
 		{Name: "import", Title: "Import", Icon: "fa-upload", Documents: true,
-			Allowed: func(a *store.Auth) bool { return a.Has("p_data_import") }, Routes: []route[pageFunc]{
+			Allowed: func(a *model.Auth) bool { return a.Has("p_data_import") }, Routes: []route[pageFunc]{
 				{Path: "", Methods: getPost, Serve: (*Console).importTool},
 			}},
 		{Name: "code_editor", Title: "Code editor", Icon: "fa-code", Documents: true,
-			Allowed: func(a *store.Auth) bool { return a.Has("p_code_editor") }, Routes: []route[pageFunc]{
+			Allowed: func(a *model.Auth) bool { return a.Has("p_code_editor") }, Routes: []route[pageFunc]{
 				{Path: "", Methods: getPost, Serve: (*Console).codeEditor},
 			}},
 		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, Routes: []route[pageFunc]{
@@ -112,13 +112,13 @@ func (t *tool) serve(c *Console, w http.ResponseWriter, r *http.Request, q *req,
 	}
 }
 
-func (t *tool) allowed(auth *store.Auth) bool {
+func (t *tool) allowed(auth *model.Auth) bool {
 	return auth.Has("p_data_access") && (t.Allowed == nil || t.Allowed(auth))
 }
 
 // toolLinks are the sidebar links of the tools auth may open that no `_home` entry
 // already links to.
-func toolLinks(auth *store.Auth, linked map[string]bool) []homeEntry {
+func toolLinks(auth *model.Auth, linked map[string]bool) []homeEntry {
 	var out []homeEntry
 	for i := range tools {
 		t := &tools[i]

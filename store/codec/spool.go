@@ -1,4 +1,4 @@
-package store
+package codec
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"dataservice/store/model"
 )
@@ -25,7 +26,7 @@ type Body struct {
 	path    string   // set while the file could not be removed at once
 	size    int64
 	stream  bool
-	entries []*Entry // the body parsed whole, when it does not stream
+	entries []*model.Entry // the body parsed whole, when it does not stream
 	// Entries is the number of entries of the body.
 	Entries int
 	// Warnings are the lenient parser's repairs (a body parsed whole).
@@ -147,7 +148,7 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 	w := &spoolWriter{b: b}
 	tee := io.TeeReader(rr, w)
 	n := 0
-	err := streamDocument(b.name, tee, MaxYAMLBody, func(*Entry) error {
+	err := streamDocument(b.name, tee, MaxYAMLBody, func(*model.Entry) error {
 		if maxEntries > 0 && n >= maxEntries {
 			return tooManyEntries(b.name, maxEntries)
 		}
@@ -155,8 +156,8 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 		return nil
 	})
 	switch {
-	case w.err != nil && isDiskFull(w.err):
-		return diskFullError("the load body spooled in "+b.spoolDir(), w.err)
+	case w.err != nil && noSpace(w.err):
+		return model.DiskFullError("the load body spooled in "+b.spoolDir(), w.err)
 	case w.err != nil:
 		return fmt.Errorf("spool load body: %w", w.err)
 	case rr.err != nil:
@@ -172,8 +173,8 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 		if rr.err != nil {
 			return &BodyReadError{rr.err}
 		}
-		if isDiskFull(err) {
-			return diskFullError("the load body spooled in "+b.spoolDir(), err)
+		if noSpace(err) {
+			return model.DiskFullError("the load body spooled in "+b.spoolDir(), err)
 		}
 		return fmt.Errorf("spool load body: %w", err)
 	}
@@ -204,7 +205,7 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 
 // Each calls yield with every entry of the body in order (a LoadStream source),
 // reading a streamed body back from its file.
-func (b *Body) Each(yield func(*Entry) error) error {
+func (b *Body) Each(yield func(*model.Entry) error) error {
 	if !b.stream {
 		for _, e := range b.entries {
 			if err := yield(e); err != nil {
@@ -214,7 +215,7 @@ func (b *Body) Each(yield func(*Entry) error) error {
 		return nil
 	}
 	var fnErr error
-	err := streamDocument(b.name, b.reader(), MaxYAMLBody, func(e *Entry) error {
+	err := streamDocument(b.name, b.reader(), MaxYAMLBody, func(e *model.Entry) error {
 		fnErr = yield(e)
 		return fnErr
 	})
@@ -237,3 +238,7 @@ func (b *Body) Close() error {
 	}
 	return err
 }
+
+// noSpace reports whether err is the system's ENOSPC: the filesystem holding the
+// spooled body is full.
+func noSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }
