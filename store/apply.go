@@ -280,7 +280,7 @@ func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, d
 	if dryRun {
 		return nil, tx.CheckRename(ctx, s, &at, newKey)
 	}
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT apply_rename"); err != nil {
+	if _, err := tx.execContext(ctx, "SAVEPOINT apply_rename"); err != nil {
 		return nil, fmt.Errorf("rename %s %s: %w", s.Keyname, old.Keyname, err)
 	}
 	var warnings []string
@@ -295,9 +295,9 @@ func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, d
 		return err
 	}()
 	if err != nil {
-		tx.ExecContext(ctx, "ROLLBACK TO apply_rename")
+		tx.execContext(ctx, "ROLLBACK TO apply_rename")
 	}
-	tx.ExecContext(ctx, "RELEASE apply_rename")
+	tx.execContext(ctx, "RELEASE apply_rename")
 	if err != nil {
 		return nil, err
 	}

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"syscall"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // EDiskFull is the code of a write that failed because the filesystem holding the
@@ -15,16 +12,6 @@ import (
 // space left. It is the operator's problem, not the caller's, and not a bug: the
 // server answers 507 with a message naming the file.
 const EDiskFull = "disk_full"
-
-// isDiskFull reports whether err is SQLite's SQLITE_FULL (any extended code) or the
-// system's ENOSPC.
-func isDiskFull(err error) bool {
-	var e *sqlite.Error
-	if errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_FULL {
-		return true
-	}
-	return errors.Is(err, syscall.ENOSPC)
-}
 
 // diskFullError is the EDiskFull error of cause, naming what could not be written.
 func diskFullError(what string, cause error) *Error {

@@ -150,7 +150,7 @@ func (db *DB) SubnetUsage(ctx context.Context, p netip.Prefix) (used int, usable
 // IPsInRange returns up to limit ipam_ip instances whose address is in r, in address
 // order (an index range scan).
 func (db *DB) IPsInRange(ctx context.Context, r IPRange, limit int) ([]*Instance, error) {
-	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM instances i WHERE "+ipKeyRange+
+	rows, err := db.reader().queryContext(ctx, "SELECT "+instanceColsI+" FROM instances i WHERE "+ipKeyRange+
 		" ORDER BY i.keyname LIMIT ?", hexIPOf(r.First), hexIPOf(r.Last), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list addresses %s-%s: %w", IPv4String(r.First), IPv4String(r.Last), err)
@@ -255,7 +255,7 @@ func (db *DB) SubnetsContaining(ctx context.Context, a uint32) ([]Subnet, error)
 	for bits := 0; bits <= 32; bits++ {
 		args = append(args, netip.PrefixFrom(addr, bits).Masked().String())
 	}
-	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM instances i WHERE i.classname = 'ipam_subnet' AND i.keyname IN (?"+
+	rows, err := db.reader().queryContext(ctx, "SELECT "+instanceColsI+" FROM instances i WHERE i.classname = 'ipam_subnet' AND i.keyname IN (?"+
 		strings.Repeat(", ?", len(args)-1)+")", args...)
 	if err != nil {
 		return nil, fmt.Errorf("subnets containing %s: %w", addr, err)

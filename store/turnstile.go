@@ -224,7 +224,7 @@ func (db *DB) execWriter(ctx context.Context, query string, args ...any) (sql.Re
 		return nil, err
 	}
 	defer leave()
-	return conn.ExecContext(ctx, query, args...)
+	return conn.ExecContext(ctx, db.dia.rebind(query), args...)
 }
 
 // testHold is how long HoldForTest makes each item of a batched writer take (tests
