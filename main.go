@@ -27,6 +27,7 @@ import (
 	"dataservice/builtin"
 	"dataservice/server"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -584,15 +585,15 @@ func (c *cli) load(ctx context.Context, args []string, action string, dryrun boo
 		return err
 	}
 	defer db.Close()
-	opts := store.LoadOptions{Action: action, DryRun: dryrun}
+	opts := store.LoadOptions{Action: model.Action(action), DryRun: dryrun}
 	if pipe != "" {
 		// The API's load-time pipeline, with its checks: a disabled pipeline or one
 		// whose content does not parse is refused, as it is there.
 		if opts.Transform, err = db.LoadTransform(ctx, store.SystemAuth(), pipe); err != nil {
 			switch store.ErrorCode(err) {
-			case store.ENotFound:
+			case model.ENotFound:
 				return fmt.Errorf("pipeline %q not found", pipe)
-			case store.EInternal:
+			case model.EInternal:
 				return err
 			}
 			return errors.New(store.ErrorMessage(err))

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // LevelCritical is the log level of critical messages (above Error).
@@ -264,7 +265,7 @@ func (s *starter) seedAPIKey(ctx context.Context, tx *store.Migration) error {
 	next.Data = cloneData(in.Data)
 	next.Data["secret"] = store.HashSecret(s.o.APIKeySecret)
 	s.log.Info("built-in API key secret seeded", "key", "api_builtin")
-	_, err = tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: store.ActionUpdate})
+	_, err = tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: model.ActionUpdate})
 	return err
 }
 
@@ -304,7 +305,7 @@ func (s *starter) forceAdmin(ctx context.Context, tx *store.Migration) error {
 	if !changed {
 		return nil
 	}
-	_, err = tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: store.ActionUpdate})
+	_, err = tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: model.ActionUpdate})
 	return err
 }
 

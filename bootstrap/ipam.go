@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // block480 converts ipam_ip to keyname mode hexip: every instance whose keyname is a
@@ -40,7 +41,7 @@ func (s *starter) block480(ctx context.Context, tx *store.Migration) error {
 			dotted := in.Keyname // ConvertKeyname updates in.Keyname to hex
 			hex, _ := store.HexIP(dotted)
 			err := tx.ConvertKeyname(ctx, in, hex, dotted)
-			if store.ErrorCode(err) == store.EConflict {
+			if store.ErrorCode(err) == model.EConflict {
 				s.log.Warn("4.8.0: hex keyname already exists; dotted ipam_ip left as is",
 					"keyname", dotted, "hex", hex)
 				skipped++
@@ -145,7 +146,7 @@ func (s *starter) block490(ctx context.Context, tx *store.Migration) error {
 				}
 				old := in.Keyname
 				err := tx.ConvertKeyname(ctx, in, cidr, in.Displayname)
-				if store.ErrorCode(err) == store.EConflict {
+				if store.ErrorCode(err) == model.EConflict {
 					// Taken, perhaps by an instance a later pass renames away.
 					conflicts[in.ID] = old + " -> " + cidr + ": ipam_subnet " + cidr + " already exists"
 					continue

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // ErrReloadEntries marks a reload whose named entries were missing from the file or
@@ -72,7 +73,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 			missing = append(missing, it)
 		}
 	}
-	res, err := tx.Load(ctx, pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
+	res, err := tx.Load(ctx, pick, store.LoadOptions{Action: model.Action(action), System: true, NoRevisions: true})
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}

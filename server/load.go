@@ -11,6 +11,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // readBody reads the whole (size-limited) body; it answers 413 or 400 itself.
@@ -33,10 +34,10 @@ func (s *server) loadOptions(w http.ResponseWriter, r *http.Request) (store.Load
 	q := r.URL.Query()
 	p := principalOf(r)
 	opts := store.LoadOptions{Auth: p.auth, DryRun: ParseDryRun(q.Get("dryrun"))}
-	if a := strings.ToLower(strings.TrimSpace(q.Get("action"))); a != "" {
+	if a := model.Action(strings.ToLower(strings.TrimSpace(q.Get("action")))); a != "" {
 		switch a {
-		case store.ActionCreate, store.ActionUpdate, store.ActionInit, store.ActionDelete, store.ActionEnable,
-			store.ActionDisable, store.ActionNoop:
+		case model.ActionCreate, model.ActionUpdate, model.ActionInit, model.ActionDelete, model.ActionEnable,
+			model.ActionDisable, model.ActionNoop:
 			opts.Action = a
 		default:
 			s.writeError(w, r, http.StatusBadRequest, "action must be create, update, init, delete, enable, disable or noop")
@@ -122,7 +123,7 @@ func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*stor
 func (s *server) runLoadFrom(w http.ResponseWriter, r *http.Request, source func(yield func(*store.Entry) error) error,
 	opts store.LoadOptions, warnings []string) {
 	res, err := s.db.LoadStream(r.Context(), source, opts)
-	if store.ErrorCode(err) == store.EDiskFull && res != nil && !res.DryRun {
+	if store.ErrorCode(err) == model.EDiskFull && res != nil && !res.DryRun {
 		// Logged once per episode by the store; the client learns how to complete it.
 		s.writeError(w, r, http.StatusInsufficientStorage, fmt.Sprintf("%s; %d entries of this load were committed "+
 			"before it: sending the same body again completes the load", store.ErrorMessage(s.db.NoSpace(err)), res.Loaded()))

@@ -1,10 +1,7 @@
 package store
 
-// Write kinds a permission check distinguishes.
-const (
-	OpCreate = "create"
-	OpUpdate = "update"
-	OpDelete = "delete"
+import (
+	"dataservice/store/model"
 )
 
 // Permissions the access checks name.
@@ -44,26 +41,26 @@ func ClassPermissions() map[string]string {
 // classPermission is the permission a load needs for a built-in class, or "".
 func classPermission(cls string) string { return classPermissions[cls] }
 
-// dataPermission is the permission a write of kind op (OpCreate, OpUpdate, OpDelete)
+// dataPermission is the permission a write of kind op (model.ActionCreate, model.ActionUpdate, model.ActionDelete)
 // to an instance of s needs.
-func dataPermission(s *Schema, op string) string {
+func dataPermission(s *Schema, op model.Action) string {
 	var own string
 	switch op {
-	case OpCreate:
+	case model.ActionCreate:
 		own = s.PCreate
-	case OpUpdate:
+	case model.ActionUpdate:
 		own = s.PUpdate
-	case OpDelete:
+	case model.ActionDelete:
 		own = s.PDelete
 	}
 	if own != "" {
 		return own
 	}
-	return "p_data_" + op
+	return "p_data_" + string(op)
 }
 
 // CanWrite reports whether auth may make a write of kind op to instances of s.
-func CanWrite(auth *Auth, s *Schema, op string) bool {
+func CanWrite(auth *Auth, s *Schema, op model.Action) bool {
 	if auth == nil {
 		return true
 	}
@@ -100,9 +97,9 @@ func canRename(auth *Auth) bool { return auth == nil || auth.Has(PermKeynameRena
 
 // authorizeWrite is the one permission decision of the apply path: nil when auth may
 // make a write of kind op to instances of s, else the forbidden error.
-func authorizeWrite(auth *Auth, s *Schema, op string) error {
+func authorizeWrite(auth *Auth, s *Schema, op model.Action) error {
 	if !CanWrite(auth, s, op) {
-		return Errorf(EForbidden, "permission denied: %s of %s", op, s.Keyname)
+		return model.Errorf(model.EForbidden, "permission denied: %s of %s", op, s.Keyname)
 	}
 	return nil
 }

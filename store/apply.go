@@ -7,17 +7,7 @@ import (
 	"unicode/utf8"
 
 	"dataservice/internal/clip"
-)
-
-// Actions an entry may ask for (its `_action`).
-const (
-	ActionCreate  = "create"
-	ActionUpdate  = "update"
-	ActionInit    = "init"
-	ActionDelete  = "delete"
-	ActionEnable  = "enable"
-	ActionDisable = "disable"
-	ActionNoop    = "noop"
+	"dataservice/store/model"
 )
 
 // Write is one change asked of an instance: the input of the apply path, which the
@@ -32,8 +22,8 @@ type Write struct {
 	// Keyname other than Old's is a cascading rename. Apply validates it and may
 	// normalize it in place. Ignored by delete, enable, disable and noop.
 	New *Instance
-	// Action is one of the Action constants.
-	Action string
+	// Action is what the write does.
+	Action model.Action
 
 	// validated is set by the loader, which built New with buildInstance.
 	validated bool
@@ -98,32 +88,32 @@ func (db *DB) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
 	if opts.Migration {
 		if !opts.System || opts.Auth != nil && opts.Auth.Kind != AuthSystem {
-			return Outcome{}, Errorf(EForbidden, "permission denied: a migration write needs the system identity")
+			return Outcome{}, model.Errorf(model.EForbidden, "permission denied: a migration write needs the system identity")
 		}
 		v := *tx
 		v.rev.Off, v.migration = true, true
 		tx = &v
 	}
 	switch w.Action {
-	case ActionNoop:
+	case model.ActionNoop:
 		return Outcome{Result: OutSkipped}, nil
-	case ActionDelete:
+	case model.ActionDelete:
 		return tx.applyDelete(ctx, w, opts)
-	case ActionEnable, ActionDisable:
+	case model.ActionEnable, model.ActionDisable:
 		return tx.applyEnabled(ctx, w, opts)
-	case ActionInit:
+	case model.ActionInit:
 		if w.Old != nil {
 			return Outcome{Result: OutUnchanged}, nil
 		}
-	case ActionCreate, ActionUpdate:
-		if w.Old == nil && w.Action == ActionUpdate {
-			return Outcome{}, Errorf(ENotFound, "%s %s not found", w.Schema.Keyname, clip.Quote(keyOf(w)))
+	case model.ActionCreate, model.ActionUpdate:
+		if w.Old == nil && w.Action == model.ActionUpdate {
+			return Outcome{}, model.Errorf(model.ENotFound, "%s %s not found", w.Schema.Keyname, clip.Quote(keyOf(w)))
 		}
 	default:
-		return Outcome{}, Errorf(EInvalid, "unknown _action %s", clip.Quote(w.Action))
+		return Outcome{}, model.Errorf(model.EInvalid, "unknown _action %s", clip.Quote(string(w.Action)))
 	}
 	if w.New == nil {
-		return Outcome{}, Errorf(EInvalid, "%s: %s needs the new state", w.Schema.Keyname, w.Action)
+		return Outcome{}, model.Errorf(model.EInvalid, "%s: %s needs the new state", w.Schema.Keyname, w.Action)
 	}
 	if w.Old == nil {
 		return tx.applyCreate(ctx, w, opts)
@@ -137,14 +127,14 @@ func (tx *Tx) applyDelete(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	if old == nil {
 		return Outcome{Result: OutUnchanged}, nil
 	}
-	if err := authorizeWrite(opts.Auth, s, OpDelete); err != nil {
+	if err := authorizeWrite(opts.Auth, s, model.ActionDelete); err != nil {
 		return Outcome{}, err
 	}
 	if err := tx.containGrant(ctx, opts.Auth, s, old, nil); err != nil {
 		return Outcome{}, err
 	}
 	if isAdminAccount(s, old) && !opts.System {
-		return Outcome{}, Errorf(EForbidden, "the admin account cannot be deleted")
+		return Outcome{}, model.Errorf(model.EForbidden, "the admin account cannot be deleted")
 	}
 	if !opts.DryRun {
 		if err := tx.deleteInstance(ctx, s, old); err != nil {
@@ -158,13 +148,13 @@ func (tx *Tx) applyDelete(ctx context.Context, w Write, opts ApplyOptions) (Outc
 func (tx *Tx) applyEnabled(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
 	s, old := w.Schema, w.Old
 	if old == nil {
-		return Outcome{}, Errorf(ENotFound, "%s %s not found", s.Keyname, clip.Quote(keyOf(w)))
+		return Outcome{}, model.Errorf(model.ENotFound, "%s %s not found", s.Keyname, clip.Quote(keyOf(w)))
 	}
-	want := w.Action == ActionEnable
+	want := w.Action == model.ActionEnable
 	if old.IsEnabled == want {
 		return Outcome{Result: OutUnchanged}, nil
 	}
-	if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
+	if err := authorizeWrite(opts.Auth, s, model.ActionUpdate); err != nil {
 		return Outcome{}, err
 	}
 	if err := tx.containGrant(ctx, opts.Auth, s, old, nil); err != nil {
@@ -195,7 +185,7 @@ func (tx *Tx) applyCreate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 		}
 		*w.New = *next
 	}
-	if err := authorizeWrite(opts.Auth, s, OpCreate); err != nil {
+	if err := authorizeWrite(opts.Auth, s, model.ActionCreate); err != nil {
 		return Outcome{}, err
 	}
 	if err := tx.containGrant(ctx, opts.Auth, s, nil, next); err != nil {
@@ -204,7 +194,7 @@ func (tx *Tx) applyCreate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	if opts.DryRun {
 		return Outcome{Result: OutCreated}, nil
 	}
-	inserted, warnings, err := tx.write(ctx, s, nil, next, ActionCreate, mustJSON(next.Data), w.ifAbsent)
+	inserted, warnings, err := tx.write(ctx, s, nil, next, model.ActionCreate, mustJSON(next.Data), w.ifAbsent)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -238,7 +228,7 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 		return Outcome{Result: OutUnchanged}, nil
 	}
 	if changed {
-		if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
+		if err := authorizeWrite(opts.Auth, s, model.ActionUpdate); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -247,11 +237,11 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	}
 	if renamed {
 		if !canRename(opts.Auth) {
-			return Outcome{}, Errorf(EForbidden, "permission denied: renaming needs %s", PermKeynameRename)
+			return Outcome{}, model.Errorf(model.EForbidden, "permission denied: renaming needs %s", PermKeynameRename)
 		}
 		if isAdminAccount(s, old) {
 			// The start-up sequence manages the account by this login.
-			return Outcome{}, Errorf(EForbidden, "the admin account cannot be renamed")
+			return Outcome{}, model.Errorf(model.EForbidden, "the admin account cannot be renamed")
 		}
 		if err := tx.checkRenameReach(ctx, opts.Auth, s, old); err != nil {
 			return Outcome{}, err
@@ -262,7 +252,7 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	out := Outcome{Result: OutUpdated}
 	if !opts.DryRun {
 		var err error
-		if _, out.Warnings, err = tx.write(ctx, s, old, next, ActionUpdate, data, false); err != nil {
+		if _, out.Warnings, err = tx.write(ctx, s, old, next, model.ActionUpdate, data, false); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -287,7 +277,7 @@ func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, d
 	err := func() error {
 		if changed {
 			var err error
-			if _, warnings, err = tx.write(ctx, s, old, &at, ActionUpdate, data, false); err != nil {
+			if _, warnings, err = tx.write(ctx, s, old, &at, model.ActionUpdate, data, false); err != nil {
 				return err
 			}
 		}
@@ -318,7 +308,7 @@ func (tx *Tx) validateNew(ctx context.Context, s *Schema, next *Instance) (*Inst
 // entryOfInstance is the load entry that creates in.
 func entryOfInstance(s *Schema, in *Instance) *Entry {
 	e := &Entry{Fields: make(map[string]any, len(in.Data)), Classname: s.Keyname, Keyname: in.Keyname,
-		Displayname: in.Displayname, HasDisplayname: true, Action: ActionCreate}
+		Displayname: in.Displayname, HasDisplayname: true, Action: model.ActionCreate}
 	enabled := in.IsEnabled
 	e.IsEnabled = &enabled
 	for k, v := range in.Data {

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"dataservice/store/model"
 )
 
 // Auth is an authorisation context: who acts and which permissions they hold. It is
@@ -281,10 +283,10 @@ func (db *DB) KeyAuth(ctx context.Context, keyname string) (*Auth, *Instance, er
 		return nil, nil, err
 	}
 	if !in.IsEnabled {
-		return nil, in, Errorf(EUnauthorized, "API key disabled")
+		return nil, in, model.Errorf(model.EUnauthorized, "API key disabled")
 	}
 	if exp, _ := in.Data["expires"].(string); exp != "" && db.Now().UTC().Format("2006-01-02") > exp {
-		return nil, in, Errorf(EUnauthorized, "API key expired")
+		return nil, in, model.Errorf(model.EUnauthorized, "API key expired")
 	}
 	a := &Auth{Kind: AuthAPIKey, Name: keyname, KeyID: in.ID}
 	a.All, a.Perms, a.Deny, err = db.KeyPermissions(ctx, stringList(in.Data["permissions"]))
@@ -307,10 +309,10 @@ func (db *DB) Refresh(ctx context.Context, a *Auth) (*Auth, error) {
 	case AuthUser:
 		u, err := db.Instance(ctx, "_user", a.Name)
 		if err != nil {
-			return nil, Errorf(EForbidden, "user %s no longer exists", a.Name)
+			return nil, model.Errorf(model.EForbidden, "user %s no longer exists", a.Name)
 		}
 		if !u.IsEnabled {
-			return nil, Errorf(EForbidden, "user %s is disabled", a.Name)
+			return nil, model.Errorf(model.EForbidden, "user %s is disabled", a.Name)
 		}
 		return db.UserAuth(ctx, a.Name)
 	case AuthAPIKey:
@@ -321,13 +323,13 @@ func (db *DB) Refresh(ctx context.Context, a *Auth) (*Auth, error) {
 		if a.KeyID != 0 {
 			in, err := db.InstanceByID(ctx, "_apikey", a.KeyID)
 			if err != nil {
-				return nil, Errorf(EForbidden, "API key %s is no longer valid", a.Name)
+				return nil, model.Errorf(model.EForbidden, "API key %s is no longer valid", a.Name)
 			}
 			name = in.Keyname
 		}
 		k, _, err := db.KeyAuth(ctx, name)
 		if err != nil || (a.KeyID != 0 && k.KeyID != a.KeyID) {
-			return nil, Errorf(EForbidden, "API key %s is no longer valid", a.Name)
+			return nil, model.Errorf(model.EForbidden, "API key %s is no longer valid", a.Name)
 		}
 		return k, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // membershipDoc: alice is listed by a role directly; bob reaches a role through the
@@ -90,7 +91,7 @@ func TestUserAuth(t *testing.T) {
 	}
 	t.Run("unknown login is not found", func(t *testing.T) {
 		_, err := db.UserAuth(ctx, "ghost")
-		if got, want := store.ErrorCode(err), store.ENotFound; got != want {
+		if got, want := store.ErrorCode(err), model.ENotFound; got != want {
 			t.Fatalf("error code: got %q (%v), want %q", got, want, err)
 		}
 	})

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the CGO-free SQLite driver (dialect_sqlite.go)
+
+	"dataservice/store/model"
 )
 
 // DB is the SQLite file. Writes go through one connection; reads use a small pool.
@@ -535,7 +537,7 @@ func (db *DB) WithTxAs(ctx context.Context, rev Revisions, fn func(tx *Tx) error
 // complete: a crash mid-copy must not leave a truncated file under a backup's name.
 func (db *DB) Backup(ctx context.Context, dest string) error {
 	if _, err := os.Stat(dest); err == nil {
-		return Errorf(EConflict, "backup %s: file exists", dest)
+		return model.Errorf(model.EConflict, "backup %s: file exists", dest)
 	}
 	// The copy goes to an empty file (VACUUM INTO accepts an existing file only then).
 	f, err := os.CreateTemp(filepath.Dir(dest), filepath.Base(dest)+".*.partial")

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"dataservice/store/model"
 )
 
 // maxExpansion bounds the values aliases may expand to in one body, over all its
@@ -47,7 +49,7 @@ func parseDocument(name string, data []byte, d *decoder) ([]*Entry, error) {
 			break
 		}
 		if err != nil {
-			return nil, Errorf(EInvalid, "%s: invalid YAML/JSON: %s", name, yamlErrorText(err))
+			return nil, model.Errorf(model.EInvalid, "%s: invalid YAML/JSON: %s", name, yamlErrorText(err))
 		}
 		if len(root.Content) == 0 {
 			continue
@@ -63,9 +65,9 @@ func parseDocument(name string, data []byte, d *decoder) ([]*Entry, error) {
 			if n.Tag == "!!null" {
 				continue
 			}
-			return nil, Errorf(EInvalid, "%s: document is not a list of objects", name)
+			return nil, model.Errorf(model.EInvalid, "%s: document is not a list of objects", name)
 		case yaml.AliasNode:
-			return nil, Errorf(EInvalid, "%s: document is not a list of objects", name)
+			return nil, model.Errorf(model.EInvalid, "%s: document is not a list of objects", name)
 		}
 		for _, it := range items {
 			e := &Entry{File: name, Index: len(out) + 1}
@@ -76,7 +78,7 @@ func parseDocument(name string, data []byte, d *decoder) ([]*Entry, error) {
 			}
 			m, order, err := d.mapping(it)
 			if err != nil {
-				return nil, Errorf(EInvalid, "%s: entry %d: %v", name, e.Index, err)
+				return nil, model.Errorf(model.EInvalid, "%s: entry %d: %v", name, e.Index, err)
 			}
 			e.Fields, e.Order = m, order
 			out = append(out, e)

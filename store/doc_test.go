@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // entryText renders the fields of an entry in key order with their Go types.
@@ -140,7 +141,7 @@ func TestParseDocumentErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("parse: got %d entries, want an error", len(entries))
 			}
-			if got, want := store.ErrorCode(err), store.EInvalid; got != want {
+			if got, want := store.ErrorCode(err), model.EInvalid; got != want {
 				t.Fatalf("error code: got %q, want %q", got, want)
 			}
 			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "doc.yml") {
@@ -258,7 +259,7 @@ func FuzzParseDocument(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		entries, err := store.ParseDocument("fuzz", data)
 		if err != nil {
-			if got, want := store.ErrorCode(err), store.EInvalid; got != want {
+			if got, want := store.ErrorCode(err), model.EInvalid; got != want {
 				t.Fatalf("error code: got %q, want %q (%v)", got, want, err)
 			}
 			return
@@ -320,8 +321,8 @@ func TestParseBodyJSONMatchesYAML(t *testing.T) {
 	if g, w := fmt.Sprintf("%#v", entryShapes(got)), fmt.Sprintf("%#v", entryShapes(want)); g != w {
 		t.Fatalf("streamed JSON:\n%s\nYAML parser:\n%s", g, w)
 	}
-	if _, _, err := store.ParseBody("b", []byte(body), 1); store.ErrorCode(err) != store.ETooLarge {
-		t.Fatalf("two entries over a bound of one: got %v, want %s", err, store.ETooLarge)
+	if _, _, err := store.ParseBody("b", []byte(body), 1); store.ErrorCode(err) != model.ETooLarge {
+		t.Fatalf("two entries over a bound of one: got %v, want %s", err, model.ETooLarge)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"dataservice/store/model"
 )
 
 // A dry-run load never takes the database's writer. It reads the database through one
@@ -327,13 +329,11 @@ func dryNoSpace(dir string, err error) error {
 	if err == nil || !isDiskFull(err) {
 		return err
 	}
-	var e *Error
-	if errors.As(err, &e) && (e.Code != EDiskFull || e.dryRun) {
+	var e *model.Error
+	if errors.As(err, &e) && (e.Code != model.EDiskFull || dryRunFull(err)) {
 		return err
 	}
-	e = diskFullError("the dry run's private database in "+dir, err)
-	e.dryRun = true
-	return e
+	return &dryDiskFull{diskFullError("the dry run's private database in "+dir, err)}
 }
 
 // copyRows inserts the rows query reads from the snapshot into table, column by name.

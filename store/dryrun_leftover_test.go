@@ -12,6 +12,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // TestDryRunLeftoversRemovedAtOpen: a dry run's directory left behind by a killed
@@ -125,7 +126,7 @@ func TestDryRunDiskFullIsItsOwn(t *testing.T) {
 	}
 	_, err = db.Load(t.Context(), entries, store.LoadOptions{DryRun: true})
 	msg := store.ErrorMessage(err)
-	if store.ErrorCode(err) != store.EDiskFull || !strings.Contains(msg, "holding the dry run's private database in "+db.Path()+".dryrun-") {
+	if store.ErrorCode(err) != model.EDiskFull || !strings.Contains(msg, "holding the dry run's private database in "+db.Path()+".dryrun-") {
 		t.Fatalf("dry run on a full disk: %v (%s), want the disk-full error naming the dry run's directory", err, store.ErrorCode(err))
 	}
 	if db.DiskFull() || db.NoSpace(err) != err || db.DiskFull() {

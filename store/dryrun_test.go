@@ -13,6 +13,7 @@ import (
 	"dataservice/internal/testkit"
 	"dataservice/rules"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // dependentLoad is a load whose later entries depend on earlier ones: schemas it
@@ -352,7 +353,7 @@ func TestDryRunRenameSeesSnapshotReferences(t *testing.T) {
 		}
 		next4 := *f4
 		next4.Data = map[string]any{"at": []any{from, "p1"}}
-		if _, err := tx.Apply(ctx, store.Write{Schema: fs, Old: f4, New: &next4, Action: store.ActionUpdate}, store.ApplyOptions{}); err != nil {
+		if _, err := tx.Apply(ctx, store.Write{Schema: fs, Old: f4, New: &next4, Action: model.ActionUpdate}, store.ApplyOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		old, err := tx.Instance(ctx, "place", from)
@@ -361,7 +362,7 @@ func TestDryRunRenameSeesSnapshotReferences(t *testing.T) {
 		}
 		next := *old
 		next.Keyname = to
-		out, err := tx.Apply(ctx, store.Write{Schema: s, Old: old, New: &next, Action: store.ActionUpdate}, store.ApplyOptions{Auth: auth})
+		out, err := tx.Apply(ctx, store.Write{Schema: s, Old: old, New: &next, Action: model.ActionUpdate}, store.ApplyOptions{Auth: auth})
 		var refs []string
 		for _, cls := range []string{"locked", "free"} {
 			for i := 1; i <= 4; i++ {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // Entry is one object of a load document: its keys in Fields, their order in Order,
@@ -19,7 +20,7 @@ type Entry struct {
 	Displayname    string
 	HasDisplayname bool
 	IsEnabled      *bool
-	Action         string
+	Action         model.Action
 
 	transformed bool // LoadOptions.Transform has run on it
 }
@@ -71,12 +72,12 @@ func (e *Entry) syncOrder() {
 }
 
 // prepare reads the header keys; action overrides _action when non-empty.
-func (e *Entry) prepare(action string) error {
+func (e *Entry) prepare(action model.Action) error {
 	e.syncOrder()
 	cls, ok := e.Fields["classname"].(string)
 	cls = strings.TrimSpace(cls)
 	if !ok || cls == "" {
-		return Errorf(EInvalid, "entry has no classname")
+		return model.Errorf(model.EInvalid, "entry has no classname")
 	}
 	e.Classname = cls
 	kv := e.Fields["keyname"]
@@ -85,14 +86,14 @@ func (e *Entry) prepare(action string) error {
 	}
 	k, ok := scalarText(kv)
 	if !ok {
-		return Errorf(EInvalid, "keyname must be a scalar")
+		return model.Errorf(model.EInvalid, "keyname must be a scalar")
 	}
 	e.Keyname = strings.TrimSpace(k)
 	e.HasDisplayname = false
 	if d, present := e.Fields["displayname"]; present {
 		t, ok := scalarText(d)
 		if !ok {
-			return Errorf(EInvalid, "displayname must be a scalar")
+			return model.Errorf(model.EInvalid, "displayname must be a scalar")
 		}
 		e.Displayname, e.HasDisplayname = t, true
 	}
@@ -102,25 +103,25 @@ func (e *Entry) prepare(action string) error {
 		if !ok {
 			t, scalar := scalarText(v)
 			if b, ok = BoolWord(t); !ok || !scalar {
-				return Errorf(EInvalid, "is_enabled %s is not a boolean", clip.Quote(t))
+				return model.Errorf(model.EInvalid, "is_enabled %s is not a boolean", clip.Quote(t))
 			}
 		}
 		e.IsEnabled = &b
 	}
-	e.Action = ActionCreate
+	e.Action = model.ActionCreate
 	if a, present := e.Fields["_action"]; present && a != nil {
 		t, _ := scalarText(a)
-		e.Action = strings.ToLower(strings.TrimSpace(t))
+		e.Action = model.Action(strings.ToLower(strings.TrimSpace(t)))
 	}
 	if action != "" {
 		e.Action = action
 	}
 	switch e.Action {
-	case ActionCreate, ActionUpdate, ActionInit, ActionDelete, ActionEnable, ActionDisable, ActionNoop:
+	case model.ActionCreate, model.ActionUpdate, model.ActionInit, model.ActionDelete, model.ActionEnable, model.ActionDisable, model.ActionNoop:
 	case "create_or_update":
-		e.Action = ActionCreate
+		e.Action = model.ActionCreate
 	default:
-		return Errorf(EInvalid, "unknown _action %s", clip.Quote(e.Action))
+		return model.Errorf(model.EInvalid, "unknown _action %s", clip.Quote(string(e.Action)))
 	}
 	return nil
 }

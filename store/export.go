@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // InstanceDoc renders an instance in the load format: header keys, then the schema's
@@ -88,7 +89,7 @@ func (db *DB) external(ctx context.Context, auth *Auth, s *Schema, in *Instance,
 // and all their instances in the load format, as YAML or JSON. Secrets never appear.
 func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format string) error {
 	if format != "yaml" && format != "json" {
-		return Errorf(EInvalid, "unknown export format %s (yaml or json)", clip.Quote(format))
+		return model.Errorf(model.EInvalid, "unknown export format %s (yaml or json)", clip.Quote(format))
 	}
 	var schemas []*Schema
 	for _, n := range names {

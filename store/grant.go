@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // grantClasses are the classes whose instances confer permissions on someone.
@@ -61,7 +62,7 @@ func (tx *Tx) containGrant(ctx context.Context, auth *Auth, s *Schema, old, next
 			return err
 		}
 		if extra := g.beyond(auth); len(extra) > 0 {
-			return Errorf(EForbidden, "permission denied: %s %s would grant permissions you do not hold (%s)",
+			return model.Errorf(model.EForbidden, "permission denied: %s %s would grant permissions you do not hold (%s)",
 				s.Keyname, clip.Text(in.Keyname), clip.Text(strings.Join(extra, ", ")))
 		}
 	}
@@ -160,7 +161,7 @@ func (tx *Tx) checkRenameReach(ctx context.Context, auth *Auth, s *Schema, in *I
 		if err != nil {
 			return err
 		}
-		if CanWrite(auth, rs, OpUpdate) {
+		if CanWrite(auth, rs, model.ActionUpdate) {
 			continue
 		}
 		holds := tx.db.dia.jsonHolds("instances.data", "'$.' || ?", "?")
@@ -171,7 +172,7 @@ func (tx *Tx) checkRenameReach(ctx context.Context, auth *Auth, s *Schema, in *I
 		err = tx.queryRowContext(ctx, `SELECT 1 FROM instances WHERE classname = ? AND `+holds+` LIMIT 1`,
 			ref[0], ref[1], in.Keyname).Scan(&one)
 		if err == nil {
-			return Errorf(EForbidden, "permission denied: renaming %s %s would rewrite references in %s, which you may not update",
+			return model.Errorf(model.EForbidden, "permission denied: renaming %s %s would rewrite references in %s, which you may not update",
 				s.Keyname, in.Keyname, ref[0])
 		}
 		if !errors.Is(err, sql.ErrNoRows) {

@@ -8,6 +8,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // The shared helpers of the test kit, under the names these tests use.
@@ -53,7 +54,7 @@ func messages(r *store.LoadResult) string {
 func absent(tb testing.TB, db *store.DB, cls, key string) {
 	tb.Helper()
 	_, err := db.Instance(context.Background(), cls, key)
-	if got, want := store.ErrorCode(err), store.ENotFound; got != want {
+	if got, want := store.ErrorCode(err), model.ENotFound; got != want {
 		tb.Fatalf("read %s %s: error code %q (%v), want %q", cls, key, got, err, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // Instance is a record of a schema.
@@ -49,7 +50,7 @@ func scanInstance(r scanner) (*Instance, error) {
 
 func notFoundInstance(cls, key string, err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
-		return Errorf(ENotFound, "%s %s not found", cls, clip.Quote(key))
+		return model.Errorf(model.ENotFound, "%s %s not found", cls, clip.Quote(key))
 	}
 	return fmt.Errorf("read %s %s: %w", cls, key, err)
 }
@@ -398,7 +399,7 @@ func checkCardinality(s *Schema, data map[string]any) error {
 			n = 1
 		}
 		if n < f.CardinalMin {
-			return Errorf(EInvalid, "field %s: needs at least %d value(s)", f.Keyname, f.CardinalMin)
+			return model.Errorf(model.EInvalid, "field %s: needs at least %d value(s)", f.Keyname, f.CardinalMin)
 		}
 	}
 	return nil
@@ -408,7 +409,7 @@ func checkCardinality(s *Schema, data map[string]any) error {
 // the revision and collects the addresses of its ipv4 fields (collectIPs, whose
 // warnings it returns). With ifAbsent, an insert whose keyname exists writes nothing
 // and reports false.
-func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, data string, ifAbsent bool) (inserted bool, warnings []string, err error) {
+func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action model.Action, data string, ifAbsent bool) (inserted bool, warnings []string, err error) {
 	now := tx.db.now()
 	if old == nil || in.Keyname != old.Keyname {
 		if err := tx.fromSnapshot(ctx, in.Classname, in.Keyname); err != nil {
@@ -423,7 +424,7 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 		id, ok, err := tx.db.dia.insertID(ctx, tx.exec, q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
 		if err != nil {
 			if isUnique(err) {
-				return false, nil, Errorf(EConflict, "%s %s already exists", in.Classname, clip.Quote(in.Keyname))
+				return false, nil, model.Errorf(model.EConflict, "%s %s already exists", in.Classname, clip.Quote(in.Keyname))
 			}
 			return false, nil, fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
 		}
@@ -443,7 +444,7 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 		}
 		if _, err := tx.exec(ctx, q, args...); err != nil {
 			if isUnique(err) {
-				return false, nil, Errorf(EConflict, "%s %s already exists", in.Classname, clip.Quote(in.Keyname))
+				return false, nil, model.Errorf(model.EConflict, "%s %s already exists", in.Classname, clip.Quote(in.Keyname))
 			}
 			return false, nil, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
 		}
@@ -464,7 +465,7 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 	if old != nil {
 		before = instanceDoc(s, old, old.raw)
 	}
-	if err := tx.revision(ctx, in.Classname, in.Keyname, action, before, instanceDoc(s, in, data)); err != nil {
+	if err := tx.revision(ctx, in.Classname, in.Keyname, string(action), before, instanceDoc(s, in, data)); err != nil {
 		return false, nil, err
 	}
 	if _, warnings, err = tx.collectIPs(ctx, s, in); err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"dataservice/store/model"
 )
 
 // ipv4AddressFields lists the fields of s holding single IPv4 addresses (dataformat
@@ -64,14 +66,14 @@ func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (created 
 			// Insert-if-absent instead of a lookup and an insert: most addresses repeat.
 			ip := &Instance{Classname: "ipam_ip", Keyname: hex, Displayname: addr, IsEnabled: true,
 				Data: map[string]any{"collected": true}}
-			_, err = tx.Apply(ctx, Write{Schema: ipSchema, New: ip, Action: ActionCreate, ifAbsent: true},
+			_, err = tx.Apply(ctx, Write{Schema: ipSchema, New: ip, Action: model.ActionCreate, ifAbsent: true},
 				ApplyOptions{Auth: SystemAuth()})
 			switch {
 			case err == nil:
 				created++
 			case errors.Is(err, errExists):
 				tx.remember("ipam_ip", hex)
-			case ErrorCode(err) == EInternal:
+			case ErrorCode(err) == model.EInternal:
 				return created, warnings, fmt.Errorf("collect %s: %w", addr, err)
 			default:
 				// A refusal writes nothing: the transaction goes on. The address may be

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // IPv4Holder is an instance holding an address in one of its ipv4 fields.
@@ -149,7 +150,7 @@ func holds(v any, addr string) bool {
 // a text test in SQL before the exact one.
 func (db *DB) InstancesReferencing(ctx context.Context, cls, field, key string, limit int) ([]*Instance, error) {
 	if !fieldNameRE.MatchString(field) {
-		return nil, Errorf(EInvalid, "invalid field name %s", clip.Quote(field))
+		return nil, model.Errorf(model.EInvalid, "invalid field name %s", clip.Quote(field))
 	}
 	rows, err := db.reader().queryContext(ctx, `SELECT `+instanceCols+` FROM instances
 		WHERE classname = ? AND instr(data, ?) > 0

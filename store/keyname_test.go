@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 func TestCheckKeyname(t *testing.T) {
@@ -37,7 +38,7 @@ func TestCheckKeyname(t *testing.T) {
 				t.Fatalf("CheckKeyname(%q): got error %v, want ok=%v", tt.key, err, want)
 			}
 			if err != nil {
-				if got, want := store.ErrorCode(err), store.EInvalid; got != want {
+				if got, want := store.ErrorCode(err), model.EInvalid; got != want {
 					t.Fatalf("error code: got %q, want %q", got, want)
 				}
 			}

@@ -11,6 +11,7 @@ import (
 
 	"dataservice/internal/clip"
 	"dataservice/rules"
+	"dataservice/store/model"
 )
 
 // Load outcomes, counted in LoadResult.
@@ -31,7 +32,7 @@ type LoadOptions struct {
 	// Author overrides the revisions' author (default: Auth.Author()).
 	Author string
 	// Action, when set, replaces every entry's _action.
-	Action string
+	Action model.Action
 	// DryRun computes the result and writes nothing.
 	DryRun bool
 	// System allows writing built-in objects (names starting with _) and marks
@@ -181,7 +182,7 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 	if err != nil && dry != nil {
 		// The dry run wrote only in its private database: a full disk is its own.
 		err = dryNoSpace(dry.dir, err)
-		if ErrorCode(err) == EDiskFull {
+		if ErrorCode(err) == model.EDiskFull {
 			db.log.Warn("dry run failed: disk full", "dir", dry.dir, "error", errors.Unwrap(err))
 		}
 		return committed, err
@@ -377,7 +378,7 @@ func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
 		discard, err := opts.Transform(e.Fields)
 		e.transformed = true
 		if err != nil {
-			return "", Errorf(EInvalid, "%s", tx.transformMessage(ctx, e, err))
+			return "", model.Errorf(model.EInvalid, "%s", tx.transformMessage(ctx, e, err))
 		}
 		if discard {
 			return OutSkipped, nil
@@ -426,15 +427,15 @@ func (tx *Tx) transformMessage(ctx context.Context, e *Entry, err error) string 
 func (l *loader) applyEntry(ctx context.Context, e *Entry) (string, error) {
 	tx, opts := l.tx, l.opts
 	if opts.Auth != nil && opts.Auth.ReadOnly {
-		return "", Errorf(EForbidden, "read-only credentials cannot load")
+		return "", model.Errorf(model.EForbidden, "read-only credentials cannot load")
 	}
 	switch e.Classname {
 	case "_schema", "_permission":
 		if p := classPermission(e.Classname); opts.Auth != nil && !opts.Auth.Has(p) {
-			return "", Errorf(EForbidden, "permission denied: %s needs %s", e.Classname, p)
+			return "", model.Errorf(model.EForbidden, "permission denied: %s needs %s", e.Classname, p)
 		}
 		if e.Keyname == "" {
-			return "", Errorf(EInvalid, "entry has no keyname")
+			return "", model.Errorf(model.EInvalid, "entry has no keyname")
 		}
 		if e.Classname == "_schema" {
 			return tx.putSchema(ctx, e, e.Action, opts.System)
@@ -443,7 +444,7 @@ func (l *loader) applyEntry(ctx context.Context, e *Entry) (string, error) {
 	}
 	s, err := tx.Schema(ctx, e.Classname)
 	if IsNotFound(err) {
-		return "", Errorf(EInvalid, "unknown class %s", clip.Quote(e.Classname))
+		return "", model.Errorf(model.EInvalid, "unknown class %s", clip.Quote(e.Classname))
 	}
 	if err != nil {
 		return "", err
@@ -460,10 +461,10 @@ func resolveKeyname(s *Schema, e *Entry) error {
 		case e.HasDisplayname && e.Displayname != "":
 			hex, err := HexIP(strings.TrimSpace(e.Displayname))
 			if err != nil {
-				return Errorf(EInvalid, "%s: displayname %s must be an IPv4 address (keyname mode hexip)", s.Keyname, clip.Quote(e.Displayname))
+				return model.Errorf(model.EInvalid, "%s: displayname %s must be an IPv4 address (keyname mode hexip)", s.Keyname, clip.Quote(e.Displayname))
 			}
 			if e.Keyname != "" && e.Keyname != hex && e.Keyname != strings.TrimSpace(e.Displayname) {
-				return Errorf(EInvalid, "%s: keyname %s does not match displayname %s (expected %s)", s.Keyname, clip.Quote(e.Keyname), e.Displayname, hex)
+				return model.Errorf(model.EInvalid, "%s: keyname %s does not match displayname %s (expected %s)", s.Keyname, clip.Quote(e.Keyname), e.Displayname, hex)
 			}
 			e.Displayname, e.Keyname = strings.TrimSpace(e.Displayname), hex
 		case IsDottedIPv4(e.Keyname):
@@ -474,16 +475,16 @@ func resolveKeyname(s *Schema, e *Entry) error {
 			// instance never lacks its displayname.
 			e.Displayname, e.HasDisplayname = dottedOfHex(e.Keyname), true
 		default:
-			return Errorf(EInvalid, "%s: keyname %s: keyname mode hexip needs an IPv4 address in displayname or keyname", s.Keyname, clip.Quote(e.Keyname))
+			return model.Errorf(model.EInvalid, "%s: keyname %s: keyname mode hexip needs an IPv4 address in displayname or keyname", s.Keyname, clip.Quote(e.Keyname))
 		}
 	case len(mode) > 1 && mode[0] == "dataformat":
 		f := &Field{Keyname: "keyname", Dataformat: mode[1], DataformatExt: strings.Join(mode[2:], " "), CardinalMax: 1}
 		v, _, err := f.normalizeOne(e.Keyname, nil)
 		if err != nil {
-			return Errorf(EInvalid, "%s: keyname %s is not valid for keyname mode %s: %s", s.Keyname, clip.Quote(e.Keyname), clip.Quote(s.KeynameMode), ErrorMessage(err))
+			return model.Errorf(model.EInvalid, "%s: keyname %s is not valid for keyname mode %s: %s", s.Keyname, clip.Quote(e.Keyname), clip.Quote(s.KeynameMode), ErrorMessage(err))
 		}
 		if t, _ := scalarText(v); t != e.Keyname {
-			return Errorf(EInvalid, "%s: keyname %s is not in canonical form (%s)", s.Keyname, clip.Quote(e.Keyname), t)
+			return model.Errorf(model.EInvalid, "%s: keyname %s is not in canonical form (%s)", s.Keyname, clip.Quote(e.Keyname), t)
 		}
 	}
 	return CheckKeyname(e.Keyname)
@@ -516,9 +517,9 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 	// Insert first while entries keep being new (an initial load): one statement
 	// instead of a lookup and an insert. When the keyname exists, or the entry is not
 	// valid as a new object, the lookup path below decides with the stored object.
-	if e.Action == ActionCreate && !l.sawExisting && CanWrite(opts.Auth, s, OpCreate) {
+	if e.Action == model.ActionCreate && !l.sawExisting && CanWrite(opts.Auth, s, model.ActionCreate) {
 		if next, err := tx.buildInstance(ctx, s, e, nil, compareSecrets); err == nil {
-			out, err := tx.Apply(ctx, Write{Schema: s, New: next, Action: ActionCreate, validated: true, ifAbsent: true}, ao)
+			out, err := tx.Apply(ctx, Write{Schema: s, New: next, Action: model.ActionCreate, validated: true, ifAbsent: true}, ao)
 			if !errors.Is(err, errExists) {
 				l.warnings = append(l.warnings, out.Warnings...)
 				return out.Result, err
@@ -533,15 +534,15 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 	w := Write{Schema: s, Old: old, New: &Instance{Classname: s.Keyname, Keyname: e.Keyname}, Action: e.Action, validated: true}
 	// A load is refused before the entry is looked at when the caller may not make
 	// the write its action asks for, whatever the stored object holds.
-	if op := loadOp(e.Action, old); op != "" && (old != nil || e.Action == ActionCreate || e.Action == ActionInit) {
+	if op := loadOp(e.Action, old); op != "" && (old != nil || e.Action == model.ActionCreate || e.Action == model.ActionInit) {
 		if err := authorizeWrite(opts.Auth, s, op); err != nil {
 			return "", err
 		}
 	}
 	switch e.Action {
-	case ActionCreate, ActionUpdate, ActionInit:
-		if old != nil || e.Action != ActionUpdate {
-			if e.Action == ActionInit && old != nil {
+	case model.ActionCreate, model.ActionUpdate, model.ActionInit:
+		if old != nil || e.Action != model.ActionUpdate {
+			if e.Action == model.ActionInit && old != nil {
 				break
 			}
 			if w.New, err = tx.buildInstance(ctx, s, e, old, compareSecrets); err != nil {
@@ -556,20 +557,20 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 
 // loadOp is the kind of write an entry's action asks of a stored object old (nil:
 // none), or "" when it writes nothing.
-func loadOp(action string, old *Instance) string {
+func loadOp(action model.Action, old *Instance) model.Action {
 	switch action {
-	case ActionCreate, ActionInit:
+	case model.ActionCreate, model.ActionInit:
 		if old == nil {
-			return OpCreate
+			return model.ActionCreate
 		}
-		if action == ActionInit {
-			return OpCreate
+		if action == model.ActionInit {
+			return model.ActionCreate
 		}
-		return OpUpdate
-	case ActionUpdate, ActionEnable, ActionDisable:
-		return OpUpdate
-	case ActionDelete:
-		return OpDelete
+		return model.ActionUpdate
+	case model.ActionUpdate, model.ActionEnable, model.ActionDisable:
+		return model.ActionUpdate
+	case model.ActionDelete:
+		return model.ActionDelete
 	}
 	return ""
 }

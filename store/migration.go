@@ -44,7 +44,7 @@ func (m *Migration) Apply(ctx context.Context, w Write) (Outcome, error) {
 // ConvertKeyname changes an instance's keyname (and displayname) in place, without
 // validation, cascade or revision: the bulk conversions of blocks 4.8.0 and 4.9.0,
 // followed by one RewriteAllReferences pass. When another instance of the class holds
-// newKey, nothing changes and the error is EConflict; the transaction goes on.
+// newKey, nothing changes and the error is model.EConflict; the transaction goes on.
 func (m *Migration) ConvertKeyname(ctx context.Context, in *Instance, newKey, displayname string) error {
 	return m.convertKeyname(ctx, in, newKey, displayname)
 }

@@ -6,10 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-)
 
-// ETooLarge is the code of a request that is bigger than a documented bound.
-const ETooLarge = "too_large"
+	"dataservice/store/model"
+)
 
 // MaxYAMLBody bounds a load body that is not JSON. A YAML parser holds the whole
 // document as a node tree (about a hundred bytes per node, a node per two bytes of
@@ -18,23 +17,23 @@ const MaxYAMLBody = 8 << 20
 
 // ParseBody parses a load body as ParseDocumentLenient does, with bounded memory: a
 // JSON body (starting with '[' or '{') is decoded one entry at a time, and more than
-// maxEntries entries (0: no bound) is an ETooLarge error, raised as soon as the entry
+// maxEntries entries (0: no bound) is an model.ETooLarge error, raised as soon as the entry
 // after the last allowed one has been read. Bodies that are not JSON and larger than
-// MaxYAMLBody are refused with ETooLarge.
+// MaxYAMLBody are refused with model.ETooLarge.
 func ParseBody(name string, body []byte, maxEntries int) ([]*Entry, []string, error) {
 	t := bytes.TrimLeft(body, " \t\r\n\ufeff")
 	if len(t) > 0 && (t[0] == '[' || t[0] == '{') {
 		entries, err := parseJSONStream(name, t, maxEntries)
-		if err == nil || ErrorCode(err) == ETooLarge {
+		if err == nil || ErrorCode(err) == model.ETooLarge {
 			return entries, nil, err
 		}
 		if len(body) > MaxYAMLBody {
-			return nil, nil, Errorf(EInvalid, "%s: invalid JSON: %v", name, err)
+			return nil, nil, model.Errorf(model.EInvalid, "%s: invalid JSON: %v", name, err)
 		}
 		// Not JSON after all (YAML flow style, comments): the YAML parser decides.
 	}
 	if len(body) > MaxYAMLBody {
-		return nil, nil, Errorf(ETooLarge, "%s: a YAML body is limited to %d MiB (send JSON for larger loads)", name, MaxYAMLBody>>20)
+		return nil, nil, model.Errorf(model.ETooLarge, "%s: a YAML body is limited to %d MiB (send JSON for larger loads)", name, MaxYAMLBody>>20)
 	}
 	entries, warnings, err := ParseDocumentLenient(name, body)
 	if err != nil {
@@ -47,7 +46,7 @@ func ParseBody(name string, body []byte, maxEntries int) ([]*Entry, []string, er
 }
 
 func tooManyEntries(name string, max int) error {
-	return Errorf(ETooLarge, "%s: more than %d entries in one request; split the load", name, max)
+	return model.Errorf(model.ETooLarge, "%s: more than %d entries in one request; split the load", name, max)
 }
 
 // parseJSONStream decodes a JSON list of objects (or one object) entry by entry,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // RenameReport is what a cascading rename did.
@@ -23,11 +24,11 @@ func checkKeynameFor(s *Schema, key, displayname string) error {
 	e := &Entry{Keyname: key}
 	if strings.HasPrefix(s.KeynameMode, "hexip") {
 		if !isHexIP(key) {
-			return Errorf(EInvalid, "%s: keyname %s is not 8 lowercase hex digits (keyname mode hexip)", s.Keyname, clip.Quote(key))
+			return model.Errorf(model.EInvalid, "%s: keyname %s is not 8 lowercase hex digits (keyname mode hexip)", s.Keyname, clip.Quote(key))
 		}
 		if displayname != "" {
 			if hex, err := HexIP(displayname); err != nil || hex != key {
-				return Errorf(EInvalid, "%s: keyname %s does not match displayname %s", s.Keyname, clip.Quote(key), clip.Quote(displayname))
+				return model.Errorf(model.EInvalid, "%s: keyname %s does not match displayname %s", s.Keyname, clip.Quote(key), clip.Quote(displayname))
 			}
 		}
 		return nil
@@ -45,7 +46,7 @@ func (tx *Tx) CheckRename(ctx context.Context, s *Schema, in *Instance, newKey s
 		return err
 	}
 	if exists {
-		return Errorf(EConflict, "%s %s already exists", s.Keyname, clip.Quote(newKey))
+		return model.Errorf(model.EConflict, "%s %s already exists", s.Keyname, clip.Quote(newKey))
 	}
 	return nil
 }
@@ -100,7 +101,7 @@ func (tx *Tx) rename(ctx context.Context, s *Schema, in *Instance, newKey string
 // validation, cascade or revision: only start-up migrations reach it
 // (Migration.ConvertKeyname), for bulk conversions followed by one reference rewrite.
 // When another instance of the class holds newKey, nothing changes and the error is
-// EConflict; the transaction goes on.
+// model.EConflict; the transaction goes on.
 func (tx *Tx) convertKeyname(ctx context.Context, in *Instance, newKey, displayname string) error {
 	tx.forget()
 	res, err := tx.exec(ctx, tx.db.dia.convertKeyname, newKey, displayname, tx.db.now(), in.ID)
@@ -110,9 +111,9 @@ func (tx *Tx) convertKeyname(ctx context.Context, in *Instance, newKey, displayn
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		// The unique (classname, keyname) index refused the row, or the row is gone.
 		if exists, xerr := tx.instanceExists(ctx, in.Classname, newKey); xerr == nil && exists {
-			return Errorf(EConflict, "%s %s already exists", in.Classname, clip.Quote(newKey))
+			return model.Errorf(model.EConflict, "%s %s already exists", in.Classname, clip.Quote(newKey))
 		}
-		return Errorf(ENotFound, "convert %s %s: instance not found", in.Classname, in.Keyname)
+		return model.Errorf(model.ENotFound, "convert %s %s: instance not found", in.Classname, in.Keyname)
 	}
 	in.Keyname, in.Displayname = newKey, displayname
 	return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // Schema is a class of instances: its attributes and ordered fields.
@@ -56,7 +57,7 @@ func loadSchema(ctx context.Context, q querier, name string) (*Schema, error) {
 		Scan(&s.ID, &s.Keyname, &s.Displayname, &s.Description, &s.KeynameMode, &s.IsEnabled, &s.IsBuiltin,
 			&pr, &pc, &pu, &pd, &pa, &opts)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(ENotFound, "schema %s not found", clip.Quote(name))
+		return nil, model.Errorf(model.ENotFound, "schema %s not found", clip.Quote(name))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read schema %s: %w", name, err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // checkKeynameMode validates a schema's keyname_mode.
@@ -18,21 +19,21 @@ func checkKeynameMode(m string) error {
 		return nil
 	case len(w) >= 2 && w[0] == "dataformat":
 		if !dataformats[w[1]] || w[1] == "external" || w[1] == "secret" {
-			return Errorf(EInvalid, "keyname_mode %s: unknown dataformat %s", clip.Quote(m), clip.Quote(w[1]))
+			return model.Errorf(model.EInvalid, "keyname_mode %s: unknown dataformat %s", clip.Quote(m), clip.Quote(w[1]))
 		}
 		return nil
 	}
-	return Errorf(EInvalid, "keyname_mode %s: expected edit, hexip or dataformat <dataformat> [ext...]", clip.Quote(m))
+	return model.Errorf(model.EInvalid, "keyname_mode %s: expected edit, hexip or dataformat <dataformat> [ext...]", clip.Quote(m))
 }
 
 // putSchema applies a `_schema` entry. It returns the outcome.
-func (tx *Tx) putSchema(ctx context.Context, e *Entry, action string, system bool) (string, error) {
+func (tx *Tx) putSchema(ctx context.Context, e *Entry, action model.Action, system bool) (string, error) {
 	name := e.Keyname
 	if !schemaNameRE.MatchString(name) {
-		return "", Errorf(EInvalid, "schema keyname %s must match [a-z_][a-z0-9_]{0,127}", clip.Quote(name))
+		return "", model.Errorf(model.EInvalid, "schema keyname %s must match [a-z_][a-z0-9_]{0,127}", clip.Quote(name))
 	}
 	if strings.HasPrefix(name, "_") && !system {
-		return "", Errorf(EForbidden, "schema %s: names starting with _ are built-in", clip.Quote(name))
+		return "", model.Errorf(model.EForbidden, "schema %s: names starting with _ are built-in", clip.Quote(name))
 	}
 	old, err := tx.Schema(ctx, name)
 	if err != nil && !IsNotFound(err) {
@@ -48,7 +49,7 @@ func (tx *Tx) putSchema(ctx context.Context, e *Entry, action string, system boo
 		}
 	case "update":
 		if !exists {
-			return "", Errorf(ENotFound, "schema %s not found", clip.Quote(name))
+			return "", model.Errorf(model.ENotFound, "schema %s not found", clip.Quote(name))
 		}
 	case "delete":
 		if !exists {
@@ -57,7 +58,7 @@ func (tx *Tx) putSchema(ctx context.Context, e *Entry, action string, system boo
 		return OutDeleted, tx.deleteSchema(ctx, old, system)
 	case "enable", "disable":
 		if !exists {
-			return "", Errorf(ENotFound, "schema %s not found", clip.Quote(name))
+			return "", model.Errorf(model.ENotFound, "schema %s not found", clip.Quote(name))
 		}
 		want := action == "enable"
 		if old.IsEnabled == want {
@@ -93,7 +94,7 @@ func (tx *Tx) putSchema(ctx context.Context, e *Entry, action string, system boo
 		case k == "_options":
 			m, ok := v.(map[string]any)
 			if !ok {
-				return "", Errorf(EInvalid, "schema %s: _options must be a mapping", name)
+				return "", model.Errorf(model.EInvalid, "schema %s: _options must be a mapping", name)
 			}
 			for ok2, ov := range m {
 				attrs[ok2] = ov
@@ -165,7 +166,7 @@ func (s *Schema) setAttr(k string, v any) error {
 		b, ok := v.(bool)
 		if !ok {
 			if b, ok = BoolWord(text); !ok {
-				return Errorf(EInvalid, "schema %s: is_enabled %s is not a boolean", s.Keyname, clip.Quote(text))
+				return model.Errorf(model.EInvalid, "schema %s: is_enabled %s is not a boolean", s.Keyname, clip.Quote(text))
 			}
 		}
 		s.IsEnabled = b
@@ -193,14 +194,14 @@ func (s *Schema) setAttr(k string, v any) error {
 // applyField merges a field definition into s; it reports whether the field is to be deleted.
 func (s *Schema) applyField(name string, attrs map[string]any, pos int) (bool, error) {
 	if !fieldNameRE.MatchString(name) || headerKeys[name] {
-		return false, Errorf(EInvalid, "schema %s: %s is not a valid field name", s.Keyname, clip.Quote(name))
+		return false, model.Errorf(model.EInvalid, "schema %s: %s is not a valid field name", s.Keyname, clip.Quote(name))
 	}
 	f := s.byName[name]
 	action, _ := scalarText(attrs["_action"])
 	switch action {
 	case "", "create", "update", "init", "noop", "delete", "create_or_update":
 	default:
-		return false, Errorf(EInvalid, "schema %s: field %s: unknown _action %s", s.Keyname, name, clip.Quote(action))
+		return false, model.Errorf(model.EInvalid, "schema %s: field %s: unknown _action %s", s.Keyname, name, clip.Quote(action))
 	}
 	switch {
 	case action == "noop":
@@ -220,7 +221,7 @@ func (s *Schema) applyField(name string, attrs map[string]any, pos int) (bool, e
 	case action == "init" && f != nil:
 		return false, nil
 	case action == "update" && f == nil:
-		return false, Errorf(ENotFound, "schema %s: field %s not found", s.Keyname, name)
+		return false, model.Errorf(model.ENotFound, "schema %s: field %s not found", s.Keyname, name)
 	}
 	existed := f != nil
 	if f == nil {
@@ -235,7 +236,7 @@ func (s *Schema) applyField(name string, attrs map[string]any, pos int) (bool, e
 		}
 		text, scalar := scalarText(v)
 		bad := func(what string) (bool, error) {
-			return false, Errorf(EInvalid, "schema %s: field %s: %s %s is not %s", s.Keyname, name, k, clip.Quote(text), what)
+			return false, model.Errorf(model.EInvalid, "schema %s: field %s: %s %s is not %s", s.Keyname, name, k, clip.Quote(text), what)
 		}
 		switch k {
 		case "displayname":
@@ -244,11 +245,11 @@ func (s *Schema) applyField(name string, attrs map[string]any, pos int) (bool, e
 			f.Description = text
 		case "dataformat":
 			if !dataformats[text] {
-				return false, Errorf(EInvalid, "schema %s: field %s: unknown dataformat %s", s.Keyname, name, clip.Quote(text))
+				return false, model.Errorf(model.EInvalid, "schema %s: field %s: unknown dataformat %s", s.Keyname, name, clip.Quote(text))
 			}
 			// Stored hashes would become readable values of the new dataformat.
 			if existed && f.Dataformat == "secret" && text != "secret" {
-				return false, Errorf(EInvalid, "schema %s: field %s: a secret field cannot change its dataformat (to %s)", s.Keyname, name, text)
+				return false, model.Errorf(model.EInvalid, "schema %s: field %s: a secret field cannot change its dataformat (to %s)", s.Keyname, name, text)
 			}
 			f.Dataformat = text
 		case "dataformat_ext":
@@ -283,15 +284,15 @@ func (s *Schema) applyField(name string, attrs map[string]any, pos int) (bool, e
 	switch f.Dataformat {
 	case "schema", "enumerate":
 		if strings.TrimSpace(f.DataformatExt) == "" {
-			return false, Errorf(EInvalid, "schema %s: field %s: dataformat %s needs dataformat_ext", s.Keyname, name, f.Dataformat)
+			return false, model.Errorf(model.EInvalid, "schema %s: field %s: dataformat %s needs dataformat_ext", s.Keyname, name, f.Dataformat)
 		}
 	case "external":
 		if len(strings.Fields(f.DataformatExt)) < 2 {
-			return false, Errorf(EInvalid, "schema %s: field %s: external needs dataformat_ext \"PARENT_FIELD REMOTE_FIELD\"", s.Keyname, name)
+			return false, model.Errorf(model.EInvalid, "schema %s: field %s: external needs dataformat_ext \"PARENT_FIELD REMOTE_FIELD\"", s.Keyname, name)
 		}
 	}
 	if f.CardinalMax != 0 && f.CardinalMin > f.CardinalMax {
-		return false, Errorf(EInvalid, "schema %s: field %s: cardinal_min %d exceeds cardinal_max %d", s.Keyname, name, f.CardinalMin, f.CardinalMax)
+		return false, model.Errorf(model.EInvalid, "schema %s: field %s: cardinal_min %d exceeds cardinal_max %d", s.Keyname, name, f.CardinalMin, f.CardinalMax)
 	}
 	sort.SliceStable(s.Fields, func(i, j int) bool { return s.Fields[i].Order < s.Fields[j].Order })
 	return false, nil
@@ -391,7 +392,7 @@ func (tx *Tx) deleteField(ctx context.Context, classname, keyname string) error 
 
 func (tx *Tx) deleteSchema(ctx context.Context, s *Schema, system bool) error {
 	if s.IsBuiltin && !system {
-		return Errorf(EForbidden, "schema %s is built-in and cannot be deleted", clip.Quote(s.Keyname))
+		return model.Errorf(model.EForbidden, "schema %s is built-in and cannot be deleted", clip.Quote(s.Keyname))
 	}
 	if err := tx.classFromSnapshot(ctx, s.Keyname); err != nil {
 		return err
@@ -401,7 +402,7 @@ func (tx *Tx) deleteSchema(ctx context.Context, s *Schema, system bool) error {
 		return fmt.Errorf("delete schema %s: %w", s.Keyname, err)
 	}
 	if n > 0 {
-		return Errorf(EConflict, "schema %s still has %d instances; delete them first", clip.Quote(s.Keyname), n)
+		return model.Errorf(model.EConflict, "schema %s still has %d instances; delete them first", clip.Quote(s.Keyname), n)
 	}
 	before := mustJSON(s.Doc())
 	if _, err := tx.execContext(ctx, "DELETE FROM schemas WHERE keyname = ?", s.Keyname); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // SearchCountSlack bounds the counting of a search's matches: without ListQuery.ExactCount
@@ -37,7 +38,7 @@ func sortColumn(dia *dialect, s *Schema, sort string) (string, error) {
 	switch col {
 	case "", "id":
 		if desc {
-			return "", Errorf(EInvalid, "cannot sort by %s", clip.Quote(sort))
+			return "", model.Errorf(model.EInvalid, "cannot sort by %s", clip.Quote(sort))
 		}
 		return "", nil
 	case "keyname", "displayname", "is_enabled", "created_at", "updated_at":
@@ -45,7 +46,7 @@ func sortColumn(dia *dialect, s *Schema, sort string) (string, error) {
 	default:
 		f := s.Field(col)
 		if f == nil || f.Dataformat == "secret" || !fieldNameRE.MatchString(col) {
-			return "", Errorf(EInvalid, "cannot sort by %s", clip.Quote(col))
+			return "", model.Errorf(model.EInvalid, "cannot sort by %s", clip.Quote(col))
 		}
 		expr = dia.jsonValue("i.data", "'$."+col+"'")
 	}
@@ -78,7 +79,7 @@ const instanceColsI = "i.id, i.classname, i.keyname, i.displayname, i.is_enabled
 func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListResult, error) {
 	cls := s.Keyname
 	if q.Limit < 0 || q.Offset < 0 {
-		return nil, Errorf(EInvalid, "negative page size or offset")
+		return nil, model.Errorf(model.EInvalid, "negative page size or offset")
 	}
 	order, err := sortColumn(db.dia, s, q.Sort)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/crypto/argon2"
+
+	"dataservice/store/model"
 )
 
 // kdfSlots bounds concurrent argon2id derivations (two per CPU).
@@ -61,7 +63,7 @@ func checkHashText(text string) error {
 	if _, ok := parseArgon(text); ok {
 		return nil
 	}
-	return Errorf(EInvalid, "an argon2id hash must have version 19, m <= %d (KiB), t <= %d, p <= %d, "+
+	return model.Errorf(model.EInvalid, "an argon2id hash must have version 19, m <= %d (KiB), t <= %d, p <= %d, "+
 		"a salt of 8 bytes or more and a key of 16 to 64 bytes", MaxArgonMemory, MaxArgonTime, MaxArgonThreads)
 }
 

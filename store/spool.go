@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"dataservice/store/model"
 )
 
 // Body is a load body received into memory or a temporary file: every entry was checked on
@@ -41,7 +43,7 @@ func (e *BodyReadError) Unwrap() error { return e.Err }
 // keeping none: JSON lists object by object, YAML block sequences item by item. The
 // bytes are kept in memory up to spoolInMemory, beyond it in a temporary file in dir
 // (the system's temporary directory when dir is empty or not writable), unlinked at
-// once. More than maxEntries entries (0: no bound) is an ETooLarge error as soon as
+// once. More than maxEntries entries (0: no bound) is an model.ETooLarge error as soon as
 // the entry after the last allowed one has been read; a body that does not stream is
 // parsed whole under ParseBody's rules (at most MaxYAMLBody). Errors are ParseBody's,
 // or a *BodyReadError. The caller closes the Body.
@@ -180,11 +182,11 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 		reason := ""
 		if errors.As(err, &ns) {
 			if ns.json != nil {
-				return Errorf(EInvalid, "%s: invalid JSON: %v", b.name, ns.json)
+				return model.Errorf(model.EInvalid, "%s: invalid JSON: %v", b.name, ns.json)
 			}
 			reason = " (" + ns.reason + ")"
 		}
-		return Errorf(ETooLarge, "%s: a load body over %d MiB must be JSON, or YAML that is read item by item: a block "+
+		return model.Errorf(model.ETooLarge, "%s: a load body over %d MiB must be JSON, or YAML that is read item by item: a block "+
 			"sequence whose items start with \"- \" at column 0, share no anchors and are at most %d MiB each; this one is not%s",
 			b.name, MaxYAMLBody>>20, MaxYAMLBody>>20, reason)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // spooled receives body with SpoolBody (in a temporary directory) and reads its
@@ -75,11 +76,11 @@ func FuzzSpoolBody(f *testing.F) {
 		max = max & 7 // 0 (no bound) to 7
 		got, gotWarn, gotErr := spooled(t, body, max)
 		want, wantWarn, wantErr := store.ParseBody("body", body, max)
-		if store.ErrorCode(gotErr) == store.ETooLarge && store.ErrorCode(wantErr) == store.EInvalid {
+		if store.ErrorCode(gotErr) == model.ETooLarge && store.ErrorCode(wantErr) == model.EInvalid {
 			// More entries than allowed, and a syntax error after them: a body received
 			// entry by entry is refused as soon as the entry past the bound is read (as
 			// documented), a body parsed whole at its syntax error. Both refuse it.
-			if _, _, err := spooled(t, body, 0); store.ErrorCode(err) != store.EInvalid {
+			if _, _, err := spooled(t, body, 0); store.ErrorCode(err) != model.EInvalid {
 				t.Fatalf("refused as too many entries, but without a bound it gives %v (whole: %v)", err, wantErr)
 			}
 			return
@@ -88,7 +89,7 @@ func FuzzSpoolBody(f *testing.F) {
 			t.Fatalf("spooled: %v\nwhole: %v", gotErr, wantErr)
 		}
 		if gotErr != nil {
-			if store.ErrorCode(gotErr) == store.EInternal {
+			if store.ErrorCode(gotErr) == model.EInternal {
 				t.Fatalf("a body's fault reported as internal: %v", gotErr)
 			}
 			return
@@ -117,19 +118,19 @@ func TestSpoolBodyLargeYAMLStreams(t *testing.T) {
 	if len(got) != n || got[n-1].Fields["keyname"] != fmt.Sprintf("k%07d", n) || got[n-1].Index != n {
 		t.Fatalf("%d entries (last %v), want %d", len(got), got[len(got)-1].Fields, n)
 	}
-	if _, _, err := spooled(t, b.Bytes(), n-1); store.ErrorCode(err) != store.ETooLarge ||
+	if _, _, err := spooled(t, b.Bytes(), n-1); store.ErrorCode(err) != model.ETooLarge ||
 		!strings.Contains(err.Error(), fmt.Sprintf("more than %d entries", n-1)) {
 		t.Fatalf("one entry over the bound: got %v", err)
 	}
 	// The same with an alias to another item, near the end: parsed whole, too large.
 	bad := append(bytes.Clone(b.Bytes()), "- &a {classname: srv, keyname: z1}\n- *a\n"...)
 	_, _, err = spooled(t, bad, 0)
-	if store.ErrorCode(err) != store.ETooLarge || !strings.Contains(err.Error(), fmt.Sprintf("item %d: ", n+2)) {
+	if store.ErrorCode(err) != model.ETooLarge || !strings.Contains(err.Error(), fmt.Sprintf("item %d: ", n+2)) {
 		t.Fatalf("a large body that does not stream: got %v", err)
 	}
 	// Garbage after many good items: refused, naming the item.
 	bad = append(bytes.Clone(b.Bytes()), "- classname: srv\n  keyname: [unclosed\n"...)
-	if _, _, err = spooled(t, bad, 0); store.ErrorCode(err) != store.ETooLarge || !strings.Contains(err.Error(), fmt.Sprintf("item %d", n+1)) {
+	if _, _, err = spooled(t, bad, 0); store.ErrorCode(err) != model.ETooLarge || !strings.Contains(err.Error(), fmt.Sprintf("item %d", n+1)) {
 		t.Fatalf("a large body with a broken last item: got %v", err)
 	}
 	// A large JSON body cut short: invalid JSON, as ParseBody says it.
@@ -140,7 +141,7 @@ func TestSpoolBodyLargeYAMLStreams(t *testing.T) {
 	}
 	_, _, err = spooled(t, js.Bytes(), 0)
 	_, _, want := store.ParseBody("body", js.Bytes(), 0)
-	if store.ErrorCode(err) != store.EInvalid || err.Error() != want.Error() {
+	if store.ErrorCode(err) != model.EInvalid || err.Error() != want.Error() {
 		t.Fatalf("truncated JSON: got %v, want %v", err, want)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // Dataformats a field may have. "secret" is hashed on write and never leaves the store.
@@ -36,8 +37,8 @@ type errUnresolved struct{ msg string }
 
 func (e *errUnresolved) Error() string { return e.msg }
 
-// Unwrap exposes the error as an invalid-value *Error to callers outside the loader.
-func (e *errUnresolved) Unwrap() error { return &Error{Code: EInvalid, Message: e.msg} }
+// Unwrap exposes the error as an invalid-value *model.Error to callers outside the loader.
+func (e *errUnresolved) Unwrap() error { return &model.Error{Code: model.EInvalid, Message: e.msg} }
 
 func isUnresolved(err error) bool {
 	var u *errUnresolved
@@ -48,22 +49,22 @@ func isUnresolved(err error) bool {
 // valid UTF-8, no whitespace or control characters.
 func CheckKeyname(k string) error {
 	if k == "" {
-		return Errorf(EInvalid, "keyname is empty")
+		return model.Errorf(model.EInvalid, "keyname is empty")
 	}
 	if !utf8.ValidString(k) {
-		return Errorf(EInvalid, "keyname is not valid UTF-8")
+		return model.Errorf(model.EInvalid, "keyname is not valid UTF-8")
 	}
 	if utf8.RuneCountInString(k) > 256 {
-		return Errorf(EInvalid, "keyname is longer than 256 characters")
+		return model.Errorf(model.EInvalid, "keyname is longer than 256 characters")
 	}
 	for _, r := range k {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return Errorf(EInvalid, "keyname %s contains whitespace or a control character", clip.Quote(k))
+			return model.Errorf(model.EInvalid, "keyname %s contains whitespace or a control character", clip.Quote(k))
 		}
 		// Format characters (bidi overrides, zero-width joiners and spaces) make two
 		// different keynames look the same, or one look like another.
 		if unicode.Is(unicode.Cf, r) {
-			return Errorf(EInvalid, "keyname %s contains an invisible format character (U+%04X)", clip.Quote(k), r)
+			return model.Errorf(model.EInvalid, "keyname %s contains an invisible format character (U+%04X)", clip.Quote(k), r)
 		}
 	}
 	return nil
@@ -123,7 +124,7 @@ func (f *Field) normalize(raw any, refs refResolver) (val any, present bool, err
 			case 1:
 				raw = l[0]
 			default:
-				return nil, false, Errorf(EInvalid, "field %s: takes one value, got %d", f.Keyname, len(l))
+				return nil, false, model.Errorf(model.EInvalid, "field %s: takes one value, got %d", f.Keyname, len(l))
 			}
 		}
 		if raw == nil {
@@ -158,7 +159,7 @@ func (f *Field) normalize(raw any, refs refResolver) (val any, present bool, err
 		}
 	}
 	if f.CardinalMax > 1 && len(out) > f.CardinalMax {
-		return nil, false, Errorf(EInvalid, "field %s: takes at most %d values, got %d", f.Keyname, f.CardinalMax, len(out))
+		return nil, false, model.Errorf(model.EInvalid, "field %s: takes at most %d values, got %d", f.Keyname, f.CardinalMax, len(out))
 	}
 	if len(out) == 0 {
 		return nil, false, nil
@@ -167,7 +168,7 @@ func (f *Field) normalize(raw any, refs refResolver) (val any, present bool, err
 }
 
 func (f *Field) invalid(format string, args ...any) error {
-	return Errorf(EInvalid, "field %s: "+format, append([]any{f.Keyname}, args...)...)
+	return model.Errorf(model.EInvalid, "field %s: "+format, append([]any{f.Keyname}, args...)...)
 }
 
 func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
@@ -391,7 +392,7 @@ func CheckIPv4(s, ext string) error {
 func HexIP(dotted string) (string, error) {
 	a, err := netip.ParseAddr(dotted)
 	if err != nil || !a.Is4() || a.String() != dotted {
-		return "", Errorf(EInvalid, "%s is not an IPv4 address", clip.Quote(dotted))
+		return "", model.Errorf(model.EInvalid, "%s is not an IPv4 address", clip.Quote(dotted))
 	}
 	b := a.As4()
 	return fmt.Sprintf("%02x%02x%02x%02x", b[0], b[1], b[2], b[3]), nil

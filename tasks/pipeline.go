@@ -12,6 +12,7 @@ import (
 	"dataservice/internal/clip"
 	"dataservice/rules"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // checkpoint is where a pipeline run resumes: the schema index and the last instance
@@ -138,7 +139,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 			_, err := table.Exec(ctx, tx, "UPDATE tasks SET progress_total = ? WHERE handle = ?", total, t.Handle)
 			return err
 		})
-		if store.ErrorCode(err) == store.EDiskFull {
+		if store.ErrorCode(err) == model.EDiskFull {
 			return StatusFailed, store.ErrorMessage(err)
 		}
 		if err != nil {
@@ -157,7 +158,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 			return StatusFailed, store.ErrorMessage(err)
 		}
 		cancel, ok, err := x.batch(ctx, &cp)
-		if store.ErrorCode(err) == store.EDiskFull {
+		if store.ErrorCode(err) == model.EDiskFull {
 			// The operator's problem, logged once per episode by the store: the
 			// task's error says what happened and where.
 			return StatusFailed, store.ErrorMessage(r.db.NoSpace(err))
@@ -287,7 +288,7 @@ func recheck(ctx context.Context, db *store.DB, stored *store.Auth) (*store.Auth
 		return nil, err
 	}
 	if auth.ReadOnly {
-		return nil, store.Errorf(store.EForbidden, "API key %s is now read-only", stored.Name)
+		return nil, model.Errorf(model.EForbidden, "API key %s is now read-only", stored.Name)
 	}
 	return auth, nil
 }
@@ -337,7 +338,7 @@ func (x *pipelineRun) fail(in *store.Instance, err error) {
 // errText is the message kept for a failed entry: rule errors are plain errors that
 // name the rule; store errors carry their caller-safe message.
 func errText(err error) string {
-	if store.ErrorCode(err) == store.EInternal {
+	if store.ErrorCode(err) == model.EInternal {
 		return err.Error()
 	}
 	return store.ErrorMessage(err)
@@ -369,14 +370,14 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 		return nil
 	}
 	if c, _ := e["classname"].(string); c != s.Keyname {
-		x.fail(in, store.Errorf(store.EInvalid, "classname cannot be changed"))
+		x.fail(in, model.Errorf(model.EInvalid, "classname cannot be changed"))
 		return nil
 	}
 	action, _ := e["_action"].(string)
-	w := store.Write{Schema: s, Old: in, Action: strings.ToLower(strings.TrimSpace(action))}
+	w := store.Write{Schema: s, Old: in, Action: model.Action(strings.ToLower(strings.TrimSpace(action)))}
 	switch w.Action {
-	case "", store.ActionCreate, store.ActionUpdate:
-		w.Action = store.ActionUpdate
+	case "", model.ActionCreate, model.ActionUpdate:
+		w.Action = model.ActionUpdate
 		w.New = &x.next
 		if err = newState(w.New, s, in, e, all); err != nil {
 			x.fail(in, err)
@@ -409,7 +410,7 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 		if len(x.res.Changes) >= maxListed {
 			return nil // the result lists the first changes only: no need to compare fields
 		}
-		change := Change{Classname: in.Classname, Keyname: in.Keyname, Action: store.ActionUpdate,
+		change := Change{Classname: in.Classname, Keyname: in.Keyname, Action: string(model.ActionUpdate),
 			Fields: changedFields(s, in, w.New)}
 		if out.Renamed {
 			change.NewKey = w.New.Keyname
@@ -417,7 +418,7 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 		x.record(change)
 		return nil
 	}
-	x.record(Change{Classname: in.Classname, Keyname: in.Keyname, Action: w.Action})
+	x.record(Change{Classname: in.Classname, Keyname: in.Keyname, Action: string(w.Action)})
 	return nil
 }
 
@@ -443,7 +444,7 @@ func newState(next *store.Instance, s *store.Schema, in *store.Instance, e rules
 		if !isBool {
 			var okWord bool
 			if b, okWord = store.BoolWord(textOf(v)); !okWord {
-				return store.Errorf(store.EInvalid, "is_enabled %s is not a boolean", clip.Quote(textOf(v)))
+				return model.Errorf(model.EInvalid, "is_enabled %s is not a boolean", clip.Quote(textOf(v)))
 			}
 		}
 		next.IsEnabled = b

@@ -8,6 +8,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -61,36 +62,36 @@ func TestSubmitRejects(t *testing.T) {
 		msg  string
 	}{
 		{"unknown pipeline is not found", tasks.Params{Pipeline: "nosuch", Schemas: []string{"host"}},
-			store.ENotFound, "pipeline not found"},
+			model.ENotFound, "pipeline not found"},
 		{"invalid content is rejected naming the rule", tasks.Params{Pipeline: "broken", Schemas: []string{"host"}},
-			store.EInvalid, `pipeline broken: invalid content: rule 1: unknown rule "field_frobnicate"`},
+			model.EInvalid, `pipeline broken: invalid content: rule 1: unknown rule "field_frobnicate"`},
 		{"a disabled pipeline is rejected", tasks.Params{Pipeline: "off", Schemas: []string{"host"}},
-			store.EInvalid, "pipeline off is disabled"},
+			model.EInvalid, "pipeline off is disabled"},
 		{"no schema is rejected", tasks.Params{Pipeline: "marker"},
-			store.EInvalid, "no schema given"},
+			model.EInvalid, "no schema given"},
 		{"unknown schema is rejected", tasks.Params{Pipeline: "marker", Schemas: []string{"host", "nosuch"}},
-			store.EInvalid, `unknown schema "nosuch"`},
+			model.EInvalid, `unknown schema "nosuch"`},
 		{"built-in _apikey is not runnable", tasks.Params{Pipeline: "marker", Schemas: []string{"_apikey"}},
-			store.EInvalid, `schema "_apikey" cannot be run (built-in class)`},
+			model.EInvalid, `schema "_apikey" cannot be run (built-in class)`},
 		{"built-in _pipeline is not runnable", tasks.Params{Pipeline: "marker", Schemas: []string{"_pipeline"}},
-			store.EInvalid, `schema "_pipeline" cannot be run (built-in class)`},
+			model.EInvalid, `schema "_pipeline" cannot be run (built-in class)`},
 		{"more than 64 schemas are rejected", tasks.Params{Pipeline: "marker", Schemas: many},
-			store.EInvalid, "too many schemas: 65 (at most 64)"},
+			model.EInvalid, "too many schemas: 65 (at most 64)"},
 		{"missing run_permission is rejected", tasks.Params{Pipeline: "guarded", Schemas: []string{"host"}, Auth: writer},
-			store.EInvalid, "permission denied: pipeline guarded needs p_special"},
+			model.EInvalid, "permission denied: pipeline guarded needs p_special"},
 		{"missing read permission is rejected", tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: nobody, DryRun: true},
-			store.EInvalid, "permission denied: reading host"},
+			model.EInvalid, "permission denied: reading host"},
 		{"missing update permission is rejected", tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: reader},
-			store.EInvalid, "permission denied: updating host"},
+			model.EInvalid, "permission denied: updating host"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.p.Auth == nil {
 				tc.p.Auth = store.SystemAuth()
 			}
 			h, err := r.Submit(ctx, tc.p)
-			var se *store.Error
+			var se *model.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("Submit = %q, %v; want a *store.Error", h, err)
+				t.Fatalf("Submit = %q, %v; want a *model.Error", h, err)
 			}
 			if got, want := se.Code+": "+se.Message, tc.code+": "+tc.msg; got != want {
 				t.Fatalf("error %q, want %q", got, want)
@@ -143,9 +144,9 @@ func TestSubmitQueueFull(t *testing.T) {
 	t.Run("a submission beyond QUEUE_MAX unfinished tasks is rejected", func(t *testing.T) {
 		p.Auth = store.SystemAuth()
 		_, err := r.Submit(ctx, p)
-		var se *store.Error
+		var se *model.Error
 		if !errors.As(err, &se) {
-			t.Fatalf("Submit: %v, want a *store.Error", err)
+			t.Fatalf("Submit: %v, want a *model.Error", err)
 		}
 		if got, want := se.Code+": "+se.Message, "invalid: task queue is full (3 unfinished tasks, QUEUE_MAX 3)"; got != want {
 			t.Fatalf("error %q, want %q", got, want)

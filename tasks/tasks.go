@@ -21,6 +21,7 @@ import (
 	"dataservice/internal/clip"
 	"dataservice/rules"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // Task statuses.
@@ -174,7 +175,7 @@ func (t *Task) Finished() bool {
 func (r *Runner) now() string { return r.db.Now().UTC().Format(time.RFC3339) }
 
 // Submit validates a pipeline run and queues it, returning its handle at once.
-// Validation failures are *store.Error with a message fit for the caller.
+// Validation failures are *model.Error with a message fit for the caller.
 func (r *Runner) Submit(ctx context.Context, p Params) (string, error) {
 	sub, err := r.prepare(ctx, p)
 	if err != nil {
@@ -233,7 +234,7 @@ func (r *Runner) insert(ctx context.Context, tx *store.Tx, sub *submission) erro
 		return fmt.Errorf("count tasks: %w", err)
 	}
 	if n >= max {
-		return store.Errorf(store.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
+		return model.Errorf(model.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
 	}
 	// The owner is the submitting credential (the stored authorisation context's key
 	// id, or kind and name): keys without a user all own tasks as "system" otherwise.
@@ -244,7 +245,7 @@ func (r *Runner) insert(ctx context.Context, tx *store.Tx, sub *submission) erro
 		return fmt.Errorf("count tasks: %w", err)
 	}
 	if perOwner > 0 && mine >= perOwner {
-		return store.Errorf(store.EInvalid, "task queue is full for this owner (%d unfinished tasks, QUEUE_MAX_PER_OWNER %d)", mine, perOwner)
+		return model.Errorf(model.EInvalid, "task queue is full for this owner (%d unfinished tasks, QUEUE_MAX_PER_OWNER %d)", mine, perOwner)
 	}
 	_, err := table.Exec(ctx, tx, `INSERT INTO tasks(handle, kind, params, auth, owner_type, owner_id, status, created_at)
 		VALUES(?, 'pipeline', ?, ?, ?, ?, 'queued', ?)`, sub.handle, sub.params, sub.auth, sub.ownerType, sub.ownerID, r.now())
@@ -266,24 +267,24 @@ func (r *Runner) wakeUp() {
 // pipeline's run_permission and the schema permissions the run needs.
 func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []string, dryrun bool, auth *store.Auth) error {
 	if auth == nil {
-		return store.Errorf(store.EInvalid, "no authorisation context")
+		return model.Errorf(model.EInvalid, "no authorisation context")
 	}
 	if err := MayRun(auth, pl); err != nil {
 		return err
 	}
 	if _, err := rules.Parse(pl.Content); err != nil {
-		return store.Errorf(store.EInvalid, "pipeline %s: invalid content: %v", pl.Keyname, err)
+		return model.Errorf(model.EInvalid, "pipeline %s: invalid content: %v", pl.Keyname, err)
 	}
 	if len(schemas) == 0 {
-		return store.Errorf(store.EInvalid, "no schema given")
+		return model.Errorf(model.EInvalid, "no schema given")
 	}
 	if len(schemas) > MaxSchemas {
-		return store.Errorf(store.EInvalid, "too many schemas: %d (at most %d)", len(schemas), MaxSchemas)
+		return model.Errorf(model.EInvalid, "too many schemas: %d (at most %d)", len(schemas), MaxSchemas)
 	}
 	for _, name := range schemas {
 		s, err := r.db.Schema(ctx, name)
 		if store.IsNotFound(err) {
-			return store.Errorf(store.EInvalid, "unknown schema %s", clip.Quote(name))
+			return model.Errorf(model.EInvalid, "unknown schema %s", clip.Quote(name))
 		}
 		if err != nil {
 			return err
@@ -343,7 +344,7 @@ const taskCols = `handle, kind, params, auth, owner_type, owner_id, status, prog
 func (r *Runner) Get(ctx context.Context, handle string) (*Task, error) {
 	t, _, _, err := scanTask(table.ReadRow(ctx, r.db, "SELECT "+taskCols+" FROM tasks WHERE handle = ?", handle))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, store.Errorf(store.ENotFound, "task not found")
+		return nil, model.Errorf(model.ENotFound, "task not found")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read task: %w", err)

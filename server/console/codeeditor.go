@@ -12,6 +12,7 @@ import (
 
 	"dataservice/internal/clip"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // maxEditorObjects bounds the objects the code editor opens and the entries a
@@ -190,7 +191,7 @@ func (c *Console) editorPost(w http.ResponseWriter, r *http.Request, q *req, d *
 	entries, warnings, err := store.ParseBody("document", []byte(d.Doc), maxEditorObjects)
 	if err != nil {
 		status, _, msg := c.refusal(r, err)
-		if store.ErrorCode(err) == store.ETooLarge {
+		if store.ErrorCode(err) == model.ETooLarge {
 			msg += fmt.Sprintf(" (the code editor takes at most %d objects; the import tool takes more)", maxEditorObjects)
 		}
 		d.Error = msg

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // formField is one input of a create or edit form, with the user's input and its error.
@@ -181,7 +182,7 @@ func fieldError(fields []*formField, msg string) bool {
 
 // createPage: GET/POST /data/private/<schema>/?do=new.
 func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
-	if !store.CanWrite(q.auth, sch, "create") {
+	if !store.CanWrite(q.auth, sch, model.ActionCreate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -218,7 +219,7 @@ func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch
 		}
 	}
 	next := wanted(sch, nil, key, d.Displayname, d.Enabled, vals)
-	if _, err := c.apply(ctx, q.auth, sch, nil, next, store.ActionCreate); err != nil {
+	if _, err := c.apply(ctx, q.auth, sch, nil, next, model.ActionCreate); err != nil {
 		c.formError(w, r, q, &d, "New "+sch.Keyname, err)
 		return
 	}
@@ -239,7 +240,7 @@ func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *f
 			d.Error = msg
 		}
 	}
-	status := map[string]int{store.EForbidden: 403, store.EConflict: 409, store.ENotFound: 404}[store.ErrorCode(err)]
+	status := map[string]int{model.EForbidden: 403, model.EConflict: 409, model.ENotFound: 404}[store.ErrorCode(err)]
 	if status == 0 {
 		status = http.StatusBadRequest
 	}

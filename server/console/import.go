@@ -10,6 +10,7 @@ import (
 
 	"dataservice/internal/clip"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // loadReport is what the import tool and the code editor show after a load or a dry
@@ -238,9 +239,9 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 // shown only as "internal error".
 func (c *Console) refusal(r *http.Request, err error) (int, *loadReport, string) {
 	code := store.ErrorCode(err)
-	status := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409,
-		store.EUnauthorized: 401, store.EForbidden: 403, store.ETooLarge: 413, store.EDiskFull: 507}[code]
-	if code == store.EDiskFull {
+	status := map[string]int{model.ENotFound: 404, model.EInvalid: 400, model.EConflict: 409,
+		model.EUnauthorized: 401, model.EForbidden: 403, model.ETooLarge: 413, model.EDiskFull: 507}[code]
+	if code == model.EDiskFull {
 		err = c.db.NoSpace(err) // logged once per episode by the store, naming the file
 	}
 	if status == 0 {
@@ -270,7 +271,7 @@ func (c *Console) runnablePipelines(ctx context.Context, auth *store.Auth) ([]st
 // writableSchemas are the schemas auth may create instances of (the CSV target).
 func (c *Console) writableSchemas(ctx context.Context, auth *store.Auth) ([]string, error) {
 	return c.schemaNames(ctx, func(s *store.Schema) bool {
-		return store.CanWrite(auth, s, "create") || store.CanWrite(auth, s, "update")
+		return store.CanWrite(auth, s, model.ActionCreate) || store.CanWrite(auth, s, model.ActionUpdate)
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // schemaPage dispatches /data/private/<schema>/ by its query: the create form
@@ -147,7 +148,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *stor
 	}
 	total := res.Count
 	d := listData{Schema: sch, Views: views, View: view, Search: search, Total: total, TotalExact: res.CountExact,
-		Page: page, Size: size, CanCreate: store.CanWrite(q.auth, sch, "create"), CanExport: q.auth.Has("p_data_export")}
+		Page: page, Size: size, CanCreate: store.CanWrite(q.auth, sch, model.ActionCreate), CanExport: q.auth.Has("p_data_export")}
 	d.Pages = max(1, (total+size-1)/size)
 	base := url.Values{}
 	if search != "" {

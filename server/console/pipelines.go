@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -90,7 +91,7 @@ func (c *Console) pipelineSchema(ctx context.Context) (*store.Schema, error) {
 // mayRun reports (nil) whether auth may run pl, as the run path decides it.
 func mayRun(auth *store.Auth, pl *store.Pipeline) error {
 	if !auth.Has(tasks.PermRun) {
-		return store.Errorf(store.EForbidden, "running pipelines needs %s", tasks.PermRun)
+		return model.Errorf(model.EForbidden, "running pipelines needs %s", tasks.PermRun)
 	}
 	return tasks.MayRun(auth, pl)
 }
@@ -147,7 +148,7 @@ func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, q *req, n
 		return
 	}
 	d := &pipelineData{Pipeline: pl, Instance: in, Self: "/data/private/pipeline/" + url.PathEscape(pl.Keyname) + "/",
-		CanRead: store.CanRead(q.auth, sch), CanEdit: store.CanWrite(q.auth, sch, store.OpUpdate),
+		CanRead: store.CanRead(q.auth, sch), CanEdit: store.CanWrite(q.auth, sch, model.ActionUpdate),
 		Content: pl.Content}
 	if err := mayRun(q.auth, pl); err != nil {
 		d.RunRefusal = store.ErrorMessage(err)
@@ -200,7 +201,7 @@ func (c *Console) savePipeline(ctx context.Context, w http.ResponseWriter, r *ht
 		content = "[]" // no rules (an empty value would remove the field)
 	}
 	next := wanted(sch, in, in.Keyname, in.Displayname, in.IsEnabled, map[string]any{"content": content})
-	if _, err := c.apply(ctx, q.auth, sch, in, next, store.ActionUpdate); err != nil {
+	if _, err := c.apply(ctx, q.auth, sch, in, next, model.ActionUpdate); err != nil {
 		if store.Aborts(err) {
 			c.fail(w, r, q, err)
 			return 0

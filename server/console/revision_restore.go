@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // secretMask is how a revision records a secret's value.
@@ -67,7 +68,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, i
 	rev, err := c.db.RevisionByID(ctx, id)
 	if err == nil && !c.revisionReader(ctx, q.auth)(rev.Classname) {
 		// Not told apart from a missing revision: its class is not the user's to read.
-		err = store.Errorf(store.ENotFound, "revision %d not found", id)
+		err = model.Errorf(model.ENotFound, "revision %d not found", id)
 	}
 	if err != nil {
 		c.fail(w, r, q, err)
@@ -83,7 +84,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, i
 		sch = nil
 	}
 	if sch != nil {
-		d.CanUpdate = store.CanWrite(q.auth, sch, "update")
+		d.CanUpdate = store.CanWrite(q.auth, sch, model.ActionUpdate)
 		if _, err := c.db.Instance(ctx, sch.Keyname, rev.Keyname); err == nil {
 			d.ObjectURL = link(sch.Keyname, rev.Keyname)
 		}
@@ -102,7 +103,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, i
 			return
 		}
 		if refused == "" {
-			out, err := c.apply(ctx, q.auth, sch, plan.cur, plan.next, store.ActionUpdate)
+			out, err := c.apply(ctx, q.auth, sch, plan.cur, plan.next, model.ActionUpdate)
 			if err == nil {
 				done := "restored"
 				if out.Result == store.OutUnchanged {

@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // apply makes one write with the user's rights through the store's one apply path
@@ -12,7 +13,7 @@ import (
 // (permissions, validation, built-in protections, cascading renames, revisions with
 // the user as author) are the only ones. old is the stored instance (nil for a
 // create); next is the wanted state for create and update (ignored otherwise).
-func (c *Console) apply(ctx context.Context, auth *store.Auth, sch *store.Schema, old, next *store.Instance, action string) (store.Outcome, error) {
+func (c *Console) apply(ctx context.Context, auth *store.Auth, sch *store.Schema, old, next *store.Instance, action model.Action) (store.Outcome, error) {
 	return c.db.Apply(ctx, store.Write{Schema: sch, Old: old, New: next, Action: action}, store.ApplyOptions{Auth: auth})
 }
 

@@ -1,0 +1,33 @@
+package model_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"dataservice/store/model"
+)
+
+func TestHasCode(t *testing.T) {
+	cause := errors.New("disk said no")
+	e := model.Wrapf(cause, model.EDiskFull, "disk full: %s", "db")
+	wrapped := fmt.Errorf("write: %w", e)
+	if !model.HasCode(wrapped, model.EDiskFull) {
+		t.Fatalf("HasCode(%v, EDiskFull) = false, want true", wrapped)
+	}
+	if model.HasCode(wrapped, model.EInvalid) {
+		t.Fatalf("HasCode(%v, EInvalid) = true, want false", wrapped)
+	}
+	if model.HasCode(cause, model.EInternal) {
+		t.Fatalf("HasCode of a plain error = true, want false")
+	}
+	if got, want := e.Error(), "disk full: db"; got != want {
+		t.Fatalf("Error() = %q, want %q", got, want)
+	}
+	if !errors.Is(wrapped, cause) {
+		t.Fatalf("errors.Is(wrapped, cause) = false: Wrapf lost the cause")
+	}
+	if errors.Unwrap(model.Errorf(model.EInvalid, "x")) != nil {
+		t.Fatalf("Errorf has a cause, want none")
+	}
+}
