@@ -68,9 +68,9 @@ func (db *DB) ReferencedBy(ctx context.Context, cls, key string, limit int) ([]R
 		if len(out) >= limit {
 			break
 		}
-		// instr() is a cheap filter before the exact test on the (scalar or list) value.
+		// contains is a cheap filter before the exact test on the (scalar or list) value.
 		q, err := db.reader().queryContext(ctx, `SELECT keyname, displayname FROM instances
-			WHERE classname = ? AND instr(data, ?) > 0
+			WHERE classname = ? AND `+db.dia.contains("data", "?")+`
 			AND `+db.dia.jsonHolds("instances.data", "?", "?")+`
 			ORDER BY id LIMIT ?`, cf[0], jsonString(key), "$."+cf[1], key, limit-len(out))
 		if err != nil {

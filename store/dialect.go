@@ -70,6 +70,16 @@ type dialect struct {
 	jsonSet                       func(doc, path, value string) string
 	jsonRemove                    func(doc, path string) string
 
+	// contains is a condition true when text holds sub (a cheap filter before an
+	// exact test); like is the pattern-match operator that ignores ASCII case (a
+	// search's LIKE, with ESCAPE '\'); hexKeyname is a condition true when the
+	// keyname column col holds 8 lowercase hex digits (ipam_ip keynames); rowOrder is
+	// the column giving a table's rows in insertion order.
+	contains   func(text, sub string) string
+	like       string
+	hexKeyname func(col string) string
+	rowOrder   string
+
 	// Full-text search (search.go, searchindex.go). searchDirty reads whether
 	// written rows wait for the index; reindexAll are the statements bringing the
 	// index up to date with every listed row, the last of them flushing the index;

@@ -203,3 +203,19 @@ func TestTableDoor(t *testing.T) {
 	}
 	rows.Close()
 }
+
+// The fragments that replaced inline SQLite text give it back unchanged.
+func TestSQLiteDialectFragments(t *testing.T) {
+	d := sqliteDialect
+	db := &DB{dia: d}
+	for _, c := range []struct{ got, want string }{
+		{d.contains("data", "?"), "instr(data, ?) > 0"},
+		{db.ipKeyRange(), "i.classname = 'ipam_ip' AND i.keyname >= ? AND i.keyname <= ?\n\tAND length(i.keyname) = 8 AND i.keyname NOT GLOB '*[^0-9a-f]*'"},
+		{d.like + " " + d.rowOrder, "LIKE rowid"},
+		{d.convertKeyname, "UPDATE OR IGNORE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}

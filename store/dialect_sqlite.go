@@ -34,6 +34,14 @@ var sqliteDialect = &dialect{
 	jsonSet:    func(doc, path, value string) string { return "json_set(" + doc + ", " + path + ", " + value + ")" },
 	jsonRemove: func(doc, path string) string { return "json_remove(" + doc + ", " + path + ")" },
 
+	contains: func(text, sub string) string { return "instr(" + text + ", " + sub + ") > 0" },
+	// SQLite's LIKE ignores the case of ASCII letters.
+	like: "LIKE",
+	hexKeyname: func(col string) string {
+		return "length(" + col + ") = 8 AND " + col + " NOT GLOB '*[^0-9a-f]*'"
+	},
+	rowOrder: "rowid",
+
 	searchDirty: SearchDirtyCheck,
 	reindexAll:  SearchReindex,
 	reindexUpTo: sqliteReindex("d.id <= ?"),

@@ -84,7 +84,7 @@ func (db *DB) scanIPv4Holders(ctx context.Context, s *Schema, fields []*Field, n
 			}
 			return !more, nil
 		}
-		rows, err := db.reader().queryContext(ctx, `SELECT id, keyname, displayname, CASE WHEN instr(data, ?) > 0 THEN data END
+		rows, err := db.reader().queryContext(ctx, `SELECT id, keyname, displayname, CASE WHEN `+db.dia.contains("data", "?")+` THEN data END
 			FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?`, needle, s.Keyname, after, n)
 		if err != nil {
 			return false, fmt.Errorf("search %s for %s: %w", s.Keyname, addr, err)
@@ -153,7 +153,7 @@ func (db *DB) InstancesReferencing(ctx context.Context, cls, field, key string, 
 		return nil, model.Errorf(model.EInvalid, "invalid field name %s", clip.Quote(field))
 	}
 	rows, err := db.reader().queryContext(ctx, `SELECT `+instanceCols+` FROM instances
-		WHERE classname = ? AND instr(data, ?) > 0
+		WHERE classname = ? AND `+db.dia.contains("data", "?")+`
 		AND `+db.dia.jsonHolds("instances.data", "?", "?")+`
 		ORDER BY id LIMIT ?`, cls, jsonString(key), "$."+field, key, limit)
 	if err != nil {

@@ -117,10 +117,11 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 		res.Count = n
 	} else {
 		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
-		like := `(i.keyname LIKE ? ESCAPE '\' OR i.displayname LIKE ? ESCAPE '\'`
+		op := db.dia.like
+		like := `(i.keyname ` + op + ` ? ESCAPE '\' OR i.displayname ` + op + ` ? ESCAPE '\'`
 		likeArgs := []any{pat, pat}
 		if !s.hasSecrets() {
-			like += ` OR i.data LIKE ? ESCAPE '\'`
+			like += ` OR i.data ` + op + ` ? ESCAPE '\'`
 			likeArgs = append(likeArgs, pat)
 		}
 		like += ")"

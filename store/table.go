@@ -58,6 +58,10 @@ func (t *Table) ReadRow(ctx context.Context, db *DB, query string, args ...any) 
 // JSON access, for the owner's statements.
 func (t *Table) JSONValue(db *DB, doc, path string) string { return db.dia.jsonValue(doc, path) }
 
+// RowOrder is the column giving the table's rows in insertion order (a tie-breaker
+// after a timestamp): the dialect's.
+func (t *Table) RowOrder(db *DB) string { return db.dia.rowOrder }
+
 // Row is one row of a table owner's query: database/sql's, or the door's refusal.
 type Row struct {
 	row *sql.Row

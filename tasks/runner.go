@@ -100,7 +100,7 @@ func (r *Runner) claim(ctx context.Context, only string) (handle, lease string, 
 		q += " AND handle = ?"
 		args = append(args, only)
 	}
-	q += " ORDER BY created_at, rowid LIMIT 1) RETURNING handle"
+	q += " ORDER BY created_at, " + table.RowOrder(r.db) + " LIMIT 1) RETURNING handle"
 	err = r.db.WithTx(ctx, func(tx *store.Tx) error {
 		return table.QueryRow(ctx, tx, q, args...).Scan(&handle)
 	})

@@ -415,7 +415,7 @@ func (r *Runner) list(ctx context.Context, ownerTypes []string, ownerID string, 
 		q += " AND status = ?"
 		args = append(args, status)
 	}
-	q += " ORDER BY created_at DESC, rowid DESC LIMIT ?"
+	q += " ORDER BY created_at DESC, " + table.RowOrder(r.db) + " DESC LIMIT ?"
 	args = append(args, limit)
 	rows, err := table.Read(ctx, r.db, q, args...)
 	if err != nil {
