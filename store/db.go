@@ -169,7 +169,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		sweepDryRuns(abs, opts.Logger)
 	}
 	dia := sqliteDialect
-	turn := openTurnstile(abs, opts.Logger)
+	var turn *turnstile
+	if dia.turnstile {
+		turn = openTurnstile(abs, opts.Logger)
+	}
 	w, err := sql.Open(dia.driver, dia.dsn(abs, false))
 	if err != nil {
 		turn.close()

@@ -28,14 +28,17 @@ import (
 // turnstile, the in-use lock, the schema-object check, dry runs' private files) stays
 // SQLite's, reached through the fields below.
 type dialect struct {
-	// name names the engine in messages ("sqlite").
-	name string
 	// driver is the database/sql driver name.
 	driver string
 	// dsn is the connection string of the database at path: the settings every
 	// connection applies (the PRAGMAs, for SQLite) and how a write transaction starts
 	// (BEGIN IMMEDIATE, SQLite's _txlock), for the writer pool or the read pool.
 	dsn func(path string, readOnly bool) string
+
+	// turnstile tells whether write transactions of every process pass the file's
+	// turnstile (turnstile.go) before they start: SQLite has one writer per file and
+	// no queue of its own for it. An engine with row locks needs none.
+	turnstile bool
 
 	// rebind turns a statement written with `?` placeholders into the engine's.
 	rebind func(query string) string
@@ -102,8 +105,9 @@ type dialect struct {
 	layout            []string
 	readLayoutVersion func(ctx context.Context, q querier) (int, error)
 	setLayoutVersion  func(n int) string
-	// hasLayoutVersions reads whether the layout_versions table exists.
-	hasLayoutVersions string
+	// layoutVersionsTable creates, where missing, the table of the registered
+	// owners' layout versions; hasLayoutVersions reads whether the layout_versions table exists.
+	layoutVersionsTable, hasLayoutVersions string
 	// checkFile refuses a file holding schema objects the layout does not create
 	// (schemacheck.go), before anything writes to it.
 	checkFile func(ctx context.Context, pool *sql.DB) error

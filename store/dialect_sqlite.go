@@ -14,9 +14,11 @@ import (
 // sqliteDialect is SQLite's SQL (the CGO-free modernc.org/sqlite driver): the engine
 // every database of this program uses.
 var sqliteDialect = &dialect{
-	name:   "sqlite",
 	driver: "sqlite",
 	dsn:    sqliteDSN,
+	// BEGIN IMMEDIATE (sqliteDSN) takes the write lock at once; the turnstile
+	// orders the processes waiting for it.
+	turnstile: true,
 	// `?` and `?N` are SQLite's own placeholders.
 	rebind: func(query string) string { return query },
 
@@ -55,6 +57,7 @@ var sqliteDialect = &dialect{
 	insertInstanceIfAbsent: sqliteInsertInstance + " ON CONFLICT(classname, keyname) DO NOTHING",
 	readLayoutVersion:      sqliteLayoutVersion,
 	setLayoutVersion:       func(n int) string { return fmt.Sprintf("PRAGMA user_version = %d", n) },
+	layoutVersionsTable:    layoutVersionsTable,
 	hasLayoutVersions:      "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'layout_versions')",
 
 	backup: sqliteBackup,

@@ -166,7 +166,7 @@ func (db *DB) migrateOwnedStep(ctx context.Context, owner string, steps []string
 	tx := conn{raw, db.dia}
 	// The owners' versions, kept beside store's PRAGMA user_version (bookkeeping,
 	// like the pragma, not a step of the layout).
-	if _, err := tx.execContext(ctx, layoutVersionsTable); err != nil {
+	if _, err := tx.execContext(ctx, db.dia.layoutVersionsTable); err != nil {
 		return false, fmt.Errorf("layout of %s: %w", owner, err)
 	}
 	have, err := ownedVersion(ctx, tx, owner)
