@@ -218,15 +218,8 @@ func openReadOnly(ctx context.Context, abs, path string, opts Options) (*DB, err
 	if _, err := os.Stat(abs); err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	// A WAL database read without write access needs its -shm file, which only a
-	// writer creates. Without a -wal file no writer is active (a clean close removes
-	// it), so the file is read as immutable; otherwise through the writer's -shm.
-	ro := "&mode=ro"
-	if _, err := os.Stat(abs + "-wal"); os.IsNotExist(err) {
-		ro = "&immutable=1"
-	}
 	dia := sqliteDialect
-	r, err := sql.Open(dia.driver, dia.dsn(abs, true)+ro)
+	r, err := sql.Open(dia.driver, dia.readOnlyDSN(abs))
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}

@@ -34,6 +34,9 @@ type dialect struct {
 	// connection applies (the PRAGMAs, for SQLite) and how a write transaction starts
 	// (BEGIN IMMEDIATE, SQLite's _txlock), for the writer pool or the read pool.
 	dsn func(path string, readOnly bool) string
+	// readOnlyDSN is the connection string of a database this process may not write
+	// (Options.ReadOnly).
+	readOnlyDSN func(path string) string
 
 	// turnstile tells whether write transactions of every process pass the file's
 	// turnstile (turnstile.go) before they start: SQLite has one writer per file and

@@ -14,8 +14,9 @@ import (
 // sqliteDialect is SQLite's SQL (the CGO-free modernc.org/sqlite driver): the engine
 // every database of this program uses.
 var sqliteDialect = &dialect{
-	driver: "sqlite",
-	dsn:    sqliteDSN,
+	driver:      "sqlite",
+	dsn:         sqliteDSN,
+	readOnlyDSN: sqliteReadOnlyDSN,
 	// BEGIN IMMEDIATE (sqliteDSN) takes the write lock at once; the turnstile
 	// orders the processes waiting for it.
 	turnstile: true,
@@ -83,6 +84,18 @@ func sqliteDSN(path string, readOnly bool) string {
 		q.Set("_txlock", "immediate")
 	}
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// sqliteReadOnlyDSN opens the file with mode=ro, or immutable. A WAL database read
+// without write access needs its -shm file, which only a writer creates. Without a
+// -wal file no writer is active (a clean close removes it), so the file is read as
+// immutable; otherwise through the writer's -shm.
+func sqliteReadOnlyDSN(path string) string {
+	ro := "&mode=ro"
+	if _, err := os.Stat(path + "-wal"); os.IsNotExist(err) {
+		ro = "&immutable=1"
+	}
+	return sqliteDSN(path, true) + ro
 }
 
 // sqliteIsUnique reports a UNIQUE or PRIMARY KEY violation by SQLite's extended
