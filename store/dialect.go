@@ -22,7 +22,15 @@ import (
 // Upserts: `INSERT ... ON CONFLICT(...) DO UPDATE SET c = excluded.c` and `ON
 // CONFLICT(...) DO NOTHING` mean the same on the engines this store targets and are
 // written inline; SQLite's own forms (UPDATE OR IGNORE, INSERT OR REPLACE) appear only
-// in dialect fields.
+// in the SQLite dialect's files.
+//
+// JSON: data is stored as JSON text; its access goes through the json* fragments,
+// whose paths are SQL/JSON path text ($.name, $."name"), given as an argument or a
+// literal.
+//
+// Bookkeeping (instance counts, per-/16 address counts, the id high-water mark, the
+// search index's list of rows to re-index) is kept by triggers in SQLite's layout
+// steps, so every write path keeps it; it is part of an engine's layout.
 //
 // SQLite (dialect_sqlite.go) is the only engine; its file-level machinery (the
 // turnstile, the in-use lock, the schema-object check, dry runs' private files) stays
@@ -109,7 +117,7 @@ type dialect struct {
 	readLayoutVersion func(ctx context.Context, q querier) (int, error)
 	setLayoutVersion  func(n int) string
 	// layoutVersionsTable creates, where missing, the table of the registered
-	// owners' layout versions; hasLayoutVersions reads whether the layout_versions table exists.
+	// owners' layout versions; hasLayoutVersions reads whether it exists.
 	layoutVersionsTable, hasLayoutVersions string
 	// checkFile refuses a file holding schema objects the layout does not create
 	// (schemacheck.go), before anything writes to it.
