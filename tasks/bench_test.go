@@ -136,12 +136,13 @@ func benchSizes() []int {
 
 // BenchmarkPipeline runs the five-rule pipeline over every item (real run and dry
 // run, batches of the product's default 1000) and its floors, which do the same SQL
-// on the same bytes without the product's bookkeeping ("floor": read the 8 columns,
-// decode the data as the store does, apply the same compiled rules, encode as the store does, the same
-// UPDATE, the same full revision row with before and after documents, and the same
-// checkpoint UPDATE per batch; "floor-dry": read in a read transaction, decode and
-// apply the rules, then the same checkpoint UPDATE in a write transaction of its own,
-// as a dry run records its progress).
+// on the same bytes without the product's bookkeeping ("floor": read the 8 columns
+// on the read pool, decode the data as the store does, apply the same compiled rules,
+// encode as the store does, the same UPDATE, the same full revision row with before
+// and after documents, and the same checkpoint UPDATE per batch, in one write
+// transaction; "floor-dry": read on the read pool, decode and apply the rules, then
+// the same checkpoint UPDATE in a write transaction of its own, as a dry run records
+// its progress).
 func BenchmarkPipeline(b *testing.B) {
 	const batch = 1000
 	for _, n := range benchSizes() {
