@@ -21,8 +21,9 @@ var owned = struct {
 // RegisterLayout registers the table-layout steps of a package that owns tables of its
 // own (the task queue owns the tasks table), so that Open brings them up to date after
 // store's own layout, each step in its own transaction with its version bump. Steps
-// are SQL scripts in order; the list only ever grows (never edit a released step:
-// append one). A package calls it once, from a package-level variable or init, so
+// are SQL scripts in order, written in SQL every engine runs (plain tables and
+// indexes: engine-specific objects belong to store's own layout, per dialect); the
+// list only ever grows (never edit a released step: append one). A package calls it once, from a package-level variable or init, so
 // every program that links the package gets its tables; registering an owner twice
 // panics, as sql.Register does for a driver. It returns the owner's Table, the door
 // its statements go through (the owner names its table).
