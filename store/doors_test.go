@@ -55,20 +55,8 @@ var doors = map[string]string{
 // or DeleteField on any transaction, ...) are gone, and a new one fails here until it is
 // justified.
 func TestStoreHasNoSideEntrance(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
 	var found []string
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range storeFiles(t, token.NewFileSet()) {
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || fn.Recv == nil || !fn.Name.IsExported() || fn.Body == nil {
@@ -90,6 +78,27 @@ func TestStoreHasNoSideEntrance(t *testing.T) {
 			t.Errorf("door %s is listed but no longer writes: drop it from the list", m)
 		}
 	}
+}
+
+// storeFiles parses the store's Go files, tests left out.
+func storeFiles(t *testing.T, fset *token.FileSet) []*ast.File {
+	t.Helper()
+	names, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return files
 }
 
 func receiverName(e ast.Expr) string {
@@ -209,10 +218,6 @@ var rawSQL = []string{"DB", "Tx", "Conn", "Stmt"}
 // through a door (Apply, a table owner's Table, the query-only Reader, Migration),
 // and the compiler holds everyone else to them.
 func TestStoreHandsOutNoRawSQL(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	fset := token.NewFileSet()
 	isRaw := func(e ast.Expr) bool {
 		found := false
@@ -226,14 +231,7 @@ func TestStoreHandsOutNoRawSQL(t *testing.T) {
 		})
 		return found
 	}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range storeFiles(t, fset) {
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
