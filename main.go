@@ -511,7 +511,7 @@ func readLoadFiles(paths []string) ([]*loadFile, []string, []string, error) {
 type loadFile struct {
 	name, path string
 	stream     bool
-	entries    []*store.Entry
+	entries    []*model.Entry
 }
 
 // checkStream reads the file item by item without keeping anything: true when the
@@ -522,7 +522,7 @@ func checkStream(lf *loadFile) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	err = store.StreamDocument(lf.name, f, func(*store.Entry) error { return nil })
+	err = store.StreamDocument(lf.name, f, func(*model.Entry) error { return nil })
 	if errors.Is(err, store.ErrNotStreamable) {
 		return false, nil
 	}
@@ -531,8 +531,8 @@ func checkStream(lf *loadFile) (bool, error) {
 }
 
 // loadSource yields the entries of files in order, streaming those that stream.
-func loadSource(files []*loadFile) func(yield func(*store.Entry) error) error {
-	return func(yield func(*store.Entry) error) error {
+func loadSource(files []*loadFile) func(yield func(*model.Entry) error) error {
+	return func(yield func(*model.Entry) error) error {
 		for _, lf := range files {
 			if !lf.stream {
 				for _, e := range lf.entries {
@@ -589,7 +589,7 @@ func (c *cli) load(ctx context.Context, args []string, action string, dryrun boo
 	if pipe != "" {
 		// The API's load-time pipeline, with its checks: a disabled pipeline or one
 		// whose content does not parse is refused, as it is there.
-		if opts.Transform, err = db.LoadTransform(ctx, store.SystemAuth(), pipe); err != nil {
+		if opts.Transform, err = db.LoadTransform(ctx, model.SystemAuth(), pipe); err != nil {
 			switch store.ErrorCode(err) {
 			case model.ENotFound:
 				return fmt.Errorf("pipeline %q not found", pipe)

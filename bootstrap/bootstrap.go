@@ -263,7 +263,7 @@ func (s *starter) seedAPIKey(ctx context.Context, tx *store.Migration) error {
 	}
 	next := *in
 	next.Data = cloneData(in.Data)
-	next.Data["secret"] = store.HashSecret(s.o.APIKeySecret)
+	next.Data["secret"] = model.HashSecret(s.o.APIKeySecret)
 	s.log.Info("built-in API key secret seeded", "key", "api_builtin")
 	_, err = tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: model.ActionUpdate})
 	return err
@@ -289,8 +289,8 @@ func (s *starter) forceAdmin(ctx context.Context, tx *store.Migration) error {
 	changed := false
 	if s.o.AdminPassword != "" {
 		stored, _ := in.Data["password"].(string)
-		if stored == "" || !store.VerifySecret(s.o.AdminPassword, stored) {
-			next.Data["password"] = store.HashSecret(s.o.AdminPassword)
+		if stored == "" || !model.VerifySecret(s.o.AdminPassword, stored) {
+			next.Data["password"] = model.HashSecret(s.o.AdminPassword)
 			changed = true
 			s.log.Info("admin password set from SERVICE_ADMIN_PASSWORD")
 		}

@@ -50,7 +50,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 	for _, it := range items {
 		want[it] = true
 	}
-	var pick []*store.Entry
+	var pick []*model.Entry
 	for _, e := range entries {
 		cls, key := e.Key()
 		if all || want[cls+":"+key] {
@@ -61,7 +61,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 						m[f] = v
 					}
 				}
-				e = store.NewEntry(m)
+				e = model.NewEntry(m)
 			}
 			pick = append(pick, e)
 			delete(want, cls+":"+key)

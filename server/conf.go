@@ -62,7 +62,7 @@ func parseConfigUpdates(body []byte) (map[string]string, error) {
 	}
 	out := map[string]string{}
 	for k, v := range entries[0].Fields {
-		text, ok := store.ScalarText(v)
+		text, ok := model.ScalarText(v)
 		if !ok {
 			return nil, model.Errorf(model.EInvalid, "configuration %s: value must be a scalar", clip.Text(k))
 		}

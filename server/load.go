@@ -109,8 +109,8 @@ func (s *server) load(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	s.runLoadFrom(w, r, body.Each, opts, body.Warnings)
 }
 
-func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*store.Entry, opts store.LoadOptions, warnings []string) {
-	s.runLoadFrom(w, r, func(yield func(*store.Entry) error) error {
+func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*model.Entry, opts store.LoadOptions, warnings []string) {
+	s.runLoadFrom(w, r, func(yield func(*model.Entry) error) error {
 		for _, e := range entries {
 			if err := yield(e); err != nil {
 				return err
@@ -120,7 +120,7 @@ func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*stor
 	}, opts, warnings)
 }
 
-func (s *server) runLoadFrom(w http.ResponseWriter, r *http.Request, source func(yield func(*store.Entry) error) error,
+func (s *server) runLoadFrom(w http.ResponseWriter, r *http.Request, source func(yield func(*model.Entry) error) error,
 	opts store.LoadOptions, warnings []string) {
 	res, err := s.db.LoadStream(r.Context(), source, opts)
 	if store.ErrorCode(err) == model.EDiskFull && res != nil && !res.DryRun {
@@ -173,7 +173,7 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 
 // ParseCSV turns a CSV body (header row first) into load entries of schema: the
 // keyfield column is the keyname; other columns are fields (empty cells clear them).
-func ParseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool) ([]*store.Entry, error) {
+func ParseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool) ([]*model.Entry, error) {
 	enc := "utf-8"
 	if latin1 {
 		enc = "iso-8859-1"

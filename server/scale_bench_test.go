@@ -22,6 +22,7 @@ import (
 	"dataservice/builtin"
 	"dataservice/server"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // scaleN is the number of instances of the scale benchmarks: BENCH_N, default 100000.
@@ -265,7 +266,7 @@ func (s *sqlStmt) rows(ctx context.Context, args ...any) ([]map[string]any, erro
 		if err := rows.Scan(&id, &cls, &key, &disp, &en, &raw, &cr, &up); err != nil {
 			return nil, err
 		}
-		data, err := store.DecodeData(raw)
+		data, err := model.DecodeData(raw)
 		if err != nil {
 			return nil, err
 		}

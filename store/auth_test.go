@@ -130,7 +130,7 @@ func TestKeyPermissions(t *testing.T) {
 		all         bool
 		perms, deny string
 	}{
-		{"plain names are granted", []string{"p_x", "p_a"}, false, "p_a,p_x", ""},
+		{"plain names are model.Granted", []string{"p_x", "p_a"}, false, "p_a,p_x", ""},
 		{"blank entries are ignored and names trimmed", []string{" p_x ", "", "  "}, false, "p_x", ""},
 		{"!name removes a plain name", []string{"p_x", "!p_x", "p_y"}, false, "p_y", "p_x"},
 		{"!name removes whatever its position", []string{"! p_x", "p_x"}, false, "", "p_x"},
@@ -156,7 +156,7 @@ func TestKeyPermissions(t *testing.T) {
 			if got, want := strings.Join(deny, ","), tt.deny; got != want {
 				t.Fatalf("deny: got %q, want %q", got, want)
 			}
-			a := &store.Auth{Kind: "apikey", Name: "k", All: all, Perms: perms, Deny: deny}
+			a := &model.Auth{Kind: "apikey", Name: "k", All: all, Perms: perms, Deny: deny}
 			for _, p := range deny {
 				if a.Has(p) {
 					t.Fatalf("Has(%s) on a denied permission: got true, want false", p)
@@ -170,21 +170,21 @@ func TestKeyPermissions(t *testing.T) {
 }
 
 func TestAuthBasics(t *testing.T) {
-	var none *store.Auth
+	var none *model.Auth
 	if none.Has("p_data_access") || none.HasAll() {
-		t.Fatal("nil Auth holds a permission")
+		t.Fatal("nil model.Auth holds a permission")
 	}
 	if got, want := none.Author(), "system"; got != want {
 		t.Fatalf("nil author: got %q, want %q", got, want)
 	}
-	sys := store.SystemAuth()
+	sys := model.SystemAuth()
 	if !sys.Has("p_anything") || !sys.HasAll() {
-		t.Fatal("SystemAuth lacks a permission")
+		t.Fatal("model.SystemAuth lacks a permission")
 	}
 	if got, want := sys.Author(), "system"; got != want {
 		t.Fatalf("system author: got %q, want %q", got, want)
 	}
-	key := &store.Auth{Kind: "apikey", Name: "k1", Perms: []string{"p_a"}}
+	key := &model.Auth{Kind: "apikey", Name: "k1", Perms: []string{"p_a"}}
 	if got, want := key.Author(), "apikey:k1"; got != want {
 		t.Fatalf("key author: got %q, want %q", got, want)
 	}

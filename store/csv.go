@@ -13,7 +13,7 @@ import (
 )
 
 // CSVOptions say how a CSV document becomes load entries: every row is an entry of
-// Schema, the Keyfield column (default "keyname") its keyname, the other columns its
+// model.Schema, the Keyfield column (default "keyname") its keyname, the other columns its
 // fields. The API's raw-file endpoint and the console's import tool share them.
 type CSVOptions struct {
 	Schema string
@@ -69,8 +69,8 @@ func (o *CSVOptions) Check() error {
 
 // ParseCSV turns a CSV body (header row first) into load entries as o says: the
 // keyfield column is the keyname; other columns are fields (empty cells clear them).
-// Errors are model.EInvalid naming what is wrong, or model.ETooLarge beyond o.MaxRows rows.
-func ParseCSV(body []byte, o CSVOptions) ([]*Entry, error) {
+// Errors are model.EInvalid naming what is wrong, or model.ETooLarge Beyond o.MaxRows rows.
+func ParseCSV(body []byte, o CSVOptions) ([]*model.Entry, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func ParseCSV(body []byte, o CSVOptions) ([]*Entry, error) {
 		return nil, tooManyCells()
 	}
 	cells := 0
-	var out []*Entry
+	var out []*model.Entry
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -140,7 +140,7 @@ func ParseCSV(body []byte, o CSVOptions) ([]*Entry, error) {
 		if cells += len(rec); o.MaxCells > 0 && cells > o.MaxCells {
 			return nil, tooManyCells()
 		}
-		e := &Entry{File: "csv", Index: len(out) + 1, Fields: map[string]any{"classname": o.Schema}}
+		e := &model.Entry{File: "csv", Index: len(out) + 1, Fields: map[string]any{"classname": o.Schema}}
 		e.Order = append(e.Order, "classname")
 		for i, h := range header {
 			name := h

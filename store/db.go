@@ -36,7 +36,7 @@ type DB struct {
 	Now func() time.Time
 
 	mu      sync.RWMutex
-	schemas map[string]*Schema // read cache, dropped whenever a transaction touches schemas
+	schemas map[string]*model.Schema // read cache, dropped whenever a transaction touches schemas
 	// schemaGen is the schema_generation the cache was filled at; local counts local drops.
 	schemaGen int64
 	local     uint64
@@ -331,7 +331,7 @@ type Tx struct {
 
 // txState is what every view of a transaction shares.
 type txState struct {
-	schemas map[string]*Schema
+	schemas map[string]*model.Schema
 	touched bool
 	stmts   map[string]*sql.Stmt
 	// writes counts the statements exec ran (every instance, revision and permission
@@ -362,7 +362,7 @@ func (db *DB) BeginAs(ctx context.Context, rev Revisions) (*Tx, error) {
 		return nil, db.NoSpace(fmt.Errorf("begin: %w", err))
 	}
 	return &Tx{sqlTx: tx, db: db, began: ctx, rev: rev,
-		txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}, writer: true, release: done}}, nil
+		txState: &txState{schemas: map[string]*model.Schema{}, stmts: map[string]*sql.Stmt{}, writer: true, release: done}}, nil
 }
 
 // withRevisions is a view of the transaction that records its changes as rev says.
@@ -383,7 +383,7 @@ func (db *DB) BeginRead(ctx context.Context) (*Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin read: %w", err)
 	}
-	return &Tx{sqlTx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}, nil
+	return &Tx{sqlTx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*model.Schema{}, stmts: map[string]*sql.Stmt{}}}, nil
 }
 
 // DB is the database the transaction belongs to.

@@ -77,7 +77,7 @@ func (db *DB) committed() {
 }
 
 // DiskSpace is the free space (blocks available to unprivileged users: root may have
-// a reserve beyond it)
+// a reserve Beyond it)
 // and the size, in bytes, of the filesystem holding the database file.
 func (db *DB) DiskSpace() (free, size uint64, err error) {
 	var st syscall.Statfs_t

@@ -11,7 +11,7 @@ import (
 )
 
 // entryText renders the fields of an entry in key order with their Go types.
-func entryText(e *store.Entry) string {
+func entryText(e *model.Entry) string {
 	var parts []string
 	for _, k := range e.Order {
 		parts = append(parts, k+"="+fmtValue(e.Fields[k]))
@@ -229,7 +229,7 @@ func TestEntryKeyAndSet(t *testing.T) {
 	if cls, key := entries[1].Key(); cls+"/"+key != "a/7" {
 		t.Fatalf("Key: got %s/%s, want a/7", cls, key)
 	}
-	e := store.NewEntry(map[string]any{"keyname": "k", "classname": "c"})
+	e := model.NewEntry(map[string]any{"keyname": "k", "classname": "c"})
 	e.Set("x", int64(1))
 	e.Set("keyname", "k2")
 	if got, want := entryText(e), "classname=string(c) keyname=string(k2) x=int64(1)"; got != want {
@@ -326,7 +326,7 @@ func TestParseBodyJSONMatchesYAML(t *testing.T) {
 	}
 }
 
-func entryShapes(es []*store.Entry) []string {
+func entryShapes(es []*model.Entry) []string {
 	var out []string
 	for _, e := range es {
 		s := fmt.Sprintf("%s %d %v:", e.File, e.Index, e.Order)

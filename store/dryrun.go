@@ -200,7 +200,7 @@ func (d *dryRun) openSnapshot(ctx context.Context, db *DB) error {
 	if err != nil {
 		return fmt.Errorf("dry run: begin read: %w", err)
 	}
-	d.snap = &Tx{sqlTx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}
+	d.snap = &Tx{sqlTx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*model.Schema{}, stmts: map[string]*sql.Stmt{}}}
 	return nil
 }
 

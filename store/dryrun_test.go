@@ -338,7 +338,7 @@ func TestDryRunRenameSeesSnapshotReferences(t *testing.T) {
 `, store.LoadOptions{})
 	// rename renames place from to to as the caller auth, f4 updated first (a row the
 	// run has named), and reports the outcome and the references to to afterwards.
-	rename := func(tx *store.Tx, auth *store.Auth, from, to string) string {
+	rename := func(tx *store.Tx, auth *model.Auth, from, to string) string {
 		s, err := tx.Schema(ctx, "place")
 		if err != nil {
 			t.Fatal(err)
@@ -379,7 +379,7 @@ func TestDryRunRenameSeesSnapshotReferences(t *testing.T) {
 		return fmt.Sprintf("%s renamed=%v err=%v refs=%v", out.Result, out.Renamed, err, refs)
 	}
 	cases := []struct {
-		auth     *store.Auth
+		auth     *model.Auth
 		from, to string
 		want     string // in the real database
 	}{

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -16,14 +15,14 @@ import (
 
 // InstanceDoc renders an instance in the load format: header keys, then the schema's
 // fields in order, with external fields computed and secrets left out.
-func (db *DB) InstanceDoc(ctx context.Context, s *Schema, in *Instance) *Doc {
+func (db *DB) InstanceDoc(ctx context.Context, s *model.Schema, in *Instance) *model.Doc {
 	return db.InstanceDocAs(ctx, nil, s, in)
 }
 
 // InstanceDocAs is InstanceDoc as auth reads it: an external field shows a value only
 // when auth may read every schema the value is read from (nil: every permission).
-func (db *DB) InstanceDocAs(ctx context.Context, auth *Auth, s *Schema, in *Instance) *Doc {
-	d := &Doc{Keys: make([]string, 0, 4+len(s.Fields)), Vals: make(map[string]any, 4+len(s.Fields))}
+func (db *DB) InstanceDocAs(ctx context.Context, auth *model.Auth, s *model.Schema, in *Instance) *model.Doc {
+	d := &model.Doc{Keys: make([]string, 0, 4+len(s.Fields)), Vals: make(map[string]any, 4+len(s.Fields))}
 	d.Set("classname", in.Classname)
 	d.Set("keyname", in.Keyname)
 	d.Set("displayname", in.Displayname)
@@ -47,7 +46,7 @@ func (db *DB) InstanceDocAs(ctx context.Context, auth *Auth, s *Schema, in *Inst
 
 // external computes an external field: the REMOTE_FIELD of the instance referenced by
 // the single-valued schema field PARENT_FIELD.
-func (db *DB) external(ctx context.Context, auth *Auth, s *Schema, in *Instance, f *Field, depth int) any {
+func (db *DB) external(ctx context.Context, auth *model.Auth, s *model.Schema, in *Instance, f *model.Field, depth int) any {
 	w := strings.Fields(f.DataformatExt)
 	if len(w) < 2 || depth > 4 {
 		return nil
@@ -62,7 +61,7 @@ func (db *DB) external(ctx context.Context, auth *Auth, s *Schema, in *Instance,
 		return nil
 	}
 	ts, err := db.Schema(ctx, target[0])
-	if err != nil || !CanRead(auth, ts) {
+	if err != nil || !model.CanRead(auth, ts) {
 		return nil
 	}
 	rin, err := db.Instance(ctx, target[0], ref)
@@ -91,7 +90,7 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 	if format != "yaml" && format != "json" {
 		return model.Errorf(model.EInvalid, "unknown export format %s (yaml or json)", clip.Quote(format))
 	}
-	var schemas []*Schema
+	var schemas []*model.Schema
 	for _, n := range names {
 		s, err := db.Schema(ctx, n)
 		if err != nil {
@@ -129,7 +128,7 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 		out = out[:0]
 		return err
 	}
-	emit := func(v *Doc) error {
+	emit := func(v *model.Doc) error {
 		if format == "json" {
 			b, err := json.MarshalIndent(v, "  ", "  ")
 			if err != nil {
@@ -156,7 +155,7 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 			}
 			return nil
 		}
-		n, err := v.yamlNode()
+		n, err := v.YAMLNode()
 		if err != nil {
 			return err
 		}
@@ -197,18 +196,4 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 		return err
 	}
 	return nil
-}
-
-// sortedDoc orders a map's keys alphabetically.
-func sortedDoc(m map[string]any) *Doc {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	d := &Doc{}
-	for _, k := range keys {
-		d.Set(k, m[k])
-	}
-	return d
 }

@@ -60,8 +60,8 @@ func absent(tb testing.TB, db *store.DB, cls, key string) {
 }
 
 // userAuth is a user context holding exactly perms.
-func userAuth(perms ...string) *store.Auth {
-	return &store.Auth{Kind: "user", Name: "tester", User: "tester", Perms: perms}
+func userAuth(perms ...string) *model.Auth {
+	return &model.Auth{Kind: "user", Name: "tester", User: "tester", Perms: perms}
 }
 
 // fmtValue renders a stored value with its Go type, so 1 and "1" differ.

@@ -40,7 +40,7 @@ func scanInstance(r scanner) (*Instance, error) {
 		&in.CreatedAt, &in.UpdatedAt); err != nil {
 		return nil, err
 	}
-	data, err := decodeData(raw)
+	data, err := model.DecodeData(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -170,12 +170,6 @@ func (db *DB) CountInstances(ctx context.Context, cls string) (int, error) {
 	return n, nil
 }
 
-// refResolver answers the lookups value validation needs.
-type refResolver interface {
-	instanceExists(cls, key string) (bool, error)
-	enumValues(name string) (map[string]bool, error)
-}
-
 // txRefs answers value validation's lookups in a transaction, under the ctx of the
 // call that validates.
 type txRefs struct {
@@ -185,11 +179,11 @@ type txRefs struct {
 
 func (tx *Tx) refs(ctx context.Context) txRefs { return txRefs{tx, ctx} }
 
-func (r txRefs) instanceExists(cls, key string) (bool, error) {
+func (r txRefs) InstanceExists(cls, key string) (bool, error) {
 	return r.tx.instanceExists(r.ctx, cls, key)
 }
 
-func (r txRefs) enumValues(name string) (map[string]bool, error) { return r.tx.enumValues(r.ctx, name) }
+func (r txRefs) EnumValues(name string) (map[string]bool, error) { return r.tx.enumValues(r.ctx, name) }
 
 func (tx *Tx) instanceExists(ctx context.Context, cls, key string) (bool, error) {
 	if _, ok := tx.known[cls+"\x00"+key]; ok {
@@ -244,7 +238,7 @@ func EnumValues(in *Instance) map[string]bool {
 		return vals
 	}
 	for _, e := range entries {
-		if v, ok := scalarText(e.Fields["value"]); ok && v != "" {
+		if v, ok := model.ScalarText(e.Fields["value"]); ok && v != "" {
 			vals[v] = true
 		}
 	}
@@ -253,11 +247,11 @@ func EnumValues(in *Instance) map[string]bool {
 
 // instanceDoc is the revision form of an instance, secrets masked. dataJSON, when
 // not empty, is in.Data already encoded (and free of secrets).
-func instanceDoc(s *Schema, in *Instance, dataJSON string) string {
+func instanceDoc(s *model.Schema, in *Instance, dataJSON string) string {
 	if in == nil {
 		return ""
 	}
-	if dataJSON != "" && !s.hasSecrets() {
+	if dataJSON != "" && !s.HasSecrets() {
 		// The same bytes json.Marshal would write for the map below (keys sorted).
 		var b strings.Builder
 		b.Grow(len(dataJSON) + len(in.Keyname) + len(in.Displayname) + 64)
@@ -272,13 +266,13 @@ func instanceDoc(s *Schema, in *Instance, dataJSON string) string {
 		b.WriteString("}")
 		return b.String()
 	}
-	data := cloneMap(in.Data)
+	data := model.CloneMap(in.Data)
 	for k := range data {
 		if f := s.Field(k); f != nil && f.Dataformat == "secret" {
 			data[k] = "********"
 		}
 	}
-	return mustJSON(map[string]any{"keyname": in.Keyname, "displayname": in.Displayname,
+	return model.MustJSON(map[string]any{"keyname": in.Keyname, "displayname": in.Displayname,
 		"is_enabled": in.IsEnabled, "data": data})
 }
 
@@ -312,12 +306,12 @@ func (tx *Tx) revision(ctx context.Context, cls, key, action, before, after stri
 // It also reports differs: a value it checked encodes differently from old's under a
 // key that is valid UTF-8 (or one of them has no value there), so the data's encoding
 // differs from old's. false says nothing either way.
-func (tx *Tx) prepare(ctx context.Context, s *Schema, in, old *Instance) (differs bool, err error) {
+func (tx *Tx) prepare(ctx context.Context, s *model.Schema, in, old *Instance) (differs bool, err error) {
 	if in.Data == nil {
 		in.Data = map[string]any{}
 	}
 	data := in.Data
-	var refs refResolver // made once, when a value needs checking
+	var refs model.RefResolver // made once, when a value needs checking
 	// Only existing keys are rewritten or deleted while ranging, which Go allows.
 	for k, v := range data {
 		if old != nil {
@@ -347,13 +341,13 @@ func (tx *Tx) prepare(ctx context.Context, s *Schema, in, old *Instance) (differ
 		if refs == nil {
 			refs = tx.refs(ctx)
 		}
-		nv, present, err := f.normalize(v, refs)
+		nv, present, err := f.Normalize(v, refs)
 		if err != nil {
 			return false, err
 		}
 		if old != nil && !differs && utf8.ValidString(k) {
 			ov, had := old.Data[k]
-			differs = had != present || present && !sameJSONValue(ov, nv)
+			differs = had != present || present && !model.SameJSONValue(ov, nv)
 		}
 		if present {
 			if sv, isText := stored.(string); isText {
@@ -385,7 +379,7 @@ func deepEqual(a, b any) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-func checkCardinality(s *Schema, data map[string]any) error {
+func checkCardinality(s *model.Schema, data map[string]any) error {
 	for _, f := range s.Fields {
 		if f.CardinalMin <= 0 || f.Dataformat == "external" {
 			continue
@@ -409,7 +403,7 @@ func checkCardinality(s *Schema, data map[string]any) error {
 // the revision and collects the addresses of its ipv4 fields (collectIPs, whose
 // warnings it returns). With ifAbsent, an insert whose keyname exists writes nothing
 // and reports false.
-func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action model.Action, data string, ifAbsent bool) (inserted bool, warnings []string, err error) {
+func (tx *Tx) write(ctx context.Context, s *model.Schema, old, in *Instance, action model.Action, data string, ifAbsent bool) (inserted bool, warnings []string, err error) {
 	now := tx.db.now()
 	if old == nil || in.Keyname != old.Keyname {
 		if err := tx.fromSnapshot(ctx, in.Classname, in.Keyname); err != nil {
@@ -475,7 +469,7 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action mo
 }
 
 // deleteInstance deletes an instance and writes its revision.
-func (tx *Tx) deleteInstance(ctx context.Context, s *Schema, in *Instance) error {
+func (tx *Tx) deleteInstance(ctx context.Context, s *model.Schema, in *Instance) error {
 	if _, err := tx.exec(ctx, "DELETE FROM instances WHERE id = ?", in.ID); err != nil {
 		return fmt.Errorf("delete %s %s: %w", in.Classname, in.Keyname, err)
 	}
@@ -488,15 +482,6 @@ func (tx *Tx) deleteInstance(ctx context.Context, s *Schema, in *Instance) error
 	}
 	tx.forget()
 	return tx.revision(ctx, in.Classname, in.Keyname, "delete", instanceDoc(s, in, in.raw), "")
-}
-
-func (s *Schema) hasSecrets() bool {
-	for _, f := range s.Fields {
-		if f.Dataformat == "secret" {
-			return true
-		}
-	}
-	return false
 }
 
 // jsonString is s as a JSON string, escaped as encoding/json escapes it.

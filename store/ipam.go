@@ -4,22 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"dataservice/store/model"
 )
-
-// ipv4AddressFields lists the fields of s holding single IPv4 addresses (dataformat
-// ipv4 without the subnet extension): the values IP collection looks at.
-func (s *Schema) ipv4AddressFields() []*Field {
-	var out []*Field
-	for _, f := range s.Fields {
-		if f.Dataformat == "ipv4" && !strings.Contains(f.DataformatExt, "subnet") {
-			out = append(out, f)
-		}
-	}
-	return out
-}
 
 // collectIPs creates, for every address in the ipv4 fields of in, the missing ipam_ip
 // instance with collected: true (written addresses are collected). ipam_ip itself and
@@ -31,11 +18,11 @@ func (s *Schema) ipv4AddressFields() []*Field {
 // the dataformat of collected) and gets its revision as any created instance. An
 // address the schema refuses is not collected: the write that holds it succeeds, and
 // the refusal comes back as a warning naming the address and the reason.
-func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (created int, warnings []string, err error) {
+func (tx *Tx) collectIPs(ctx context.Context, s *model.Schema, in *Instance) (created int, warnings []string, err error) {
 	if s.Keyname == "ipam_ip" {
 		return 0, nil, nil
 	}
-	fields := s.ipv4AddressFields()
+	fields := s.IPv4AddressFields()
 	if len(fields) == 0 {
 		return 0, nil, nil
 	}
@@ -56,7 +43,7 @@ func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (created 
 		}
 		for _, v := range values {
 			addr, _ := v.(string)
-			hex, err := HexIP(addr)
+			hex, err := model.HexIP(addr)
 			if err != nil {
 				continue
 			}
@@ -67,7 +54,7 @@ func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (created 
 			ip := &Instance{Classname: "ipam_ip", Keyname: hex, Displayname: addr, IsEnabled: true,
 				Data: map[string]any{"collected": true}}
 			_, err = tx.Apply(ctx, Write{Schema: ipSchema, New: ip, Action: model.ActionCreate, ifAbsent: true},
-				ApplyOptions{Auth: SystemAuth()})
+				ApplyOptions{Auth: model.SystemAuth()})
 			switch {
 			case err == nil:
 				created++
@@ -129,7 +116,7 @@ func (db *DB) CollectIPs(ctx context.Context, author string) (CollectResult, err
 		if err != nil {
 			return res, err
 		}
-		if name == "ipam_ip" || len(s.ipv4AddressFields()) == 0 {
+		if name == "ipam_ip" || len(s.IPv4AddressFields()) == 0 {
 			continue
 		}
 		var after int64

@@ -26,7 +26,7 @@ func (r IPRange) Contains(a uint32) bool { return a >= r.First && a <= r.Last }
 
 // ParseIPv4 parses a dotted IPv4 address (canonical form, as ipv4 fields hold it).
 func ParseIPv4(s string) (uint32, error) {
-	if err := CheckIPv4(s, ""); err != nil {
+	if err := model.CheckIPv4(s, ""); err != nil {
 		return 0, &model.Error{Code: model.EInvalid, Message: err.Error()}
 	}
 	b := netip.MustParseAddr(s).As4()
@@ -36,7 +36,7 @@ func ParseIPv4(s string) (uint32, error) {
 // ParseSubnet parses an aligned IPv4 CIDR (A.B.C.D/N without host bits), the form of
 // ipam_subnet keynames.
 func ParseSubnet(s string) (netip.Prefix, error) {
-	if err := CheckIPv4(s, "subnet strict"); err != nil {
+	if err := model.CheckIPv4(s, "subnet strict"); err != nil {
 		return netip.Prefix{}, &model.Error{Code: model.EInvalid, Message: err.Error()}
 	}
 	return netip.MustParsePrefix(s), nil

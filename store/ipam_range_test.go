@@ -269,7 +269,7 @@ func TestFindIPv4Holders(t *testing.T) {
 - {classname: secret_box, keyname: s1, addr: 10.0.0.1}
 - {classname: ipam_subnet, keyname: 10.0.0.0/24, gateway: 10.0.0.1}
 `, store.LoadOptions{})
-	all := func(*store.Schema) bool { return true }
+	all := func(*model.Schema) bool { return true }
 	text := func(r *store.IPv4Search) string {
 		var out []string
 		for _, h := range r.Holders {
@@ -279,13 +279,13 @@ func TestFindIPv4Holders(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name          string
-		may           func(*store.Schema) bool
+		may           func(*model.Schema) bool
 		budget, limit int
 		want          string
 	}{
 		{"every readable schema", all, 1000, 100,
 			"box/b1.mgmt box/b2.extra box/b5.mgmt box/b5.extra ipam_subnet/10.0.0.0/24.gateway secret_box/s1.addr scanned=7 truncated=false unsearched=[]"},
-		{"only what may read", func(s *store.Schema) bool { return store.CanRead(userAuth("p_data_read"), s) }, 1000, 100,
+		{"only what may read", func(s *model.Schema) bool { return model.CanRead(userAuth("p_data_read"), s) }, 1000, 100,
 			"box/b1.mgmt box/b2.extra box/b5.mgmt box/b5.extra ipam_subnet/10.0.0.0/24.gateway scanned=6 truncated=false unsearched=[]"},
 		{"the budget ends inside a schema", all, 3, 100,
 			"box/b1.mgmt box/b2.extra scanned=3 truncated=false unsearched=[box ipam_subnet secret_box]"},

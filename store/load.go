@@ -27,9 +27,9 @@ const (
 
 // LoadOptions tune a load.
 type LoadOptions struct {
-	// Auth decides what may be written; nil acts with every permission (the CLI).
-	Auth *Auth
-	// Author overrides the revisions' author (default: Auth.Author()).
+	// model.Auth decides what may be written; nil acts with every permission (the CLI).
+	Auth *model.Auth
+	// Author overrides the revisions' author (default: model.Auth.Author()).
 	Author string
 	// Action, when set, replaces every entry's _action.
 	Action model.Action
@@ -128,7 +128,7 @@ func (r *LoadResult) count(outcome string) {
 	}
 }
 
-func (r *LoadResult) fail(e *Entry, err error) {
+func (r *LoadResult) fail(e *model.Entry, err error) {
 	r.Errors++
 	if len(r.Messages) >= MaxErrorMessages {
 		return
@@ -146,8 +146,8 @@ func (r *LoadResult) fail(e *Entry, err error) {
 // Load loads entries, committing every BatchSize entries. Each entry is applied
 // atomically; a failed entry never stops the others. Entries that failed only for an
 // unresolved reference are retried once after all others.
-func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*LoadResult, error) {
-	return db.LoadStream(ctx, func(yield func(*Entry) error) error {
+func (db *DB) Load(ctx context.Context, entries []*model.Entry, opts LoadOptions) (*LoadResult, error) {
+	return db.LoadStream(ctx, func(yield func(*model.Entry) error) error {
 		for _, e := range entries {
 			if err := yield(e); err != nil {
 				return err
@@ -168,7 +168,7 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 //
 // A dry run takes no writer: it reads a snapshot and writes into a private database
 // (dryrun.go).
-func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions) (*LoadResult, error) {
+func (db *DB) LoadStream(ctx context.Context, source func(yield func(*model.Entry) error) error, opts LoadOptions) (*LoadResult, error) {
 	target, dry := db, (*dryRun)(nil)
 	if opts.DryRun {
 		d, err := newDryRun(ctx, db)
@@ -195,7 +195,7 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 
 // loadStream is LoadStream; with dry set, db is the dry run's private database and
 // the whole load is one transaction, rolled back.
-func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions, dry *dryRun) (res, committed *LoadResult, err error) {
+func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entry) error) error, opts LoadOptions, dry *dryRun) (res, committed *LoadResult, err error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 1000
 	}
@@ -219,7 +219,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 		began = time.Now()
 		if dry != nil {
 			tx.dry, dry.tx = dry, tx
-			l.before = func(context.Context, *Entry) error { dry.before(); return nil }
+			l.before = func(context.Context, *model.Entry) error { dry.before(); return nil }
 		}
 		return nil
 	}
@@ -236,8 +236,8 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 		tx, inBatch = nil, 0
 		return err
 	}
-	var retry []*Entry
-	one := func(e *Entry, second bool) error {
+	var retry []*model.Entry
+	one := func(e *model.Entry, second bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -252,7 +252,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 		switch {
 		case err == nil:
 			res.count(outcome)
-		case !second && isUnresolved(err):
+		case !second && model.IsUnresolved(err):
 			retry = append(retry, e)
 		case Aborts(err):
 			return fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
@@ -267,7 +267,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 		}
 		return nil
 	}
-	pass := func(list []*Entry, second bool) error {
+	pass := func(list []*model.Entry, second bool) error {
 		for _, e := range list {
 			if err := one(e, second); err != nil {
 				return err
@@ -275,7 +275,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 		}
 		return nil
 	}
-	if err := source(func(e *Entry) error { return one(e, false) }); err != nil {
+	if err := source(func(e *model.Entry) error { return one(e, false) }); err != nil {
 		return nil, committed, err
 	}
 	// Retry passes go on while they resolve something, so chains of forward
@@ -317,20 +317,20 @@ func loadAuthor(opts LoadOptions) string {
 // block is one transaction). The second pass runs as in DB.Load. Its revisions name
 // the load's author and are left out when the transaction or the load says so;
 // DryRun and BatchSize are the caller's business (it owns the transaction).
-func (tx *Tx) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*LoadResult, error) {
+func (tx *Tx) Load(ctx context.Context, entries []*model.Entry, opts LoadOptions) (*LoadResult, error) {
 	tx = tx.withRevisions(Revisions{Author: loadAuthor(opts), Off: tx.rev.Off || opts.NoRevisions})
 	l := &loader{tx: tx, opts: opts}
 	res := &LoadResult{DryRun: opts.DryRun}
 	list, last := entries, false
 	for len(list) > 0 {
-		var retry []*Entry
+		var retry []*model.Entry
 		for _, e := range list {
 			outcome, err := l.loadEntry(ctx, e)
 			l.report(res)
 			switch {
 			case err == nil:
 				res.count(outcome)
-			case !last && isUnresolved(err):
+			case !last && model.IsUnresolved(err):
 				retry = append(retry, e)
 			case Aborts(err):
 				return nil, fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
@@ -353,7 +353,7 @@ type loader struct {
 	sawExisting bool
 	// before, when set, runs before each entry is applied (a dry run counts the entry
 	// and calls its test hook there).
-	before func(context.Context, *Entry) error
+	before func(context.Context, *model.Entry) error
 	// warnings are the apply path's warnings (IP collection) not yet in the result.
 	warnings []string
 }
@@ -367,16 +367,16 @@ func (l *loader) report(res *LoadResult) {
 }
 
 // loadEntry applies one entry inside a savepoint so a failure leaves nothing behind.
-func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
+func (l *loader) loadEntry(ctx context.Context, e *model.Entry) (string, error) {
 	tx, opts := l.tx, l.opts
 	// The transform changes the entry in place: an entry retried by the second pass
 	// has been transformed already.
-	if opts.Transform != nil && !e.transformed {
-		if err := e.prepare(""); err != nil {
+	if opts.Transform != nil && !e.Transformed {
+		if err := e.Prepare(""); err != nil {
 			return "", err
 		}
 		discard, err := opts.Transform(e.Fields)
-		e.transformed = true
+		e.Transformed = true
 		if err != nil {
 			return "", model.Errorf(model.EInvalid, "%s", tx.transformMessage(ctx, e, err))
 		}
@@ -384,7 +384,7 @@ func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
 			return OutSkipped, nil
 		}
 	}
-	if err := e.prepare(opts.Action); err != nil {
+	if err := e.Prepare(opts.Action); err != nil {
 		return "", err
 	}
 	if l.before != nil {
@@ -407,7 +407,7 @@ func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
 // transformMessage is the message of a load-time pipeline's failure on e. When e's
 // class has secret fields, a value the rule quoted is left out: it may be a plain
 // secret, copied to any field by an earlier rule.
-func (tx *Tx) transformMessage(ctx context.Context, e *Entry, err error) string {
+func (tx *Tx) transformMessage(ctx context.Context, e *model.Entry, err error) string {
 	var r interface{ Redacted() string }
 	if !errors.As(err, &r) {
 		return err.Error()
@@ -424,14 +424,14 @@ func (tx *Tx) transformMessage(ctx context.Context, e *Entry, err error) string 
 	return err.Error()
 }
 
-func (l *loader) applyEntry(ctx context.Context, e *Entry) (string, error) {
+func (l *loader) applyEntry(ctx context.Context, e *model.Entry) (string, error) {
 	tx, opts := l.tx, l.opts
 	if opts.Auth != nil && opts.Auth.ReadOnly {
 		return "", model.Errorf(model.EForbidden, "read-only credentials cannot load")
 	}
 	switch e.Classname {
 	case "_schema", "_permission":
-		if p := classPermission(e.Classname); opts.Auth != nil && !opts.Auth.Has(p) {
+		if p := model.ClassPermission(e.Classname); opts.Auth != nil && !opts.Auth.Has(p) {
 			return "", model.Errorf(model.EForbidden, "permission denied: %s needs %s", e.Classname, p)
 		}
 		if e.Keyname == "" {
@@ -453,13 +453,13 @@ func (l *loader) applyEntry(ctx context.Context, e *Entry) (string, error) {
 }
 
 // resolveKeyname applies the schema's keyname mode to the entry's keyname and displayname.
-func resolveKeyname(s *Schema, e *Entry) error {
+func resolveKeyname(s *model.Schema, e *model.Entry) error {
 	mode := strings.Fields(s.KeynameMode)
 	switch {
 	case len(mode) > 0 && mode[0] == "hexip":
 		switch {
 		case e.HasDisplayname && e.Displayname != "":
-			hex, err := HexIP(strings.TrimSpace(e.Displayname))
+			hex, err := model.HexIP(strings.TrimSpace(e.Displayname))
 			if err != nil {
 				return model.Errorf(model.EInvalid, "%s: displayname %s must be an IPv4 address (keyname mode hexip)", s.Keyname, clip.Quote(e.Displayname))
 			}
@@ -467,9 +467,9 @@ func resolveKeyname(s *Schema, e *Entry) error {
 				return model.Errorf(model.EInvalid, "%s: keyname %s does not match displayname %s (expected %s)", s.Keyname, clip.Quote(e.Keyname), e.Displayname, hex)
 			}
 			e.Displayname, e.Keyname = strings.TrimSpace(e.Displayname), hex
-		case IsDottedIPv4(e.Keyname):
+		case model.IsDottedIPv4(e.Keyname):
 			e.Displayname, e.HasDisplayname = e.Keyname, true
-			e.Keyname, _ = HexIP(e.Keyname)
+			e.Keyname, _ = model.HexIP(e.Keyname)
 		case isHexIP(e.Keyname):
 			// Named by its derived keyname: the address is derived back, so a new
 			// instance never lacks its displayname.
@@ -478,16 +478,16 @@ func resolveKeyname(s *Schema, e *Entry) error {
 			return model.Errorf(model.EInvalid, "%s: keyname %s: keyname mode hexip needs an IPv4 address in displayname or keyname", s.Keyname, clip.Quote(e.Keyname))
 		}
 	case len(mode) > 1 && mode[0] == "dataformat":
-		f := &Field{Keyname: "keyname", Dataformat: mode[1], DataformatExt: strings.Join(mode[2:], " "), CardinalMax: 1}
-		v, _, err := f.normalizeOne(e.Keyname, nil)
+		f := &model.Field{Keyname: "keyname", Dataformat: mode[1], DataformatExt: strings.Join(mode[2:], " "), CardinalMax: 1}
+		v, _, err := f.NormalizeOne(e.Keyname, nil)
 		if err != nil {
 			return model.Errorf(model.EInvalid, "%s: keyname %s is not valid for keyname mode %s: %s", s.Keyname, clip.Quote(e.Keyname), clip.Quote(s.KeynameMode), ErrorMessage(err))
 		}
-		if t, _ := scalarText(v); t != e.Keyname {
+		if t, _ := model.ScalarText(v); t != e.Keyname {
 			return model.Errorf(model.EInvalid, "%s: keyname %s is not in canonical form (%s)", s.Keyname, clip.Quote(e.Keyname), t)
 		}
 	}
-	return CheckKeyname(e.Keyname)
+	return model.CheckKeyname(e.Keyname)
 }
 
 func isHexIP(s string) bool {
@@ -504,7 +504,7 @@ func isHexIP(s string) bool {
 
 // putInstance applies an instance entry of schema s: it builds the new state from the
 // entry and the stored object and hands it to the apply path.
-func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, error) {
+func (l *loader) putInstance(ctx context.Context, s *model.Schema, e *model.Entry) (string, error) {
 	tx, opts := l.tx, l.opts
 	if err := resolveKeyname(s, e); err != nil {
 		return "", err
@@ -517,7 +517,7 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 	// Insert first while entries keep being new (an initial load): one statement
 	// instead of a lookup and an insert. When the keyname exists, or the entry is not
 	// valid as a new object, the lookup path below decides with the stored object.
-	if e.Action == model.ActionCreate && !l.sawExisting && CanWrite(opts.Auth, s, model.ActionCreate) {
+	if e.Action == model.ActionCreate && !l.sawExisting && model.CanWrite(opts.Auth, s, model.ActionCreate) {
 		if next, err := tx.buildInstance(ctx, s, e, nil, compareSecrets); err == nil {
 			out, err := tx.Apply(ctx, Write{Schema: s, New: next, Action: model.ActionCreate, validated: true, ifAbsent: true}, ao)
 			if !errors.Is(err, errExists) {
@@ -535,7 +535,7 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 	// A load is refused before the entry is looked at when the caller may not make
 	// the write its action asks for, whatever the stored object holds.
 	if op := loadOp(e.Action, old); op != "" && (old != nil || e.Action == model.ActionCreate || e.Action == model.ActionInit) {
-		if err := authorizeWrite(opts.Auth, s, op); err != nil {
+		if err := model.AuthorizeWrite(opts.Auth, s, op); err != nil {
 			return "", err
 		}
 	}
@@ -578,10 +578,10 @@ func loadOp(action model.Action, old *Instance) model.Action {
 // buildInstance merges the entry into old (nil: a new object with the fields'
 // defaults) and validates every value. With compareSecrets, a plain secret that verifies
 // against the stored hash keeps it (no change).
-func (tx *Tx) buildInstance(ctx context.Context, s *Schema, e *Entry, old *Instance, compareSecrets bool) (*Instance, error) {
+func (tx *Tx) buildInstance(ctx context.Context, s *model.Schema, e *model.Entry, old *Instance, compareSecrets bool) (*Instance, error) {
 	next := &Instance{Classname: s.Keyname, Keyname: e.Keyname, IsEnabled: true, Data: map[string]any{}}
 	if old != nil {
-		next.Displayname, next.IsEnabled, next.Data = old.Displayname, old.IsEnabled, cloneMap(old.Data)
+		next.Displayname, next.IsEnabled, next.Data = old.Displayname, old.IsEnabled, model.CloneMap(old.Data)
 	}
 	if e.HasDisplayname {
 		next.Displayname = e.Displayname
@@ -590,7 +590,7 @@ func (tx *Tx) buildInstance(ctx context.Context, s *Schema, e *Entry, old *Insta
 		next.IsEnabled = *e.IsEnabled
 	}
 	for _, k := range e.Order {
-		if headerKeys[k] || strings.HasPrefix(k, "_") {
+		if model.IsHeaderKey(k) || strings.HasPrefix(k, "_") {
 			continue
 		}
 		f := s.Field(k)
@@ -608,7 +608,7 @@ func (tx *Tx) buildInstance(ctx context.Context, s *Schema, e *Entry, old *Insta
 		if f.Dataformat == "secret" && old != nil && compareSecrets && sameSecret(v, old.Data[k]) {
 			continue // the plain text given is the one stored: keep its hash (no change)
 		}
-		nv, present, err := f.normalize(v, tx.refs(ctx))
+		nv, present, err := f.Normalize(v, tx.refs(ctx))
 		if err != nil {
 			return nil, err
 		}
@@ -623,7 +623,7 @@ func (tx *Tx) buildInstance(ctx context.Context, s *Schema, e *Entry, old *Insta
 			if _, ok := next.Data[f.Keyname]; ok || f.Default == nil || f.Dataformat == "external" {
 				continue
 			}
-			if nv, present, err := f.normalize(f.Default, tx.refs(ctx)); err == nil && present {
+			if nv, present, err := f.Normalize(f.Default, tx.refs(ctx)); err == nil && present {
 				next.Data[f.Keyname] = nv
 			}
 		}
@@ -646,8 +646,8 @@ func dottedOfHex(h string) string {
 func sameSecret(v, stored any) bool {
 	plain, ok := v.(string)
 	hash, _ := stored.(string)
-	if !ok || plain == "" || hash == "" || IsSecretHash(plain) {
+	if !ok || plain == "" || hash == "" || model.IsSecretHash(plain) {
 		return false
 	}
-	return VerifySecret(plain, hash)
+	return model.VerifySecret(plain, hash)
 }

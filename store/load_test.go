@@ -561,7 +561,7 @@ func TestLoadPermissions(t *testing.T) {
 	t.Run("read-only credentials are refused even with every permission", func(t *testing.T) {
 		db := newTestDB(t)
 		mustLoad(t, db, setup, store.LoadOptions{})
-		ro := &store.Auth{Kind: "apikey", Name: "k", All: true, ReadOnly: true}
+		ro := &model.Auth{Kind: "apikey", Name: "k", All: true, ReadOnly: true}
 		res := load(t, db, `
 - {classname: server, keyname: srv2}
 - {classname: _schema, keyname: rack}

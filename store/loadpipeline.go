@@ -12,7 +12,7 @@ import (
 // whose run_permission auth lacks is refused (model.EForbidden "permission denied"), a
 // disabled one or one whose content does not parse is model.EInvalid, an unknown one
 // model.ENotFound. The API's load endpoints and the console's import tool share it.
-func (db *DB) LoadTransform(ctx context.Context, auth *Auth, name string) (rules.Transform, error) {
+func (db *DB) LoadTransform(ctx context.Context, auth *model.Auth, name string) (rules.Transform, error) {
 	pl, err := db.PipelineByName(ctx, strings.TrimSpace(name))
 	if err != nil {
 		return nil, err

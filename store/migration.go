@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+
+	"dataservice/store/model"
 )
 
 // Migration is a write transaction of the start-up sequence: the bootstrap of an empty
@@ -38,7 +40,7 @@ func (m *Migration) Tx() *Tx { return m.migrationTx }
 
 // Apply is the apply path as the system identity, without revision.
 func (m *Migration) Apply(ctx context.Context, w Write) (Outcome, error) {
-	return m.migrationTx.Apply(ctx, w, ApplyOptions{Auth: SystemAuth(), System: true, Migration: true})
+	return m.migrationTx.Apply(ctx, w, ApplyOptions{Auth: model.SystemAuth(), System: true, Migration: true})
 }
 
 // ConvertKeyname changes an instance's keyname (and displayname) in place, without

@@ -34,7 +34,7 @@ func TestMigrationApplyWritesNoRevision(t *testing.T) {
 	t.Run("in a transaction that records revisions, the migration write records none", func(t *testing.T) {
 		before := revs()
 		err := db.WithTxAs(ctx, store.Revisions{Author: "user:ops"}, func(tx *store.Tx) error {
-			if _, err := tx.Apply(ctx, update(tx, "h2"), store.ApplyOptions{Auth: store.SystemAuth(), System: true, Migration: true}); err != nil {
+			if _, err := tx.Apply(ctx, update(tx, "h2"), store.ApplyOptions{Auth: model.SystemAuth(), System: true, Migration: true}); err != nil {
 				return err
 			}
 			// The same transaction's ordinary writes keep their revisions.
@@ -92,7 +92,7 @@ func TestMigrationApplyWritesNoRevision(t *testing.T) {
 		before := revs()
 		for _, opts := range []store.ApplyOptions{
 			{Migration: true},
-			{Auth: userAuth(store.PermDataAdmin), System: true, Migration: true},
+			{Auth: userAuth(model.PermDataAdmin), System: true, Migration: true},
 		} {
 			err := db.WithTx(ctx, func(tx *store.Tx) error {
 				_, err := tx.Apply(ctx, update(tx, "h5"), opts)

@@ -20,7 +20,7 @@ const MaxYAMLBody = 8 << 20
 // maxEntries entries (0: no bound) is an model.ETooLarge error, raised as soon as the entry
 // after the last allowed one has been read. Bodies that are not JSON and larger than
 // MaxYAMLBody are refused with model.ETooLarge.
-func ParseBody(name string, body []byte, maxEntries int) ([]*Entry, []string, error) {
+func ParseBody(name string, body []byte, maxEntries int) ([]*model.Entry, []string, error) {
 	t := bytes.TrimLeft(body, " \t\r\n\ufeff")
 	if len(t) > 0 && (t[0] == '[' || t[0] == '{') {
 		entries, err := parseJSONStream(name, t, maxEntries)
@@ -51,9 +51,9 @@ func tooManyEntries(name string, max int) error {
 
 // parseJSONStream decodes a JSON list of objects (or one object) entry by entry,
 // keeping each object's key order.
-func parseJSONStream(name string, data []byte, maxEntries int) ([]*Entry, error) {
-	var out []*Entry
-	err := eachJSON(name, bytes.NewReader(data), func(e *Entry) error {
+func parseJSONStream(name string, data []byte, maxEntries int) ([]*model.Entry, error) {
+	var out []*model.Entry
+	err := eachJSON(name, bytes.NewReader(data), func(e *model.Entry) error {
 		if maxEntries > 0 && len(out) >= maxEntries {
 			return tooManyEntries(name, maxEntries)
 		}
@@ -68,7 +68,7 @@ func parseJSONStream(name string, data []byte, maxEntries int) ([]*Entry, error)
 
 // eachJSON decodes a JSON list of objects (or one object) from r and calls fn with
 // each entry as soon as it is read (its first token); fn's error stops it.
-func eachJSON(name string, r io.Reader, fn func(*Entry) error) error {
+func eachJSON(name string, r io.Reader, fn func(*model.Entry) error) error {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -76,9 +76,9 @@ func eachJSON(name string, r io.Reader, fn func(*Entry) error) error {
 		return err
 	}
 	n := 0
-	next := func() *Entry {
+	next := func() *model.Entry {
 		n++
-		return &Entry{File: name, Index: n, Fields: map[string]any{}}
+		return &model.Entry{File: name, Index: n, Fields: map[string]any{}}
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -99,7 +99,7 @@ func eachJSON(name string, r io.Reader, fn func(*Entry) error) error {
 				return err
 			}
 			if raw[0] == '{' {
-				if m, order, ok := jsonEntry(raw); ok {
+				if m, order, ok := model.DecodeFlatObject(raw); ok {
 					e.Fields, e.Order = m, order
 				} else {
 					item := json.NewDecoder(bytes.NewReader(raw))
@@ -126,7 +126,7 @@ func eachJSON(name string, r io.Reader, fn func(*Entry) error) error {
 	return nil
 }
 
-func jsonObjectInto(dec *json.Decoder, e *Entry) error {
+func jsonObjectInto(dec *json.Decoder, e *model.Entry) error {
 	m, order, err := jsonObject(dec)
 	if err != nil {
 		return err
@@ -188,7 +188,7 @@ func jsonValue(dec *json.Decoder) (any, error) {
 		}
 		return jsonList(dec)
 	case json.Number:
-		return fromJSON(x), nil
+		return model.FromJSON(x), nil
 	}
 	return tok, nil
 }

@@ -63,7 +63,7 @@ func (tx *Tx) deletePermission(ctx context.Context, key string) error {
 }
 
 // putPermission applies a `_permission` entry.
-func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string, error) {
+func (tx *Tx) putPermission(ctx context.Context, e *model.Entry, system bool) (string, error) {
 	if !permNameRE.MatchString(e.Keyname) {
 		return "", model.Errorf(model.EInvalid, "permission keyname %s is not valid", clip.Quote(e.Keyname))
 	}
@@ -87,7 +87,7 @@ func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string,
 		if _, err := tx.exec(ctx, "DELETE FROM permissions WHERE id = ?", old.ID); err != nil {
 			return "", fmt.Errorf("delete permission %s: %w", e.Keyname, err)
 		}
-		return OutDeleted, tx.revision(ctx, "_permission", e.Keyname, "delete", mustJSON(old), "")
+		return OutDeleted, tx.revision(ctx, "_permission", e.Keyname, "delete", model.MustJSON(old), "")
 	case "init":
 		if exists && system && !old.IsBuiltin {
 			// A permission the built-in definitions add already exists as a user's: it
@@ -97,7 +97,7 @@ func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string,
 			if _, err := tx.exec(ctx, "UPDATE permissions SET is_builtin = 1 WHERE id = ?", old.ID); err != nil {
 				return "", fmt.Errorf("write permission %s: %w", e.Keyname, err)
 			}
-			return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, "update", mustJSON(old), mustJSON(next))
+			return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, "update", model.MustJSON(old), model.MustJSON(next))
 		}
 		if exists {
 			return OutUnchanged, nil
@@ -116,7 +116,7 @@ func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string,
 		next.Displayname = e.Displayname
 	}
 	if d, ok := e.Fields["description"]; ok {
-		next.Description, _ = scalarText(d)
+		next.Description, _ = model.ScalarText(d)
 	}
 	if exists && next == *old {
 		return OutUnchanged, nil
@@ -132,17 +132,17 @@ func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string,
 		return "", fmt.Errorf("write permission %s: %w", e.Keyname, err)
 	}
 	if exists {
-		return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, "update", mustJSON(old), mustJSON(next))
+		return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, "update", model.MustJSON(old), model.MustJSON(next))
 	}
-	return OutCreated, tx.revision(ctx, "_permission", e.Keyname, "create", "", mustJSON(next))
+	return OutCreated, tx.revision(ctx, "_permission", e.Keyname, "create", "", model.MustJSON(next))
 }
 
-// codePermissions are built-in permissions the code defines beyond the seed's
+// codePermissions are built-in permissions the code defines Beyond the seed's
 // data-version blocks (whose table is fixed). A store layout change adds them to every
 // file, new or existing, as built-in (layout.go, step 7).
 var codePermissions = []Permission{
 	{Keyname: "p_pipeline_admin", Displayname: "Pipeline admin", Description: "Create, update, enable, disable and delete pipelines (_pipeline)"},
 }
 
-// CodePermissions lists the built-in permissions the code adds beyond the seed's blocks.
+// CodePermissions lists the built-in permissions the code adds Beyond the seed's blocks.
 func CodePermissions() []Permission { return append([]Permission(nil), codePermissions...) }

@@ -65,7 +65,7 @@ func (db *DB) PipelineByID(ctx context.Context, id int64) (*Pipeline, error) {
 // rule's position ("content: rule 2: unknown rule ..."). Loads and updates of a
 // `_pipeline` both check content through it.
 func PipelineContent(v any) (string, error) {
-	text, _ := scalarText(v)
+	text, _ := model.ScalarText(v)
 	norm, changed := rules.Normalize(text)
 	if changed && norm == "[]" {
 		// Normalize is the migration's rule, which turns unparsable content into an

@@ -16,6 +16,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // scaleN is the number of instances of the scale benchmarks: BENCH_N, default 100000.
@@ -70,7 +71,7 @@ func BenchmarkLoadScale(b *testing.B) {
 			}
 			testkit.ResetPeakRSS()
 			b.StartTimer()
-			readAll := func(fn func(*store.Entry) error) error {
+			readAll := func(fn func(*model.Entry) error) error {
 				f, err := os.Open(path)
 				if err != nil {
 					return err
@@ -78,7 +79,7 @@ func BenchmarkLoadScale(b *testing.B) {
 				defer f.Close()
 				return store.StreamDocument("load.yml", f, fn)
 			}
-			if err := readAll(func(*store.Entry) error { return nil }); err != nil {
+			if err := readAll(func(*model.Entry) error { return nil }); err != nil {
 				b.Fatal(err)
 			}
 			res, err := db.LoadStream(ctx, readAll, store.LoadOptions{})
@@ -215,7 +216,7 @@ func BenchmarkExportScale(b *testing.B) {
 						if err := rows.Scan(&id, &cls, &key, &disp, &en, &raw, &cr, &up); err != nil {
 							b.Fatal(err)
 						}
-						data, err := store.DecodeData(raw)
+						data, err := model.DecodeData(raw)
 						if err != nil {
 							b.Fatal(err)
 						}

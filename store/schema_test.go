@@ -10,7 +10,7 @@ import (
 	"dataservice/store/model"
 )
 
-func schema(tb testing.TB, db *store.DB, name string) *store.Schema {
+func schema(tb testing.TB, db *store.DB, name string) *model.Schema {
 	tb.Helper()
 	s, err := db.Schema(context.Background(), name)
 	if err != nil {
@@ -19,7 +19,7 @@ func schema(tb testing.TB, db *store.DB, name string) *store.Schema {
 	return s
 }
 
-func fieldNames(s *store.Schema) string {
+func fieldNames(s *model.Schema) string {
 	var names []string
 	for _, f := range s.Fields {
 		names = append(names, f.Keyname)

@@ -32,7 +32,7 @@ type ListQuery struct {
 }
 
 // sortColumn is the ORDER BY expression of ListQuery.Sort, or "" for id order.
-func sortColumn(dia *dialect, s *Schema, sort string) (string, error) {
+func sortColumn(dia *dialect, s *model.Schema, sort string) (string, error) {
 	col, desc := strings.CutPrefix(sort, "-")
 	var expr string
 	switch col {
@@ -45,7 +45,7 @@ func sortColumn(dia *dialect, s *Schema, sort string) (string, error) {
 		expr = "i." + col
 	default:
 		f := s.Field(col)
-		if f == nil || f.Dataformat == "secret" || !fieldNameRE.MatchString(col) {
+		if f == nil || f.Dataformat == "secret" || !model.ValidFieldName(col) {
 			return "", model.Errorf(model.EInvalid, "cannot sort by %s", clip.Quote(col))
 		}
 		expr = dia.jsonValue("i.data", "'$."+col+"'")
@@ -76,7 +76,7 @@ const instanceColsI = "i.id, i.classname, i.keyname, i.displayname, i.is_enabled
 // ListInstances returns a page of the instances of s. Without a search the count is
 // the maintained per-schema count; a search reads the schema's rows in id order until
 // the page is full, and counts its matches up to a bound (see ListQuery.ExactCount).
-func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListResult, error) {
+func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (*ListResult, error) {
 	cls := s.Keyname
 	if q.Limit < 0 || q.Offset < 0 {
 		return nil, model.Errorf(model.EInvalid, "negative page size or offset")
@@ -120,7 +120,7 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 		op := db.dia.like
 		like := `(i.keyname ` + op + ` ? ESCAPE '\' OR i.displayname ` + op + ` ? ESCAPE '\'`
 		likeArgs := []any{pat, pat}
-		if !s.hasSecrets() {
+		if !s.HasSecrets() {
 			like += ` OR i.data ` + op + ` ? ESCAPE '\'`
 			likeArgs = append(likeArgs, pat)
 		}
@@ -198,7 +198,7 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 
 // SearchInstances returns a page of instances of s in id order whose keyname,
 // displayname or data contains search (see ListInstances), and the number of matches.
-func (db *DB) SearchInstances(ctx context.Context, s *Schema, search string, offset, limit int) ([]*Instance, int, error) {
+func (db *DB) SearchInstances(ctx context.Context, s *model.Schema, search string, offset, limit int) ([]*Instance, int, error) {
 	res, err := db.ListInstances(ctx, s, ListQuery{Search: search, Offset: offset, Limit: limit})
 	if err != nil {
 		return nil, 0, err

@@ -25,7 +25,7 @@ type Body struct {
 	path    string   // set while the file could not be removed at once
 	size    int64
 	stream  bool
-	entries []*Entry // the body parsed whole, when it does not stream
+	entries []*model.Entry // the body parsed whole, when it does not stream
 	// Entries is the number of entries of the body.
 	Entries int
 	// Warnings are the lenient parser's repairs (a body parsed whole).
@@ -41,7 +41,7 @@ func (e *BodyReadError) Unwrap() error { return e.Err }
 
 // SpoolBody reads a load body from r, decoding it entry by entry as it arrives and
 // keeping none: JSON lists object by object, YAML block sequences item by item. The
-// bytes are kept in memory up to spoolInMemory, beyond it in a temporary file in dir
+// bytes are kept in memory up to spoolInMemory, Beyond it in a temporary file in dir
 // (the system's temporary directory when dir is empty or not writable), unlinked at
 // once. More than maxEntries entries (0: no bound) is an model.ETooLarge error as soon as
 // the entry after the last allowed one has been read; a body that does not stream is
@@ -147,7 +147,7 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 	w := &spoolWriter{b: b}
 	tee := io.TeeReader(rr, w)
 	n := 0
-	err := streamDocument(b.name, tee, MaxYAMLBody, func(*Entry) error {
+	err := streamDocument(b.name, tee, MaxYAMLBody, func(*model.Entry) error {
 		if maxEntries > 0 && n >= maxEntries {
 			return tooManyEntries(b.name, maxEntries)
 		}
@@ -204,7 +204,7 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 
 // Each calls yield with every entry of the body in order (a LoadStream source),
 // reading a streamed body back from its file.
-func (b *Body) Each(yield func(*Entry) error) error {
+func (b *Body) Each(yield func(*model.Entry) error) error {
 	if !b.stream {
 		for _, e := range b.entries {
 			if err := yield(e); err != nil {
@@ -214,7 +214,7 @@ func (b *Body) Each(yield func(*Entry) error) error {
 		return nil
 	}
 	var fnErr error
-	err := streamDocument(b.name, b.reader(), MaxYAMLBody, func(e *Entry) error {
+	err := streamDocument(b.name, b.reader(), MaxYAMLBody, func(e *model.Entry) error {
 		fnErr = yield(e)
 		return fnErr
 	})

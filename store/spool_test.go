@@ -15,7 +15,7 @@ import (
 
 // spooled receives body with SpoolBody (in a temporary directory) and reads its
 // entries back as a load does.
-func spooled(t testing.TB, body []byte, max int) ([]*store.Entry, []string, error) {
+func spooled(t testing.TB, body []byte, max int) ([]*model.Entry, []string, error) {
 	t.Helper()
 	dir := t.TempDir()
 	b, err := store.SpoolBody("body", bytes.NewReader(body), dir, max)
@@ -26,8 +26,8 @@ func spooled(t testing.TB, body []byte, max int) ([]*store.Entry, []string, erro
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("the spool file is still named in its directory: %v", left)
 	}
-	var out []*store.Entry
-	if err := b.Each(func(e *store.Entry) error { out = append(out, e); return nil }); err != nil {
+	var out []*model.Entry
+	if err := b.Each(func(e *model.Entry) error { out = append(out, e); return nil }); err != nil {
 		t.Fatalf("reading back a checked body: %v", err)
 	}
 	if b.Entries != len(out) {

@@ -11,19 +11,20 @@ import (
 
 	"dataservice/builtin"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
-func streamed(t *testing.T, name, doc string) ([]*store.Entry, error) {
+func streamed(t *testing.T, name, doc string) ([]*model.Entry, error) {
 	t.Helper()
-	var out []*store.Entry
-	err := store.StreamDocument(name, strings.NewReader(doc), func(e *store.Entry) error {
+	var out []*model.Entry
+	err := store.StreamDocument(name, strings.NewReader(doc), func(e *model.Entry) error {
 		out = append(out, e)
 		return nil
 	})
 	return out, err
 }
 
-func sameEntries(t *testing.T, label string, got, want []*store.Entry) {
+func sameEntries(t *testing.T, label string, got, want []*model.Entry) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d entries streamed, %d parsed whole", label, len(got), len(want))

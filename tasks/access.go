@@ -31,7 +31,7 @@ type RunRequest struct {
 	// Schemas are the schema names; items are trimmed and empty ones dropped.
 	Schemas []string
 	DryRun  bool
-	Auth    *store.Auth
+	Auth    *model.Auth
 	// OwnerType is OwnerAPI or OwnerConsole; the owner id is OwnerID(Auth).
 	OwnerType string
 }
@@ -108,7 +108,7 @@ func (r *Runner) FindPipeline(ctx context.Context, ident string) (*store.Pipelin
 
 // MayRun reports (nil) whether auth may run pl: it must be enabled and auth must hold
 // its run_permission when it has one. The submission checks it too.
-func MayRun(auth *store.Auth, pl *store.Pipeline) error {
+func MayRun(auth *model.Auth, pl *store.Pipeline) error {
 	if !pl.IsEnabled {
 		return model.Errorf(model.EInvalid, "pipeline %s is disabled", pl.Keyname)
 	}
@@ -120,14 +120,14 @@ func MayRun(auth *store.Auth, pl *store.Pipeline) error {
 
 // Runnable reports (nil) whether a run by auth may name schema s: built-in classes
 // other than _user cannot be run; auth must read s, and for a real run update it.
-func Runnable(auth *store.Auth, s *store.Schema, dryrun bool) error {
+func Runnable(auth *model.Auth, s *model.Schema, dryrun bool) error {
 	if strings.HasPrefix(s.Keyname, "_") && s.Keyname != "_user" {
 		return model.Errorf(model.EInvalid, "schema %s cannot be run (built-in class)", clip.Quote(s.Keyname))
 	}
-	if !store.CanRead(auth, s) {
+	if !model.CanRead(auth, s) {
 		return model.Errorf(model.EInvalid, "permission denied: reading %s", s.Keyname)
 	}
-	if !dryrun && !store.CanWrite(auth, s, model.ActionUpdate) {
+	if !dryrun && !model.CanWrite(auth, s, model.ActionUpdate) {
 		return model.Errorf(model.EInvalid, "permission denied: updating %s", s.Keyname)
 	}
 	return nil
@@ -135,7 +135,7 @@ func Runnable(auth *store.Auth, s *store.Schema, dryrun bool) error {
 
 // OwnerID is the owner id of the tasks auth submits: its user's id as text, or
 // "system" when it has no user.
-func OwnerID(auth *store.Auth) string {
+func OwnerID(auth *model.Auth) string {
 	if auth == nil || auth.UserID == 0 {
 		return "system"
 	}
@@ -147,7 +147,7 @@ func OwnerID(auth *store.Auth) string {
 // whichever of its credentials it used; keys without a user all have the owner id
 // "system", so for them the submitting key itself must match (by its id: a key
 // revoked and created again under the same name is another key).
-func visibleTo(t *Task, auth *store.Auth) bool {
+func visibleTo(t *Task, auth *model.Auth) bool {
 	if auth.HasAll() {
 		return true
 	}
@@ -160,7 +160,7 @@ func visibleTo(t *Task, auth *store.Auth) bool {
 
 // GetFor returns the task when auth may see it; anyone else gets the same not-found
 // error as for a missing task.
-func (r *Runner) GetFor(ctx context.Context, handle string, auth *store.Auth) (*Task, error) {
+func (r *Runner) GetFor(ctx context.Context, handle string, auth *model.Auth) (*Task, error) {
 	notFound := model.Errorf(model.ENotFound, "task not found")
 	if len(handle) > 64 {
 		return nil, notFound
@@ -180,7 +180,7 @@ func (r *Runner) GetFor(ctx context.Context, handle string, auth *store.Auth) (*
 
 // ListFor lists the tasks auth may see, newest first: every task for callers holding
 // every permission, else their own. status filters when not empty.
-func (r *Runner) ListFor(ctx context.Context, auth *store.Auth, status string, limit int) ([]*Task, error) {
+func (r *Runner) ListFor(ctx context.Context, auth *model.Auth, status string, limit int) ([]*Task, error) {
 	if auth.HasAll() {
 		return r.ListSubmitted(ctx, "", "", nil, status, limit)
 	}
@@ -194,7 +194,7 @@ func (r *Runner) ListFor(ctx context.Context, auth *store.Auth, status string, l
 
 // CancelFor cancels a task auth may see (as Cancel): it needs p_pipeline_run
 // (forbidden, "permission denied") and a credential that is not read-only.
-func (r *Runner) CancelFor(ctx context.Context, handle string, auth *store.Auth) (*Task, error) {
+func (r *Runner) CancelFor(ctx context.Context, handle string, auth *model.Auth) (*Task, error) {
 	if !auth.Has(PermRun) {
 		return nil, model.Errorf(model.EForbidden, "permission denied")
 	}

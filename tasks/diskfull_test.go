@@ -74,7 +74,7 @@ func TestPipelineOnAFullDisk(t *testing.T) {
 	testkit.EmptyWAL(t, dbFile)
 	testkit.FillDisk(t, ballast, 0)
 	_, _, err := r.Start(context.Background(), tasks.RunRequest{Pipeline: "marker", Schemas: []string{"host"},
-		Auth: store.SystemAuth(), OwnerType: tasks.OwnerAPI})
+		Auth: model.SystemAuth(), OwnerType: tasks.OwnerAPI})
 	if store.ErrorCode(err) != model.EInvalid || !strings.HasPrefix(store.ErrorMessage(err), "disk full: ") ||
 		!strings.Contains(store.ErrorMessage(err), dbFile) {
 		t.Fatalf("submission on a full disk: %v (code %s); want invalid with the disk-full message", err, store.ErrorCode(err))

@@ -28,7 +28,7 @@ type pipelineRun struct {
 	handle string
 	lease  string // the claim's lease: a batch commits only while the task is held under it
 	p      *params
-	auth   *store.Auth
+	auth   *model.Auth
 	rules  *rules.Pipeline
 	res    *Result
 	now    time.Time
@@ -36,7 +36,7 @@ type pipelineRun struct {
 	// was applied in the current batch.
 	renamed bool
 	// sch is the schema of the last batch, loaded at schema generation schGen.
-	sch    *store.Schema
+	sch    *model.Schema
 	schGen int64
 	// entry is the rule entry, one map reused for every instance (entryOf), and next
 	// the new state, reused likewise (newState; the store keeps neither).
@@ -94,7 +94,7 @@ func (x *pipelineRun) resultJSON() []byte {
 // runPipeline processes the task's schemas in batches from its checkpoint. It returns
 // the final status and error text, or status "" when the task was interrupted
 // (shutdown or lost lease) and stays resumable.
-func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *store.Auth, lease string) (string, string) {
+func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *model.Auth, lease string) (string, string) {
 	// The set-up and each batch run to their end even when ctx ends (shutdown): a
 	// cancelled query would otherwise fail the task, while the loop below hands it
 	// back to the queue between batches.
@@ -264,7 +264,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 // schema returns schema name as tx (which has written nothing yet) sees it. The schema
 // an earlier batch loaded serves while the schema generation is the one it was loaded
 // at: every committed change to a schema raises the generation.
-func (x *pipelineRun) schema(ctx context.Context, tx *store.Tx, name string) (*store.Schema, error) {
+func (x *pipelineRun) schema(ctx context.Context, tx *store.Tx, name string) (*model.Schema, error) {
 	gen, err := tx.SchemaGeneration(ctx)
 	if err != nil {
 		return nil, err
@@ -282,7 +282,7 @@ func (x *pipelineRun) schema(ctx context.Context, tx *store.Tx, name string) (*s
 
 // recheck re-reads the submitter's authorisation context: a deleted, disabled or
 // expired user or key, or a key made read-only, is refused with a clear error.
-func recheck(ctx context.Context, db *store.DB, stored *store.Auth) (*store.Auth, error) {
+func recheck(ctx context.Context, db *store.DB, stored *model.Auth) (*model.Auth, error) {
 	auth, err := db.Refresh(ctx, stored)
 	if err != nil {
 		return nil, err
@@ -304,7 +304,7 @@ const maxBatchTime = 125 * time.Millisecond
 // rule entry of an instance; secret fields are left out (a rule must never copy a
 // hash into a readable field) and lists are copied. all reports whether every stored
 // value went into the entry (no secret, external or removed field holds one).
-func entryOf(e rules.Entry, s *store.Schema, in *store.Instance) (all bool) {
+func entryOf(e rules.Entry, s *model.Schema, in *store.Instance) (all bool) {
 	clear(e)
 	e["classname"] = in.Classname
 	e["keyname"] = in.Keyname
@@ -353,7 +353,7 @@ func (x *pipelineRun) record(c Change) {
 // process applies the rules to one instance and hands the outcome to the store's
 // apply path, counting what it did. A returned error is internal and fails the
 // batch; entry problems are counted.
-func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema, in *store.Instance) error {
+func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *model.Schema, in *store.Instance) error {
 	x.res.Scanned++
 	if x.entry == nil {
 		x.entry = rules.Entry{}
@@ -426,7 +426,7 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 // is_enabled and keyname (a change is a cascading rename). Other keys of e are
 // dropped. Secret and external fields keep their stored values (the rules never see
 // them), as do removed fields; all is entryOf's report that there are none.
-func newState(next *store.Instance, s *store.Schema, in *store.Instance, e rules.Entry, all bool) error {
+func newState(next *store.Instance, s *model.Schema, in *store.Instance, e rules.Entry, all bool) error {
 	*next = store.Instance{ID: in.ID, Classname: in.Classname, Keyname: in.Keyname, Displayname: in.Displayname,
 		IsEnabled: in.IsEnabled}
 	if k, ok := e["keyname"]; ok {
@@ -443,7 +443,7 @@ func newState(next *store.Instance, s *store.Schema, in *store.Instance, e rules
 		b, isBool := v.(bool)
 		if !isBool {
 			var okWord bool
-			if b, okWord = store.BoolWord(textOf(v)); !okWord {
+			if b, okWord = model.BoolWord(textOf(v)); !okWord {
 				return model.Errorf(model.EInvalid, "is_enabled %s is not a boolean", clip.Quote(textOf(v)))
 			}
 		}
@@ -470,7 +470,7 @@ func newState(next *store.Instance, s *store.Schema, in *store.Instance, e rules
 }
 
 // changedFields lists the fields whose value differs between in and next.
-func changedFields(s *store.Schema, in, next *store.Instance) map[string]FieldChange {
+func changedFields(s *model.Schema, in, next *store.Instance) map[string]FieldChange {
 	var out map[string]FieldChange
 	for _, f := range s.Fields {
 		o, n := in.Data[f.Keyname], next.Data[f.Keyname]

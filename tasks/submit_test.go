@@ -48,7 +48,7 @@ func TestSubmitRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nobody := &store.Auth{Kind: "user", Name: "nobody", Perms: []string{"p_pipeline_run"}}
+	nobody := &model.Auth{Kind: "user", Name: "nobody", Perms: []string{"p_pipeline_run"}}
 	many := make([]string, tasks.MaxSchemas+1)
 	for i := range many {
 		many[i] = "host"
@@ -86,7 +86,7 @@ func TestSubmitRejects(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.p.Auth == nil {
-				tc.p.Auth = store.SystemAuth()
+				tc.p.Auth = model.SystemAuth()
 			}
 			h, err := r.Submit(ctx, tc.p)
 			var se *model.Error
@@ -114,7 +114,7 @@ func TestSubmitRejects(t *testing.T) {
 			{Pipeline: "guarded", Schemas: []string{"host"}},
 		} {
 			if p.Auth == nil {
-				p.Auth = store.SystemAuth()
+				p.Auth = model.SystemAuth()
 			}
 			h, err := r.Submit(ctx, p)
 			if err != nil {
@@ -142,7 +142,7 @@ func TestSubmitQueueFull(t *testing.T) {
 		handles = append(handles, submit(t, r, p))
 	}
 	t.Run("a submission beyond QUEUE_MAX unfinished tasks is rejected", func(t *testing.T) {
-		p.Auth = store.SystemAuth()
+		p.Auth = model.SystemAuth()
 		_, err := r.Submit(ctx, p)
 		var se *model.Error
 		if !errors.As(err, &se) {
@@ -181,7 +181,7 @@ func TestSubmitTx(t *testing.T) {
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")
 	r := newRunner(t, db, tasks.Options{})
-	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: store.SystemAuth()}
+	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: model.SystemAuth()}
 	t.Run("a rolled-back transaction queues nothing", func(t *testing.T) {
 		tx, err := db.Begin(ctx)
 		if err != nil {
@@ -226,8 +226,8 @@ func TestSubmitQueuePerOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRunner(t, db, tasks.Options{})
-	keyA := &store.Auth{Kind: "apikey", Name: "key_a", All: true}
-	keyB := &store.Auth{Kind: "apikey", Name: "key_b", All: true}
+	keyA := &model.Auth{Kind: "apikey", Name: "key_a", All: true}
+	keyB := &model.Auth{Kind: "apikey", Name: "key_b", All: true}
 	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: keyA, OwnerType: "api", OwnerID: "system"}
 	for i := 0; i < 2; i++ {
 		if _, err := r.Submit(ctx, p); err != nil {

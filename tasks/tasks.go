@@ -90,7 +90,7 @@ type Params struct {
 	Pipeline  string
 	Schemas   []string
 	DryRun    bool
-	Auth      *store.Auth
+	Auth      *model.Auth
 	OwnerType string
 	OwnerID   string
 }
@@ -206,7 +206,7 @@ func (r *Runner) SubmitTx(ctx context.Context, tx *store.Tx, p Params) (string, 
 // submission is a checked task ready to be queued.
 type submission struct {
 	handle, params, auth, ownerType, ownerID string
-	submitter                                *store.Auth
+	submitter                                *model.Auth
 }
 
 // prepare applies the submission rules and builds the task's row.
@@ -265,7 +265,7 @@ func (r *Runner) wakeUp() {
 
 // checkRun applies the submission rules: valid content, runnable schemas, the
 // pipeline's run_permission and the schema permissions the run needs.
-func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []string, dryrun bool, auth *store.Auth) error {
+func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []string, dryrun bool, auth *model.Auth) error {
 	if auth == nil {
 		return model.Errorf(model.EInvalid, "no authorisation context")
 	}
@@ -296,7 +296,7 @@ func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []str
 	return nil
 }
 
-func scanTask(row interface{ Scan(...any) error }) (*Task, *params, *store.Auth, error) {
+func scanTask(row interface{ Scan(...any) error }) (*Task, *params, *model.Auth, error) {
 	t := &Task{}
 	var pj, aj, result string
 	var started, finished, errText sql.NullString
@@ -308,7 +308,7 @@ func scanTask(row interface{ Scan(...any) error }) (*Task, *params, *store.Auth,
 	if err := json.Unmarshal([]byte(pj), &p); err != nil {
 		return nil, nil, nil, fmt.Errorf("task %s params: %w", t.Handle, err)
 	}
-	var a store.Auth
+	var a model.Auth
 	if err := json.Unmarshal([]byte(aj), &a); err != nil {
 		return nil, nil, nil, fmt.Errorf("task %s auth: %w", t.Handle, err)
 	}
@@ -354,11 +354,11 @@ func (r *Runner) Get(ctx context.Context, handle string) (*Task, error) {
 
 // SubmitterOf names the credential of an authorisation context as Task.Submitter does:
 // an API key by its instance id when the context has it, else by kind and name.
-func SubmitterOf(a *store.Auth) string {
+func SubmitterOf(a *model.Auth) string {
 	if a == nil || a.Kind == "" || a.Kind == "system" {
 		return "system"
 	}
-	if a.Kind == store.AuthAPIKey && a.KeyID != 0 {
+	if a.Kind == model.AuthAPIKey && a.KeyID != 0 {
 		return "apikey#" + strconv.FormatInt(a.KeyID, 10)
 	}
 	return a.Kind + ":" + a.Name
@@ -367,12 +367,12 @@ func SubmitterOf(a *store.Auth) string {
 // submittedBy is the SQL condition on a task's stored authorisation context (the
 // auth column) that SubmitterOf(a) names: the same key id, or, for a context without
 // one, the same kind and name and no key id.
-func (r *Runner) submittedBy(a *store.Auth) (string, []any) {
+func (r *Runner) submittedBy(a *model.Auth) (string, []any) {
 	field := func(name string) string { return table.JSONValue(r.db, "auth", "'$."+name+"'") }
 	switch {
 	case SubmitterOf(a) == "system":
 		return "coalesce(" + field("kind") + ", 'system') = 'system'", nil
-	case a.Kind == store.AuthAPIKey && a.KeyID != 0:
+	case a.Kind == model.AuthAPIKey && a.KeyID != 0:
 		return field("kind") + " = 'apikey' AND " + field("key_id") + " = ?", []any{a.KeyID}
 	}
 	return field("kind") + " = ? AND " + field("name") + " = ? AND " + field("key_id") + " IS NULL",
@@ -387,7 +387,7 @@ func (r *Runner) List(ctx context.Context, ownerType, ownerID, status string, li
 
 // ListSubmitted is List restricted, when submitter is not nil, to the tasks that
 // credential submitted.
-func (r *Runner) ListSubmitted(ctx context.Context, ownerType, ownerID string, submitter *store.Auth, status string, limit int) ([]*Task, error) {
+func (r *Runner) ListSubmitted(ctx context.Context, ownerType, ownerID string, submitter *model.Auth, status string, limit int) ([]*Task, error) {
 	var types []string
 	if ownerType != "" {
 		types = []string{ownerType}
@@ -396,7 +396,7 @@ func (r *Runner) ListSubmitted(ctx context.Context, ownerType, ownerID string, s
 }
 
 // list is ListSubmitted for the owner id under any of ownerTypes (nil: every task).
-func (r *Runner) list(ctx context.Context, ownerTypes []string, ownerID string, submitter *store.Auth, status string, limit int) ([]*Task, error) {
+func (r *Runner) list(ctx context.Context, ownerTypes []string, ownerID string, submitter *model.Auth, status string, limit int) ([]*Task, error) {
 	q := "SELECT " + taskCols + " FROM tasks WHERE 1 = 1"
 	var args []any
 	if len(ownerTypes) > 0 {

@@ -134,7 +134,7 @@ func (c *Console) Dashboard() httprouter.Handle { return c.page(c.dashboard) }
 type req struct {
 	sess *store.Session
 	user *store.Instance
-	auth *store.Auth
+	auth *model.Auth
 	ps   httprouter.Params
 }
 

@@ -31,7 +31,7 @@ type originRow struct {
 }
 
 type detailData struct {
-	Schema                                       *store.Schema
+	Schema                                       *model.Schema
 	Instance                                     *store.Instance
 	Fields                                       []detailField
 	ReferencedBy                                 []store.Reference
@@ -43,7 +43,7 @@ type detailData struct {
 }
 
 // instancePage dispatches /data/private/<schema>/<keyname>/ by ?do=.
-func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, key string) {
+func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, key string) {
 	ctx := r.Context()
 	in, err := c.db.Instance(ctx, sch.Keyname, key)
 	if err != nil {
@@ -71,12 +71,12 @@ func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, s
 
 // detail: GET /data/private/<schema>/<keyname>/ — every field, references as links,
 // what refers here, the revisions, and the actions the user may use.
-func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
+func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
 	ctx := r.Context()
 	doc := c.db.InstanceDocAs(ctx, q.auth, sch, in)
 	d := detailData{Schema: sch, Instance: in, Self: link(sch.Keyname, in.Keyname),
 		ListURL:   "/data/private/" + url.PathEscape(sch.Keyname) + "/",
-		CanUpdate: store.CanWrite(q.auth, sch, model.ActionUpdate), CanDelete: store.CanWrite(q.auth, sch, model.ActionDelete)}
+		CanUpdate: model.CanWrite(q.auth, sch, model.ActionUpdate), CanDelete: model.CanWrite(q.auth, sch, model.ActionDelete)}
 	d.CanRename = d.CanUpdate && q.auth.Has("p_keyname_rename")
 	d.IsUser = sch.Keyname == "_user"
 	d.CanPassword = d.IsUser && d.CanUpdate
@@ -138,7 +138,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *st
 
 // referencedBy is store.DB.ReferencedBy keeping only the referrers whose schema auth
 // may read: a referrer's keyname and displayname are data of its schema.
-func (c *Console) referencedBy(ctx context.Context, auth *store.Auth, cls, key string, limit int) ([]store.Reference, error) {
+func (c *Console) referencedBy(ctx context.Context, auth *model.Auth, cls, key string, limit int) ([]store.Reference, error) {
 	refs, err := c.db.ReferencedBy(ctx, cls, key, limit)
 	if err != nil {
 		return nil, err
@@ -149,7 +149,7 @@ func (c *Console) referencedBy(ctx context.Context, auth *store.Auth, cls, key s
 		ok, seen := readable[r.Classname]
 		if !seen {
 			s, err := c.db.Schema(ctx, r.Classname)
-			ok = err == nil && store.CanRead(auth, s)
+			ok = err == nil && model.CanRead(auth, s)
 			readable[r.Classname] = ok
 		}
 		if ok {
@@ -199,8 +199,8 @@ func changes(before, after string) []change {
 }
 
 // editPage: GET/POST ?do=edit — the form prefilled; a post updates with the user's rights.
-func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, model.ActionUpdate) {
+func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -232,8 +232,8 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 }
 
 // enable: POST ?do=enable|disable.
-func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance, do string) {
-	if !store.CanWrite(q.auth, sch, model.ActionUpdate) {
+func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance, do string) {
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -245,7 +245,7 @@ func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *st
 }
 
 type confirmData struct {
-	Schema   *store.Schema
+	Schema   *model.Schema
 	Instance *store.Instance
 	Self     string
 	NewKey   string
@@ -262,8 +262,8 @@ type renameReport struct {
 }
 
 // deletePage: GET ?do=delete asks, POST deletes.
-func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, model.ActionDelete) {
+func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
+	if !model.CanWrite(q.auth, sch, model.ActionDelete) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -295,8 +295,8 @@ func statusOf(err error) int {
 
 // renamePage: GET ?do=rename asks for the new keyname (showing what refers here), POST
 // renames and shows the cascade report.
-func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, model.ActionUpdate) || !q.auth.Has("p_keyname_rename") {
+func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) || !q.auth.Has("p_keyname_rename") {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -344,8 +344,8 @@ type passwordData struct {
 }
 
 // passwordPage: GET/POST ?do=password on a user — the new password typed twice.
-func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, model.ActionUpdate) {
+func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}

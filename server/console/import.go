@@ -63,15 +63,15 @@ const maxShownChanges = 1000
 type changeRecorder struct {
 	c     *Console
 	ctx   context.Context
-	auth  *store.Auth
+	auth  *model.Auth
 	list  []objectChange
 	more  int
 	perms map[string]string
 	can   map[string]bool // readable, by class
 }
 
-func (c *Console) newChangeRecorder(ctx context.Context, auth *store.Auth) *changeRecorder {
-	return &changeRecorder{c: c, ctx: ctx, auth: auth, perms: store.ClassPermissions(), can: map[string]bool{}}
+func (c *Console) newChangeRecorder(ctx context.Context, auth *model.Auth) *changeRecorder {
+	return &changeRecorder{c: c, ctx: ctx, auth: auth, perms: model.ClassPermissions(), can: map[string]bool{}}
 }
 
 func (cr *changeRecorder) add(rv store.Revision) {
@@ -102,7 +102,7 @@ func (cr *changeRecorder) readable(cls string) bool {
 		ok = cr.auth.Has(cr.perms[cls])
 	} else {
 		sch, err := cr.c.db.Schema(cr.ctx, cls)
-		ok = err == nil && store.CanRead(cr.auth, sch)
+		ok = err == nil && model.CanRead(cr.auth, sch)
 	}
 	cr.can[cls] = ok
 	return ok
@@ -202,7 +202,7 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 		}
 		opts.Transform = tf
 	}
-	var entries []*store.Entry
+	var entries []*model.Entry
 	var warnings []string
 	var err error
 	name := d.FileName
@@ -254,7 +254,7 @@ func (c *Console) refusal(r *http.Request, err error) (int, *loadReport, string)
 }
 
 // runnablePipelines are the enabled pipelines auth may run.
-func (c *Console) runnablePipelines(ctx context.Context, auth *store.Auth) ([]string, error) {
+func (c *Console) runnablePipelines(ctx context.Context, auth *model.Auth) ([]string, error) {
 	pls, err := c.db.Pipelines(ctx)
 	if err != nil {
 		return nil, err
@@ -269,14 +269,14 @@ func (c *Console) runnablePipelines(ctx context.Context, auth *store.Auth) ([]st
 }
 
 // writableSchemas are the schemas auth may create instances of (the CSV target).
-func (c *Console) writableSchemas(ctx context.Context, auth *store.Auth) ([]string, error) {
-	return c.schemaNames(ctx, func(s *store.Schema) bool {
-		return store.CanWrite(auth, s, model.ActionCreate) || store.CanWrite(auth, s, model.ActionUpdate)
+func (c *Console) writableSchemas(ctx context.Context, auth *model.Auth) ([]string, error) {
+	return c.schemaNames(ctx, func(s *model.Schema) bool {
+		return model.CanWrite(auth, s, model.ActionCreate) || model.CanWrite(auth, s, model.ActionUpdate)
 	})
 }
 
 // schemaNames lists the schemas keep accepts, by keyname.
-func (c *Console) schemaNames(ctx context.Context, keep func(*store.Schema) bool) ([]string, error) {
+func (c *Console) schemaNames(ctx context.Context, keep func(*model.Schema) bool) ([]string, error) {
 	names, err := c.db.SchemaNames(ctx)
 	if err != nil {
 		return nil, err

@@ -84,7 +84,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, i
 		sch = nil
 	}
 	if sch != nil {
-		d.CanUpdate = store.CanWrite(q.auth, sch, model.ActionUpdate)
+		d.CanUpdate = model.CanWrite(q.auth, sch, model.ActionUpdate)
 		if _, err := c.db.Instance(ctx, sch.Keyname, rev.Keyname); err == nil {
 			d.ObjectURL = link(sch.Keyname, rev.Keyname)
 		}
@@ -144,7 +144,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, i
 
 // revisionRows is the diff of rev, old → new per field (sch: the class's schema, nil
 // when it is gone). An unreadable record shows as empty.
-func revisionRows(rev store.Revision, sch *store.Schema) []diffRow {
+func revisionRows(rev store.Revision, sch *model.Schema) []diffRow {
 	if rev.Classname == "_schema" || rev.Classname == "_permission" {
 		return docRows(rev.Before, rev.After)
 	}
@@ -163,7 +163,7 @@ func revisionRows(rev store.Revision, sch *store.Schema) []diffRow {
 // → new; fields in the schema's order (when it still exists), then the others by
 // name. Secrets are never shown: a revision records them masked, so a secret row says
 // only whether it was set, removed or changed, where the records tell.
-func diffRows(sch *store.Schema, before, after *revisionDoc) []diffRow {
+func diffRows(sch *model.Schema, before, after *revisionDoc) []diffRow {
 	var rows []diffRow
 	get := func(d *revisionDoc, f func(*revisionDoc) string) string {
 		if d == nil {
@@ -300,7 +300,7 @@ type restore struct {
 // says why it cannot (refused): the object must still be the one the revision
 // describes, and every field of the version must still exist. The keyname stays (a
 // rename is undone by renaming); secrets keep their current value (history holds none).
-func (c *Console) restorePlan(ctx context.Context, rev store.Revision, sch *store.Schema, version string) (*restore, string, error) {
+func (c *Console) restorePlan(ctx context.Context, rev store.Revision, sch *model.Schema, version string) (*restore, string, error) {
 	var raw string
 	switch version {
 	case "before":

@@ -1,4 +1,4 @@
-package store
+package model
 
 import (
 	"encoding/json"
@@ -16,7 +16,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"dataservice/internal/clip"
-	"dataservice/store/model"
 )
 
 // Dataformats a field may have. "secret" is hashed on write and never leaves the store.
@@ -37,10 +36,10 @@ type errUnresolved struct{ msg string }
 
 func (e *errUnresolved) Error() string { return e.msg }
 
-// Unwrap exposes the error as an invalid-value *model.Error to callers outside the loader.
-func (e *errUnresolved) Unwrap() error { return &model.Error{Code: model.EInvalid, Message: e.msg} }
+// Unwrap exposes the error as an invalid-value *Error to callers outside the loader.
+func (e *errUnresolved) Unwrap() error { return &Error{Code: EInvalid, Message: e.msg} }
 
-func isUnresolved(err error) bool {
+func IsUnresolved(err error) bool {
 	var u *errUnresolved
 	return errors.As(err, &u)
 }
@@ -49,22 +48,22 @@ func isUnresolved(err error) bool {
 // valid UTF-8, no whitespace or control characters.
 func CheckKeyname(k string) error {
 	if k == "" {
-		return model.Errorf(model.EInvalid, "keyname is empty")
+		return Errorf(EInvalid, "keyname is empty")
 	}
 	if !utf8.ValidString(k) {
-		return model.Errorf(model.EInvalid, "keyname is not valid UTF-8")
+		return Errorf(EInvalid, "keyname is not valid UTF-8")
 	}
 	if utf8.RuneCountInString(k) > 256 {
-		return model.Errorf(model.EInvalid, "keyname is longer than 256 characters")
+		return Errorf(EInvalid, "keyname is longer than 256 characters")
 	}
 	for _, r := range k {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return model.Errorf(model.EInvalid, "keyname %s contains whitespace or a control character", clip.Quote(k))
+			return Errorf(EInvalid, "keyname %s contains whitespace or a control character", clip.Quote(k))
 		}
 		// Format characters (bidi overrides, zero-width joiners and spaces) make two
 		// different keynames look the same, or one look like another.
 		if unicode.Is(unicode.Cf, r) {
-			return model.Errorf(model.EInvalid, "keyname %s contains an invisible format character (U+%04X)", clip.Quote(k), r)
+			return Errorf(EInvalid, "keyname %s contains an invisible format character (U+%04X)", clip.Quote(k), r)
 		}
 	}
 	return nil
@@ -82,12 +81,8 @@ func BoolWord(s string) (v, ok bool) {
 	return false, false
 }
 
-// ScalarText is the text of a scalar load value (string, number, boolean or null) as
-// it is stored; ok is false for lists and mappings.
-func ScalarText(v any) (text string, ok bool) { return scalarText(v) }
-
-// scalarText renders a scalar value as text; ok is false for lists and maps.
-func scalarText(v any) (string, bool) {
+// ScalarText renders a scalar value as text; ok is false for lists and maps.
+func ScalarText(v any) (string, bool) {
 	switch x := v.(type) {
 	case nil:
 		return "", true
@@ -112,7 +107,7 @@ func (f *Field) IsMulti() bool { return f.CardinalMax != 1 }
 
 // normalize validates raw for the field and returns the value to store; present is
 // false when the value is empty (the field is then removed from the instance).
-func (f *Field) normalize(raw any, refs refResolver) (val any, present bool, err error) {
+func (f *Field) Normalize(raw any, refs RefResolver) (val any, present bool, err error) {
 	if f.Dataformat == "external" {
 		return nil, false, nil
 	}
@@ -124,13 +119,13 @@ func (f *Field) normalize(raw any, refs refResolver) (val any, present bool, err
 			case 1:
 				raw = l[0]
 			default:
-				return nil, false, model.Errorf(model.EInvalid, "field %s: takes one value, got %d", f.Keyname, len(l))
+				return nil, false, Errorf(EInvalid, "field %s: takes one value, got %d", f.Keyname, len(l))
 			}
 		}
 		if raw == nil {
 			return nil, false, nil
 		}
-		v, ok, err := f.normalizeOne(raw, refs)
+		v, ok, err := f.NormalizeOne(raw, refs)
 		return v, ok, err
 	}
 	var items []any
@@ -150,7 +145,7 @@ func (f *Field) normalize(raw any, refs refResolver) (val any, present bool, err
 		if s, ok := it.(string); ok {
 			it = strings.TrimSpace(s)
 		}
-		v, ok, err := f.normalizeOne(it, refs)
+		v, ok, err := f.NormalizeOne(it, refs)
 		if err != nil {
 			return nil, false, err
 		}
@@ -159,7 +154,7 @@ func (f *Field) normalize(raw any, refs refResolver) (val any, present bool, err
 		}
 	}
 	if f.CardinalMax > 1 && len(out) > f.CardinalMax {
-		return nil, false, model.Errorf(model.EInvalid, "field %s: takes at most %d values, got %d", f.Keyname, f.CardinalMax, len(out))
+		return nil, false, Errorf(EInvalid, "field %s: takes at most %d values, got %d", f.Keyname, f.CardinalMax, len(out))
 	}
 	if len(out) == 0 {
 		return nil, false, nil
@@ -168,17 +163,17 @@ func (f *Field) normalize(raw any, refs refResolver) (val any, present bool, err
 }
 
 func (f *Field) invalid(format string, args ...any) error {
-	return model.Errorf(model.EInvalid, "field %s: "+format, append([]any{f.Keyname}, args...)...)
+	return Errorf(EInvalid, "field %s: "+format, append([]any{f.Keyname}, args...)...)
 }
 
-func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
+func (f *Field) NormalizeOne(raw any, refs RefResolver) (any, bool, error) {
 	if _, ok := raw.(map[string]any); ok {
 		return nil, false, f.invalid("a mapping is not a valid %s value", f.Dataformat)
 	}
 	if _, ok := raw.([]any); ok {
 		return nil, false, f.invalid("a list is not a valid %s value", f.Dataformat)
 	}
-	text, _ := scalarText(raw)
+	text, _ := ScalarText(raw)
 	if !utf8.ValidString(text) {
 		return nil, false, f.invalid("value is not valid UTF-8")
 	}
@@ -194,7 +189,7 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 		}
 		if f.Dataformat == "secret" {
 			if err := checkHashText(text); err != nil {
-				return nil, false, f.invalid("%s", ErrorMessage(err))
+				return nil, false, f.invalid("%s", err.Error())
 			}
 			if !IsSecretHash(text) {
 				return HashSecret(text), true, nil
@@ -222,7 +217,7 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 	case "int":
 		n, err := strconv.ParseInt(text, 10, 64)
 		if err != nil {
-			fl, ferr := parseFloatText(text)
+			fl, ferr := ParseFloatText(text)
 			if ferr != nil {
 				// YAML's other integer forms, kept as text by the loader: 0x1F, 0o17, 0b101, 1_000.
 				if n2, err2 := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 0, 64); err2 == nil {
@@ -239,7 +234,7 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 		}
 		return n, true, nil
 	case "float":
-		fl, err := parseFloatText(text)
+		fl, err := ParseFloatText(text)
 		if err != nil {
 			if n2, err2 := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 0, 64); err2 == nil {
 				fl, err = float64(n2), nil
@@ -284,7 +279,7 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 		if refs == nil {
 			return text, true, nil
 		}
-		ok, err := refs.instanceExists(target[0], text)
+		ok, err := refs.InstanceExists(target[0], text)
 		if err != nil {
 			return nil, false, err
 		}
@@ -296,7 +291,7 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 		if refs == nil {
 			return text, true, nil
 		}
-		values, err := refs.enumValues(strings.TrimSpace(f.DataformatExt))
+		values, err := refs.EnumValues(strings.TrimSpace(f.DataformatExt))
 		if err != nil {
 			return nil, false, err
 		}
@@ -392,7 +387,7 @@ func CheckIPv4(s, ext string) error {
 func HexIP(dotted string) (string, error) {
 	a, err := netip.ParseAddr(dotted)
 	if err != nil || !a.Is4() || a.String() != dotted {
-		return "", model.Errorf(model.EInvalid, "%s is not an IPv4 address", clip.Quote(dotted))
+		return "", Errorf(EInvalid, "%s is not an IPv4 address", clip.Quote(dotted))
 	}
 	b := a.As4()
 	return fmt.Sprintf("%02x%02x%02x%02x", b[0], b[1], b[2], b[3]), nil
@@ -404,12 +399,30 @@ func IsDottedIPv4(s string) bool {
 	return err == nil
 }
 
-// parseFloatText parses a decimal number, also in YAML's spelling with digit
+// ParseFloatText parses a decimal number, also in YAML's spelling with digit
 // separators (1_000.5), which the loader keeps as text.
-func parseFloatText(text string) (float64, error) {
+func ParseFloatText(text string) (float64, error) {
 	fl, err := strconv.ParseFloat(text, 64)
 	if err != nil && strings.Contains(text, "_") {
 		fl, err = strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
 	}
 	return fl, err
+}
+
+// IsDataformat reports whether f is a dataformat a field may have.
+func IsDataformat(f string) bool { return dataformats[f] }
+
+// ValidSchemaName reports whether name may name a schema.
+func ValidSchemaName(name string) bool { return schemaNameRE.MatchString(name) }
+
+// ValidFieldName reports whether name may name a field (or a column a query names).
+func ValidFieldName(name string) bool { return fieldNameRE.MatchString(name) }
+
+// RefResolver answers the lookups value validation needs (the store answers them
+// from the database).
+type RefResolver interface {
+	// InstanceExists reports whether an instance cls/key exists.
+	InstanceExists(cls, key string) (bool, error)
+	// EnumValues returns the values of an _enumerate instance, or nil when it is missing.
+	EnumValues(name string) (map[string]bool, error)
 }

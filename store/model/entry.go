@@ -1,10 +1,9 @@
-package store
+package model
 
 import (
 	"strings"
 
 	"dataservice/internal/clip"
-	"dataservice/store/model"
 )
 
 // Entry is one object of a load document: its keys in Fields, their order in Order,
@@ -20,9 +19,10 @@ type Entry struct {
 	Displayname    string
 	HasDisplayname bool
 	IsEnabled      *bool
-	Action         model.Action
+	Action         Action
 
-	transformed bool // LoadOptions.Transform has run on it
+	// Transformed is set once the loader's Transform has run on the entry.
+	Transformed bool
 }
 
 // headerKeys are the keys of an entry that are not field values.
@@ -72,28 +72,28 @@ func (e *Entry) syncOrder() {
 }
 
 // prepare reads the header keys; action overrides _action when non-empty.
-func (e *Entry) prepare(action model.Action) error {
+func (e *Entry) Prepare(action Action) error {
 	e.syncOrder()
 	cls, ok := e.Fields["classname"].(string)
 	cls = strings.TrimSpace(cls)
 	if !ok || cls == "" {
-		return model.Errorf(model.EInvalid, "entry has no classname")
+		return Errorf(EInvalid, "entry has no classname")
 	}
 	e.Classname = cls
 	kv := e.Fields["keyname"]
 	if kv == nil && cls == "_user" {
 		kv = e.Fields["login"]
 	}
-	k, ok := scalarText(kv)
+	k, ok := ScalarText(kv)
 	if !ok {
-		return model.Errorf(model.EInvalid, "keyname must be a scalar")
+		return Errorf(EInvalid, "keyname must be a scalar")
 	}
 	e.Keyname = strings.TrimSpace(k)
 	e.HasDisplayname = false
 	if d, present := e.Fields["displayname"]; present {
-		t, ok := scalarText(d)
+		t, ok := ScalarText(d)
 		if !ok {
-			return model.Errorf(model.EInvalid, "displayname must be a scalar")
+			return Errorf(EInvalid, "displayname must be a scalar")
 		}
 		e.Displayname, e.HasDisplayname = t, true
 	}
@@ -101,27 +101,27 @@ func (e *Entry) prepare(action model.Action) error {
 	if v, present := e.Fields["is_enabled"]; present && v != nil {
 		b, ok := v.(bool)
 		if !ok {
-			t, scalar := scalarText(v)
+			t, scalar := ScalarText(v)
 			if b, ok = BoolWord(t); !ok || !scalar {
-				return model.Errorf(model.EInvalid, "is_enabled %s is not a boolean", clip.Quote(t))
+				return Errorf(EInvalid, "is_enabled %s is not a boolean", clip.Quote(t))
 			}
 		}
 		e.IsEnabled = &b
 	}
-	e.Action = model.ActionCreate
+	e.Action = ActionCreate
 	if a, present := e.Fields["_action"]; present && a != nil {
-		t, _ := scalarText(a)
-		e.Action = model.Action(strings.ToLower(strings.TrimSpace(t)))
+		t, _ := ScalarText(a)
+		e.Action = Action(strings.ToLower(strings.TrimSpace(t)))
 	}
 	if action != "" {
 		e.Action = action
 	}
 	switch e.Action {
-	case model.ActionCreate, model.ActionUpdate, model.ActionInit, model.ActionDelete, model.ActionEnable, model.ActionDisable, model.ActionNoop:
+	case ActionCreate, ActionUpdate, ActionInit, ActionDelete, ActionEnable, ActionDisable, ActionNoop:
 	case "create_or_update":
-		e.Action = model.ActionCreate
+		e.Action = ActionCreate
 	default:
-		return model.Errorf(model.EInvalid, "unknown _action %s", clip.Quote(string(e.Action)))
+		return Errorf(EInvalid, "unknown _action %s", clip.Quote(string(e.Action)))
 	}
 	return nil
 }
@@ -129,13 +129,13 @@ func (e *Entry) prepare(action model.Action) error {
 // Key returns the entry's classname and keyname as written (login stands for the
 // keyname of a _user entry), without validating anything.
 func (e *Entry) Key() (cls, key string) {
-	cls, _ = scalarText(e.Fields["classname"])
+	cls, _ = ScalarText(e.Fields["classname"])
 	cls = strings.TrimSpace(cls)
 	kv := e.Fields["keyname"]
 	if kv == nil && cls == "_user" {
 		kv = e.Fields["login"]
 	}
-	key, _ = scalarText(kv)
+	key, _ = ScalarText(kv)
 	return cls, strings.TrimSpace(key)
 }
 
@@ -175,4 +175,8 @@ func (d *Doc) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalYAML writes the keys in order.
-func (d *Doc) MarshalYAML() (any, error) { return d.yamlNode() }
+func (d *Doc) MarshalYAML() (any, error) { return d.YAMLNode() }
+
+// IsHeaderKey reports whether k is a key of an entry that is not a field value
+// (classname, keyname, displayname, is_enabled, _action).
+func IsHeaderKey(k string) bool { return headerKeys[k] }
