@@ -379,7 +379,7 @@ func (tx *Tx) Revisions() Revisions { return tx.rev }
 // for or holds the writer, and any write in it fails. Dry runs that write nothing
 // (a pipeline's dry-run batch) use it, so real writers never wait behind them.
 func (db *DB) BeginRead(ctx context.Context) (*Tx, error) {
-	tx, err := db.r.BeginTx(ctx, nil)
+	tx, err := db.r.BeginTx(ctx, db.dia.snapshot)
 	if err != nil {
 		return nil, fmt.Errorf("begin read: %w", err)
 	}

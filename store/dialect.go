@@ -51,6 +51,11 @@ type dialect struct {
 	// no queue of its own for it. An engine with row locks needs none.
 	turnstile bool
 
+	// snapshot are the options of a read transaction that sees one snapshot of the
+	// database from its first read to its end (BeginRead, an indexed search, a dry
+	// run's snapshot); nil for SQLite, where every read transaction does.
+	snapshot *sql.TxOptions
+
 	// rebind turns a statement written with `?` placeholders into the engine's.
 	rebind func(query string) string
 

@@ -196,7 +196,7 @@ func (d *dryRun) openSnapshot(ctx context.Context, db *DB) error {
 	}
 	conn.SetMaxOpenConns(1)
 	d.snapConn = conn
-	tx, err := conn.BeginTx(ctx, nil)
+	tx, err := conn.BeginTx(ctx, db.dia.snapshot)
 	if err != nil {
 		return fmt.Errorf("dry run: begin read: %w", err)
 	}

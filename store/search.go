@@ -92,7 +92,7 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 	snapshot := false // rq is one read transaction (an indexed search)
 	if match, ok := db.dia.searchQuery(q.Search); ok {
 		// One read snapshot for the check of the dirty list and every query after it.
-		rtx, err := db.r.BeginTx(ctx, nil)
+		rtx, err := db.r.BeginTx(ctx, db.dia.snapshot)
 		if err != nil {
 			return nil, fmt.Errorf("search %s: %w", cls, err)
 		}
