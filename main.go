@@ -27,6 +27,7 @@ import (
 	"dataservice/builtin"
 	"dataservice/server"
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 	"dataservice/tasks"
 )
@@ -494,7 +495,7 @@ func readLoadFiles(paths []string) ([]*loadFile, []string, []string, error) {
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		entries, warn, err := store.ParseDocumentLenient(lf.name, data)
+		entries, warn, err := codec.ParseDocumentLenient(lf.name, data)
 		if err != nil {
 			problems = append(problems, store.ErrorMessage(err))
 			continue
@@ -522,8 +523,8 @@ func checkStream(lf *loadFile) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	err = store.StreamDocument(lf.name, f, func(*model.Entry) error { return nil })
-	if errors.Is(err, store.ErrNotStreamable) {
+	err = codec.StreamDocument(lf.name, f, func(*model.Entry) error { return nil })
+	if errors.Is(err, codec.ErrNotStreamable) {
 		return false, nil
 	}
 	lf.stream = err == nil
@@ -546,9 +547,9 @@ func loadSource(files []*loadFile) func(yield func(*model.Entry) error) error {
 			if err != nil {
 				return err
 			}
-			err = store.StreamDocument(lf.name, f, yield)
+			err = codec.StreamDocument(lf.name, f, yield)
 			f.Close()
-			if errors.Is(err, store.ErrNotStreamable) {
+			if errors.Is(err, codec.ErrNotStreamable) {
 				return fmt.Errorf("%s: the file changed while it was loaded", lf.path)
 			}
 			if err != nil {

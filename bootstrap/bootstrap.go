@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -211,7 +212,7 @@ func (s *starter) loadFile(ctx context.Context, tx *store.Tx, name, onlyClass st
 	if err != nil {
 		return fmt.Errorf("read %s: %w", name, err)
 	}
-	entries, err := store.ParseDocument(name, data)
+	entries, err := codec.ParseDocument(name, data)
 	if err != nil {
 		s.log.Error("bootstrap: invalid built-in file skipped", "file", name, "error", err)
 		return nil

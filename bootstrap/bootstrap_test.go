@@ -17,6 +17,7 @@ import (
 	"dataservice/builtin"
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -34,7 +35,7 @@ func builtinEntries(t *testing.T) []*model.Entry {
 		if err != nil {
 			t.Fatal(err)
 		}
-		entries, err := store.ParseDocument(name, data)
+		entries, err := codec.ParseDocument(name, data)
 		if err != nil {
 			t.Fatalf("built-in file %s: %v", name, err)
 		}

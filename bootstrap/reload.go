@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -41,7 +42,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}
-	entries, err := store.ParseDocument(file, data)
+	entries, err := codec.ParseDocument(file, data)
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}

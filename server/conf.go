@@ -6,7 +6,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"dataservice/internal/clip"
-	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -53,7 +53,7 @@ func (s *server) confPost(w http.ResponseWriter, r *http.Request, _ httprouter.P
 
 // parseConfigUpdates reads a YAML or JSON mapping of configuration keys to scalar values.
 func parseConfigUpdates(body []byte) (map[string]string, error) {
-	entries, err := store.ParseDocument("body", body)
+	entries, err := codec.ParseDocument("body", body)
 	if err != nil {
 		return nil, err
 	}

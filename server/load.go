@@ -11,6 +11,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -91,9 +92,9 @@ func (s *server) load(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	if !ok {
 		return
 	}
-	body, err := store.SpoolBody("body", r.Body, filepath.Dir(s.db.Path()), s.maxEnt)
+	body, err := codec.SpoolBody("body", r.Body, filepath.Dir(s.db.Path()), s.maxEnt)
 	var tooBig *http.MaxBytesError
-	var readErr *store.BodyReadError
+	var readErr *codec.BodyReadError
 	switch {
 	case errors.As(err, &tooBig):
 		s.writeError(w, r, http.StatusRequestEntityTooLarge, "request body too large")
@@ -150,8 +151,8 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		return
 	}
 	q := r.URL.Query()
-	co := store.CSVOptions{Schema: q.Get("schema"), Keyfield: q.Get("keyfield"), Delimiter: q.Get("delimiter"),
-		Encoding: q.Get("encoding"), MaxRows: s.maxEnt, MaxCells: store.CSVMaxCells}
+	co := codec.CSVOptions{Schema: q.Get("schema"), Keyfield: q.Get("keyfield"), Delimiter: q.Get("delimiter"),
+		Encoding: q.Get("encoding"), MaxRows: s.maxEnt, MaxCells: codec.CSVMaxCells}
 	if co.Delimiter == "" {
 		co.Delimiter = s.db.ConfigValue(r.Context(), store.ConfigCSVDelimiter)
 	}
@@ -163,7 +164,7 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	if !ok {
 		return
 	}
-	entries, err := store.ParseCSV(body, co)
+	entries, err := codec.ParseCSV(body, co)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -178,7 +179,7 @@ func ParseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool) ([]
 	if latin1 {
 		enc = "iso-8859-1"
 	}
-	return store.ParseCSV(body, store.CSVOptions{Schema: schema, Keyfield: keyfield, Delimiter: string(delim), Encoding: enc})
+	return codec.ParseCSV(body, codec.CSVOptions{Schema: schema, Keyfield: keyfield, Delimiter: string(delim), Encoding: enc})
 }
 
 // DefaultMaxEntries is the default bound on the entries of one load or rawfile request.

@@ -298,7 +298,7 @@ func (tx *Tx) applyRename(ctx context.Context, s *model.Schema, old, next *Insta
 // it: keyname mode, defaults, every value.
 func (tx *Tx) validateNew(ctx context.Context, s *model.Schema, next *Instance) (*Instance, error) {
 	e := entryOfInstance(s, next)
-	if err := resolveKeyname(s, e); err != nil {
+	if err := e.ResolveKeyname(s); err != nil {
 		return nil, err
 	}
 	return tx.buildInstance(ctx, s, e, nil, false)

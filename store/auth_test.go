@@ -130,7 +130,7 @@ func TestKeyPermissions(t *testing.T) {
 		all         bool
 		perms, deny string
 	}{
-		{"plain names are model.Granted", []string{"p_x", "p_a"}, false, "p_a,p_x", ""},
+		{"plain names are granted", []string{"p_x", "p_a"}, false, "p_a,p_x", ""},
 		{"blank entries are ignored and names trimmed", []string{" p_x ", "", "  "}, false, "p_x", ""},
 		{"!name removes a plain name", []string{"p_x", "!p_x", "p_y"}, false, "p_y", "p_x"},
 		{"!name removes whatever its position", []string{"! p_x", "p_x"}, false, "", "p_x"},
@@ -172,14 +172,14 @@ func TestKeyPermissions(t *testing.T) {
 func TestAuthBasics(t *testing.T) {
 	var none *model.Auth
 	if none.Has("p_data_access") || none.HasAll() {
-		t.Fatal("nil model.Auth holds a permission")
+		t.Fatal("nil Auth holds a permission")
 	}
 	if got, want := none.Author(), "system"; got != want {
 		t.Fatalf("nil author: got %q, want %q", got, want)
 	}
 	sys := model.SystemAuth()
 	if !sys.Has("p_anything") || !sys.HasAll() {
-		t.Fatal("model.SystemAuth lacks a permission")
+		t.Fatal("SystemAuth lacks a permission")
 	}
 	if got, want := sys.Author(), "system"; got != want {
 		t.Fatalf("system author: got %q, want %q", got, want)

@@ -9,6 +9,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -74,7 +75,7 @@ func benchLoad(b *testing.B, class string) {
 		mustLoad(b, db, benchSchema+benchSites(), store.LoadOptions{})
 		b.StartTimer()
 
-		entries, err := store.ParseDocument("bench.yml", doc)
+		entries, err := codec.ParseDocument("bench.yml", doc)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -9,12 +9,6 @@ import (
 	"dataservice/store/model"
 )
 
-// diskFullError is the model.EDiskFull error of cause, naming what could not be written.
-func diskFullError(what string, cause error) *model.Error {
-	return model.Wrapf(cause, model.EDiskFull, "disk full: no space left on the filesystem holding %s; "+
-		"free space there (or move the file to a larger filesystem), then retry", what)
-}
-
 // dryDiskFull marks a full disk met by a dry run in its private database: not a write
 // of the database, so no disk-full episode of it (NoSpace passes it through).
 type dryDiskFull struct{ e *model.Error }
@@ -62,7 +56,7 @@ func (db *DB) NoSpace(err error) error {
 	if e != nil {
 		return err
 	}
-	return diskFullError("the database "+db.path, err)
+	return model.DiskFullError("the database "+db.path, err)
 }
 
 // DiskFull reports whether the last write transaction of this process failed for lack
@@ -77,7 +71,7 @@ func (db *DB) committed() {
 }
 
 // DiskSpace is the free space (blocks available to unprivileged users: root may have
-// a reserve Beyond it)
+// a reserve beyond it)
 // and the size, in bytes, of the filesystem holding the database file.
 func (db *DB) DiskSpace() (free, size uint64, err error) {
 	var st syscall.Statfs_t

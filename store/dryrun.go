@@ -333,7 +333,7 @@ func dryNoSpace(dir string, err error) error {
 	if errors.As(err, &e) && (e.Code != model.EDiskFull || dryRunFull(err)) {
 		return err
 	}
-	return &dryDiskFull{diskFullError("the dry run's private database in "+dir, err)}
+	return &dryDiskFull{model.DiskFullError("the dry run's private database in "+dir, err)}
 }
 
 // copyRows inserts the rows query reads from the snapshot into table, column by name.

@@ -12,6 +12,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -120,7 +121,7 @@ func TestDryRunDiskFullIsItsOwn(t *testing.T) {
 	testkit.EmptyWAL(t, db.Path())
 	ballast := filepath.Join(dir, "ballast")
 	testkit.FillDisk(t, ballast, 2<<20)
-	entries, err := store.ParseDocument("boxes.yaml", []byte(b.String()))
+	entries, err := codec.ParseDocument("boxes.yaml", []byte(b.String()))
 	if err != nil {
 		t.Fatal(err)
 	}

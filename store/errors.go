@@ -27,7 +27,7 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	if isDiskFull(err) {
-		return diskFullError("the database", err).Error()
+		return model.DiskFullError("the database", err).Error()
 	}
 	return "internal error"
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -190,7 +191,7 @@ func TestExportErrors(t *testing.T) {
 			if err := db.Export(ctx, &buf, []string{"_pipeline"}, format); err != nil {
 				t.Fatal(err)
 			}
-			entries, err := store.ParseDocument("export", buf.Bytes())
+			entries, err := codec.ParseDocument("export", buf.Bytes())
 			if err != nil {
 				t.Fatalf("parse export %q: %v", buf.String(), err)
 			}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"dataservice/internal/clip"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -233,7 +234,7 @@ func (tx *Tx) enumValues(ctx context.Context, name string) (map[string]bool, err
 func EnumValues(in *Instance) map[string]bool {
 	content, _ := in.Data["content"].(string)
 	vals := map[string]bool{}
-	entries, err := ParseDocument("content", []byte(content))
+	entries, err := codec.ParseDocument("content", []byte(content))
 	if err != nil {
 		return vals
 	}
@@ -360,7 +361,7 @@ func (tx *Tx) prepare(ctx context.Context, s *model.Schema, in, old *Instance) (
 			delete(data, k)
 		}
 	}
-	return differs, checkCardinality(s, data)
+	return differs, s.CheckCardinality(data)
 }
 
 // deepEqual is reflect.DeepEqual with the common scalar cases compared directly.
@@ -377,26 +378,6 @@ func deepEqual(a, b any) bool {
 		return ok && x == y
 	}
 	return reflect.DeepEqual(a, b)
-}
-
-func checkCardinality(s *model.Schema, data map[string]any) error {
-	for _, f := range s.Fields {
-		if f.CardinalMin <= 0 || f.Dataformat == "external" {
-			continue
-		}
-		n := 0
-		switch v := data[f.Keyname].(type) {
-		case nil:
-		case []any:
-			n = len(v)
-		default:
-			n = 1
-		}
-		if n < f.CardinalMin {
-			return model.Errorf(model.EInvalid, "field %s: needs at least %d value(s)", f.Keyname, f.CardinalMin)
-		}
-	}
-	return nil
 }
 
 // write inserts (old == nil) or updates the row with data (in.Data encoded), writes

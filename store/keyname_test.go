@@ -35,7 +35,7 @@ func TestCheckKeyname(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			err := model.CheckKeyname(tt.key)
 			if got, want := err == nil, tt.ok; got != want {
-				t.Fatalf("model.CheckKeyname(%q): got error %v, want ok=%v", tt.key, err, want)
+				t.Fatalf("CheckKeyname(%q): got error %v, want ok=%v", tt.key, err, want)
 			}
 			if err != nil {
 				if got, want := store.ErrorCode(err), model.EInvalid; got != want {
@@ -91,23 +91,23 @@ func TestHexIP(t *testing.T) {
 		t.Run(tt.in+" is "+tt.want, func(t *testing.T) {
 			got, err := model.HexIP(tt.in)
 			if err != nil {
-				t.Fatalf("model.HexIP(%s): %v", tt.in, err)
+				t.Fatalf("HexIP(%s): %v", tt.in, err)
 			}
 			if got != tt.want {
-				t.Fatalf("model.HexIP(%s): got %s, want %s", tt.in, got, tt.want)
+				t.Fatalf("HexIP(%s): got %s, want %s", tt.in, got, tt.want)
 			}
 			if !model.IsDottedIPv4(tt.in) {
-				t.Fatalf("model.IsDottedIPv4(%s): got false, want true", tt.in)
+				t.Fatalf("IsDottedIPv4(%s): got false, want true", tt.in)
 			}
 		})
 	}
 	for _, in := range []string{"", "10.0.0", "10.0.0.256", "10.0.0.01", "::1", "::ffff:10.0.0.1", "10.0.0.1/32", " 10.0.0.1", "0a000001"} {
 		t.Run(strings.TrimSpace(in)+" is refused", func(t *testing.T) {
 			if got, err := model.HexIP(in); err == nil {
-				t.Fatalf("model.HexIP(%q): got %s, want an error", in, got)
+				t.Fatalf("HexIP(%q): got %s, want an error", in, got)
 			}
 			if model.IsDottedIPv4(in) {
-				t.Fatalf("model.IsDottedIPv4(%q): got true, want false", in)
+				t.Fatalf("IsDottedIPv4(%q): got true, want false", in)
 			}
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -452,61 +451,11 @@ func (l *loader) applyEntry(ctx context.Context, e *model.Entry) (string, error)
 	return l.putInstance(ctx, s, e)
 }
 
-// resolveKeyname applies the schema's keyname mode to the entry's keyname and displayname.
-func resolveKeyname(s *model.Schema, e *model.Entry) error {
-	mode := strings.Fields(s.KeynameMode)
-	switch {
-	case len(mode) > 0 && mode[0] == "hexip":
-		switch {
-		case e.HasDisplayname && e.Displayname != "":
-			hex, err := model.HexIP(strings.TrimSpace(e.Displayname))
-			if err != nil {
-				return model.Errorf(model.EInvalid, "%s: displayname %s must be an IPv4 address (keyname mode hexip)", s.Keyname, clip.Quote(e.Displayname))
-			}
-			if e.Keyname != "" && e.Keyname != hex && e.Keyname != strings.TrimSpace(e.Displayname) {
-				return model.Errorf(model.EInvalid, "%s: keyname %s does not match displayname %s (expected %s)", s.Keyname, clip.Quote(e.Keyname), e.Displayname, hex)
-			}
-			e.Displayname, e.Keyname = strings.TrimSpace(e.Displayname), hex
-		case model.IsDottedIPv4(e.Keyname):
-			e.Displayname, e.HasDisplayname = e.Keyname, true
-			e.Keyname, _ = model.HexIP(e.Keyname)
-		case isHexIP(e.Keyname):
-			// Named by its derived keyname: the address is derived back, so a new
-			// instance never lacks its displayname.
-			e.Displayname, e.HasDisplayname = dottedOfHex(e.Keyname), true
-		default:
-			return model.Errorf(model.EInvalid, "%s: keyname %s: keyname mode hexip needs an IPv4 address in displayname or keyname", s.Keyname, clip.Quote(e.Keyname))
-		}
-	case len(mode) > 1 && mode[0] == "dataformat":
-		f := &model.Field{Keyname: "keyname", Dataformat: mode[1], DataformatExt: strings.Join(mode[2:], " "), CardinalMax: 1}
-		v, _, err := f.NormalizeOne(e.Keyname, nil)
-		if err != nil {
-			return model.Errorf(model.EInvalid, "%s: keyname %s is not valid for keyname mode %s: %s", s.Keyname, clip.Quote(e.Keyname), clip.Quote(s.KeynameMode), ErrorMessage(err))
-		}
-		if t, _ := model.ScalarText(v); t != e.Keyname {
-			return model.Errorf(model.EInvalid, "%s: keyname %s is not in canonical form (%s)", s.Keyname, clip.Quote(e.Keyname), t)
-		}
-	}
-	return model.CheckKeyname(e.Keyname)
-}
-
-func isHexIP(s string) bool {
-	if len(s) != 8 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // putInstance applies an instance entry of schema s: it builds the new state from the
 // entry and the stored object and hands it to the apply path.
 func (l *loader) putInstance(ctx context.Context, s *model.Schema, e *model.Entry) (string, error) {
 	tx, opts := l.tx, l.opts
-	if err := resolveKeyname(s, e); err != nil {
+	if err := e.ResolveKeyname(s); err != nil {
 		return "", err
 	}
 	ao := ApplyOptions{Auth: opts.Auth, System: opts.System}
@@ -628,16 +577,10 @@ func (tx *Tx) buildInstance(ctx context.Context, s *model.Schema, e *model.Entry
 			}
 		}
 	}
-	if err := checkCardinality(s, next.Data); err != nil {
+	if err := s.CheckCardinality(next.Data); err != nil {
 		return nil, err
 	}
 	return next, nil
-}
-
-// dottedOfHex is the dotted IPv4 address of a hexip keyname (8 lowercase hex digits).
-func dottedOfHex(h string) string {
-	n, _ := strconv.ParseUint(h, 16, 32)
-	return fmt.Sprintf("%d.%d.%d.%d", n>>24, n>>16&255, n>>8&255, n&255)
 }
 
 // sameSecret reports whether v is plain text that verifies against the stored hash, so

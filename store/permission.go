@@ -137,12 +137,12 @@ func (tx *Tx) putPermission(ctx context.Context, e *model.Entry, system bool) (s
 	return OutCreated, tx.revision(ctx, "_permission", e.Keyname, "create", "", model.MustJSON(next))
 }
 
-// codePermissions are built-in permissions the code defines Beyond the seed's
+// codePermissions are built-in permissions the code defines beyond the seed's
 // data-version blocks (whose table is fixed). A store layout change adds them to every
 // file, new or existing, as built-in (layout.go, step 7).
 var codePermissions = []Permission{
 	{Keyname: "p_pipeline_admin", Displayname: "Pipeline admin", Description: "Create, update, enable, disable and delete pipelines (_pipeline)"},
 }
 
-// CodePermissions lists the built-in permissions the code adds Beyond the seed's blocks.
+// CodePermissions lists the built-in permissions the code adds beyond the seed's blocks.
 func CodePermissions() []Permission { return append([]Permission(nil), codePermissions...) }

@@ -23,7 +23,7 @@ type RenameReport struct {
 func checkKeynameFor(s *model.Schema, key, displayname string) error {
 	e := &model.Entry{Keyname: key}
 	if strings.HasPrefix(s.KeynameMode, "hexip") {
-		if !isHexIP(key) {
+		if !model.IsHexIP(key) {
 			return model.Errorf(model.EInvalid, "%s: keyname %s is not 8 lowercase hex digits (keyname mode hexip)", s.Keyname, clip.Quote(key))
 		}
 		if displayname != "" {
@@ -33,7 +33,7 @@ func checkKeynameFor(s *model.Schema, key, displayname string) error {
 		}
 		return nil
 	}
-	return resolveKeyname(s, e)
+	return e.ResolveKeyname(s)
 }
 
 // CheckRename reports whether in could be renamed to newKey (what a dry run checks).

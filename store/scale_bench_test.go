@@ -16,6 +16,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -77,7 +78,7 @@ func BenchmarkLoadScale(b *testing.B) {
 					return err
 				}
 				defer f.Close()
-				return store.StreamDocument("load.yml", f, fn)
+				return codec.StreamDocument("load.yml", f, fn)
 			}
 			if err := readAll(func(*model.Entry) error { return nil }); err != nil {
 				b.Fatal(err)

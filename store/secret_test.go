@@ -18,7 +18,7 @@ func TestHashSecretRoundTrip(t *testing.T) {
 		t.Fatalf("hash %q: not in the expected argon2id PHC form", h)
 	}
 	if got, want := model.IsSecretHash(h), true; got != want {
-		t.Fatalf("model.IsSecretHash: got %v, want %v", got, want)
+		t.Fatalf("IsSecretHash: got %v, want %v", got, want)
 	}
 	if got, want := model.VerifySecret("correct horse", h), true; got != want {
 		t.Fatalf("verify right secret: got %v, want %v", got, want)
@@ -65,7 +65,7 @@ func TestVerifySHA256Form(t *testing.T) {
 	salt := []byte("0123456789abcdef")
 	h := sha256Hash(salt, "legacy-secret")
 	if got, want := model.IsSecretHash(h), true; got != want {
-		t.Fatalf("model.IsSecretHash(%s): got %v, want %v", h, got, want)
+		t.Fatalf("IsSecretHash(%s): got %v, want %v", h, got, want)
 	}
 	if got, want := model.VerifySecret("legacy-secret", h), true; got != want {
 		t.Fatalf("verify right secret: got %v, want %v", got, want)
@@ -123,10 +123,10 @@ func TestMalformedHashesNeverVerify(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name+" does not verify", func(t *testing.T) {
 			if model.IsSecretHash(tt.hash) {
-				t.Fatalf("model.IsSecretHash(%q): got true, want false", tt.hash)
+				t.Fatalf("IsSecretHash(%q): got true, want false", tt.hash)
 			}
 			if model.VerifySecret("s", tt.hash) {
-				t.Fatalf("model.VerifySecret(s, %q): got true, want false", tt.hash)
+				t.Fatalf("VerifySecret(s, %q): got true, want false", tt.hash)
 			}
 		})
 	}
@@ -215,7 +215,7 @@ func TestPasswordsAndKeySecretsAreHashedOnLoad(t *testing.T) {
 	}
 }
 
-// TestHeavyHashRefusedAtLoad: a stored hash with KDF parameters Beyond the service's
+// TestHeavyHashRefusedAtLoad: a stored hash with KDF parameters beyond the service's
 // bounds is refused at load with a clear error that does not quote it; nothing is
 // written, and it is not hashed as if it were a plain secret.
 func TestHeavyHashRefusedAtLoad(t *testing.T) {

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
 // Parse parses a YAML/JSON document or fails the test.
 func Parse(tb testing.TB, doc string) []*model.Entry {
 	tb.Helper()
-	entries, err := store.ParseDocument("test.yml", []byte(doc))
+	entries, err := codec.ParseDocument("test.yml", []byte(doc))
 	if err != nil {
 		tb.Fatalf("parse: %v", err)
 	}

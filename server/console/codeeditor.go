@@ -12,6 +12,7 @@ import (
 
 	"dataservice/internal/clip"
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -188,7 +189,7 @@ func (c *Console) editorPost(w http.ResponseWriter, r *http.Request, q *req, d *
 		c.render(w, r, q, http.StatusBadRequest, "code_editor", "Code editor", d)
 		return
 	}
-	entries, warnings, err := store.ParseBody("document", []byte(d.Doc), maxEditorObjects)
+	entries, warnings, err := codec.ParseBody("document", []byte(d.Doc), maxEditorObjects)
 	if err != nil {
 		status, _, msg := c.refusal(r, err)
 		if store.ErrorCode(err) == model.ETooLarge {

@@ -10,6 +10,7 @@ import (
 
 	"dataservice/internal/clip"
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -214,14 +215,14 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 		if d.Delimiter == "" {
 			d.Delimiter = c.db.ConfigValue(ctx, store.ConfigCSVDelimiter)
 		}
-		co := store.CSVOptions{Schema: d.Schema, Keyfield: d.Keyfield, Delimiter: d.Delimiter, Encoding: d.Encoding, MaxRows: c.maxEnt,
-			MaxCells: store.CSVMaxCells}
-		entries, err = store.ParseCSV(body, co)
+		co := codec.CSVOptions{Schema: d.Schema, Keyfield: d.Keyfield, Delimiter: d.Delimiter, Encoding: d.Encoding, MaxRows: c.maxEnt,
+			MaxCells: codec.CSVMaxCells}
+		entries, err = codec.ParseCSV(body, co)
 	case "yaml", "":
 		if name == "" {
 			name = "document"
 		}
-		entries, warnings, err = store.ParseBody(name, body, c.maxEnt)
+		entries, warnings, err = codec.ParseBody(name, body, c.maxEnt)
 	default:
 		return http.StatusBadRequest, nil, "format must be yaml (YAML or JSON) or csv"
 	}

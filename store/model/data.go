@@ -110,8 +110,8 @@ func CloneMap(m map[string]any) map[string]any {
 	return out
 }
 
-// SortedDoc orders a map's keys alphabetically.
-func SortedDoc(m map[string]any) *Doc {
+// sortedDoc orders a map's keys alphabetically.
+func sortedDoc(m map[string]any) *Doc {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

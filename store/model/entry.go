@@ -180,3 +180,42 @@ func (d *Doc) MarshalYAML() (any, error) { return d.YAMLNode() }
 // IsHeaderKey reports whether k is a key of an entry that is not a field value
 // (classname, keyname, displayname, is_enabled, _action).
 func IsHeaderKey(k string) bool { return headerKeys[k] }
+
+// ResolveKeyname applies the schema's keyname mode to the entry's keyname and
+// displayname, and checks the keyname.
+func (e *Entry) ResolveKeyname(s *Schema) error {
+	mode := strings.Fields(s.KeynameMode)
+	switch {
+	case len(mode) > 0 && mode[0] == "hexip":
+		switch {
+		case e.HasDisplayname && e.Displayname != "":
+			hex, err := HexIP(strings.TrimSpace(e.Displayname))
+			if err != nil {
+				return Errorf(EInvalid, "%s: displayname %s must be an IPv4 address (keyname mode hexip)", s.Keyname, clip.Quote(e.Displayname))
+			}
+			if e.Keyname != "" && e.Keyname != hex && e.Keyname != strings.TrimSpace(e.Displayname) {
+				return Errorf(EInvalid, "%s: keyname %s does not match displayname %s (expected %s)", s.Keyname, clip.Quote(e.Keyname), e.Displayname, hex)
+			}
+			e.Displayname, e.Keyname = strings.TrimSpace(e.Displayname), hex
+		case IsDottedIPv4(e.Keyname):
+			e.Displayname, e.HasDisplayname = e.Keyname, true
+			e.Keyname, _ = HexIP(e.Keyname)
+		case IsHexIP(e.Keyname):
+			// Named by its derived keyname: the address is derived back, so a new
+			// instance never lacks its displayname.
+			e.Displayname, e.HasDisplayname = dottedOfHex(e.Keyname), true
+		default:
+			return Errorf(EInvalid, "%s: keyname %s: keyname mode hexip needs an IPv4 address in displayname or keyname", s.Keyname, clip.Quote(e.Keyname))
+		}
+	case len(mode) > 1 && mode[0] == "dataformat":
+		f := &Field{Keyname: "keyname", Dataformat: mode[1], DataformatExt: strings.Join(mode[2:], " "), CardinalMax: 1}
+		v, _, err := f.normalizeOne(e.Keyname, nil)
+		if err != nil {
+			return Errorf(EInvalid, "%s: keyname %s is not valid for keyname mode %s: %s", s.Keyname, clip.Quote(e.Keyname), clip.Quote(s.KeynameMode), messageOf(err))
+		}
+		if t, _ := ScalarText(v); t != e.Keyname {
+			return Errorf(EInvalid, "%s: keyname %s is not in canonical form (%s)", s.Keyname, clip.Quote(e.Keyname), t)
+		}
+	}
+	return CheckKeyname(e.Keyname)
+}

@@ -1,7 +1,9 @@
-// Package model holds the domain of the store without its SQL: entries, schemas and
-// their fields, values and their normalisation, the error type with its codes,
-// actions, and the access rules. It imports no database/sql, so the codecs and the
-// callers of the store can use it without the engine.
+// Package model holds the domain of the store without its SQL: entries and their
+// preparation, schemas and their fields, values with their normalisation and their
+// JSON/YAML encoding, secret hashing, the error type with its codes, actions, and the
+// access rules (the permission table, grant containment) over Auth. It imports no
+// database/sql, so the codecs and the callers of the store use it without the engine;
+// the store answers what needs the database (RefResolver).
 package model
 
 import (
@@ -45,9 +47,9 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Wrapf is Errorf keeping cause for the log: errors.Is and errors.As see it, the
+// wrapf is Errorf keeping cause for the log: errors.Is and errors.As see it, the
 // caller sees only the message.
-func Wrapf(cause error, code, format string, args ...any) *Error {
+func wrapf(cause error, code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), err: cause}
 }
 
@@ -57,4 +59,19 @@ func Wrapf(cause error, code, format string, args ...any) *Error {
 func HasCode(err error, code string) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code == code
+}
+
+// DiskFullError is the EDiskFull error of cause, naming what could not be written.
+func DiskFullError(what string, cause error) *Error {
+	return wrapf(cause, EDiskFull, "disk full: no space left on the filesystem holding %s; "+
+		"free space there (or move the file to a larger filesystem), then retry", what)
+}
+
+// messageOf is the caller-safe message of err: an *Error's, else "internal error".
+func messageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
 }

@@ -12,7 +12,7 @@ import (
 func TestImportsNoSQL(t *testing.T) {
 	allowed := map[string]bool{"dataservice/rules": true, "dataservice/internal/clip": true,
 		"dataservice/store/model": true, "dataservice/store/codec": true}
-	for _, pkg := range []string{"dataservice/store/model"} {
+	for _, pkg := range []string{"dataservice/store/model", "dataservice/store/codec"} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", pkg, err)

@@ -31,15 +31,15 @@ func FuzzCheckIPv4(f *testing.F) {
 		addrErr := model.CheckIPv4(s, "")
 		_, hexErr := model.HexIP(s)
 		if (addrErr == nil) != (hexErr == nil) {
-			t.Fatalf("model.CheckIPv4(%q) = %v but model.HexIP = %v", s, addrErr, hexErr)
+			t.Fatalf("CheckIPv4(%q) = %v but HexIP = %v", s, addrErr, hexErr)
 		}
 		if (addrErr == nil) != model.IsDottedIPv4(s) {
-			t.Fatalf("model.CheckIPv4(%q) = %v but model.IsDottedIPv4 = %v", s, addrErr, model.IsDottedIPv4(s))
+			t.Fatalf("CheckIPv4(%q) = %v but IsDottedIPv4 = %v", s, addrErr, model.IsDottedIPv4(s))
 		}
 		if addrErr == nil {
 			a, err := netip.ParseAddr(s)
 			if err != nil || !a.Is4() || a.String() != s {
-				t.Fatalf("model.CheckIPv4 accepted %q, which is not a canonical IPv4 address", s)
+				t.Fatalf("CheckIPv4 accepted %q, which is not a canonical IPv4 address", s)
 			}
 		}
 		subErr := model.CheckIPv4(s, "subnet")
@@ -47,13 +47,13 @@ func FuzzCheckIPv4(f *testing.F) {
 		if subErr == nil {
 			p, err := netip.ParsePrefix(s)
 			if err != nil || !p.Addr().Is4() || p.String() != s {
-				t.Fatalf("model.CheckIPv4(%q, subnet) accepted a non-canonical IPv4 subnet", s)
+				t.Fatalf("CheckIPv4(%q, subnet) accepted a non-canonical IPv4 subnet", s)
 			}
 			if (strictErr == nil) != (p.Masked() == p) {
-				t.Fatalf("model.CheckIPv4(%q, subnet strict) = %v, but masked %s", s, strictErr, p.Masked())
+				t.Fatalf("CheckIPv4(%q, subnet strict) = %v, but masked %s", s, strictErr, p.Masked())
 			}
 		} else if strictErr == nil {
-			t.Fatalf("model.CheckIPv4(%q, subnet strict) accepted what subnet refused (%v)", s, subErr)
+			t.Fatalf("CheckIPv4(%q, subnet strict) accepted what subnet refused (%v)", s, subErr)
 		}
 		if addrErr == nil && subErr == nil {
 			t.Fatalf("%q accepted both as an address and as a subnet", s)
@@ -73,22 +73,22 @@ func FuzzHexIP(f *testing.F) {
 		h, err := model.HexIP(s)
 		if err != nil {
 			if h != "" {
-				t.Fatalf("model.HexIP(%q) = %q with error %v", s, h, err)
+				t.Fatalf("HexIP(%q) = %q with error %v", s, h, err)
 			}
 			return
 		}
 		if len(h) != 8 || strings.ToLower(h) != h {
-			t.Fatalf("model.HexIP(%q) = %q, want 8 lowercase hex digits", s, h)
+			t.Fatalf("HexIP(%q) = %q, want 8 lowercase hex digits", s, h)
 		}
 		b, err := hex.DecodeString(h)
 		if err != nil {
-			t.Fatalf("model.HexIP(%q) = %q: not hex: %v", s, h, err)
+			t.Fatalf("HexIP(%q) = %q: not hex: %v", s, h, err)
 		}
 		if back := fmt.Sprintf("%d.%d.%d.%d", b[0], b[1], b[2], b[3]); back != s {
-			t.Fatalf("model.HexIP(%q) = %q, which decodes to %s", s, h, back)
+			t.Fatalf("HexIP(%q) = %q, which decodes to %s", s, h, back)
 		}
 		if again, err := model.HexIP(s); err != nil || again != h {
-			t.Fatalf("model.HexIP(%q) not deterministic: %q then %q (%v)", s, h, again, err)
+			t.Fatalf("HexIP(%q) not deterministic: %q then %q (%v)", s, h, again, err)
 		}
 	})
 }

@@ -90,10 +90,10 @@ func (s *Schema) Doc() *Doc {
 		opts["description"] = s.Description
 	}
 	if len(opts) > 0 {
-		d.Set("_options", SortedDoc(opts))
+		d.Set("_options", sortedDoc(opts))
 	}
 	for _, f := range s.Fields {
-		d.Set(f.Keyname, SortedDoc(f.doc()))
+		d.Set(f.Keyname, sortedDoc(f.doc()))
 	}
 	return d
 }
@@ -240,7 +240,7 @@ func toInt(v any) (int, bool) {
 			return n, true
 		}
 		// A number the loader kept as text (1e3, 10.0).
-		if f, err := ParseFloatText(strings.TrimSpace(x)); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<31 {
+		if f, err := parseFloatText(strings.TrimSpace(x)); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<31 {
 			return int(f), true
 		}
 	}
@@ -276,7 +276,7 @@ func checkKeynameMode(m string) error {
 	case len(w) == 1 && (w[0] == "edit" || w[0] == "hexip"):
 		return nil
 	case len(w) >= 2 && w[0] == "dataformat":
-		if !IsDataformat(w[1]) || w[1] == "external" || w[1] == "secret" {
+		if !dataformats[w[1]] || w[1] == "external" || w[1] == "secret" {
 			return Errorf(EInvalid, "keyname_mode %s: unknown dataformat %s", clip.Quote(m), clip.Quote(w[1]))
 		}
 		return nil
@@ -323,6 +323,28 @@ func (s *Schema) SetAttr(k string, v any) error {
 		s.PAdmin = text
 	default:
 		s.Options[k] = v
+	}
+	return nil
+}
+
+// CheckCardinality checks that data holds at least each field's minimum number of
+// values (external fields are computed, not stored: they are not counted).
+func (s *Schema) CheckCardinality(data map[string]any) error {
+	for _, f := range s.Fields {
+		if f.CardinalMin <= 0 || f.Dataformat == "external" {
+			continue
+		}
+		n := 0
+		switch v := data[f.Keyname].(type) {
+		case nil:
+		case []any:
+			n = len(v)
+		default:
+			n = 1
+		}
+		if n < f.CardinalMin {
+			return Errorf(EInvalid, "field %s: needs at least %d value(s)", f.Keyname, f.CardinalMin)
+		}
 	}
 	return nil
 }

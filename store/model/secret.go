@@ -41,7 +41,7 @@ func HashSecret(secret string) string {
 }
 
 // The bounds of argon2id parameters a stored hash may have (about 0.3 s and 64 MiB
-// per verification): a hash Beyond them never verifies and is refused at load.
+// per verification): a hash beyond them never verifies and is refused at load.
 const (
 	MaxArgonMemory  = 64 * 1024 // KiB
 	MaxArgonTime    = 4

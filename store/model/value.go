@@ -125,7 +125,7 @@ func (f *Field) Normalize(raw any, refs RefResolver) (val any, present bool, err
 		if raw == nil {
 			return nil, false, nil
 		}
-		v, ok, err := f.NormalizeOne(raw, refs)
+		v, ok, err := f.normalizeOne(raw, refs)
 		return v, ok, err
 	}
 	var items []any
@@ -145,7 +145,7 @@ func (f *Field) Normalize(raw any, refs RefResolver) (val any, present bool, err
 		if s, ok := it.(string); ok {
 			it = strings.TrimSpace(s)
 		}
-		v, ok, err := f.NormalizeOne(it, refs)
+		v, ok, err := f.normalizeOne(it, refs)
 		if err != nil {
 			return nil, false, err
 		}
@@ -166,7 +166,7 @@ func (f *Field) invalid(format string, args ...any) error {
 	return Errorf(EInvalid, "field %s: "+format, append([]any{f.Keyname}, args...)...)
 }
 
-func (f *Field) NormalizeOne(raw any, refs RefResolver) (any, bool, error) {
+func (f *Field) normalizeOne(raw any, refs RefResolver) (any, bool, error) {
 	if _, ok := raw.(map[string]any); ok {
 		return nil, false, f.invalid("a mapping is not a valid %s value", f.Dataformat)
 	}
@@ -217,7 +217,7 @@ func (f *Field) NormalizeOne(raw any, refs RefResolver) (any, bool, error) {
 	case "int":
 		n, err := strconv.ParseInt(text, 10, 64)
 		if err != nil {
-			fl, ferr := ParseFloatText(text)
+			fl, ferr := parseFloatText(text)
 			if ferr != nil {
 				// YAML's other integer forms, kept as text by the loader: 0x1F, 0o17, 0b101, 1_000.
 				if n2, err2 := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 0, 64); err2 == nil {
@@ -234,7 +234,7 @@ func (f *Field) NormalizeOne(raw any, refs RefResolver) (any, bool, error) {
 		}
 		return n, true, nil
 	case "float":
-		fl, err := ParseFloatText(text)
+		fl, err := parseFloatText(text)
 		if err != nil {
 			if n2, err2 := strconv.ParseInt(strings.ReplaceAll(text, "_", ""), 0, 64); err2 == nil {
 				fl, err = float64(n2), nil
@@ -399,18 +399,15 @@ func IsDottedIPv4(s string) bool {
 	return err == nil
 }
 
-// ParseFloatText parses a decimal number, also in YAML's spelling with digit
+// parseFloatText parses a decimal number, also in YAML's spelling with digit
 // separators (1_000.5), which the loader keeps as text.
-func ParseFloatText(text string) (float64, error) {
+func parseFloatText(text string) (float64, error) {
 	fl, err := strconv.ParseFloat(text, 64)
 	if err != nil && strings.Contains(text, "_") {
 		fl, err = strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
 	}
 	return fl, err
 }
-
-// IsDataformat reports whether f is a dataformat a field may have.
-func IsDataformat(f string) bool { return dataformats[f] }
 
 // ValidSchemaName reports whether name may name a schema.
 func ValidSchemaName(name string) bool { return schemaNameRE.MatchString(name) }
@@ -425,4 +422,23 @@ type RefResolver interface {
 	InstanceExists(cls, key string) (bool, error)
 	// EnumValues returns the values of an _enumerate instance, or nil when it is missing.
 	EnumValues(name string) (map[string]bool, error)
+}
+
+// IsHexIP reports whether s is a hexip keyname: 8 lowercase hex digits.
+func IsHexIP(s string) bool {
+	if len(s) != 8 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// dottedOfHex is the dotted IPv4 address of a hexip keyname (8 lowercase hex digits).
+func dottedOfHex(h string) string {
+	n, _ := strconv.ParseUint(h, 16, 32)
+	return fmt.Sprintf("%d.%d.%d.%d", n>>24, n>>16&255, n>>8&255, n&255)
 }

@@ -1,4 +1,4 @@
-package store
+package codec
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"dataservice/store/model"
 )
@@ -41,7 +42,7 @@ func (e *BodyReadError) Unwrap() error { return e.Err }
 
 // SpoolBody reads a load body from r, decoding it entry by entry as it arrives and
 // keeping none: JSON lists object by object, YAML block sequences item by item. The
-// bytes are kept in memory up to spoolInMemory, Beyond it in a temporary file in dir
+// bytes are kept in memory up to spoolInMemory, beyond it in a temporary file in dir
 // (the system's temporary directory when dir is empty or not writable), unlinked at
 // once. More than maxEntries entries (0: no bound) is an model.ETooLarge error as soon as
 // the entry after the last allowed one has been read; a body that does not stream is
@@ -155,8 +156,8 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 		return nil
 	})
 	switch {
-	case w.err != nil && isDiskFull(w.err):
-		return diskFullError("the load body spooled in "+b.spoolDir(), w.err)
+	case w.err != nil && noSpace(w.err):
+		return model.DiskFullError("the load body spooled in "+b.spoolDir(), w.err)
 	case w.err != nil:
 		return fmt.Errorf("spool load body: %w", w.err)
 	case rr.err != nil:
@@ -172,8 +173,8 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 		if rr.err != nil {
 			return &BodyReadError{rr.err}
 		}
-		if isDiskFull(err) {
-			return diskFullError("the load body spooled in "+b.spoolDir(), err)
+		if noSpace(err) {
+			return model.DiskFullError("the load body spooled in "+b.spoolDir(), err)
 		}
 		return fmt.Errorf("spool load body: %w", err)
 	}
@@ -237,3 +238,7 @@ func (b *Body) Close() error {
 	}
 	return err
 }
+
+// noSpace reports whether err is the system's ENOSPC: the filesystem holding the
+// spooled body is full.
+func noSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }

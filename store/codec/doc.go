@@ -1,4 +1,8 @@
-package store
+// Package codec reads and writes the load format without SQL: YAML, JSON and CSV
+// documents, whole or item by item, the printing of documents (the fast YAML writer
+// included), the spooling of request bodies and the load-format checks. The store,
+// the server and the CLI call it; it knows only the model.
+package codec
 
 import (
 	"bytes"

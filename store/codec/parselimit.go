@@ -1,4 +1,4 @@
-package store
+package codec
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func ParseBody(name string, body []byte, maxEntries int) ([]*model.Entry, []stri
 	t := bytes.TrimLeft(body, " \t\r\n\ufeff")
 	if len(t) > 0 && (t[0] == '[' || t[0] == '{') {
 		entries, err := parseJSONStream(name, t, maxEntries)
-		if err == nil || ErrorCode(err) == model.ETooLarge {
+		if err == nil || model.HasCode(err, model.ETooLarge) {
 			return entries, nil, err
 		}
 		if len(body) > MaxYAMLBody {

@@ -1,4 +1,4 @@
-package store
+package codec
 
 import (
 	"bytes"
@@ -69,7 +69,7 @@ func (o *CSVOptions) Check() error {
 
 // ParseCSV turns a CSV body (header row first) into load entries as o says: the
 // keyfield column is the keyname; other columns are fields (empty cells clear them).
-// Errors are model.EInvalid naming what is wrong, or model.ETooLarge Beyond o.MaxRows rows.
+// Errors are model.EInvalid naming what is wrong, or model.ETooLarge beyond o.MaxRows rows.
 func ParseCSV(body []byte, o CSVOptions) ([]*model.Entry, error) {
 	if err := o.Check(); err != nil {
 		return nil, err

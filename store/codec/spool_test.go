@@ -1,4 +1,4 @@
-package store_test
+package codec_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/codec"
 	"dataservice/store/model"
 )
 
@@ -18,7 +19,7 @@ import (
 func spooled(t testing.TB, body []byte, max int) ([]*model.Entry, []string, error) {
 	t.Helper()
 	dir := t.TempDir()
-	b, err := store.SpoolBody("body", bytes.NewReader(body), dir, max)
+	b, err := codec.SpoolBody("body", bytes.NewReader(body), dir, max)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,7 +76,7 @@ func FuzzSpoolBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, max int) {
 		max = max & 7 // 0 (no bound) to 7
 		got, gotWarn, gotErr := spooled(t, body, max)
-		want, wantWarn, wantErr := store.ParseBody("body", body, max)
+		want, wantWarn, wantErr := codec.ParseBody("body", body, max)
 		if store.ErrorCode(gotErr) == model.ETooLarge && store.ErrorCode(wantErr) == model.EInvalid {
 			// More entries than allowed, and a syntax error after them: a body received
 			// entry by entry is refused as soon as the entry past the bound is read (as
@@ -107,7 +108,7 @@ func FuzzSpoolBody(f *testing.F) {
 func TestSpoolBodyLargeYAMLStreams(t *testing.T) {
 	var b bytes.Buffer
 	n := 0
-	for b.Len() <= store.MaxYAMLBody+1<<20 {
+	for b.Len() <= codec.MaxYAMLBody+1<<20 {
 		n++
 		fmt.Fprintf(&b, "- classname: srv\n  keyname: k%07d\n  note: %s\n", n, strings.Repeat("x", 8000))
 	}
@@ -136,11 +137,11 @@ func TestSpoolBodyLargeYAMLStreams(t *testing.T) {
 	// A large JSON body cut short: invalid JSON, as ParseBody says it.
 	var js bytes.Buffer
 	js.WriteString("[")
-	for js.Len() <= store.MaxYAMLBody+1<<20 {
+	for js.Len() <= codec.MaxYAMLBody+1<<20 {
 		js.WriteString(`{"classname": "srv", "keyname": "k"},`)
 	}
 	_, _, err = spooled(t, js.Bytes(), 0)
-	_, _, want := store.ParseBody("body", js.Bytes(), 0)
+	_, _, want := codec.ParseBody("body", js.Bytes(), 0)
 	if store.ErrorCode(err) != model.EInvalid || err.Error() != want.Error() {
 		t.Fatalf("truncated JSON: got %v, want %v", err, want)
 	}
@@ -165,8 +166,8 @@ func (f *failingReader) Read(p []byte) (int, error) {
 func TestSpoolBodyReadError(t *testing.T) {
 	cut := errors.New("connection reset")
 	for _, body := range []string{"- {classname: a, keyname: k}\n- {classname: a", `[{"classname": "a"}, {"cl`, "# comment", ""} {
-		_, err := store.SpoolBody("body", &failingReader{strings.NewReader(body), cut}, t.TempDir(), 0)
-		var re *store.BodyReadError
+		_, err := codec.SpoolBody("body", &failingReader{strings.NewReader(body), cut}, t.TempDir(), 0)
+		var re *codec.BodyReadError
 		if !errors.As(err, &re) || !errors.Is(err, cut) {
 			t.Fatalf("%q: got %v, want a BodyReadError wrapping the reader's", body, err)
 		}

@@ -1,4 +1,4 @@
-package store
+package codec
 
 import (
 	"bufio"
@@ -101,7 +101,11 @@ func eachYAMLItem(name string, br *bufio.Reader, maxItem int, fn func(*model.Ent
 		item.Reset()
 		if err != nil {
 			// The message without the name, its line numbers counted in the document.
-			msg := strings.TrimPrefix(ErrorMessage(err), name+": ")
+			msg := "internal error"
+			if e := (*model.Error)(nil); errors.As(err, &e) {
+				msg = e.Message
+			}
+			msg = strings.TrimPrefix(msg, name+": ")
 			msg = yamlErrLine.ReplaceAllStringFunc(msg, func(m string) string {
 				k, _ := strconv.Atoi(yamlErrLine.FindStringSubmatch(m)[1])
 				return fmt.Sprintf("line %d:", k+itemLine-1)
