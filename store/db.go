@@ -1,6 +1,10 @@
 // Package store keeps everything dataservice knows in one SQLite file: the registry,
 // configuration, schemas and fields, instances, permissions, revisions and tasks. It
 // validates every value it writes, loads documents in the load format and hashes secrets.
+// It holds the SQL: where engines differ, the statement text comes from the dialect
+// chosen at Open (dialect.go; SQLite is the one engine). Outside store, writes of the
+// data go through Apply (and a load), a table owner's statements through its Table,
+// the start-up sequence's through Migration, and reads of raw rows through Reader.
 package store
 
 import (
