@@ -69,10 +69,9 @@ func TestHostileLoadsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.WithTx(t.Context(), func(tx *store.Tx) error {
-		_, err := tx.ExecContext(t.Context(), `UPDATE instances SET data = json_set(data, '$.password', ?)
+	if err := db.Migrate(t.Context(), func(m *store.Migration) error {
+		return m.Exec(t.Context(), `UPDATE instances SET data = json_set(data, '$.password', ?)
 			WHERE classname = '_user' AND keyname = 'heavy'`, heavy)
-		return err
 	}); err != nil {
 		t.Fatal(err)
 	}

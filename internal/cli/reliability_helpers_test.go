@@ -287,7 +287,7 @@ func openReader(t *testing.T, path string) *sql.DB {
 }
 
 // queryInt runs a query returning one integer.
-func queryInt(t *testing.T, r *sql.DB, query string, args ...any) int64 {
+func queryInt(t *testing.T, r store.Reader, query string, args ...any) int64 {
 	t.Helper()
 	return int64(testkit.QueryInt(t, testkit.Pool(r), query, args...))
 }

@@ -190,7 +190,7 @@ func TestCrashDuringMigration(t *testing.T) {
 		`UPDATE instances SET data = json_set(data, '$.url', '/code_editor/') WHERE classname = '_home' AND keyname = 'code_editor'`,
 		`UPDATE instances SET data = json_set(data, '$.url', '/ipam/') WHERE classname = '_home' AND keyname = 'ipam'`,
 	} {
-		if err := db.WithTx(ctx, func(tx *store.Tx) error { _, err := tx.ExecContext(ctx, q); return err }); err != nil {
+		if err := db.Migrate(ctx, func(m *store.Migration) error { return m.Exec(ctx, q) }); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
@@ -198,19 +198,19 @@ func TestCrashDuringMigration(t *testing.T) {
 		return map[string]any{"content": legacyPipeline, "description": "legacy"}
 	})
 	dotted := func(i int) string { return fmt.Sprintf("10.%d.%d.%d", i/62500, i/250%250, i%250+1) }
-	err := db.WithTx(ctx, func(tx *store.Tx) error {
+	err := db.Migrate(ctx, func(m *store.Migration) error {
 		for i := 0; i < ips; i++ {
 			for _, q := range []struct{ cls, key, data string }{
 				{"ipam_ip", dotted(i), `{"hostname": "h` + strconv.Itoa(i) + `"}`},
 				{"rhost", "h" + strconv.Itoa(i), `{"ip": "` + dotted(i) + `"}`},
 			} {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO instances(classname, keyname, displayname, data, created_at,
+				if err := m.Exec(ctx, `INSERT INTO instances(classname, keyname, displayname, data, created_at,
 					updated_at) VALUES(?, ?, ?, ?, '2020-01-01T00:00:00Z', '2020-01-01T00:00:00Z')`, q.cls, q.key, q.key, q.data); err != nil {
 					return err
 				}
 			}
 		}
-		return tx.SetRegistry(ctx, store.RegDBVersion, "4.5.0")
+		return m.SetRegistry(ctx, store.RegDBVersion, "4.5.0")
 	})
 	if err != nil {
 		t.Fatal(err)
