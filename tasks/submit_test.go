@@ -12,6 +12,7 @@ import (
 )
 
 func TestSubmitRejects(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")
@@ -128,6 +129,7 @@ func TestSubmitRejects(t *testing.T) {
 }
 
 func TestSubmitQueueFull(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")
@@ -166,6 +168,7 @@ func TestSubmitQueueFull(t *testing.T) {
 }
 
 func TestSubmitWithoutAuthIsRejected(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")
 	r := newRunner(t, db, tasks.Options{})
@@ -176,6 +179,7 @@ func TestSubmitWithoutAuthIsRejected(t *testing.T) {
 }
 
 func TestSubmitTx(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")
@@ -218,6 +222,7 @@ func TestSubmitTx(t *testing.T) {
 // TestSubmitQueuePerOwner: one submitting credential cannot fill the queue; another
 // credential still submits. Keys without a user are told apart by key, not "system".
 func TestSubmitQueuePerOwner(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")

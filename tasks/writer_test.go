@@ -19,6 +19,7 @@ import (
 // would make a small write wait over 10 s, whatever the machine's speed: the bound
 // depends on no machine's speed or load.
 func TestWriterNotHeldByLongBatches(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	ctx := context.Background()
 	db := newDB(t)
