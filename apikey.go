@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 func setupAPIKeyCreate(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
@@ -122,7 +123,7 @@ func (c *cli) apikeyCreate(ctx context.Context, key string, perms []string, read
 
 // loadOne loads a single entry with every permission and reports its error.
 func (c *cli) loadOne(ctx context.Context, db *store.DB, m map[string]any, done string) error {
-	res, err := db.Load(ctx, []*store.Entry{store.NewEntry(m)}, store.LoadOptions{})
+	res, err := db.Load(ctx, []*model.Entry{model.NewEntry(m)}, store.LoadOptions{})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/codec"
 )
 
 // compatDir holds the reference application's 3.15 demo files (beside the checkout in CI).
@@ -67,7 +68,7 @@ func TestCompatDemoLoads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		entries, _, err := store.ParseDocumentLenient(filepath.Base(f), data)
+		entries, _, err := codec.ParseDocumentLenient(filepath.Base(f), data)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}

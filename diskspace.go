@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // diskWarn is SERVICE_DISK_WARN: the free space on the database's filesystem below which
@@ -118,7 +119,7 @@ func loadStopped(err error, committed *store.LoadResult) error {
 		return err
 	}
 	n := committed.Loaded()
-	if store.ErrorCode(err) != store.EDiskFull {
+	if store.ErrorCode(err) != model.EDiskFull {
 		return fmt.Errorf("%w\n%d entries were committed before the load stopped", err, n)
 	}
 	return fmt.Errorf("%w\n%d entries were committed before the disk filled (created %d, updated %d, unchanged %d, "+

@@ -13,6 +13,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // vmHWM is the peak resident memory of process pid in MiB (VmHWM of /proc/PID/status).
@@ -56,7 +57,7 @@ func TestHostileLoadsBounded(t *testing.T) {
 	testkit.Slow(t)
 	env := reliabilityEnv(t)
 	migrateDB(t, quiet(env))
-	parts := strings.Split(store.HashSecret("x"), "$")
+	parts := strings.Split(model.HashSecret("x"), "$")
 	heavy := strings.Join([]string{"", "argon2id", "v=19", "m=1048576,t=16,p=1", parts[4], parts[5]}, "$")
 	loadDoc(t, env, `
 - {classname: _pipeline, keyname: doubling, content: "`+strings.Repeat(`- field_merge: ['', note, note, note]\n`, 28)+`"}

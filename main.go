@@ -27,6 +27,8 @@ import (
 	"dataservice/builtin"
 	"dataservice/server"
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -493,7 +495,7 @@ func readLoadFiles(paths []string) ([]*loadFile, []string, []string, error) {
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		entries, warn, err := store.ParseDocumentLenient(lf.name, data)
+		entries, warn, err := codec.ParseDocumentLenient(lf.name, data)
 		if err != nil {
 			problems = append(problems, store.ErrorMessage(err))
 			continue
@@ -510,7 +512,7 @@ func readLoadFiles(paths []string) ([]*loadFile, []string, []string, error) {
 type loadFile struct {
 	name, path string
 	stream     bool
-	entries    []*store.Entry
+	entries    []*model.Entry
 }
 
 // checkStream reads the file item by item without keeping anything: true when the
@@ -521,8 +523,8 @@ func checkStream(lf *loadFile) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	err = store.StreamDocument(lf.name, f, func(*store.Entry) error { return nil })
-	if errors.Is(err, store.ErrNotStreamable) {
+	err = codec.StreamDocument(lf.name, f, func(*model.Entry) error { return nil })
+	if errors.Is(err, codec.ErrNotStreamable) {
 		return false, nil
 	}
 	lf.stream = err == nil
@@ -530,8 +532,8 @@ func checkStream(lf *loadFile) (bool, error) {
 }
 
 // loadSource yields the entries of files in order, streaming those that stream.
-func loadSource(files []*loadFile) func(yield func(*store.Entry) error) error {
-	return func(yield func(*store.Entry) error) error {
+func loadSource(files []*loadFile) func(yield func(*model.Entry) error) error {
+	return func(yield func(*model.Entry) error) error {
 		for _, lf := range files {
 			if !lf.stream {
 				for _, e := range lf.entries {
@@ -545,9 +547,9 @@ func loadSource(files []*loadFile) func(yield func(*store.Entry) error) error {
 			if err != nil {
 				return err
 			}
-			err = store.StreamDocument(lf.name, f, yield)
+			err = codec.StreamDocument(lf.name, f, yield)
 			f.Close()
-			if errors.Is(err, store.ErrNotStreamable) {
+			if errors.Is(err, codec.ErrNotStreamable) {
 				return fmt.Errorf("%s: the file changed while it was loaded", lf.path)
 			}
 			if err != nil {
@@ -584,15 +586,15 @@ func (c *cli) load(ctx context.Context, args []string, action string, dryrun boo
 		return err
 	}
 	defer db.Close()
-	opts := store.LoadOptions{Action: action, DryRun: dryrun}
+	opts := store.LoadOptions{Action: model.Action(action), DryRun: dryrun}
 	if pipe != "" {
 		// The API's load-time pipeline, with its checks: a disabled pipeline or one
 		// whose content does not parse is refused, as it is there.
-		if opts.Transform, err = db.LoadTransform(ctx, store.SystemAuth(), pipe); err != nil {
+		if opts.Transform, err = db.LoadTransform(ctx, model.SystemAuth(), pipe); err != nil {
 			switch store.ErrorCode(err) {
-			case store.ENotFound:
+			case model.ENotFound:
 				return fmt.Errorf("pipeline %q not found", pipe)
-			case store.EInternal:
+			case model.EInternal:
 				return err
 			}
 			return errors.New(store.ErrorMessage(err))

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -60,7 +61,7 @@ func (c *cli) pipelineRun(ctx context.Context, name string, schemas []string, dr
 	defer db.Close()
 	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease})
 	handle, err := runner.Submit(ctx, tasks.Params{Pipeline: name, Schemas: schemas, DryRun: dryrun,
-		Auth: store.SystemAuth(), OwnerType: "cli", OwnerID: "system"})
+		Auth: model.SystemAuth(), OwnerType: "cli", OwnerID: "system"})
 	if err != nil {
 		return fmt.Errorf("%s", store.ErrorMessage(err))
 	}

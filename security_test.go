@@ -27,6 +27,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // secServer is a running `dataservice serve`.
@@ -437,7 +438,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 		if err := rows.Scan(&h); err != nil {
 			t.Fatal(err)
 		}
-		if !store.IsSecretHash(h) {
+		if !model.IsSecretHash(h) {
 			t.Errorf("stored secret %q is not a hash", h)
 		}
 		hashes = append(hashes, h)

@@ -17,6 +17,8 @@ import (
 	"github.com/google/uuid"
 
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // LevelCritical is the log level of critical messages (above Error).
@@ -210,7 +212,7 @@ func (s *starter) loadFile(ctx context.Context, tx *store.Tx, name, onlyClass st
 	if err != nil {
 		return fmt.Errorf("read %s: %w", name, err)
 	}
-	entries, err := store.ParseDocument(name, data)
+	entries, err := codec.ParseDocument(name, data)
 	if err != nil {
 		s.log.Error("bootstrap: invalid built-in file skipped", "file", name, "error", err)
 		return nil
@@ -262,9 +264,9 @@ func (s *starter) seedAPIKey(ctx context.Context, tx *store.Migration) error {
 	}
 	next := *in
 	next.Data = cloneData(in.Data)
-	next.Data["secret"] = store.HashSecret(s.o.APIKeySecret)
+	next.Data["secret"] = model.HashSecret(s.o.APIKeySecret)
 	s.log.Info("built-in API key secret seeded", "key", "api_builtin")
-	_, err = tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: store.ActionUpdate})
+	_, err = tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: model.ActionUpdate})
 	return err
 }
 
@@ -288,8 +290,8 @@ func (s *starter) forceAdmin(ctx context.Context, tx *store.Migration) error {
 	changed := false
 	if s.o.AdminPassword != "" {
 		stored, _ := in.Data["password"].(string)
-		if stored == "" || !store.VerifySecret(s.o.AdminPassword, stored) {
-			next.Data["password"] = store.HashSecret(s.o.AdminPassword)
+		if stored == "" || !model.VerifySecret(s.o.AdminPassword, stored) {
+			next.Data["password"] = model.HashSecret(s.o.AdminPassword)
 			changed = true
 			s.log.Info("admin password set from SERVICE_ADMIN_PASSWORD")
 		}
@@ -304,7 +306,7 @@ func (s *starter) forceAdmin(ctx context.Context, tx *store.Migration) error {
 	if !changed {
 		return nil
 	}
-	_, err = tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: store.ActionUpdate})
+	_, err = tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: model.ActionUpdate})
 	return err
 }
 

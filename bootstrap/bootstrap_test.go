@@ -17,23 +17,25 @@ import (
 	"dataservice/builtin"
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // builtinEntries parses every embedded built-in file.
-func builtinEntries(t *testing.T) []*store.Entry {
+func builtinEntries(t *testing.T) []*model.Entry {
 	t.Helper()
 	fsys := builtin.Init()
 	names, err := fs.Glob(fsys, "*.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*store.Entry
+	var out []*model.Entry
 	for _, name := range names {
 		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		entries, err := store.ParseDocument(name, data)
+		entries, err := codec.ParseDocument(name, data)
 		if err != nil {
 			t.Fatalf("built-in file %s: %v", name, err)
 		}

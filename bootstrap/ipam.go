@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // block480 converts ipam_ip to keyname mode hexip: every instance whose keyname is a
@@ -38,9 +39,9 @@ func (s *starter) block480(ctx context.Context, tx *store.Migration) error {
 				continue
 			}
 			dotted := in.Keyname // ConvertKeyname updates in.Keyname to hex
-			hex, _ := store.HexIP(dotted)
+			hex, _ := model.HexIP(dotted)
 			err := tx.ConvertKeyname(ctx, in, hex, dotted)
-			if store.ErrorCode(err) == store.EConflict {
+			if store.ErrorCode(err) == model.EConflict {
 				s.log.Warn("4.8.0: hex keyname already exists; dotted ipam_ip left as is",
 					"keyname", dotted, "hex", hex)
 				skipped++
@@ -62,7 +63,7 @@ func (s *starter) block480(ctx context.Context, tx *store.Migration) error {
 			if _, done := converted[num]; !ok || !done {
 				return "", false
 			}
-			hex, _ := store.HexIP(old)
+			hex, _ := model.HexIP(old)
 			return hex, true
 		})
 		if err != nil {
@@ -75,7 +76,7 @@ func (s *starter) block480(ctx context.Context, tx *store.Migration) error {
 }
 
 // ipv4Number is the number of a canonical dotted IPv4 address (ok is false for
-// anything else, as store.IsDottedIPv4).
+// anything else, as model.IsDottedIPv4).
 func ipv4Number(s string) (uint32, bool) {
 	a, err := netip.ParseAddr(s)
 	if err != nil || !a.Is4() || a.String() != s {
@@ -137,7 +138,7 @@ func (s *starter) block490(ctx context.Context, tx *store.Migration) error {
 				if cidr == "" || cidr == in.Keyname {
 					continue
 				}
-				if err := store.CheckIPv4(cidr, "subnet strict"); err != nil {
+				if err := model.CheckIPv4(cidr, "subnet strict"); err != nil {
 					s.log.Warn("4.9.0: subnet field is not a strict IPv4 CIDR; instance left as is",
 						"keyname", in.Keyname, "subnet", cidr, "error", err.Error())
 					invalid[in.ID] = true
@@ -145,7 +146,7 @@ func (s *starter) block490(ctx context.Context, tx *store.Migration) error {
 				}
 				old := in.Keyname
 				err := tx.ConvertKeyname(ctx, in, cidr, in.Displayname)
-				if store.ErrorCode(err) == store.EConflict {
+				if store.ErrorCode(err) == model.EConflict {
 					// Taken, perhaps by an instance a later pass renames away.
 					conflicts[in.ID] = old + " -> " + cidr + ": ipam_subnet " + cidr + " already exists"
 					continue

@@ -8,6 +8,7 @@ import (
 	"dataservice/bootstrap"
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 func TestRunSeedsAPIKeySecret(t *testing.T) {
@@ -21,13 +22,13 @@ func TestRunSeedsAPIKeySecret(t *testing.T) {
 		o.APIKeySecret = "first-secret"
 		run(t, db, o)
 		first = secret()
-		if first == "" || strings.Contains(first, "first-secret") || !store.IsSecretHash(first) {
+		if first == "" || strings.Contains(first, "first-secret") || !model.IsSecretHash(first) {
 			t.Fatalf("stored secret %q is not a hash of the setting", first)
 		}
-		if !store.VerifySecret("first-secret", first) {
+		if !model.VerifySecret("first-secret", first) {
 			t.Fatalf("stored hash does not verify the setting")
 		}
-		if store.VerifySecret("second-secret", first) {
+		if model.VerifySecret("second-secret", first) {
 			t.Fatalf("stored hash verifies another secret")
 		}
 		if got, want := len(rec.Find(slog.LevelInfo, "built-in API key secret seeded")), 1; got != want {
@@ -87,7 +88,7 @@ func TestRunForcesAdminPassword(t *testing.T) {
 		run(t, db, o)
 		a := admin()
 		hash = field(a, "password")
-		if !store.VerifySecret("pw-one", hash) || strings.Contains(hash, "pw-one") {
+		if !model.VerifySecret("pw-one", hash) || strings.Contains(hash, "pw-one") {
 			t.Fatalf("stored password %q is not a hash of the setting", hash)
 		}
 		if !a.IsEnabled {
@@ -120,7 +121,7 @@ func TestRunForcesAdminPassword(t *testing.T) {
 		if next == hash {
 			t.Fatalf("password hash unchanged")
 		}
-		if !store.VerifySecret("pw-two", next) || store.VerifySecret("pw-one", next) {
+		if !model.VerifySecret("pw-two", next) || model.VerifySecret("pw-one", next) {
 			t.Fatalf("new hash does not verify pw-two only")
 		}
 		if !a.IsEnabled {
@@ -205,8 +206,8 @@ func TestStartupWritesGoThroughTheApplyPath(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	a := mustInstance(t, db, "_user", "admin")
-	if !a.IsEnabled || !store.VerifySecret("pw-apply", field(a, "password")) {
-		t.Fatalf("admin: enabled %v, password set %v", a.IsEnabled, store.VerifySecret("pw-apply", field(a, "password")))
+	if !a.IsEnabled || !model.VerifySecret("pw-apply", field(a, "password")) {
+		t.Fatalf("admin: enabled %v, password set %v", a.IsEnabled, model.VerifySecret("pw-apply", field(a, "password")))
 	}
 	if got, want := field(a, "shoe_size"), "many"; got != want {
 		t.Fatalf("admin shoe_size = %q, want the stored %q kept", got, want)

@@ -10,6 +10,7 @@ import (
 
 	"dataservice/rules"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // block is one data-version migration block of the seed's table.
@@ -230,7 +231,7 @@ func (s *starter) rewritePipelines(ctx context.Context, tx *store.Migration) err
 			next := *in
 			next.Data = cloneData(in.Data)
 			next.Data["content"] = norm
-			if _, err := tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: store.ActionUpdate}); err != nil {
+			if _, err := tx.Apply(ctx, store.Write{Schema: sch, Old: in, New: &next, Action: model.ActionUpdate}); err != nil {
 				return fmt.Errorf("rewrite pipeline %s: %w", in.Keyname, err)
 			}
 			rewritten++

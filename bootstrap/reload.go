@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // ErrReloadEntries marks a reload whose named entries were missing from the file or
@@ -40,7 +42,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}
-	entries, err := store.ParseDocument(file, data)
+	entries, err := codec.ParseDocument(file, data)
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}
@@ -49,7 +51,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 	for _, it := range items {
 		want[it] = true
 	}
-	var pick []*store.Entry
+	var pick []*model.Entry
 	for _, e := range entries {
 		cls, key := e.Key()
 		if all || want[cls+":"+key] {
@@ -60,7 +62,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 						m[f] = v
 					}
 				}
-				e = store.NewEntry(m)
+				e = model.NewEntry(m)
 			}
 			pick = append(pick, e)
 			delete(want, cls+":"+key)
@@ -72,7 +74,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 			missing = append(missing, it)
 		}
 	}
-	res, err := tx.Load(ctx, pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
+	res, err := tx.Load(ctx, pick, store.LoadOptions{Action: model.Action(action), System: true, NoRevisions: true})
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}

@@ -13,12 +13,13 @@ import (
 	"unicode/utf8"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // principal is what the authorisation step yields for a request.
 type principal struct {
 	allowed bool
-	auth    *store.Auth
+	auth    *model.Auth
 	// credKind and credName are what was presented ("apikey"/"basic", key name or
 	// login), for the access log; never the secret.
 	credKind, credName string

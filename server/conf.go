@@ -6,7 +6,8 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"dataservice/internal/clip"
-	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // confGet: GET /api/conf/ — p_api_conf and p_conf_view or p_conf_admin.
@@ -52,23 +53,23 @@ func (s *server) confPost(w http.ResponseWriter, r *http.Request, _ httprouter.P
 
 // parseConfigUpdates reads a YAML or JSON mapping of configuration keys to scalar values.
 func parseConfigUpdates(body []byte) (map[string]string, error) {
-	entries, err := store.ParseDocument("body", body)
+	entries, err := codec.ParseDocument("body", body)
 	if err != nil {
 		return nil, err
 	}
 	if len(entries) != 1 || entries[0].Fields == nil {
-		return nil, store.Errorf(store.EInvalid, "body must be one mapping of configuration keys to values")
+		return nil, model.Errorf(model.EInvalid, "body must be one mapping of configuration keys to values")
 	}
 	out := map[string]string{}
 	for k, v := range entries[0].Fields {
-		text, ok := store.ScalarText(v)
+		text, ok := model.ScalarText(v)
 		if !ok {
-			return nil, store.Errorf(store.EInvalid, "configuration %s: value must be a scalar", clip.Text(k))
+			return nil, model.Errorf(model.EInvalid, "configuration %s: value must be a scalar", clip.Text(k))
 		}
 		out[k] = text
 	}
 	if len(out) == 0 {
-		return nil, store.Errorf(store.EInvalid, "no configuration key given")
+		return nil, model.Errorf(model.EInvalid, "no configuration key given")
 	}
 	return out, nil
 }

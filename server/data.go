@@ -9,6 +9,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 type versionReply struct {
@@ -30,13 +31,13 @@ func (s *server) versionInfo(w http.ResponseWriter, r *http.Request, _ httproute
 
 // readableSchema loads a schema the caller may read; unreadable ones are a 403,
 // missing ones a 404.
-func (s *server) readableSchema(w http.ResponseWriter, r *http.Request, name string) *store.Schema {
+func (s *server) readableSchema(w http.ResponseWriter, r *http.Request, name string) *model.Schema {
 	sch, err := s.db.Schema(r.Context(), name)
 	if err != nil {
 		s.fail(w, r, err)
 		return nil
 	}
-	if !store.CanRead(principalOf(r).auth, sch) {
+	if !model.CanRead(principalOf(r).auth, sch) {
 		s.writeError(w, r, http.StatusForbidden, "permission denied")
 		return nil
 	}
@@ -70,7 +71,7 @@ func (s *server) schemaList(w http.ResponseWriter, r *http.Request, _ httprouter
 			s.fail(w, r, err)
 			return
 		}
-		if !store.CanRead(principalOf(r).auth, sch) {
+		if !model.CanRead(principalOf(r).auth, sch) {
 			continue
 		}
 		count, err := s.db.CountInstances(r.Context(), n)
@@ -98,7 +99,7 @@ type instanceListReply struct {
 	Count     int          `json:"count" yaml:"count"`
 	Page      int          `json:"page" yaml:"page"`
 	Size      int          `json:"size" yaml:"size"`
-	Instances []*store.Doc `json:"instances" yaml:"instances"`
+	Instances []*model.Doc `json:"instances" yaml:"instances"`
 }
 
 // instanceKey is the keyname in the *rest of /api/instances/:schema/<key>/.
@@ -177,7 +178,7 @@ func (s *server) instances(w http.ResponseWriter, r *http.Request, ps httprouter
 		s.fail(w, r, err)
 		return
 	}
-	docs := make([]*store.Doc, 0, len(res.Instances))
+	docs := make([]*model.Doc, 0, len(res.Instances))
 	for _, in := range res.Instances {
 		docs = append(docs, s.db.InstanceDocAs(r.Context(), principalOf(r).auth, sch, in))
 	}

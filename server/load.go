@@ -11,6 +11,8 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // readBody reads the whole (size-limited) body; it answers 413 or 400 itself.
@@ -33,10 +35,10 @@ func (s *server) loadOptions(w http.ResponseWriter, r *http.Request) (store.Load
 	q := r.URL.Query()
 	p := principalOf(r)
 	opts := store.LoadOptions{Auth: p.auth, DryRun: ParseDryRun(q.Get("dryrun"))}
-	if a := strings.ToLower(strings.TrimSpace(q.Get("action"))); a != "" {
+	if a := model.Action(strings.ToLower(strings.TrimSpace(q.Get("action")))); a != "" {
 		switch a {
-		case store.ActionCreate, store.ActionUpdate, store.ActionInit, store.ActionDelete, store.ActionEnable,
-			store.ActionDisable, store.ActionNoop:
+		case model.ActionCreate, model.ActionUpdate, model.ActionInit, model.ActionDelete, model.ActionEnable,
+			model.ActionDisable, model.ActionNoop:
 			opts.Action = a
 		default:
 			s.writeError(w, r, http.StatusBadRequest, "action must be create, update, init, delete, enable, disable or noop")
@@ -90,9 +92,9 @@ func (s *server) load(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	if !ok {
 		return
 	}
-	body, err := store.SpoolBody("body", r.Body, filepath.Dir(s.db.Path()), s.maxEnt)
+	body, err := codec.SpoolBody("body", r.Body, filepath.Dir(s.db.Path()), s.maxEnt)
 	var tooBig *http.MaxBytesError
-	var readErr *store.BodyReadError
+	var readErr *codec.BodyReadError
 	switch {
 	case errors.As(err, &tooBig):
 		s.writeError(w, r, http.StatusRequestEntityTooLarge, "request body too large")
@@ -108,8 +110,8 @@ func (s *server) load(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	s.runLoadFrom(w, r, body.Each, opts, body.Warnings)
 }
 
-func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*store.Entry, opts store.LoadOptions, warnings []string) {
-	s.runLoadFrom(w, r, func(yield func(*store.Entry) error) error {
+func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*model.Entry, opts store.LoadOptions, warnings []string) {
+	s.runLoadFrom(w, r, func(yield func(*model.Entry) error) error {
 		for _, e := range entries {
 			if err := yield(e); err != nil {
 				return err
@@ -119,10 +121,10 @@ func (s *server) runLoad(w http.ResponseWriter, r *http.Request, entries []*stor
 	}, opts, warnings)
 }
 
-func (s *server) runLoadFrom(w http.ResponseWriter, r *http.Request, source func(yield func(*store.Entry) error) error,
+func (s *server) runLoadFrom(w http.ResponseWriter, r *http.Request, source func(yield func(*model.Entry) error) error,
 	opts store.LoadOptions, warnings []string) {
 	res, err := s.db.LoadStream(r.Context(), source, opts)
-	if store.ErrorCode(err) == store.EDiskFull && res != nil && !res.DryRun {
+	if store.ErrorCode(err) == model.EDiskFull && res != nil && !res.DryRun {
 		// Logged once per episode by the store; the client learns how to complete it.
 		s.writeError(w, r, http.StatusInsufficientStorage, fmt.Sprintf("%s; %d entries of this load were committed "+
 			"before it: sending the same body again completes the load", store.ErrorMessage(s.db.NoSpace(err)), res.Loaded()))
@@ -149,8 +151,8 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 		return
 	}
 	q := r.URL.Query()
-	co := store.CSVOptions{Schema: q.Get("schema"), Keyfield: q.Get("keyfield"), Delimiter: q.Get("delimiter"),
-		Encoding: q.Get("encoding"), MaxRows: s.maxEnt, MaxCells: store.CSVMaxCells}
+	co := codec.CSVOptions{Schema: q.Get("schema"), Keyfield: q.Get("keyfield"), Delimiter: q.Get("delimiter"),
+		Encoding: q.Get("encoding"), MaxRows: s.maxEnt, MaxCells: codec.CSVMaxCells}
 	if co.Delimiter == "" {
 		co.Delimiter = s.db.ConfigValue(r.Context(), store.ConfigCSVDelimiter)
 	}
@@ -162,7 +164,7 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	if !ok {
 		return
 	}
-	entries, err := store.ParseCSV(body, co)
+	entries, err := codec.ParseCSV(body, co)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -172,12 +174,12 @@ func (s *server) rawfile(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 
 // ParseCSV turns a CSV body (header row first) into load entries of schema: the
 // keyfield column is the keyname; other columns are fields (empty cells clear them).
-func ParseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool) ([]*store.Entry, error) {
+func ParseCSV(body []byte, schema, keyfield string, delim rune, latin1 bool) ([]*model.Entry, error) {
 	enc := "utf-8"
 	if latin1 {
 		enc = "iso-8859-1"
 	}
-	return store.ParseCSV(body, store.CSVOptions{Schema: schema, Keyfield: keyfield, Delimiter: string(delim), Encoding: enc})
+	return codec.ParseCSV(body, codec.CSVOptions{Schema: schema, Keyfield: keyfield, Delimiter: string(delim), Encoding: enc})
 }
 
 // DefaultMaxEntries is the default bound on the entries of one load or rawfile request.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // classEntry is a valid entry of each class the permission table covers.
@@ -41,7 +42,7 @@ func loadBody(t *testing.T, entries ...map[string]any) []byte {
 // /api/load/. The table is the code's; the docs must list the same one.
 func TestPermissionTableThroughLoad(t *testing.T) {
 	e := newLoadEnv(t, envOptions{NoRunner: true})
-	table := store.ClassPermissions()
+	table := model.ClassPermissions()
 	table["server"] = "" // a user schema: the p_data_* permissions govern it
 	data := []string{"p_data_admin", "p_data_create", "p_data_update", "p_data_delete", "p_data_read"}
 	var classes []string
@@ -99,7 +100,7 @@ func TestPermissionDocsMatchTable(t *testing.T) {
 	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
 		got[m[1]] = m[2]
 	}
-	want := store.ClassPermissions()
+	want := model.ClassPermissions()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("docs/permissions.md class table:\n%v\ncode:\n%v", got, want)
 	}

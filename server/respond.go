@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // wantsYAML reports whether the reply should be YAML: ?format=yaml, or an Accept
@@ -65,29 +66,29 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, status int, 
 
 // statusOf maps store error codes to HTTP statuses: the one table.
 var statusOf = map[string]int{
-	store.ENotFound:     http.StatusNotFound,
-	store.EInvalid:      http.StatusBadRequest,
-	store.EConflict:     http.StatusConflict,
-	store.EUnauthorized: http.StatusUnauthorized,
-	store.EForbidden:    http.StatusForbidden,
-	store.EInternal:     http.StatusInternalServerError,
-	store.ETooLarge:     http.StatusRequestEntityTooLarge,
-	store.EDiskFull:     http.StatusInsufficientStorage,
+	model.ENotFound:     http.StatusNotFound,
+	model.EInvalid:      http.StatusBadRequest,
+	model.EConflict:     http.StatusConflict,
+	model.EUnauthorized: http.StatusUnauthorized,
+	model.EForbidden:    http.StatusForbidden,
+	model.EInternal:     http.StatusInternalServerError,
+	model.ETooLarge:     http.StatusRequestEntityTooLarge,
+	model.EDiskFull:     http.StatusInsufficientStorage,
 }
 
 // fail writes err: internal errors are logged and shown only as "internal error".
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := store.ErrorCode(err)
-	if code == store.EInternal && (errors.Is(err, context.Canceled) || r.Context().Err() != nil) {
+	if code == model.EInternal && (errors.Is(err, context.Canceled) || r.Context().Err() != nil) {
 		// The client went away (or its deadline passed): nothing failed here, and
 		// nobody reads the reply.
 		s.log.Info("request canceled by the client", "method", r.Method, "path", r.URL.Path, "error", err)
 		return
 	}
-	if code == store.EInternal {
+	if code == model.EInternal {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
-	if code == store.EDiskFull {
+	if code == model.EDiskFull {
 		// Logged once per episode by the store, not once per request; this also names
 		// the file when the error did not pass a write path yet.
 		err = s.db.NoSpace(err)

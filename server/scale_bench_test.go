@@ -22,6 +22,8 @@ import (
 	"dataservice/builtin"
 	"dataservice/server"
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // scaleN is the number of instances of the scale benchmarks: BENCH_N, default 100000.
@@ -53,7 +55,7 @@ func scaleDB(b *testing.B, n int) *store.DB {
 		Init: builtin.Init(), AdminPassword: adminPassword}); err != nil {
 		b.Fatal(err)
 	}
-	entries, err := store.ParseDocument("schema.yml", []byte(`
+	entries, err := codec.ParseDocument("schema.yml", []byte(`
 - {classname: _schema, keyname: item, f1: {dataformat: string}, f2: {dataformat: string}, f3: {dataformat: string},
    f4: {dataformat: string}, f5: {dataformat: string}, f6: {dataformat: string}}`))
 	if err != nil {
@@ -232,7 +234,7 @@ func floorHandler(b *testing.B, db *store.DB) http.Handler {
 func makeBenchKey(b *testing.B, db *store.DB) string {
 	doc, _ := json.Marshal([]any{map[string]any{"classname": "_apikey", "keyname": "bench",
 		"secret": sha256Hash([]byte("salt-bench"), "s3cret-bench"), "permissions": []string{"p_data_access", "p_data_read"}}})
-	entries, err := store.ParseDocument("key.json", doc)
+	entries, err := codec.ParseDocument("key.json", doc)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -262,7 +264,7 @@ func (s *sqlStmt) rows(ctx context.Context, args ...any) ([]map[string]any, erro
 		if err := rows.Scan(&id, &cls, &key, &disp, &en, &raw, &cr, &up); err != nil {
 			return nil, err
 		}
-		data, err := store.DecodeData(raw)
+		data, err := model.DecodeData(raw)
 		if err != nil {
 			return nil, err
 		}

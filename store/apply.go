@@ -4,27 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unicode/utf8"
 
 	"dataservice/internal/clip"
-)
-
-// Actions an entry may ask for (its `_action`).
-const (
-	ActionCreate  = "create"
-	ActionUpdate  = "update"
-	ActionInit    = "init"
-	ActionDelete  = "delete"
-	ActionEnable  = "enable"
-	ActionDisable = "disable"
-	ActionNoop    = "noop"
+	"dataservice/store/model"
 )
 
 // Write is one change asked of an instance: the input of the apply path, which the
 // loader, the pipeline task and the console all go through.
 type Write struct {
-	// Schema is the instance's schema.
-	Schema *Schema
+	// model.Schema is the instance's schema.
+	Schema *model.Schema
 	// Old is the stored state; nil when the instance does not exist.
 	Old *Instance
 	// New is the wanted state for create, init and update: keyname, displayname,
@@ -32,8 +21,8 @@ type Write struct {
 	// Keyname other than Old's is a cascading rename. Apply validates it and may
 	// normalize it in place. Ignored by delete, enable, disable and noop.
 	New *Instance
-	// Action is one of the Action constants.
-	Action string
+	// Action is what the write does.
+	Action model.Action
 
 	// validated is set by the loader, which built New with buildInstance.
 	validated bool
@@ -44,13 +33,13 @@ type Write struct {
 
 // ApplyOptions are who applies a Write and how.
 type ApplyOptions struct {
-	// Auth decides what may be written; nil acts with every permission.
-	Auth *Auth
+	// model.Auth decides what may be written; nil acts with every permission.
+	Auth *model.Auth
 	// System allows what only the start-up sequence may do (delete the admin account).
 	System bool
 	// Migration marks a write of the start-up sequence (bootstrap, migration blocks,
-	// the keys-and-admin step): it needs System and the system identity (Auth nil or
-	// SystemAuth), and it writes no revision row whatever the transaction records
+	// the keys-and-admin step): it needs System and the system identity (model.Auth nil or
+	// model.SystemAuth), and it writes no revision row whatever the transaction records
 	// otherwise, as start-up migrations write none. No request of the API or the
 	// console sets it: only a Migration transaction does.
 	Migration bool
@@ -97,33 +86,33 @@ func (db *DB) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 // the caller must then roll back.
 func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
 	if opts.Migration {
-		if !opts.System || opts.Auth != nil && opts.Auth.Kind != AuthSystem {
-			return Outcome{}, Errorf(EForbidden, "permission denied: a migration write needs the system identity")
+		if !opts.System || opts.Auth != nil && opts.Auth.Kind != model.AuthSystem {
+			return Outcome{}, model.Errorf(model.EForbidden, "permission denied: a migration write needs the system identity")
 		}
 		v := *tx
 		v.rev.Off, v.migration = true, true
 		tx = &v
 	}
 	switch w.Action {
-	case ActionNoop:
+	case model.ActionNoop:
 		return Outcome{Result: OutSkipped}, nil
-	case ActionDelete:
+	case model.ActionDelete:
 		return tx.applyDelete(ctx, w, opts)
-	case ActionEnable, ActionDisable:
+	case model.ActionEnable, model.ActionDisable:
 		return tx.applyEnabled(ctx, w, opts)
-	case ActionInit:
+	case model.ActionInit:
 		if w.Old != nil {
 			return Outcome{Result: OutUnchanged}, nil
 		}
-	case ActionCreate, ActionUpdate:
-		if w.Old == nil && w.Action == ActionUpdate {
-			return Outcome{}, Errorf(ENotFound, "%s %s not found", w.Schema.Keyname, clip.Quote(keyOf(w)))
+	case model.ActionCreate, model.ActionUpdate:
+		if w.Old == nil && w.Action == model.ActionUpdate {
+			return Outcome{}, model.Errorf(model.ENotFound, "%s %s not found", w.Schema.Keyname, clip.Quote(keyOf(w)))
 		}
 	default:
-		return Outcome{}, Errorf(EInvalid, "unknown _action %s", clip.Quote(w.Action))
+		return Outcome{}, model.Errorf(model.EInvalid, "unknown _action %s", clip.Quote(string(w.Action)))
 	}
 	if w.New == nil {
-		return Outcome{}, Errorf(EInvalid, "%s: %s needs the new state", w.Schema.Keyname, w.Action)
+		return Outcome{}, model.Errorf(model.EInvalid, "%s: %s needs the new state", w.Schema.Keyname, w.Action)
 	}
 	if w.Old == nil {
 		return tx.applyCreate(ctx, w, opts)
@@ -137,14 +126,14 @@ func (tx *Tx) applyDelete(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	if old == nil {
 		return Outcome{Result: OutUnchanged}, nil
 	}
-	if err := authorizeWrite(opts.Auth, s, OpDelete); err != nil {
+	if err := model.AuthorizeWrite(opts.Auth, s, model.ActionDelete); err != nil {
 		return Outcome{}, err
 	}
 	if err := tx.containGrant(ctx, opts.Auth, s, old, nil); err != nil {
 		return Outcome{}, err
 	}
 	if isAdminAccount(s, old) && !opts.System {
-		return Outcome{}, Errorf(EForbidden, "the admin account cannot be deleted")
+		return Outcome{}, model.Errorf(model.EForbidden, "the admin account cannot be deleted")
 	}
 	if !opts.DryRun {
 		if err := tx.deleteInstance(ctx, s, old); err != nil {
@@ -158,13 +147,13 @@ func (tx *Tx) applyDelete(ctx context.Context, w Write, opts ApplyOptions) (Outc
 func (tx *Tx) applyEnabled(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
 	s, old := w.Schema, w.Old
 	if old == nil {
-		return Outcome{}, Errorf(ENotFound, "%s %s not found", s.Keyname, clip.Quote(keyOf(w)))
+		return Outcome{}, model.Errorf(model.ENotFound, "%s %s not found", s.Keyname, clip.Quote(keyOf(w)))
 	}
-	want := w.Action == ActionEnable
+	want := w.Action == model.ActionEnable
 	if old.IsEnabled == want {
 		return Outcome{Result: OutUnchanged}, nil
 	}
-	if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
+	if err := model.AuthorizeWrite(opts.Auth, s, model.ActionUpdate); err != nil {
 		return Outcome{}, err
 	}
 	if err := tx.containGrant(ctx, opts.Auth, s, old, nil); err != nil {
@@ -178,7 +167,7 @@ func (tx *Tx) applyEnabled(ctx context.Context, w Write, opts ApplyOptions) (Out
 		next := *old
 		next.IsEnabled = want
 		var err error
-		if _, out.Warnings, err = tx.write(ctx, s, old, &next, w.Action, mustJSON(next.Data), false); err != nil {
+		if _, out.Warnings, err = tx.write(ctx, s, old, &next, w.Action, model.MustJSON(next.Data), false); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -195,7 +184,7 @@ func (tx *Tx) applyCreate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 		}
 		*w.New = *next
 	}
-	if err := authorizeWrite(opts.Auth, s, OpCreate); err != nil {
+	if err := model.AuthorizeWrite(opts.Auth, s, model.ActionCreate); err != nil {
 		return Outcome{}, err
 	}
 	if err := tx.containGrant(ctx, opts.Auth, s, nil, next); err != nil {
@@ -204,7 +193,7 @@ func (tx *Tx) applyCreate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	if opts.DryRun {
 		return Outcome{Result: OutCreated}, nil
 	}
-	inserted, warnings, err := tx.write(ctx, s, nil, next, ActionCreate, mustJSON(next.Data), w.ifAbsent)
+	inserted, warnings, err := tx.write(ctx, s, nil, next, model.ActionCreate, model.MustJSON(next.Data), w.ifAbsent)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -228,17 +217,17 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	renamed := next.Keyname != old.Keyname
 	var data string // the one encoding of the new state; a dry run needs none
 	if !opts.DryRun {
-		data = mustJSON(next.Data)
+		data = model.MustJSON(next.Data)
 	}
 	// The stored text is the judge when there is one (a value such as -0 may not survive
 	// a decode and re-encode); differs implies the encodings of the maps differ.
 	changed := next.Displayname != old.Displayname || next.IsEnabled != old.IsEnabled ||
-		!(data != "" && old.raw == data || !differs && sameJSON(old.Data, next.Data))
+		!(data != "" && old.raw == data || !differs && model.SameJSON(old.Data, next.Data))
 	if !changed && !renamed {
 		return Outcome{Result: OutUnchanged}, nil
 	}
 	if changed {
-		if err := authorizeWrite(opts.Auth, s, OpUpdate); err != nil {
+		if err := model.AuthorizeWrite(opts.Auth, s, model.ActionUpdate); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -246,12 +235,12 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 		return Outcome{}, err
 	}
 	if renamed {
-		if !canRename(opts.Auth) {
-			return Outcome{}, Errorf(EForbidden, "permission denied: renaming needs %s", PermKeynameRename)
+		if !model.CanRename(opts.Auth) {
+			return Outcome{}, model.Errorf(model.EForbidden, "permission denied: renaming needs %s", model.PermKeynameRename)
 		}
 		if isAdminAccount(s, old) {
 			// The start-up sequence manages the account by this login.
-			return Outcome{}, Errorf(EForbidden, "the admin account cannot be renamed")
+			return Outcome{}, model.Errorf(model.EForbidden, "the admin account cannot be renamed")
 		}
 		if err := tx.checkRenameReach(ctx, opts.Auth, s, old); err != nil {
 			return Outcome{}, err
@@ -262,7 +251,7 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	out := Outcome{Result: OutUpdated}
 	if !opts.DryRun {
 		var err error
-		if _, out.Warnings, err = tx.write(ctx, s, old, next, ActionUpdate, data, false); err != nil {
+		if _, out.Warnings, err = tx.write(ctx, s, old, next, model.ActionUpdate, data, false); err != nil {
 			return Outcome{}, err
 		}
 	}
@@ -271,7 +260,7 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 
 // applyRename writes the other changes and the cascading rename atomically; it
 // returns the warnings of the write (IP collection).
-func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, data string, changed, dryRun bool) ([]string, error) {
+func (tx *Tx) applyRename(ctx context.Context, s *model.Schema, old, next *Instance, data string, changed, dryRun bool) ([]string, error) {
 	newKey := next.Keyname
 	// The stored instance is old: rename it by its ID, whatever ID the caller left
 	// in next (a state built from a form has none).
@@ -287,7 +276,7 @@ func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, d
 	err := func() error {
 		if changed {
 			var err error
-			if _, warnings, err = tx.write(ctx, s, old, &at, ActionUpdate, data, false); err != nil {
+			if _, warnings, err = tx.write(ctx, s, old, &at, model.ActionUpdate, data, false); err != nil {
 				return err
 			}
 		}
@@ -307,18 +296,18 @@ func (tx *Tx) applyRename(ctx context.Context, s *Schema, old, next *Instance, d
 
 // validateNew validates a new instance from outside the loader as a load would create
 // it: keyname mode, defaults, every value.
-func (tx *Tx) validateNew(ctx context.Context, s *Schema, next *Instance) (*Instance, error) {
+func (tx *Tx) validateNew(ctx context.Context, s *model.Schema, next *Instance) (*Instance, error) {
 	e := entryOfInstance(s, next)
-	if err := resolveKeyname(s, e); err != nil {
+	if err := e.ResolveKeyname(s); err != nil {
 		return nil, err
 	}
 	return tx.buildInstance(ctx, s, e, nil, false)
 }
 
 // entryOfInstance is the load entry that creates in.
-func entryOfInstance(s *Schema, in *Instance) *Entry {
-	e := &Entry{Fields: make(map[string]any, len(in.Data)), Classname: s.Keyname, Keyname: in.Keyname,
-		Displayname: in.Displayname, HasDisplayname: true, Action: ActionCreate}
+func entryOfInstance(s *model.Schema, in *Instance) *model.Entry {
+	e := &model.Entry{Fields: make(map[string]any, len(in.Data)), Classname: s.Keyname, Keyname: in.Keyname,
+		Displayname: in.Displayname, HasDisplayname: true, Action: model.ActionCreate}
 	enabled := in.IsEnabled
 	e.IsEnabled = &enabled
 	for k, v := range in.Data {
@@ -327,62 +316,7 @@ func entryOfInstance(s *Schema, in *Instance) *Entry {
 	return e
 }
 
-// sameJSON reports whether a and b have the same JSON encoding (mustJSON(a) ==
-// mustJSON(b)), comparing values directly where that is exact.
-//
-// A key that is valid UTF-8 encodes as no other key does (an invalid one is escaped
-// as \ufffd), so a valid key missing from the other map, or holding a value that
-// encodes differently there, makes the encodings differ. The larger map is ranged
-// over: when its keys are all in the smaller one, the key sets are equal.
-func sameJSON(a, b map[string]any) bool {
-	if a == nil || b == nil {
-		return mustJSON(a) == mustJSON(b)
-	}
-	if len(a) < len(b) {
-		a, b = b, a
-	}
-	for k, av := range a {
-		if !utf8.ValidString(k) {
-			// Keys that are not valid UTF-8 may encode alike: compare the encodings.
-			return mustJSON(a) == mustJSON(b)
-		}
-		if bv, ok := b[k]; !ok || !sameJSONValue(av, bv) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameJSONValue reports whether a and b encode alike (appendJSON). Two different
-// strings encode alike only when invalid UTF-8 in them becomes the same \ufffd.
-func sameJSONValue(a, b any) bool {
-	switch x := a.(type) {
-	case string:
-		if y, ok := b.(string); ok && (x == y || utf8.ValidString(x) && utf8.ValidString(y)) {
-			return x == y
-		}
-	case int64:
-		if y, ok := b.(int64); ok {
-			return x == y
-		}
-	case bool:
-		if y, ok := b.(bool); ok {
-			return x == y
-		}
-	case nil:
-		if b == nil {
-			return true
-		}
-	}
-	ea, errA := appendJSON(nil, a)
-	eb, errB := appendJSON(nil, b)
-	if errA != nil || errB != nil {
-		panic("store: value not encodable as JSON")
-	}
-	return string(ea) == string(eb)
-}
-
-func isAdminAccount(s *Schema, in *Instance) bool {
+func isAdminAccount(s *model.Schema, in *Instance) bool {
 	return s.Keyname == "_user" && in.Keyname == "admin"
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // TestApply drives the apply path the console uses: one instance at a time, each in
@@ -28,7 +29,7 @@ func TestApply(t *testing.T) {
 	}
 
 	t.Run("create validates, normalizes and writes", func(t *testing.T) {
-		out, err := apply(t, store.Write{Action: store.ActionCreate,
+		out, err := apply(t, store.Write{Action: model.ActionCreate,
 			New: &store.Instance{Keyname: "db", IsEnabled: true, Data: map[string]any{"port": "5432", "site": "berlin"}}},
 			store.ApplyOptions{Auth: admin})
 		if err != nil {
@@ -45,9 +46,9 @@ func TestApply(t *testing.T) {
 		}
 	})
 	t.Run("invalid value is refused and writes nothing", func(t *testing.T) {
-		_, err := apply(t, store.Write{Action: store.ActionCreate,
+		_, err := apply(t, store.Write{Action: model.ActionCreate,
 			New: &store.Instance{Keyname: "bad", Data: map[string]any{"port": "99999"}}}, store.ApplyOptions{Auth: admin})
-		if store.ErrorCode(err) != store.EInvalid {
+		if store.ErrorCode(err) != model.EInvalid {
 			t.Fatalf("got %v, want invalid", err)
 		}
 		absent(t, db, "server", "bad")
@@ -56,8 +57,8 @@ func TestApply(t *testing.T) {
 		old := instance(t, db, "server", "web")
 		next := *old
 		next.Data = map[string]any{"port": int64(81), "site": "berlin"}
-		_, err := apply(t, store.Write{Old: old, New: &next, Action: store.ActionUpdate}, store.ApplyOptions{Auth: userAuth("p_data_create")})
-		if store.ErrorCode(err) != store.EForbidden {
+		_, err := apply(t, store.Write{Old: old, New: &next, Action: model.ActionUpdate}, store.ApplyOptions{Auth: userAuth("p_data_create")})
+		if store.ErrorCode(err) != model.EForbidden {
 			t.Fatalf("got %v, want forbidden", err)
 		}
 		if got, want := fmtValue(instance(t, db, "server", "web").Data["port"]), "int64(80)"; got != want {
@@ -68,7 +69,7 @@ func TestApply(t *testing.T) {
 		before := queryInt(t, db, "SELECT count(*) FROM revisions")
 		old := instance(t, db, "server", "web")
 		next := *old
-		out, err := apply(t, store.Write{Old: old, New: &next, Action: store.ActionUpdate}, store.ApplyOptions{Auth: admin})
+		out, err := apply(t, store.Write{Old: old, New: &next, Action: model.ActionUpdate}, store.ApplyOptions{Auth: admin})
 		if err != nil || out.Result != store.OutUnchanged {
 			t.Fatalf("got %+v, %v; want unchanged", out, err)
 		}
@@ -80,7 +81,7 @@ func TestApply(t *testing.T) {
 		old := instance(t, db, "server", "web")
 		next := *old
 		next.Keyname = "www"
-		out, err := apply(t, store.Write{Old: old, New: &next, Action: store.ActionUpdate}, store.ApplyOptions{Auth: admin, DryRun: true})
+		out, err := apply(t, store.Write{Old: old, New: &next, Action: model.ActionUpdate}, store.ApplyOptions{Auth: admin, DryRun: true})
 		if err != nil || out.Result != store.OutUpdated || !out.Renamed {
 			t.Fatalf("got %+v, %v; want updated and renamed", out, err)
 		}
@@ -90,21 +91,21 @@ func TestApply(t *testing.T) {
 		old := instance(t, db, "server", "web")
 		next := *old
 		next.Keyname = "www"
-		_, err := apply(t, store.Write{Old: old, New: &next, Action: store.ActionUpdate}, store.ApplyOptions{Auth: userAuth("p_data_admin")})
-		if store.ErrorCode(err) != store.EForbidden {
+		_, err := apply(t, store.Write{Old: old, New: &next, Action: model.ActionUpdate}, store.ApplyOptions{Auth: userAuth("p_data_admin")})
+		if store.ErrorCode(err) != model.EForbidden {
 			t.Fatalf("got %v, want forbidden", err)
 		}
 		absent(t, db, "server", "www")
 	})
 	t.Run("disable then delete", func(t *testing.T) {
-		out, err := apply(t, store.Write{Old: instance(t, db, "server", "web"), Action: store.ActionDisable}, store.ApplyOptions{Auth: admin})
+		out, err := apply(t, store.Write{Old: instance(t, db, "server", "web"), Action: model.ActionDisable}, store.ApplyOptions{Auth: admin})
 		if err != nil || out.Result != store.OutDisabled {
 			t.Fatalf("disable: got %+v, %v", out, err)
 		}
 		if instance(t, db, "server", "web").IsEnabled {
 			t.Fatal("web is still enabled")
 		}
-		out, err = apply(t, store.Write{Old: instance(t, db, "server", "web"), Action: store.ActionDelete}, store.ApplyOptions{Auth: admin})
+		out, err = apply(t, store.Write{Old: instance(t, db, "server", "web"), Action: model.ActionDelete}, store.ApplyOptions{Auth: admin})
 		if err != nil || out.Result != store.OutDeleted {
 			t.Fatalf("delete: got %+v, %v", out, err)
 		}
@@ -138,7 +139,7 @@ func TestApplyRenameWithoutNewID(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			old := instance(t, db, "site", tc.from)
 			next := &store.Instance{Keyname: tc.to, IsEnabled: true, Data: map[string]any{"city": tc.city}}
-			out, err := db.Apply(ctx, store.Write{Schema: sch, Old: old, New: next, Action: store.ActionUpdate},
+			out, err := db.Apply(ctx, store.Write{Schema: sch, Old: old, New: next, Action: model.ActionUpdate},
 				store.ApplyOptions{Auth: admin})
 			if err != nil || out.Result != store.OutUpdated || !out.Renamed {
 				t.Fatalf("got %+v, %v; want updated and renamed", out, err)
@@ -182,7 +183,7 @@ func TestApplyUnchangedByStoredText(t *testing.T) {
 	old := instance(t, db, "reading", "r1")
 	next := *old
 	next.Data = map[string]any{"value": "-0"}
-	out, err := db.Apply(ctx, store.Write{Schema: sch, Old: old, New: &next, Action: store.ActionUpdate},
+	out, err := db.Apply(ctx, store.Write{Schema: sch, Old: old, New: &next, Action: model.ActionUpdate},
 		store.ApplyOptions{Auth: userAuth("p_data_admin")})
 	if err != nil || out.Result != store.OutUnchanged {
 		t.Fatalf("got %+v, %v; want unchanged", out, err)

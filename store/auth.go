@@ -6,72 +6,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"dataservice/store/model"
 )
-
-// Auth is an authorisation context: who acts and which permissions they hold. It is
-// stored with a task (as JSON) so the task acts with its submitter's rights.
-type Auth struct {
-	Kind     string   `json:"kind"` // system | user | apikey
-	Name     string   `json:"name"` // login or key keyname
-	User     string   `json:"user,omitempty"`
-	UserID   int64    `json:"user_id,omitempty"`
-	All      bool     `json:"all,omitempty"`
-	Perms    []string `json:"perms,omitempty"`
-	Deny     []string `json:"deny,omitempty"`
-	ReadOnly bool     `json:"readonly,omitempty"`
-	// KeyID is an API key's instance id: the key itself, which a key revoked and
-	// created again under the same name does not share (ids are never reused). Tasks
-	// follow it. 0 for other kinds (and in tasks stored before it was recorded).
-	KeyID int64 `json:"key_id,omitempty"`
-
-	set, deny map[string]bool
-}
-
-// Kinds of Auth: who acts.
-const (
-	AuthSystem = "system" // the CLI and the start-up sequence
-	AuthUser   = "user"   // a user account (basic auth or a console session)
-	AuthAPIKey = "apikey" // an API key
-)
-
-// SystemAuth holds every permission; the CLI and start-up act with it.
-func SystemAuth() *Auth { return &Auth{Kind: AuthSystem, Name: "system", All: true} }
-
-// Has reports whether the context holds permission p.
-func (a *Auth) Has(p string) bool {
-	if a == nil {
-		return false
-	}
-	if a.set == nil {
-		a.set, a.deny = toSet(a.Perms), toSet(a.Deny)
-	}
-	if a.deny[p] {
-		return false
-	}
-	return a.All || a.set[p]
-}
-
-// HasAll reports whether the context holds every permission.
-func (a *Auth) HasAll() bool { return a != nil && a.All && len(a.Deny) == 0 }
-
-// Author is the revision author for writes made with this context.
-func (a *Auth) Author() string {
-	switch {
-	case a == nil || a.Kind == AuthSystem:
-		return "system"
-	case a.Kind == AuthAPIKey:
-		return "apikey:" + a.Name
-	}
-	return "user:" + a.Name
-}
-
-func toSet(l []string) map[string]bool {
-	m := make(map[string]bool, len(l))
-	for _, p := range l {
-		m[p] = true
-	}
-	return m
-}
 
 func setList(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
@@ -112,7 +49,7 @@ func readMembershipFrom(ctx context.Context, q querier) (*membership, error) {
 		if err := rows.Scan(&cls, &key, &raw); err != nil {
 			return nil, fmt.Errorf("read roles: %w", err)
 		}
-		data, err := decodeData(raw)
+		data, err := model.DecodeData(raw)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +70,7 @@ func stringList(v any) []string {
 	case []any:
 		out := make([]string, 0, len(x))
 		for _, it := range x {
-			if s, ok := scalarText(it); ok && s != "" {
+			if s, ok := model.ScalarText(it); ok && s != "" {
 				out = append(out, s)
 			}
 		}
@@ -141,7 +78,7 @@ func stringList(v any) []string {
 	case nil:
 		return nil
 	}
-	if s, ok := scalarText(v); ok && s != "" {
+	if s, ok := model.ScalarText(v); ok && s != "" {
 		return []string{s}
 	}
 	return nil
@@ -198,12 +135,12 @@ func (m *membership) rolesOf(login string) []string {
 
 // UserAuth returns the authorisation context of an enabled user: the union of the
 // permissions of its roles; the login admin and members of role_admin hold all.
-func (db *DB) UserAuth(ctx context.Context, login string) (*Auth, error) {
+func (db *DB) UserAuth(ctx context.Context, login string) (*model.Auth, error) {
 	inst, err := db.Instance(ctx, "_user", login)
 	if err != nil {
 		return nil, err
 	}
-	a := &Auth{Kind: AuthUser, Name: login, User: login, UserID: inst.ID}
+	a := &model.Auth{Kind: model.AuthUser, Name: login, User: login, UserID: inst.ID}
 	if login == "admin" {
 		a.All = true
 		return a, nil
@@ -275,18 +212,18 @@ func (db *DB) keyPermissionsWith(m *membership, list []string) (all bool, perms,
 // KeyAuth returns the authorisation context of an API key by keyname, without
 // checking its secret or client address: the key must exist, be enabled and not be
 // past its expires date. The user is set when the key names an enabled user.
-func (db *DB) KeyAuth(ctx context.Context, keyname string) (*Auth, *Instance, error) {
+func (db *DB) KeyAuth(ctx context.Context, keyname string) (*model.Auth, *Instance, error) {
 	in, err := db.Instance(ctx, "_apikey", keyname)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !in.IsEnabled {
-		return nil, in, Errorf(EUnauthorized, "API key disabled")
+		return nil, in, model.Errorf(model.EUnauthorized, "API key disabled")
 	}
 	if exp, _ := in.Data["expires"].(string); exp != "" && db.Now().UTC().Format("2006-01-02") > exp {
-		return nil, in, Errorf(EUnauthorized, "API key expired")
+		return nil, in, model.Errorf(model.EUnauthorized, "API key expired")
 	}
-	a := &Auth{Kind: AuthAPIKey, Name: keyname, KeyID: in.ID}
+	a := &model.Auth{Kind: model.AuthAPIKey, Name: keyname, KeyID: in.ID}
 	a.All, a.Perms, a.Deny, err = db.KeyPermissions(ctx, stringList(in.Data["permissions"]))
 	if err != nil {
 		return nil, in, err
@@ -302,18 +239,18 @@ func (db *DB) KeyAuth(ctx context.Context, keyname string) (*Auth, *Instance, er
 
 // Refresh re-reads a stored authorisation context (a task's submitter) so a task
 // acts with the rights its submitter holds now: a disabled user or key fails.
-func (db *DB) Refresh(ctx context.Context, a *Auth) (*Auth, error) {
+func (db *DB) Refresh(ctx context.Context, a *model.Auth) (*model.Auth, error) {
 	switch a.Kind {
-	case AuthUser:
+	case model.AuthUser:
 		u, err := db.Instance(ctx, "_user", a.Name)
 		if err != nil {
-			return nil, Errorf(EForbidden, "user %s no longer exists", a.Name)
+			return nil, model.Errorf(model.EForbidden, "user %s no longer exists", a.Name)
 		}
 		if !u.IsEnabled {
-			return nil, Errorf(EForbidden, "user %s is disabled", a.Name)
+			return nil, model.Errorf(model.EForbidden, "user %s is disabled", a.Name)
 		}
 		return db.UserAuth(ctx, a.Name)
-	case AuthAPIKey:
+	case model.AuthAPIKey:
 		// The key itself (by id, through a rename), not whichever key holds its name
 		// now: a key revoked and created again is another key. Contexts stored before
 		// the id was recorded can only follow the name.
@@ -321,13 +258,13 @@ func (db *DB) Refresh(ctx context.Context, a *Auth) (*Auth, error) {
 		if a.KeyID != 0 {
 			in, err := db.InstanceByID(ctx, "_apikey", a.KeyID)
 			if err != nil {
-				return nil, Errorf(EForbidden, "API key %s is no longer valid", a.Name)
+				return nil, model.Errorf(model.EForbidden, "API key %s is no longer valid", a.Name)
 			}
 			name = in.Keyname
 		}
 		k, _, err := db.KeyAuth(ctx, name)
 		if err != nil || (a.KeyID != 0 && k.KeyID != a.KeyID) {
-			return nil, Errorf(EForbidden, "API key %s is no longer valid", a.Name)
+			return nil, model.Errorf(model.EForbidden, "API key %s is no longer valid", a.Name)
 		}
 		return k, nil
 	}

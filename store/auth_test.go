@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // membershipDoc: alice is listed by a role directly; bob reaches a role through the
@@ -90,7 +91,7 @@ func TestUserAuth(t *testing.T) {
 	}
 	t.Run("unknown login is not found", func(t *testing.T) {
 		_, err := db.UserAuth(ctx, "ghost")
-		if got, want := store.ErrorCode(err), store.ENotFound; got != want {
+		if got, want := store.ErrorCode(err), model.ENotFound; got != want {
 			t.Fatalf("error code: got %q (%v), want %q", got, want, err)
 		}
 	})
@@ -155,7 +156,7 @@ func TestKeyPermissions(t *testing.T) {
 			if got, want := strings.Join(deny, ","), tt.deny; got != want {
 				t.Fatalf("deny: got %q, want %q", got, want)
 			}
-			a := &store.Auth{Kind: "apikey", Name: "k", All: all, Perms: perms, Deny: deny}
+			a := &model.Auth{Kind: "apikey", Name: "k", All: all, Perms: perms, Deny: deny}
 			for _, p := range deny {
 				if a.Has(p) {
 					t.Fatalf("Has(%s) on a denied permission: got true, want false", p)
@@ -169,21 +170,21 @@ func TestKeyPermissions(t *testing.T) {
 }
 
 func TestAuthBasics(t *testing.T) {
-	var none *store.Auth
+	var none *model.Auth
 	if none.Has("p_data_access") || none.HasAll() {
 		t.Fatal("nil Auth holds a permission")
 	}
 	if got, want := none.Author(), "system"; got != want {
 		t.Fatalf("nil author: got %q, want %q", got, want)
 	}
-	sys := store.SystemAuth()
+	sys := model.SystemAuth()
 	if !sys.Has("p_anything") || !sys.HasAll() {
 		t.Fatal("SystemAuth lacks a permission")
 	}
 	if got, want := sys.Author(), "system"; got != want {
 		t.Fatalf("system author: got %q, want %q", got, want)
 	}
-	key := &store.Auth{Kind: "apikey", Name: "k1", Perms: []string{"p_a"}}
+	key := &model.Auth{Kind: "apikey", Name: "k1", Perms: []string{"p_a"}}
 	if got, want := key.Author(), "apikey:k1"; got != want {
 		t.Fatalf("key author: got %q, want %q", got, want)
 	}

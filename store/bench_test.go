@@ -9,6 +9,8 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 const benchInstances = 100_000
@@ -73,7 +75,7 @@ func benchLoad(b *testing.B, class string) {
 		mustLoad(b, db, benchSchema+benchSites(), store.LoadOptions{})
 		b.StartTimer()
 
-		entries, err := store.ParseDocument("bench.yml", doc)
+		entries, err := codec.ParseDocument("bench.yml", doc)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -111,7 +113,7 @@ func benchFloor(b *testing.B, withIP bool) {
 		data := map[string]any{"hostname": host, "port": port, "ip": ip, "site": site}
 		d, _ := json.Marshal(data)
 		a, _ := json.Marshal(map[string]any{"keyname": key, "displayname": "", "is_enabled": true, "data": data})
-		hex, _ := store.HexIP(ip)
+		hex, _ := model.HexIP(ip)
 		ipa, _ := json.Marshal(map[string]any{"keyname": hex, "displayname": ip, "is_enabled": true,
 			"data": map[string]any{"collected": true}})
 		rows[i] = row{key, string(d), string(a), hex, ip, string(ipa)}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // TestSchemaCacheSeesOtherProcesses: a schema change committed through another handle
@@ -49,7 +50,7 @@ func TestRequestScopeGeneration(t *testing.T) {
 	}
 	defer db2.Close()
 	req := db1.RequestScope(ctx)
-	if _, err := db1.Instance(req, "rack", "none"); store.ErrorCode(err) != store.ENotFound {
+	if _, err := db1.Instance(req, "rack", "none"); store.ErrorCode(err) != model.ENotFound {
 		t.Fatalf("missing instance: %v", err)
 	}
 	if s, err := db1.Schema(req, "rack"); err != nil || s.Field("owner") != nil {

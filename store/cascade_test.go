@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // cascadeDoc has ipam_subnet instances referenced from several schemas, by single- and
@@ -211,16 +212,16 @@ func TestCascadingRename(t *testing.T) {
 	refusals := []struct {
 		name, cls, from, to, code string
 	}{
-		{"a subnet renamed to an existing subnet is refused as a conflict", "ipam_subnet", "10.1.0.0/16", "10.2.0.0/16", store.EConflict},
-		{"a subnet renamed to an unaligned CIDR is refused as invalid", "ipam_subnet", "10.1.0.0/16", "10.1.0.1/16", store.EInvalid},
-		{"a subnet renamed to free text is refused as invalid", "ipam_subnet", "10.1.0.0/16", "core-network", store.EInvalid},
-		{"a subnet renamed to a non-canonical CIDR is refused as invalid", "ipam_subnet", "10.1.0.0/16", "10.01.0.0/16", store.EInvalid},
-		{"a subnet renamed to an address without prefix is refused as invalid", "ipam_subnet", "10.1.0.0/16", "10.9.0.0", store.EInvalid},
-		{"a subnet renamed to nothing is refused as invalid", "ipam_subnet", "10.1.0.0/16", "", store.EInvalid},
-		{"an edit-mode instance renamed to a keyname with a space is refused as invalid", "rack", "r1", "r 1", store.EInvalid},
-		{"an edit-mode instance renamed to an existing keyname is refused as a conflict", "rack", "r1", "r2", store.EConflict},
-		{"a hexip instance renamed away from its address is refused as invalid", "ipam_ip", "0a010005", "0a010006", store.EInvalid},
-		{"a hexip instance renamed to a dotted address is refused as invalid", "ipam_ip", "0a010005", "10.1.0.5", store.EInvalid},
+		{"a subnet renamed to an existing subnet is refused as a conflict", "ipam_subnet", "10.1.0.0/16", "10.2.0.0/16", model.EConflict},
+		{"a subnet renamed to an unaligned CIDR is refused as invalid", "ipam_subnet", "10.1.0.0/16", "10.1.0.1/16", model.EInvalid},
+		{"a subnet renamed to free text is refused as invalid", "ipam_subnet", "10.1.0.0/16", "core-network", model.EInvalid},
+		{"a subnet renamed to a non-canonical CIDR is refused as invalid", "ipam_subnet", "10.1.0.0/16", "10.01.0.0/16", model.EInvalid},
+		{"a subnet renamed to an address without prefix is refused as invalid", "ipam_subnet", "10.1.0.0/16", "10.9.0.0", model.EInvalid},
+		{"a subnet renamed to nothing is refused as invalid", "ipam_subnet", "10.1.0.0/16", "", model.EInvalid},
+		{"an edit-mode instance renamed to a keyname with a space is refused as invalid", "rack", "r1", "r 1", model.EInvalid},
+		{"an edit-mode instance renamed to an existing keyname is refused as a conflict", "rack", "r1", "r2", model.EConflict},
+		{"a hexip instance renamed away from its address is refused as invalid", "ipam_ip", "0a010005", "0a010006", model.EInvalid},
+		{"a hexip instance renamed to a dotted address is refused as invalid", "ipam_ip", "0a010005", "10.1.0.5", model.EInvalid},
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name+" and nothing changes", func(t *testing.T) {
@@ -323,21 +324,21 @@ func TestCascadingRename(t *testing.T) {
 				return err
 			}
 			// A write that checks (and may cache) that 10.1.0.0/16 exists.
-			if _, err := tx.Apply(ctx, store.Write{Schema: rack, Action: store.ActionCreate, New: &store.Instance{Classname: "rack",
+			if _, err := tx.Apply(ctx, store.Write{Schema: rack, Action: model.ActionCreate, New: &store.Instance{Classname: "rack",
 				Keyname: "r8", IsEnabled: true, Data: map[string]any{"uplink": "10.1.0.0/16"}}}, store.ApplyOptions{}); err != nil {
 				return err
 			}
 			if _, _, err := cascadeRenameIn(ctx, tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16"); err != nil {
 				return err
 			}
-			_, late = tx.Apply(ctx, store.Write{Schema: rack, Action: store.ActionCreate, New: &store.Instance{Classname: "rack",
+			_, late = tx.Apply(ctx, store.Write{Schema: rack, Action: model.ActionCreate, New: &store.Instance{Classname: "rack",
 				Keyname: "r9", IsEnabled: true, Data: map[string]any{"uplink": "10.1.0.0/16"}}}, store.ApplyOptions{})
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := store.ErrorCode(late), store.EInvalid; got != want {
+		if got, want := store.ErrorCode(late), model.EInvalid; got != want {
 			t.Fatalf("saving a reference to the old keyname: error code %q (%v), want %q", got, late, want)
 		}
 		if got, want := cascadeField(t, db, "rack", "r8", "uplink"), "string(10.9.0.0/16)"; got != want {
@@ -496,7 +497,7 @@ func TestCollectIPsOnWrite(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = tx.Apply(ctx, store.Write{Schema: s, Action: store.ActionCreate, New: &store.Instance{Classname: "printer",
+			_, err = tx.Apply(ctx, store.Write{Schema: s, Action: model.ActionCreate, New: &store.Instance{Classname: "printer",
 				Keyname: "p1", IsEnabled: true, Data: map[string]any{"ip": "172.16.0.9"}}})
 			return err
 		})
@@ -621,7 +622,7 @@ func TestConvertKeyname(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("a keyname held by another instance is a conflict and the transaction goes on", func(t *testing.T) {
-		if got, want := store.ErrorCode(conflict), store.EConflict; got != want {
+		if got, want := store.ErrorCode(conflict), model.EConflict; got != want {
 			t.Fatalf("error code = %q (%v), want %q", got, conflict, want)
 		}
 		sub := instance(t, db, "ipam_subnet", "10.9.0.0/16")

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // ConfigDef is a configuration entry defined in code.
@@ -66,27 +67,27 @@ func configDef(key string) (ConfigDef, bool) {
 func ValidateConfig(key, value string) error {
 	d, ok := configDef(key)
 	if !ok {
-		return Errorf(EInvalid, "unknown configuration key %s", clip.Quote(key))
+		return model.Errorf(model.EInvalid, "unknown configuration key %s", clip.Quote(key))
 	}
 	if d.Int {
 		n, err := strconv.Atoi(value)
 		if err != nil {
-			return Errorf(EInvalid, "configuration %s: %s is not an integer", key, clip.Quote(value))
+			return model.Errorf(model.EInvalid, "configuration %s: %s is not an integer", key, clip.Quote(value))
 		}
 		if n < d.Min || n > d.Max {
-			return Errorf(EInvalid, "configuration %s: %d is outside %d..%d", key, n, d.Min, d.Max)
+			return model.Errorf(model.EInvalid, "configuration %s: %d is outside %d..%d", key, n, d.Min, d.Max)
 		}
 	}
 	if key == ConfigCSVDelimiter {
 		r := []rune(value)
 		if len(r) != 1 {
-			return Errorf(EInvalid, "configuration CSV_DELIMITER: must be exactly one character")
+			return model.Errorf(model.EInvalid, "configuration CSV_DELIMITER: must be exactly one character")
 		}
 		// The characters no CSV reader can split on: /api/rawfile/ would refuse every
 		// request that relies on the configured delimiter.
 		switch r[0] {
 		case '"', '\r', '\n', 0, utf8.RuneError:
-			return Errorf(EInvalid, "configuration CSV_DELIMITER: %s cannot be a delimiter (quote, newline, NUL or U+FFFD)", clip.Quote(value))
+			return model.Errorf(model.EInvalid, "configuration CSV_DELIMITER: %s cannot be a delimiter (quote, newline, NUL or U+FFFD)", clip.Quote(value))
 		}
 	}
 	return nil

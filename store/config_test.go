@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 func syncConfig(tb testing.TB, db *store.DB) {
@@ -138,7 +139,7 @@ func TestSetConfig(t *testing.T) {
 			if err == nil {
 				t.Fatal("SetConfig: got no error")
 			}
-			if got, want := store.ErrorCode(err), store.EInvalid; got != want {
+			if got, want := store.ErrorCode(err), model.EInvalid; got != want {
 				t.Fatalf("error code: got %q, want %q", got, want)
 			}
 			if !strings.Contains(err.Error(), tt.want) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"dataservice/store/model"
 )
 
 // Revision is one recorded change of an object; Before and After are the object as
@@ -58,7 +60,7 @@ func (db *DB) ReferencedBy(ctx context.Context, cls, key string, limit int) ([]R
 			rows.Close()
 			return nil, fmt.Errorf("find references to %s: %w", cls, err)
 		}
-		if w := strings.Fields(ext); len(w) > 0 && w[0] == cls && fieldNameRE.MatchString(f) {
+		if w := strings.Fields(ext); len(w) > 0 && w[0] == cls && model.ValidFieldName(f) {
 			fields = append(fields, [2]string{c, f})
 		}
 	}

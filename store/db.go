@@ -16,6 +16,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the CGO-free SQLite driver
+
+	"dataservice/store/model"
 )
 
 // DB is the SQLite file. Writes go through one connection; reads use a small pool.
@@ -33,7 +35,7 @@ type DB struct {
 	Now func() time.Time
 
 	mu      sync.RWMutex
-	schemas map[string]*Schema // read cache, dropped whenever a transaction touches schemas
+	schemas map[string]*model.Schema // read cache, dropped whenever a transaction touches schemas
 	// schemaGen is the schema_generation the cache was filled at; local counts local drops.
 	schemaGen int64
 	local     uint64
@@ -317,7 +319,7 @@ type Tx struct {
 
 // txState is what every view of a transaction shares.
 type txState struct {
-	schemas map[string]*Schema
+	schemas map[string]*model.Schema
 	touched bool
 	stmts   map[string]*sql.Stmt
 	// writes counts the statements exec ran (every instance, revision and permission
@@ -348,7 +350,7 @@ func (db *DB) BeginAs(ctx context.Context, rev Revisions) (*Tx, error) {
 		return nil, db.NoSpace(fmt.Errorf("begin: %w", err))
 	}
 	return &Tx{Tx: tx, db: db, began: ctx, rev: rev,
-		txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}, writer: true, release: done}}, nil
+		txState: &txState{schemas: map[string]*model.Schema{}, stmts: map[string]*sql.Stmt{}, writer: true, release: done}}, nil
 }
 
 // withRevisions is a view of the transaction that records its changes as rev says.
@@ -369,7 +371,7 @@ func (db *DB) BeginRead(ctx context.Context) (*Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin read: %w", err)
 	}
-	return &Tx{Tx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}, nil
+	return &Tx{Tx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*model.Schema{}, stmts: map[string]*sql.Stmt{}}}, nil
 }
 
 // DB is the database the transaction belongs to.
@@ -487,7 +489,7 @@ func (db *DB) WithTxAs(ctx context.Context, rev Revisions, fn func(tx *Tx) error
 // complete: a crash mid-copy must not leave a truncated file under a backup's name.
 func (db *DB) Backup(ctx context.Context, dest string) error {
 	if _, err := os.Stat(dest); err == nil {
-		return Errorf(EConflict, "backup %s: file exists", dest)
+		return model.Errorf(model.EConflict, "backup %s: file exists", dest)
 	}
 	// VACUUM INTO accepts an existing file only when it is empty.
 	f, err := os.CreateTemp(filepath.Dir(dest), filepath.Base(dest)+".*.partial")

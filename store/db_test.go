@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 func TestOpen(t *testing.T) {
@@ -119,7 +120,7 @@ func TestRegistry(t *testing.T) {
 	db := openEmptyDB(t)
 	ctx := context.Background()
 	_, err := db.Registry(ctx, store.RegInstanceUUID)
-	if got, want := store.ErrorCode(err), store.ENotFound; got != want {
+	if got, want := store.ErrorCode(err), model.ENotFound; got != want {
 		t.Fatalf("missing key: got code %q (%v), want %q", got, err, want)
 	}
 	if err := db.SetRegistry(ctx, store.RegLastStart, "a"); err != nil {
@@ -148,7 +149,7 @@ func TestRegistry(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Fatalf("WithTx: got %v, want boom", err)
 		}
-		if _, err := db.Registry(ctx, store.RegDBVersion); store.ErrorCode(err) != store.ENotFound {
+		if _, err := db.Registry(ctx, store.RegDBVersion); store.ErrorCode(err) != model.ENotFound {
 			t.Fatalf("DB_VERSION after rollback: got %v, want not found", err)
 		}
 	})
@@ -171,7 +172,7 @@ func TestBackup(t *testing.T) {
 	t.Run("an existing destination is refused", func(t *testing.T) {
 		before, _ := os.Stat(dest)
 		err := db.Backup(ctx, dest)
-		if got, want := store.ErrorCode(err), store.EConflict; got != want {
+		if got, want := store.ErrorCode(err), model.EConflict; got != want {
 			t.Fatalf("backup over a file: got code %q (%v), want %q", got, err, want)
 		}
 		after, _ := os.Stat(dest)
@@ -182,15 +183,15 @@ func TestBackup(t *testing.T) {
 }
 
 func TestErrorHelpers(t *testing.T) {
-	wrapped := errors.Join(errors.New("context"), store.Errorf(store.EConflict, "taken %d", 7))
-	if got, want := store.ErrorCode(wrapped), store.EConflict; got != want {
+	wrapped := errors.Join(errors.New("context"), model.Errorf(model.EConflict, "taken %d", 7))
+	if got, want := store.ErrorCode(wrapped), model.EConflict; got != want {
 		t.Fatalf("code: got %q, want %q", got, want)
 	}
 	if got, want := store.ErrorMessage(wrapped), "taken 7"; got != want {
 		t.Fatalf("message: got %q, want %q", got, want)
 	}
 	plain := errors.New("disk on fire")
-	if got, want := store.ErrorCode(plain), store.EInternal; got != want {
+	if got, want := store.ErrorCode(plain), model.EInternal; got != want {
 		t.Fatalf("plain code: got %q, want %q", got, want)
 	}
 	if got, want := store.ErrorMessage(plain), "internal error"; got != want {

@@ -8,13 +8,9 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
-)
 
-// EDiskFull is the code of a write that failed because the filesystem holding the
-// database (its file, its write-ahead log, or a load body spooled beside it) has no
-// space left. It is the operator's problem, not the caller's, and not a bug: the
-// server answers 507 with a message naming the file.
-const EDiskFull = "disk_full"
+	"dataservice/store/model"
+)
 
 // isDiskFull reports whether err is SQLite's SQLITE_FULL (any extended code) or the
 // system's ENOSPC.
@@ -26,21 +22,28 @@ func isDiskFull(err error) bool {
 	return errors.Is(err, syscall.ENOSPC)
 }
 
-// diskFullError is the EDiskFull error of cause, naming what could not be written.
-func diskFullError(what string, cause error) *Error {
-	return &Error{Code: EDiskFull, Message: fmt.Sprintf("disk full: no space left on the filesystem holding %s; "+
-		"free space there (or move the file to a larger filesystem), then retry", what), err: cause}
+// dryDiskFull marks a full disk met by a dry run in its private database: not a write
+// of the database, so no disk-full episode of it (NoSpace passes it through).
+type dryDiskFull struct{ e *model.Error }
+
+func (d *dryDiskFull) Error() string { return d.e.Error() }
+func (d *dryDiskFull) Unwrap() error { return d.e }
+
+// dryRunFull reports whether err is a dry run's full disk (dryDiskFull).
+func dryRunFull(err error) bool {
+	var d *dryDiskFull
+	return errors.As(err, &d)
 }
 
 // Aborts reports whether err stops a whole operation rather than refusing one entry or
 // instance: an internal error, or a full disk (every later write would fail too).
 func Aborts(err error) bool {
 	code := ErrorCode(err)
-	return code == EInternal || code == EDiskFull
+	return code == model.EInternal || code == model.EDiskFull
 }
 
-// NoSpace returns err as an EDiskFull error naming the database file when err is a
-// full disk, and err unchanged otherwise (or when it already is an EDiskFull error).
+// NoSpace returns err as an model.EDiskFull error naming the database file when err is a
+// full disk, and err unchanged otherwise (or when it already is an model.EDiskFull error).
 // Every write transaction's failure passes through it (WithTx, Commit, LoadStream);
 // a caller holding a full-disk error from elsewhere (a spooled body) passes it too, so
 // the episode is logged. The first full-disk failure after a successful commit is
@@ -50,8 +53,8 @@ func (db *DB) NoSpace(err error) error {
 	if err == nil || !isDiskFull(err) {
 		return err
 	}
-	var e *Error
-	if errors.As(err, &e) && (e.Code != EDiskFull || e.dryRun) {
+	var e *model.Error
+	if errors.As(err, &e) && (e.Code != model.EDiskFull || dryRunFull(err)) {
 		// A caller-safe error of another kind that merely wraps the disk's, or a dry
 		// run's private database that filled the disk: keep it.
 		return err
@@ -66,7 +69,7 @@ func (db *DB) NoSpace(err error) error {
 	if e != nil {
 		return err
 	}
-	return diskFullError("the database "+db.path, err)
+	return model.DiskFullError("the database "+db.path, err)
 }
 
 // DiskFull reports whether the last write transaction of this process failed for lack

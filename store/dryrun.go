@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"dataservice/store/model"
 )
 
 // A dry-run load never takes the database's writer. It reads the database through one
@@ -203,7 +205,7 @@ func (d *dryRun) openSnapshot(ctx context.Context, db *DB) error {
 	if err != nil {
 		return fmt.Errorf("dry run: begin read: %w", err)
 	}
-	d.snap = &Tx{Tx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*Schema{}, stmts: map[string]*sql.Stmt{}}}
+	d.snap = &Tx{Tx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*model.Schema{}, stmts: map[string]*sql.Stmt{}}}
 	return nil
 }
 
@@ -332,13 +334,11 @@ func dryNoSpace(dir string, err error) error {
 	if err == nil || !isDiskFull(err) {
 		return err
 	}
-	var e *Error
-	if errors.As(err, &e) && (e.Code != EDiskFull || e.dryRun) {
+	var e *model.Error
+	if errors.As(err, &e) && (e.Code != model.EDiskFull || dryRunFull(err)) {
 		return err
 	}
-	e = diskFullError("the dry run's private database in "+dir, err)
-	e.dryRun = true
-	return e
+	return &dryDiskFull{model.DiskFullError("the dry run's private database in "+dir, err)}
 }
 
 // copyRows inserts the rows query reads from the snapshot into table, column by name.

@@ -12,6 +12,8 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // TestDryRunLeftoversRemovedAtOpen: a dry run's directory left behind by a killed
@@ -119,13 +121,13 @@ func TestDryRunDiskFullIsItsOwn(t *testing.T) {
 	testkit.EmptyWAL(t, db.Path())
 	ballast := filepath.Join(dir, "ballast")
 	testkit.FillDisk(t, ballast, 2<<20)
-	entries, err := store.ParseDocument("boxes.yaml", []byte(b.String()))
+	entries, err := codec.ParseDocument("boxes.yaml", []byte(b.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = db.Load(t.Context(), entries, store.LoadOptions{DryRun: true})
 	msg := store.ErrorMessage(err)
-	if store.ErrorCode(err) != store.EDiskFull || !strings.Contains(msg, "holding the dry run's private database in "+db.Path()+".dryrun-") {
+	if store.ErrorCode(err) != model.EDiskFull || !strings.Contains(msg, "holding the dry run's private database in "+db.Path()+".dryrun-") {
 		t.Fatalf("dry run on a full disk: %v (%s), want the disk-full error naming the dry run's directory", err, store.ErrorCode(err))
 	}
 	if db.DiskFull() || db.NoSpace(err) != err || db.DiskFull() {

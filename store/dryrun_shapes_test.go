@@ -11,6 +11,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // dryShapeSchema is the class the dry-run shapes load into: a text, a number, a
@@ -72,7 +73,7 @@ func dryShape(shape string, n int) []map[string]any {
 }
 
 // dryShapeEntries parses the entries of dryShape (as a JSON load document).
-func dryShapeEntries(tb testing.TB, shape string, n int) []*store.Entry {
+func dryShapeEntries(tb testing.TB, shape string, n int) []*model.Entry {
 	tb.Helper()
 	doc, err := json.Marshal(dryShape(shape, n))
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"dataservice/internal/testkit"
 	"dataservice/rules"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // dependentLoad is a load whose later entries depend on earlier ones: schemas it
@@ -338,7 +339,7 @@ func TestDryRunRenameSeesSnapshotReferences(t *testing.T) {
 `, store.LoadOptions{})
 	// rename renames place from to to as the caller auth, f4 updated first (a row the
 	// run has named), and reports the outcome and the references to to afterwards.
-	rename := func(tx *store.Tx, auth *store.Auth, from, to string) string {
+	rename := func(tx *store.Tx, auth *model.Auth, from, to string) string {
 		s, err := tx.Schema(ctx, "place")
 		if err != nil {
 			t.Fatal(err)
@@ -353,7 +354,7 @@ func TestDryRunRenameSeesSnapshotReferences(t *testing.T) {
 		}
 		next4 := *f4
 		next4.Data = map[string]any{"at": []any{from, "p1"}}
-		if _, err := tx.Apply(ctx, store.Write{Schema: fs, Old: f4, New: &next4, Action: store.ActionUpdate}, store.ApplyOptions{}); err != nil {
+		if _, err := tx.Apply(ctx, store.Write{Schema: fs, Old: f4, New: &next4, Action: model.ActionUpdate}, store.ApplyOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		old, err := tx.Instance(ctx, "place", from)
@@ -362,7 +363,7 @@ func TestDryRunRenameSeesSnapshotReferences(t *testing.T) {
 		}
 		next := *old
 		next.Keyname = to
-		out, err := tx.Apply(ctx, store.Write{Schema: s, Old: old, New: &next, Action: store.ActionUpdate}, store.ApplyOptions{Auth: auth})
+		out, err := tx.Apply(ctx, store.Write{Schema: s, Old: old, New: &next, Action: model.ActionUpdate}, store.ApplyOptions{Auth: auth})
 		var refs []string
 		for _, cls := range []string{"locked", "free"} {
 			for i := 1; i <= 4; i++ {
@@ -379,7 +380,7 @@ func TestDryRunRenameSeesSnapshotReferences(t *testing.T) {
 		return fmt.Sprintf("%s renamed=%v err=%v refs=%v", out.Result, out.Renamed, err, refs)
 	}
 	cases := []struct {
-		auth     *store.Auth
+		auth     *model.Auth
 		from, to string
 		want     string // in the real database
 	}{

@@ -2,27 +2,23 @@ package store
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
-	"sort"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
-	"dataservice/internal/clip"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // InstanceDoc renders an instance in the load format: header keys, then the schema's
 // fields in order, with external fields computed and secrets left out.
-func (db *DB) InstanceDoc(ctx context.Context, s *Schema, in *Instance) *Doc {
+func (db *DB) InstanceDoc(ctx context.Context, s *model.Schema, in *Instance) *model.Doc {
 	return db.InstanceDocAs(ctx, nil, s, in)
 }
 
 // InstanceDocAs is InstanceDoc as auth reads it: an external field shows a value only
 // when auth may read every schema the value is read from (nil: every permission).
-func (db *DB) InstanceDocAs(ctx context.Context, auth *Auth, s *Schema, in *Instance) *Doc {
-	d := &Doc{Keys: make([]string, 0, 4+len(s.Fields)), Vals: make(map[string]any, 4+len(s.Fields))}
+func (db *DB) InstanceDocAs(ctx context.Context, auth *model.Auth, s *model.Schema, in *Instance) *model.Doc {
+	d := &model.Doc{Keys: make([]string, 0, 4+len(s.Fields)), Vals: make(map[string]any, 4+len(s.Fields))}
 	d.Set("classname", in.Classname)
 	d.Set("keyname", in.Keyname)
 	d.Set("displayname", in.Displayname)
@@ -46,7 +42,7 @@ func (db *DB) InstanceDocAs(ctx context.Context, auth *Auth, s *Schema, in *Inst
 
 // external computes an external field: the REMOTE_FIELD of the instance referenced by
 // the single-valued schema field PARENT_FIELD.
-func (db *DB) external(ctx context.Context, auth *Auth, s *Schema, in *Instance, f *Field, depth int) any {
+func (db *DB) external(ctx context.Context, auth *model.Auth, s *model.Schema, in *Instance, f *model.Field, depth int) any {
 	w := strings.Fields(f.DataformatExt)
 	if len(w) < 2 || depth > 4 {
 		return nil
@@ -61,7 +57,7 @@ func (db *DB) external(ctx context.Context, auth *Auth, s *Schema, in *Instance,
 		return nil
 	}
 	ts, err := db.Schema(ctx, target[0])
-	if err != nil || !CanRead(auth, ts) {
+	if err != nil || !model.CanRead(auth, ts) {
 		return nil
 	}
 	rin, err := db.Instance(ctx, target[0], ref)
@@ -87,10 +83,11 @@ func (db *DB) external(ctx context.Context, auth *Auth, s *Schema, in *Instance,
 // Export writes the named schemas (a `_schema` entry for each that is not built-in)
 // and all their instances in the load format, as YAML or JSON. Secrets never appear.
 func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format string) error {
-	if format != "yaml" && format != "json" {
-		return Errorf(EInvalid, "unknown export format %s (yaml or json)", clip.Quote(format))
+	out, err := codec.NewWriter(w, format)
+	if err != nil {
+		return err
 	}
-	var schemas []*Schema
+	var schemas []*model.Schema
 	for _, n := range names {
 		s, err := db.Schema(ctx, n)
 		if err != nil {
@@ -98,116 +95,19 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 		}
 		schemas = append(schemas, s)
 	}
-	first := true
-	// YAML items are written to out, each item either directly (appendYAMLItem: the
-	// bytes yaml.v3 would write) or, when it has a value that needs yaml.v3's rules,
-	// encoded by yaml.v3 in batches, each batch one block sequence: their
-	// concatenation is the one sequence of the export.
-	var batch yaml.Node
-	var out, item []byte
-	encodeBatch := func() error {
-		if len(batch.Content) == 0 {
-			return nil
-		}
-		b, err := yaml.Marshal(&batch)
-		batch.Content = batch.Content[:0]
-		if err != nil {
-			return err
-		}
-		out = append(out, b...)
-		return nil
-	}
-	flush := func() error {
-		if err := encodeBatch(); err != nil {
-			return err
-		}
-		if len(out) == 0 {
-			return nil
-		}
-		_, err := w.Write(out)
-		out = out[:0]
-		return err
-	}
-	emit := func(v *Doc) error {
-		if format == "json" {
-			b, err := json.MarshalIndent(v, "  ", "  ")
-			if err != nil {
-				return err
-			}
-			sep := ",\n  "
-			if first {
-				sep = "[\n  "
-			}
-			first = false
-			_, err = fmt.Fprintf(w, "%s%s", sep, b)
-			return err
-		}
-		first = false
-		var ok bool
-		if item, ok = appendYAMLItem(item[:0], v); ok {
-			// Items yaml.v3 holds go out first: the order is kept.
-			if err := encodeBatch(); err != nil {
-				return err
-			}
-			out = append(out, item...)
-			if len(out) >= 64<<10 {
-				return flush()
-			}
-			return nil
-		}
-		n, err := v.yamlNode()
-		if err != nil {
-			return err
-		}
-		batch.Kind = yaml.SequenceNode
-		batch.Content = append(batch.Content, n)
-		if len(batch.Content) >= 256 {
-			return flush()
-		}
-		return nil
-	}
 	// Definitions first, so every instance's schema exists when the output is loaded.
 	for _, s := range schemas {
 		if !s.IsBuiltin {
-			if err := emit(s.Doc()); err != nil {
+			if err := out.Write(s.Doc()); err != nil {
 				return err
 			}
 		}
 	}
 	for _, s := range schemas {
-		err := db.EachInstance(ctx, s.Keyname, func(in *Instance) error { return emit(db.InstanceDoc(ctx, s, in)) })
+		err := db.EachInstance(ctx, s.Keyname, func(in *Instance) error { return out.Write(db.InstanceDoc(ctx, s, in)) })
 		if err != nil {
 			return err
 		}
 	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if format == "json" {
-		if first {
-			_, err := io.WriteString(w, "[]\n")
-			return err
-		}
-		_, err := io.WriteString(w, "\n]\n")
-		return err
-	}
-	if first {
-		_, err := io.WriteString(w, "[]\n")
-		return err
-	}
-	return nil
-}
-
-// sortedDoc orders a map's keys alphabetically.
-func sortedDoc(m map[string]any) *Doc {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	d := &Doc{}
-	for _, k := range keys {
-		d.Set(k, m[k])
-	}
-	return d
+	return out.Close()
 }

@@ -1,18 +1,22 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"dataservice/store/model"
+)
 
 // DryRunWork runs a dry-run load of entries on db and returns its result with the
 // work it did: the snapshot rows it looked up or read and the statements it ran in
 // its private database (copies and the load's own writes).
-func DryRunWork(ctx context.Context, db *DB, entries []*Entry, opts LoadOptions) (*LoadResult, int, int, error) {
+func DryRunWork(ctx context.Context, db *DB, entries []*model.Entry, opts LoadOptions) (*LoadResult, int, int, error) {
 	opts.DryRun = true
 	d, err := newDryRun(ctx, db)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	defer d.close()
-	res, _, err := d.priv.loadStream(ctx, func(yield func(*Entry) error) error {
+	res, _, err := d.priv.loadStream(ctx, func(yield func(*model.Entry) error) error {
 		for _, e := range entries {
 			if err := yield(e); err != nil {
 				return err

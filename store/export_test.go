@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 const exportDoc = `
@@ -176,10 +178,10 @@ func TestExportErrors(t *testing.T) {
 	db := newTestDB(t)
 	ctx := context.Background()
 	var buf bytes.Buffer
-	if err := db.Export(ctx, &buf, []string{"_user"}, "xml"); store.ErrorCode(err) != store.EInvalid {
+	if err := db.Export(ctx, &buf, []string{"_user"}, "xml"); store.ErrorCode(err) != model.EInvalid {
 		t.Fatalf("unknown format: got %v, want an invalid error", err)
 	}
-	if err := db.Export(ctx, &buf, []string{"nosuch"}, "yaml"); store.ErrorCode(err) != store.ENotFound {
+	if err := db.Export(ctx, &buf, []string{"nosuch"}, "yaml"); store.ErrorCode(err) != model.ENotFound {
 		t.Fatalf("unknown schema: got %v, want a not-found error", err)
 	}
 	for _, format := range []string{"yaml", "json"} {
@@ -189,7 +191,7 @@ func TestExportErrors(t *testing.T) {
 			if err := db.Export(ctx, &buf, []string{"_pipeline"}, format); err != nil {
 				t.Fatal(err)
 			}
-			entries, err := store.ParseDocument("export", buf.Bytes())
+			entries, err := codec.ParseDocument("export", buf.Bytes())
 			if err != nil {
 				t.Fatalf("parse export %q: %v", buf.String(), err)
 			}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // Deleting a field definition removes its values from every instance of the class in
@@ -55,7 +56,7 @@ func TestDeleteFieldDirectRemovesValues(t *testing.T) {
 		if err := tx.DeleteField(ctx, "server", "hostname"); err != nil {
 			return err
 		}
-		return store.Errorf(store.EInvalid, "roll back")
+		return model.Errorf(model.EInvalid, "roll back")
 	})
 	if err == nil {
 		t.Fatal("transaction did not fail")

@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"sync"
 	"time"
+
+	"dataservice/store/model"
 )
 
 // A request reads the schema generation counter (which keys the schema and
@@ -124,7 +126,7 @@ func (n *nullInstance) instance() (*Instance, error) {
 	if !n.id.Valid {
 		return nil, nil
 	}
-	data, err := decodeData(n.raw.String)
+	data, err := model.DecodeData(n.raw.String)
 	if err != nil {
 		return nil, err
 	}

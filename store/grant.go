@@ -5,47 +5,19 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
-
-// grantClasses are the classes whose instances confer permissions on someone.
-var grantClasses = map[string]bool{"_user": true, "_group": true, "_role": true, "_apikey": true}
-
-// granted is a set of permissions an object confers: all, or the listed ones.
-type granted struct {
-	all   bool
-	perms map[string]bool
-}
-
-// beyond lists the permissions g confers that auth does not hold ("every permission"
-// when g is all and auth is not).
-func (g granted) beyond(auth *Auth) []string {
-	if g.all {
-		if auth.HasAll() {
-			return nil
-		}
-		return []string{"every permission"}
-	}
-	var out []string
-	for p := range g.perms {
-		if !auth.Has(p) {
-			out = append(out, p)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
 
 // containGrant is grant containment: whoever writes a _user, _group, _role or _apikey
 // may only produce permissions it holds itself. The stored object (old) must not
 // confer more than the writer holds (so the password, enabled flag, keyname or
 // memberships of a more powerful account cannot be changed), nor may the new state
 // (next; nil for a delete).
-func (tx *Tx) containGrant(ctx context.Context, auth *Auth, s *Schema, old, next *Instance) error {
-	if auth == nil || auth.HasAll() || !grantClasses[s.Keyname] {
+func (tx *Tx) containGrant(ctx context.Context, auth *model.Auth, s *model.Schema, old, next *Instance) error {
+	if auth == nil || auth.HasAll() || !model.IsGrantClass(s.Keyname) {
 		return nil
 	}
 	m, err := readMembershipFrom(ctx, tx)
@@ -60,8 +32,8 @@ func (tx *Tx) containGrant(ctx context.Context, auth *Auth, s *Schema, old, next
 		if err != nil {
 			return err
 		}
-		if extra := g.beyond(auth); len(extra) > 0 {
-			return Errorf(EForbidden, "permission denied: %s %s would grant permissions you do not hold (%s)",
+		if extra := g.Beyond(auth); len(extra) > 0 {
+			return model.Errorf(model.EForbidden, "permission denied: %s %s would grant permissions you do not hold (%s)",
 				s.Keyname, clip.Text(in.Keyname), clip.Text(strings.Join(extra, ", ")))
 		}
 	}
@@ -69,24 +41,24 @@ func (tx *Tx) containGrant(ctx context.Context, auth *Auth, s *Schema, old, next
 }
 
 // grantOf is what the object in of class cls confers on whoever it reaches.
-func (tx *Tx) grantOf(ctx context.Context, m *membership, cls string, in *Instance) (granted, error) {
-	g := granted{perms: map[string]bool{}}
+func (tx *Tx) grantOf(ctx context.Context, m *membership, cls string, in *Instance) (model.Granted, error) {
+	g := model.Granted{Perms: map[string]bool{}}
 	addRole := func(r string) {
 		if r == RoleAdmin {
-			g.all = true
+			g.All = true
 		}
 		for _, p := range m.rolePerms[r] {
-			g.perms[p] = true
+			g.Perms[p] = true
 		}
 	}
 	switch cls {
 	case "_role":
 		// Its new permission list: what its users and groups receive.
 		if in.Keyname == RoleAdmin {
-			g.all = true
+			g.All = true
 		}
 		for _, p := range stringList(in.Data["permissions"]) {
-			g.perms[p] = true
+			g.Perms[p] = true
 		}
 	case "_group":
 		// What its members receive: the roles listing it or a group it is in.
@@ -115,7 +87,7 @@ func (tx *Tx) grantOf(ctx context.Context, m *membership, cls string, in *Instan
 		}
 	case "_user":
 		if in.Keyname == "admin" {
-			g.all = true
+			g.All = true
 		}
 		for _, r := range m.rolesOf(in.Keyname) {
 			addRole(r)
@@ -125,9 +97,9 @@ func (tx *Tx) grantOf(ctx context.Context, m *membership, cls string, in *Instan
 		if err != nil {
 			return g, err
 		}
-		g.all = all
+		g.All = all
 		for _, p := range perms {
-			g.perms[p] = true
+			g.Perms[p] = true
 		}
 		// The key acts as its user for task ownership: naming a user is reaching it.
 		if login, _ := in.Data["user"].(string); login != "" {
@@ -135,9 +107,9 @@ func (tx *Tx) grantOf(ctx context.Context, m *membership, cls string, in *Instan
 			if err != nil {
 				return g, err
 			}
-			g.all = g.all || ug.all
-			for p := range ug.perms {
-				g.perms[p] = true
+			g.All = g.All || ug.All
+			for p := range ug.Perms {
+				g.Perms[p] = true
 			}
 		}
 	}
@@ -147,7 +119,7 @@ func (tx *Tx) grantOf(ctx context.Context, m *membership, cls string, in *Instan
 // checkRenameReach refuses a cascading rename of in (of schema s) that would rewrite
 // instances of a schema auth may not update: the references it holds are data the
 // caller cannot change.
-func (tx *Tx) checkRenameReach(ctx context.Context, auth *Auth, s *Schema, in *Instance) error {
+func (tx *Tx) checkRenameReach(ctx context.Context, auth *model.Auth, s *model.Schema, in *Instance) error {
 	if auth == nil || auth.HasAll() {
 		return nil
 	}
@@ -160,7 +132,7 @@ func (tx *Tx) checkRenameReach(ctx context.Context, auth *Auth, s *Schema, in *I
 		if err != nil {
 			return err
 		}
-		if CanWrite(auth, rs, OpUpdate) {
+		if model.CanWrite(auth, rs, model.ActionUpdate) {
 			continue
 		}
 		const holds = `EXISTS (SELECT 1 FROM json_each(instances.data, '$.' || ?) WHERE value = ?)`
@@ -171,7 +143,7 @@ func (tx *Tx) checkRenameReach(ctx context.Context, auth *Auth, s *Schema, in *I
 		err = tx.QueryRowContext(ctx, `SELECT 1 FROM instances WHERE classname = ? AND `+holds+` LIMIT 1`,
 			ref[0], ref[1], in.Keyname).Scan(&one)
 		if err == nil {
-			return Errorf(EForbidden, "permission denied: renaming %s %s would rewrite references in %s, which you may not update",
+			return model.Errorf(model.EForbidden, "permission denied: renaming %s %s would rewrite references in %s, which you may not update",
 				s.Keyname, in.Keyname, ref[0])
 		}
 		if !errors.Is(err, sql.ErrNoRows) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // TestRenameRefusedWhenItRewritesUnwritableSchemas: a cascading rename that would
@@ -29,11 +30,11 @@ func TestRenameRefusedWhenItRewritesUnwritableSchemas(t *testing.T) {
 		old := instance(t, db, "place", from)
 		next := *old
 		next.Keyname = to
-		_, err = db.Apply(t.Context(), store.Write{Schema: s, Old: old, New: &next, Action: store.ActionUpdate}, store.ApplyOptions{Auth: auth})
+		_, err = db.Apply(t.Context(), store.Write{Schema: s, Old: old, New: &next, Action: model.ActionUpdate}, store.ApplyOptions{Auth: auth})
 		return err
 	}
 	err := rename("p1", "p1new")
-	if store.ErrorCode(err) != store.EForbidden || !strings.Contains(store.ErrorMessage(err), "would rewrite references in locked") {
+	if store.ErrorCode(err) != model.EForbidden || !strings.Contains(store.ErrorMessage(err), "would rewrite references in locked") {
 		t.Fatalf("rename of a referenced place: %v, want forbidden", err)
 	}
 	instance(t, db, "place", "p1")

@@ -8,6 +8,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // The shared helpers of the test kit, under the names these tests use.
@@ -53,14 +54,14 @@ func messages(r *store.LoadResult) string {
 func absent(tb testing.TB, db *store.DB, cls, key string) {
 	tb.Helper()
 	_, err := db.Instance(context.Background(), cls, key)
-	if got, want := store.ErrorCode(err), store.ENotFound; got != want {
+	if got, want := store.ErrorCode(err), model.ENotFound; got != want {
 		tb.Fatalf("read %s %s: error code %q (%v), want %q", cls, key, got, err, want)
 	}
 }
 
 // userAuth is a user context holding exactly perms.
-func userAuth(perms ...string) *store.Auth {
-	return &store.Auth{Kind: "user", Name: "tester", User: "tester", Perms: perms}
+func userAuth(perms ...string) *model.Auth {
+	return &model.Auth{Kind: "user", Name: "tester", User: "tester", Perms: perms}
 }
 
 // fmtValue renders a stored value with its Go type, so 1 and "1" differ.

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"dataservice/internal/clip"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // Instance is a record of a schema.
@@ -39,7 +41,7 @@ func scanInstance(r scanner) (*Instance, error) {
 		&in.CreatedAt, &in.UpdatedAt); err != nil {
 		return nil, err
 	}
-	data, err := decodeData(raw)
+	data, err := model.DecodeData(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +51,7 @@ func scanInstance(r scanner) (*Instance, error) {
 
 func notFoundInstance(cls, key string, err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
-		return Errorf(ENotFound, "%s %s not found", cls, clip.Quote(key))
+		return model.Errorf(model.ENotFound, "%s %s not found", cls, clip.Quote(key))
 	}
 	return fmt.Errorf("read %s %s: %w", cls, key, err)
 }
@@ -169,12 +171,6 @@ func (db *DB) CountInstances(ctx context.Context, cls string) (int, error) {
 	return n, nil
 }
 
-// refResolver answers the lookups value validation needs.
-type refResolver interface {
-	instanceExists(cls, key string) (bool, error)
-	enumValues(name string) (map[string]bool, error)
-}
-
 // txRefs answers value validation's lookups in a transaction, under the ctx of the
 // call that validates.
 type txRefs struct {
@@ -184,11 +180,11 @@ type txRefs struct {
 
 func (tx *Tx) refs(ctx context.Context) txRefs { return txRefs{tx, ctx} }
 
-func (r txRefs) instanceExists(cls, key string) (bool, error) {
+func (r txRefs) InstanceExists(cls, key string) (bool, error) {
 	return r.tx.instanceExists(r.ctx, cls, key)
 }
 
-func (r txRefs) enumValues(name string) (map[string]bool, error) { return r.tx.enumValues(r.ctx, name) }
+func (r txRefs) EnumValues(name string) (map[string]bool, error) { return r.tx.enumValues(r.ctx, name) }
 
 func (tx *Tx) instanceExists(ctx context.Context, cls, key string) (bool, error) {
 	if _, ok := tx.known[cls+"\x00"+key]; ok {
@@ -238,12 +234,12 @@ func (tx *Tx) enumValues(ctx context.Context, name string) (map[string]bool, err
 func EnumValues(in *Instance) map[string]bool {
 	content, _ := in.Data["content"].(string)
 	vals := map[string]bool{}
-	entries, err := ParseDocument("content", []byte(content))
+	entries, err := codec.ParseDocument("content", []byte(content))
 	if err != nil {
 		return vals
 	}
 	for _, e := range entries {
-		if v, ok := scalarText(e.Fields["value"]); ok && v != "" {
+		if v, ok := model.ScalarText(e.Fields["value"]); ok && v != "" {
 			vals[v] = true
 		}
 	}
@@ -252,11 +248,11 @@ func EnumValues(in *Instance) map[string]bool {
 
 // instanceDoc is the revision form of an instance, secrets masked. dataJSON, when
 // not empty, is in.Data already encoded (and free of secrets).
-func instanceDoc(s *Schema, in *Instance, dataJSON string) string {
+func instanceDoc(s *model.Schema, in *Instance, dataJSON string) string {
 	if in == nil {
 		return ""
 	}
-	if dataJSON != "" && !s.hasSecrets() {
+	if dataJSON != "" && !s.HasSecrets() {
 		// The same bytes json.Marshal would write for the map below (keys sorted).
 		var b strings.Builder
 		b.Grow(len(dataJSON) + len(in.Keyname) + len(in.Displayname) + 64)
@@ -271,13 +267,13 @@ func instanceDoc(s *Schema, in *Instance, dataJSON string) string {
 		b.WriteString("}")
 		return b.String()
 	}
-	data := cloneMap(in.Data)
+	data := model.CloneMap(in.Data)
 	for k := range data {
 		if f := s.Field(k); f != nil && f.Dataformat == "secret" {
 			data[k] = "********"
 		}
 	}
-	return mustJSON(map[string]any{"keyname": in.Keyname, "displayname": in.Displayname,
+	return model.MustJSON(map[string]any{"keyname": in.Keyname, "displayname": in.Displayname,
 		"is_enabled": in.IsEnabled, "data": data})
 }
 
@@ -311,12 +307,12 @@ func (tx *Tx) revision(ctx context.Context, cls, key, action, before, after stri
 // It also reports differs: a value it checked encodes differently from old's under a
 // key that is valid UTF-8 (or one of them has no value there), so the data's encoding
 // differs from old's. false says nothing either way.
-func (tx *Tx) prepare(ctx context.Context, s *Schema, in, old *Instance) (differs bool, err error) {
+func (tx *Tx) prepare(ctx context.Context, s *model.Schema, in, old *Instance) (differs bool, err error) {
 	if in.Data == nil {
 		in.Data = map[string]any{}
 	}
 	data := in.Data
-	var refs refResolver // made once, when a value needs checking
+	var refs model.RefResolver // made once, when a value needs checking
 	// Only existing keys are rewritten or deleted while ranging, which Go allows.
 	for k, v := range data {
 		if old != nil {
@@ -346,13 +342,13 @@ func (tx *Tx) prepare(ctx context.Context, s *Schema, in, old *Instance) (differ
 		if refs == nil {
 			refs = tx.refs(ctx)
 		}
-		nv, present, err := f.normalize(v, refs)
+		nv, present, err := f.Normalize(v, refs)
 		if err != nil {
 			return false, err
 		}
 		if old != nil && !differs && utf8.ValidString(k) {
 			ov, had := old.Data[k]
-			differs = had != present || present && !sameJSONValue(ov, nv)
+			differs = had != present || present && !model.SameJSONValue(ov, nv)
 		}
 		if present {
 			if sv, isText := stored.(string); isText {
@@ -365,7 +361,7 @@ func (tx *Tx) prepare(ctx context.Context, s *Schema, in, old *Instance) (differ
 			delete(data, k)
 		}
 	}
-	return differs, checkCardinality(s, data)
+	return differs, s.CheckCardinality(data)
 }
 
 // deepEqual is reflect.DeepEqual with the common scalar cases compared directly.
@@ -384,26 +380,6 @@ func deepEqual(a, b any) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-func checkCardinality(s *Schema, data map[string]any) error {
-	for _, f := range s.Fields {
-		if f.CardinalMin <= 0 || f.Dataformat == "external" {
-			continue
-		}
-		n := 0
-		switch v := data[f.Keyname].(type) {
-		case nil:
-		case []any:
-			n = len(v)
-		default:
-			n = 1
-		}
-		if n < f.CardinalMin {
-			return Errorf(EInvalid, "field %s: needs at least %d value(s)", f.Keyname, f.CardinalMin)
-		}
-	}
-	return nil
-}
-
 const insertInstance = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
 	VALUES(` + nextInstanceID + `, ?, ?, ?, ?, ?, ?, ?)`
 
@@ -411,7 +387,7 @@ const insertInstance = `INSERT INTO instances(id, classname, keyname, displaynam
 // the revision and collects the addresses of its ipv4 fields (collectIPs, whose
 // warnings it returns). With ifAbsent, an insert whose keyname exists writes nothing
 // and reports false.
-func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, data string, ifAbsent bool) (inserted bool, warnings []string, err error) {
+func (tx *Tx) write(ctx context.Context, s *model.Schema, old, in *Instance, action model.Action, data string, ifAbsent bool) (inserted bool, warnings []string, err error) {
 	now := tx.db.now()
 	if old == nil || in.Keyname != old.Keyname {
 		if err := tx.fromSnapshot(ctx, in.Classname, in.Keyname); err != nil {
@@ -426,7 +402,7 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 		res, err := tx.exec(ctx, q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
 		if err != nil {
 			if isUnique(err) {
-				return false, nil, Errorf(EConflict, "%s %s already exists", in.Classname, clip.Quote(in.Keyname))
+				return false, nil, model.Errorf(model.EConflict, "%s %s already exists", in.Classname, clip.Quote(in.Keyname))
 			}
 			return false, nil, fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
 		}
@@ -446,7 +422,7 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 		}
 		if _, err := tx.exec(ctx, q, args...); err != nil {
 			if isUnique(err) {
-				return false, nil, Errorf(EConflict, "%s %s already exists", in.Classname, clip.Quote(in.Keyname))
+				return false, nil, model.Errorf(model.EConflict, "%s %s already exists", in.Classname, clip.Quote(in.Keyname))
 			}
 			return false, nil, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
 		}
@@ -467,7 +443,7 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 	if old != nil {
 		before = instanceDoc(s, old, old.raw)
 	}
-	if err := tx.revision(ctx, in.Classname, in.Keyname, action, before, instanceDoc(s, in, data)); err != nil {
+	if err := tx.revision(ctx, in.Classname, in.Keyname, string(action), before, instanceDoc(s, in, data)); err != nil {
 		return false, nil, err
 	}
 	if _, warnings, err = tx.collectIPs(ctx, s, in); err != nil {
@@ -477,7 +453,7 @@ func (tx *Tx) write(ctx context.Context, s *Schema, old, in *Instance, action, d
 }
 
 // deleteInstance deletes an instance and writes its revision.
-func (tx *Tx) deleteInstance(ctx context.Context, s *Schema, in *Instance) error {
+func (tx *Tx) deleteInstance(ctx context.Context, s *model.Schema, in *Instance) error {
 	if _, err := tx.exec(ctx, "DELETE FROM instances WHERE id = ?", in.ID); err != nil {
 		return fmt.Errorf("delete %s %s: %w", in.Classname, in.Keyname, err)
 	}
@@ -490,15 +466,6 @@ func (tx *Tx) deleteInstance(ctx context.Context, s *Schema, in *Instance) error
 	}
 	tx.forget()
 	return tx.revision(ctx, in.Classname, in.Keyname, "delete", instanceDoc(s, in, in.raw), "")
-}
-
-func (s *Schema) hasSecrets() bool {
-	for _, f := range s.Fields {
-		if f.Dataformat == "secret" {
-			return true
-		}
-	}
-	return false
 }
 
 // jsonString is s as a JSON string, escaped as encoding/json escapes it.

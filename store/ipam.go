@@ -4,20 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-)
 
-// ipv4AddressFields lists the fields of s holding single IPv4 addresses (dataformat
-// ipv4 without the subnet extension): the values IP collection looks at.
-func (s *Schema) ipv4AddressFields() []*Field {
-	var out []*Field
-	for _, f := range s.Fields {
-		if f.Dataformat == "ipv4" && !strings.Contains(f.DataformatExt, "subnet") {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+	"dataservice/store/model"
+)
 
 // collectIPs creates, for every address in the ipv4 fields of in, the missing ipam_ip
 // instance with collected: true (written addresses are collected). ipam_ip itself and
@@ -29,11 +18,11 @@ func (s *Schema) ipv4AddressFields() []*Field {
 // the dataformat of collected) and gets its revision as any created instance. An
 // address the schema refuses is not collected: the write that holds it succeeds, and
 // the refusal comes back as a warning naming the address and the reason.
-func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (created int, warnings []string, err error) {
+func (tx *Tx) collectIPs(ctx context.Context, s *model.Schema, in *Instance) (created int, warnings []string, err error) {
 	if s.Keyname == "ipam_ip" {
 		return 0, nil, nil
 	}
-	fields := s.ipv4AddressFields()
+	fields := s.IPv4AddressFields()
 	if len(fields) == 0 {
 		return 0, nil, nil
 	}
@@ -54,7 +43,7 @@ func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (created 
 		}
 		for _, v := range values {
 			addr, _ := v.(string)
-			hex, err := HexIP(addr)
+			hex, err := model.HexIP(addr)
 			if err != nil {
 				continue
 			}
@@ -64,14 +53,14 @@ func (tx *Tx) collectIPs(ctx context.Context, s *Schema, in *Instance) (created 
 			// Insert-if-absent instead of a lookup and an insert: most addresses repeat.
 			ip := &Instance{Classname: "ipam_ip", Keyname: hex, Displayname: addr, IsEnabled: true,
 				Data: map[string]any{"collected": true}}
-			_, err = tx.Apply(ctx, Write{Schema: ipSchema, New: ip, Action: ActionCreate, ifAbsent: true},
-				ApplyOptions{Auth: SystemAuth()})
+			_, err = tx.Apply(ctx, Write{Schema: ipSchema, New: ip, Action: model.ActionCreate, ifAbsent: true},
+				ApplyOptions{Auth: model.SystemAuth()})
 			switch {
 			case err == nil:
 				created++
 			case errors.Is(err, errExists):
 				tx.remember("ipam_ip", hex)
-			case ErrorCode(err) == EInternal:
+			case ErrorCode(err) == model.EInternal:
 				return created, warnings, fmt.Errorf("collect %s: %w", addr, err)
 			default:
 				// A refusal writes nothing: the transaction goes on. The address may be
@@ -127,7 +116,7 @@ func (db *DB) CollectIPs(ctx context.Context, author string) (CollectResult, err
 		if err != nil {
 			return res, err
 		}
-		if name == "ipam_ip" || len(s.ipv4AddressFields()) == 0 {
+		if name == "ipam_ip" || len(s.IPv4AddressFields()) == 0 {
 			continue
 		}
 		var after int64

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // IP collection writes through the apply path: a collected address is validated
@@ -94,7 +95,7 @@ func TestCollectedIPsFollowTheIPAMIPSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := db.Apply(t.Context(), store.Write{Schema: s, Action: store.ActionCreate,
+		out, err := db.Apply(t.Context(), store.Write{Schema: s, Action: model.ActionCreate,
 			New: &store.Instance{Classname: "nic", Keyname: "n2", IsEnabled: true, Data: map[string]any{"ip": "10.7.0.4"}}},
 			store.ApplyOptions{Auth: userAuth("p_nic_create")})
 		if err != nil {
@@ -106,7 +107,7 @@ func TestCollectedIPsFollowTheIPAMIPSchema(t *testing.T) {
 		absent(t, db, "ipam_ip", "0a070004")
 		// Once the schema accepts it, the same writer's next write collects the address.
 		mustLoad(t, db, `{classname: _schema, keyname: ipam_ip, owner: {dataformat: string, cardinal_min: 0}}`, store.LoadOptions{})
-		out, err = db.Apply(t.Context(), store.Write{Schema: s, Action: store.ActionCreate,
+		out, err = db.Apply(t.Context(), store.Write{Schema: s, Action: model.ActionCreate,
 			New: &store.Instance{Classname: "nic", Keyname: "n3", IsEnabled: true, Data: map[string]any{"ip": "10.7.0.4"}}},
 			store.ApplyOptions{Auth: userAuth("p_nic_create")})
 		if err != nil || len(out.Warnings) != 0 {

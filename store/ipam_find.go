@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // IPv4Holder is an instance holding an address in one of its ipv4 fields.
@@ -28,11 +29,11 @@ type IPv4Search struct {
 const ipv4ScanBatch = 5000
 
 // FindIPv4Holders finds the instances that hold the dotted address addr in an ipv4
-// field (single addresses, not subnets), in the schemas may accepts. Field values are
+// field (single addresses, not subnets), in the schemas may accepts. model.Field values are
 // not indexed: it reads the schemas' rows in id order, at most budget of them in all,
 // testing each row's JSON text for the quoted address in SQL (only matching rows are
 // decoded), and stops at limit holders.
-func (db *DB) FindIPv4Holders(ctx context.Context, addr string, may func(*Schema) bool, budget, limit int) (*IPv4Search, error) {
+func (db *DB) FindIPv4Holders(ctx context.Context, addr string, may func(*model.Schema) bool, budget, limit int) (*IPv4Search, error) {
 	if _, err := ParseIPv4(addr); err != nil {
 		return nil, err
 	}
@@ -47,7 +48,7 @@ func (db *DB) FindIPv4Holders(ctx context.Context, addr string, may func(*Schema
 		if err != nil {
 			return nil, err
 		}
-		fields := s.ipv4AddressFields()
+		fields := s.IPv4AddressFields()
 		if len(fields) == 0 || !may(s) {
 			continue
 		}
@@ -70,7 +71,7 @@ func (db *DB) FindIPv4Holders(ctx context.Context, addr string, may func(*Schema
 
 // scanIPv4Holders reads s's rows into res until the end of s (done), the budget or
 // the limit.
-func (db *DB) scanIPv4Holders(ctx context.Context, s *Schema, fields []*Field, needle, addr string, budget, limit int, res *IPv4Search) (done bool, err error) {
+func (db *DB) scanIPv4Holders(ctx context.Context, s *model.Schema, fields []*model.Field, needle, addr string, budget, limit int, res *IPv4Search) (done bool, err error) {
 	var after int64
 	for {
 		n := min(ipv4ScanBatch, budget-res.Scanned)
@@ -100,7 +101,7 @@ func (db *DB) scanIPv4Holders(ctx context.Context, s *Schema, fields []*Field, n
 			if data == nil {
 				continue
 			}
-			m, err := decodeData(*data)
+			m, err := model.DecodeData(*data)
 			if err != nil {
 				rows.Close()
 				return false, fmt.Errorf("search %s %s for %s: %w", s.Keyname, key, addr, err)
@@ -148,8 +149,8 @@ func holds(v any, addr string) bool {
 // reference, single or multi-valued) holds key, in id order. It reads cls's rows, with
 // a text test in SQL before the exact one.
 func (db *DB) InstancesReferencing(ctx context.Context, cls, field, key string, limit int) ([]*Instance, error) {
-	if !fieldNameRE.MatchString(field) {
-		return nil, Errorf(EInvalid, "invalid field name %s", clip.Quote(field))
+	if !model.ValidFieldName(field) {
+		return nil, model.Errorf(model.EInvalid, "invalid field name %s", clip.Quote(field))
 	}
 	rows, err := db.r.QueryContext(ctx, `SELECT `+instanceCols+` FROM instances
 		WHERE classname = ? AND instr(data, ?) > 0

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+
+	"dataservice/store/model"
 )
 
 // IPv4 address arithmetic for the IPAM pages. An address is a uint32 in host order;
@@ -24,8 +26,8 @@ func (r IPRange) Contains(a uint32) bool { return a >= r.First && a <= r.Last }
 
 // ParseIPv4 parses a dotted IPv4 address (canonical form, as ipv4 fields hold it).
 func ParseIPv4(s string) (uint32, error) {
-	if err := CheckIPv4(s, ""); err != nil {
-		return 0, &Error{Code: EInvalid, Message: err.Error()}
+	if err := model.CheckIPv4(s, ""); err != nil {
+		return 0, &model.Error{Code: model.EInvalid, Message: err.Error()}
 	}
 	b := netip.MustParseAddr(s).As4()
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]), nil
@@ -34,8 +36,8 @@ func ParseIPv4(s string) (uint32, error) {
 // ParseSubnet parses an aligned IPv4 CIDR (A.B.C.D/N without host bits), the form of
 // ipam_subnet keynames.
 func ParseSubnet(s string) (netip.Prefix, error) {
-	if err := CheckIPv4(s, "subnet strict"); err != nil {
-		return netip.Prefix{}, &Error{Code: EInvalid, Message: err.Error()}
+	if err := model.CheckIPv4(s, "subnet strict"); err != nil {
+		return netip.Prefix{}, &model.Error{Code: model.EInvalid, Message: err.Error()}
 	}
 	return netip.MustParsePrefix(s), nil
 }
@@ -317,7 +319,7 @@ func (db *DB) SubnetAddresses(ctx context.Context, p netip.Prefix, from uint32, 
 		from = all.First
 	}
 	if !all.Contains(from) {
-		return nil, Errorf(EInvalid, "%s is not in %s", IPv4String(from), p)
+		return nil, model.Errorf(model.EInvalid, "%s is not in %s", IPv4String(from), p)
 	}
 	ips, err := db.IPsInRange(ctx, IPRange{First: from, Last: all.Last}, limit+1)
 	if err != nil {

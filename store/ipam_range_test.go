@@ -8,6 +8,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 func TestParseSubnetAndRanges(t *testing.T) {
@@ -46,7 +47,7 @@ func TestParseSubnetAndRanges(t *testing.T) {
 		"10.0.0.0/24 x": `"10.0.0.0/24 x" is not an IPv4 subnet (A.B.C.D/N)`,
 	} {
 		_, err := store.ParseSubnet(in)
-		if store.ErrorCode(err) != store.EInvalid || store.ErrorMessage(err) != msg {
+		if store.ErrorCode(err) != model.EInvalid || store.ErrorMessage(err) != msg {
 			t.Errorf("ParseSubnet(%q): got %v (%s), want invalid %s", in, err, store.ErrorCode(err), msg)
 		}
 	}
@@ -59,7 +60,7 @@ func TestParseSubnetAndRanges(t *testing.T) {
 			}
 			continue
 		}
-		if store.ErrorCode(err) != store.EInvalid || store.ErrorMessage(err) != want {
+		if store.ErrorCode(err) != model.EInvalid || store.ErrorMessage(err) != want {
 			t.Errorf("ParseIPv4(%q): got %v, want %s", in, err, want)
 		}
 	}
@@ -249,7 +250,7 @@ func TestSubnetAddresses(t *testing.T) {
 		}
 	}
 	p, _ := store.ParseSubnet("10.0.0.0/24")
-	if _, err := db.SubnetAddresses(ctx, p, mustAddr(t, "10.0.1.0"), 5); store.ErrorCode(err) != store.EInvalid {
+	if _, err := db.SubnetAddresses(ctx, p, mustAddr(t, "10.0.1.0"), 5); store.ErrorCode(err) != model.EInvalid {
 		t.Errorf("a start outside the subnet: got %v, want invalid", err)
 	}
 }
@@ -268,7 +269,7 @@ func TestFindIPv4Holders(t *testing.T) {
 - {classname: secret_box, keyname: s1, addr: 10.0.0.1}
 - {classname: ipam_subnet, keyname: 10.0.0.0/24, gateway: 10.0.0.1}
 `, store.LoadOptions{})
-	all := func(*store.Schema) bool { return true }
+	all := func(*model.Schema) bool { return true }
 	text := func(r *store.IPv4Search) string {
 		var out []string
 		for _, h := range r.Holders {
@@ -278,13 +279,13 @@ func TestFindIPv4Holders(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name          string
-		may           func(*store.Schema) bool
+		may           func(*model.Schema) bool
 		budget, limit int
 		want          string
 	}{
 		{"every readable schema", all, 1000, 100,
 			"box/b1.mgmt box/b2.extra box/b5.mgmt box/b5.extra ipam_subnet/10.0.0.0/24.gateway secret_box/s1.addr scanned=7 truncated=false unsearched=[]"},
-		{"only what may read", func(s *store.Schema) bool { return store.CanRead(userAuth("p_data_read"), s) }, 1000, 100,
+		{"only what may read", func(s *model.Schema) bool { return model.CanRead(userAuth("p_data_read"), s) }, 1000, 100,
 			"box/b1.mgmt box/b2.extra box/b5.mgmt box/b5.extra ipam_subnet/10.0.0.0/24.gateway scanned=6 truncated=false unsearched=[]"},
 		{"the budget ends inside a schema", all, 3, 100,
 			"box/b1.mgmt box/b2.extra scanned=3 truncated=false unsearched=[box ipam_subnet secret_box]"},
@@ -303,7 +304,7 @@ func TestFindIPv4Holders(t *testing.T) {
 			}
 		})
 	}
-	if _, err := db.FindIPv4Holders(ctx, "10.0.0.1/24", all, 10, 10); store.ErrorCode(err) != store.EInvalid {
+	if _, err := db.FindIPv4Holders(ctx, "10.0.0.1/24", all, 10, 10); store.ErrorCode(err) != model.EInvalid {
 		t.Errorf("a subnet as the address: got %v, want invalid", err)
 	}
 	r, err := db.FindIPv4Holders(ctx, "10.0.0.99", all, 1000, 100)
@@ -329,7 +330,7 @@ func TestInstancesReferencing(t *testing.T) {
 	if err != nil || len(got) != 1 {
 		t.Fatalf("limit: %v %v", got, err)
 	}
-	if _, err := db.InstancesReferencing(context.Background(), "ipam_vlan", "x') OR 1=1 --", "a", 1); store.ErrorCode(err) != store.EInvalid {
+	if _, err := db.InstancesReferencing(context.Background(), "ipam_vlan", "x') OR 1=1 --", "a", 1); store.ErrorCode(err) != model.EInvalid {
 		t.Fatalf("bad field name: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 func TestCheckKeyname(t *testing.T) {
@@ -32,12 +33,12 @@ func TestCheckKeyname(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := store.CheckKeyname(tt.key)
+			err := model.CheckKeyname(tt.key)
 			if got, want := err == nil, tt.ok; got != want {
 				t.Fatalf("CheckKeyname(%q): got error %v, want ok=%v", tt.key, err, want)
 			}
 			if err != nil {
-				if got, want := store.ErrorCode(err), store.EInvalid; got != want {
+				if got, want := store.ErrorCode(err), model.EInvalid; got != want {
 					t.Fatalf("error code: got %q, want %q", got, want)
 				}
 			}
@@ -88,24 +89,24 @@ func TestHexIP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in+" is "+tt.want, func(t *testing.T) {
-			got, err := store.HexIP(tt.in)
+			got, err := model.HexIP(tt.in)
 			if err != nil {
 				t.Fatalf("HexIP(%s): %v", tt.in, err)
 			}
 			if got != tt.want {
 				t.Fatalf("HexIP(%s): got %s, want %s", tt.in, got, tt.want)
 			}
-			if !store.IsDottedIPv4(tt.in) {
+			if !model.IsDottedIPv4(tt.in) {
 				t.Fatalf("IsDottedIPv4(%s): got false, want true", tt.in)
 			}
 		})
 	}
 	for _, in := range []string{"", "10.0.0", "10.0.0.256", "10.0.0.01", "::1", "::ffff:10.0.0.1", "10.0.0.1/32", " 10.0.0.1", "0a000001"} {
 		t.Run(strings.TrimSpace(in)+" is refused", func(t *testing.T) {
-			if got, err := store.HexIP(in); err == nil {
+			if got, err := model.HexIP(in); err == nil {
 				t.Fatalf("HexIP(%q): got %s, want an error", in, got)
 			}
-			if store.IsDottedIPv4(in) {
+			if model.IsDottedIPv4(in) {
 				t.Fatalf("IsDottedIPv4(%q): got true, want false", in)
 			}
 		})

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"dataservice/internal/clip"
 	"dataservice/rules"
+	"dataservice/store/model"
 )
 
 // Load outcomes, counted in LoadResult.
@@ -26,12 +26,12 @@ const (
 
 // LoadOptions tune a load.
 type LoadOptions struct {
-	// Auth decides what may be written; nil acts with every permission (the CLI).
-	Auth *Auth
-	// Author overrides the revisions' author (default: Auth.Author()).
+	// model.Auth decides what may be written; nil acts with every permission (the CLI).
+	Auth *model.Auth
+	// Author overrides the revisions' author (default: model.Auth.Author()).
 	Author string
 	// Action, when set, replaces every entry's _action.
-	Action string
+	Action model.Action
 	// DryRun computes the result and writes nothing.
 	DryRun bool
 	// System allows writing built-in objects (names starting with _) and marks
@@ -127,7 +127,7 @@ func (r *LoadResult) count(outcome string) {
 	}
 }
 
-func (r *LoadResult) fail(e *Entry, err error) {
+func (r *LoadResult) fail(e *model.Entry, err error) {
 	r.Errors++
 	if len(r.Messages) >= MaxErrorMessages {
 		return
@@ -145,8 +145,8 @@ func (r *LoadResult) fail(e *Entry, err error) {
 // Load loads entries, committing every BatchSize entries. Each entry is applied
 // atomically; a failed entry never stops the others. Entries that failed only for an
 // unresolved reference are retried once after all others.
-func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*LoadResult, error) {
-	return db.LoadStream(ctx, func(yield func(*Entry) error) error {
+func (db *DB) Load(ctx context.Context, entries []*model.Entry, opts LoadOptions) (*LoadResult, error) {
+	return db.LoadStream(ctx, func(yield func(*model.Entry) error) error {
 		for _, e := range entries {
 			if err := yield(e); err != nil {
 				return err
@@ -167,7 +167,7 @@ func (db *DB) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*Lo
 //
 // A dry run takes no writer: it reads a snapshot and writes into a private database
 // (dryrun.go).
-func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions) (*LoadResult, error) {
+func (db *DB) LoadStream(ctx context.Context, source func(yield func(*model.Entry) error) error, opts LoadOptions) (*LoadResult, error) {
 	target, dry := db, (*dryRun)(nil)
 	if opts.DryRun {
 		d, err := newDryRun(ctx, db)
@@ -181,7 +181,7 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 	if err != nil && dry != nil {
 		// The dry run wrote only in its private database: a full disk is its own.
 		err = dryNoSpace(dry.dir, err)
-		if ErrorCode(err) == EDiskFull {
+		if ErrorCode(err) == model.EDiskFull {
 			db.log.Warn("dry run failed: disk full", "dir", dry.dir, "error", errors.Unwrap(err))
 		}
 		return committed, err
@@ -194,7 +194,7 @@ func (db *DB) LoadStream(ctx context.Context, source func(yield func(*Entry) err
 
 // loadStream is LoadStream; with dry set, db is the dry run's private database and
 // the whole load is one transaction, rolled back.
-func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) error) error, opts LoadOptions, dry *dryRun) (res, committed *LoadResult, err error) {
+func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entry) error) error, opts LoadOptions, dry *dryRun) (res, committed *LoadResult, err error) {
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 1000
 	}
@@ -218,7 +218,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 		began = time.Now()
 		if dry != nil {
 			tx.dry, dry.tx = dry, tx
-			l.before = func(context.Context, *Entry) error { dry.before(); return nil }
+			l.before = func(context.Context, *model.Entry) error { dry.before(); return nil }
 		}
 		return nil
 	}
@@ -235,8 +235,8 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 		tx, inBatch = nil, 0
 		return err
 	}
-	var retry []*Entry
-	one := func(e *Entry, second bool) error {
+	var retry []*model.Entry
+	one := func(e *model.Entry, second bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -251,7 +251,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 		switch {
 		case err == nil:
 			res.count(outcome)
-		case !second && isUnresolved(err):
+		case !second && model.IsUnresolved(err):
 			retry = append(retry, e)
 		case Aborts(err):
 			return fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
@@ -266,7 +266,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 		}
 		return nil
 	}
-	pass := func(list []*Entry, second bool) error {
+	pass := func(list []*model.Entry, second bool) error {
 		for _, e := range list {
 			if err := one(e, second); err != nil {
 				return err
@@ -274,7 +274,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*Entry) err
 		}
 		return nil
 	}
-	if err := source(func(e *Entry) error { return one(e, false) }); err != nil {
+	if err := source(func(e *model.Entry) error { return one(e, false) }); err != nil {
 		return nil, committed, err
 	}
 	// Retry passes go on while they resolve something, so chains of forward
@@ -316,20 +316,20 @@ func loadAuthor(opts LoadOptions) string {
 // block is one transaction). The second pass runs as in DB.Load. Its revisions name
 // the load's author and are left out when the transaction or the load says so;
 // DryRun and BatchSize are the caller's business (it owns the transaction).
-func (tx *Tx) Load(ctx context.Context, entries []*Entry, opts LoadOptions) (*LoadResult, error) {
+func (tx *Tx) Load(ctx context.Context, entries []*model.Entry, opts LoadOptions) (*LoadResult, error) {
 	tx = tx.withRevisions(Revisions{Author: loadAuthor(opts), Off: tx.rev.Off || opts.NoRevisions})
 	l := &loader{tx: tx, opts: opts}
 	res := &LoadResult{DryRun: opts.DryRun}
 	list, last := entries, false
 	for len(list) > 0 {
-		var retry []*Entry
+		var retry []*model.Entry
 		for _, e := range list {
 			outcome, err := l.loadEntry(ctx, e)
 			l.report(res)
 			switch {
 			case err == nil:
 				res.count(outcome)
-			case !last && isUnresolved(err):
+			case !last && model.IsUnresolved(err):
 				retry = append(retry, e)
 			case Aborts(err):
 				return nil, fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
@@ -352,7 +352,7 @@ type loader struct {
 	sawExisting bool
 	// before, when set, runs before each entry is applied (a dry run counts the entry
 	// and calls its test hook there).
-	before func(context.Context, *Entry) error
+	before func(context.Context, *model.Entry) error
 	// warnings are the apply path's warnings (IP collection) not yet in the result.
 	warnings []string
 }
@@ -366,24 +366,24 @@ func (l *loader) report(res *LoadResult) {
 }
 
 // loadEntry applies one entry inside a savepoint so a failure leaves nothing behind.
-func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
+func (l *loader) loadEntry(ctx context.Context, e *model.Entry) (string, error) {
 	tx, opts := l.tx, l.opts
 	// The transform changes the entry in place: an entry retried by the second pass
 	// has been transformed already.
-	if opts.Transform != nil && !e.transformed {
-		if err := e.prepare(""); err != nil {
+	if opts.Transform != nil && !e.Transformed {
+		if err := e.Prepare(""); err != nil {
 			return "", err
 		}
 		discard, err := opts.Transform(e.Fields)
-		e.transformed = true
+		e.Transformed = true
 		if err != nil {
-			return "", Errorf(EInvalid, "%s", tx.transformMessage(ctx, e, err))
+			return "", model.Errorf(model.EInvalid, "%s", tx.transformMessage(ctx, e, err))
 		}
 		if discard {
 			return OutSkipped, nil
 		}
 	}
-	if err := e.prepare(opts.Action); err != nil {
+	if err := e.Prepare(opts.Action); err != nil {
 		return "", err
 	}
 	if l.before != nil {
@@ -406,7 +406,7 @@ func (l *loader) loadEntry(ctx context.Context, e *Entry) (string, error) {
 // transformMessage is the message of a load-time pipeline's failure on e. When e's
 // class has secret fields, a value the rule quoted is left out: it may be a plain
 // secret, copied to any field by an earlier rule.
-func (tx *Tx) transformMessage(ctx context.Context, e *Entry, err error) string {
+func (tx *Tx) transformMessage(ctx context.Context, e *model.Entry, err error) string {
 	var r interface{ Redacted() string }
 	if !errors.As(err, &r) {
 		return err.Error()
@@ -423,18 +423,18 @@ func (tx *Tx) transformMessage(ctx context.Context, e *Entry, err error) string 
 	return err.Error()
 }
 
-func (l *loader) applyEntry(ctx context.Context, e *Entry) (string, error) {
+func (l *loader) applyEntry(ctx context.Context, e *model.Entry) (string, error) {
 	tx, opts := l.tx, l.opts
 	if opts.Auth != nil && opts.Auth.ReadOnly {
-		return "", Errorf(EForbidden, "read-only credentials cannot load")
+		return "", model.Errorf(model.EForbidden, "read-only credentials cannot load")
 	}
 	switch e.Classname {
 	case "_schema", "_permission":
-		if p := classPermission(e.Classname); opts.Auth != nil && !opts.Auth.Has(p) {
-			return "", Errorf(EForbidden, "permission denied: %s needs %s", e.Classname, p)
+		if p := model.ClassPermission(e.Classname); opts.Auth != nil && !opts.Auth.Has(p) {
+			return "", model.Errorf(model.EForbidden, "permission denied: %s needs %s", e.Classname, p)
 		}
 		if e.Keyname == "" {
-			return "", Errorf(EInvalid, "entry has no keyname")
+			return "", model.Errorf(model.EInvalid, "entry has no keyname")
 		}
 		if e.Classname == "_schema" {
 			return tx.putSchema(ctx, e, e.Action, opts.System)
@@ -443,7 +443,7 @@ func (l *loader) applyEntry(ctx context.Context, e *Entry) (string, error) {
 	}
 	s, err := tx.Schema(ctx, e.Classname)
 	if IsNotFound(err) {
-		return "", Errorf(EInvalid, "unknown class %s", clip.Quote(e.Classname))
+		return "", model.Errorf(model.EInvalid, "unknown class %s", clip.Quote(e.Classname))
 	}
 	if err != nil {
 		return "", err
@@ -451,61 +451,11 @@ func (l *loader) applyEntry(ctx context.Context, e *Entry) (string, error) {
 	return l.putInstance(ctx, s, e)
 }
 
-// resolveKeyname applies the schema's keyname mode to the entry's keyname and displayname.
-func resolveKeyname(s *Schema, e *Entry) error {
-	mode := strings.Fields(s.KeynameMode)
-	switch {
-	case len(mode) > 0 && mode[0] == "hexip":
-		switch {
-		case e.HasDisplayname && e.Displayname != "":
-			hex, err := HexIP(strings.TrimSpace(e.Displayname))
-			if err != nil {
-				return Errorf(EInvalid, "%s: displayname %s must be an IPv4 address (keyname mode hexip)", s.Keyname, clip.Quote(e.Displayname))
-			}
-			if e.Keyname != "" && e.Keyname != hex && e.Keyname != strings.TrimSpace(e.Displayname) {
-				return Errorf(EInvalid, "%s: keyname %s does not match displayname %s (expected %s)", s.Keyname, clip.Quote(e.Keyname), e.Displayname, hex)
-			}
-			e.Displayname, e.Keyname = strings.TrimSpace(e.Displayname), hex
-		case IsDottedIPv4(e.Keyname):
-			e.Displayname, e.HasDisplayname = e.Keyname, true
-			e.Keyname, _ = HexIP(e.Keyname)
-		case isHexIP(e.Keyname):
-			// Named by its derived keyname: the address is derived back, so a new
-			// instance never lacks its displayname.
-			e.Displayname, e.HasDisplayname = dottedOfHex(e.Keyname), true
-		default:
-			return Errorf(EInvalid, "%s: keyname %s: keyname mode hexip needs an IPv4 address in displayname or keyname", s.Keyname, clip.Quote(e.Keyname))
-		}
-	case len(mode) > 1 && mode[0] == "dataformat":
-		f := &Field{Keyname: "keyname", Dataformat: mode[1], DataformatExt: strings.Join(mode[2:], " "), CardinalMax: 1}
-		v, _, err := f.normalizeOne(e.Keyname, nil)
-		if err != nil {
-			return Errorf(EInvalid, "%s: keyname %s is not valid for keyname mode %s: %s", s.Keyname, clip.Quote(e.Keyname), clip.Quote(s.KeynameMode), ErrorMessage(err))
-		}
-		if t, _ := scalarText(v); t != e.Keyname {
-			return Errorf(EInvalid, "%s: keyname %s is not in canonical form (%s)", s.Keyname, clip.Quote(e.Keyname), t)
-		}
-	}
-	return CheckKeyname(e.Keyname)
-}
-
-func isHexIP(s string) bool {
-	if len(s) != 8 {
-		return false
-	}
-	for _, c := range s {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
 // putInstance applies an instance entry of schema s: it builds the new state from the
 // entry and the stored object and hands it to the apply path.
-func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, error) {
+func (l *loader) putInstance(ctx context.Context, s *model.Schema, e *model.Entry) (string, error) {
 	tx, opts := l.tx, l.opts
-	if err := resolveKeyname(s, e); err != nil {
+	if err := e.ResolveKeyname(s); err != nil {
 		return "", err
 	}
 	ao := ApplyOptions{Auth: opts.Auth, System: opts.System}
@@ -516,9 +466,9 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 	// Insert first while entries keep being new (an initial load): one statement
 	// instead of a lookup and an insert. When the keyname exists, or the entry is not
 	// valid as a new object, the lookup path below decides with the stored object.
-	if e.Action == ActionCreate && !l.sawExisting && CanWrite(opts.Auth, s, OpCreate) {
+	if e.Action == model.ActionCreate && !l.sawExisting && model.CanWrite(opts.Auth, s, model.ActionCreate) {
 		if next, err := tx.buildInstance(ctx, s, e, nil, compareSecrets); err == nil {
-			out, err := tx.Apply(ctx, Write{Schema: s, New: next, Action: ActionCreate, validated: true, ifAbsent: true}, ao)
+			out, err := tx.Apply(ctx, Write{Schema: s, New: next, Action: model.ActionCreate, validated: true, ifAbsent: true}, ao)
 			if !errors.Is(err, errExists) {
 				l.warnings = append(l.warnings, out.Warnings...)
 				return out.Result, err
@@ -533,15 +483,15 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 	w := Write{Schema: s, Old: old, New: &Instance{Classname: s.Keyname, Keyname: e.Keyname}, Action: e.Action, validated: true}
 	// A load is refused before the entry is looked at when the caller may not make
 	// the write its action asks for, whatever the stored object holds.
-	if op := loadOp(e.Action, old); op != "" && (old != nil || e.Action == ActionCreate || e.Action == ActionInit) {
-		if err := authorizeWrite(opts.Auth, s, op); err != nil {
+	if op := loadOp(e.Action, old); op != "" && (old != nil || e.Action == model.ActionCreate || e.Action == model.ActionInit) {
+		if err := model.AuthorizeWrite(opts.Auth, s, op); err != nil {
 			return "", err
 		}
 	}
 	switch e.Action {
-	case ActionCreate, ActionUpdate, ActionInit:
-		if old != nil || e.Action != ActionUpdate {
-			if e.Action == ActionInit && old != nil {
+	case model.ActionCreate, model.ActionUpdate, model.ActionInit:
+		if old != nil || e.Action != model.ActionUpdate {
+			if e.Action == model.ActionInit && old != nil {
 				break
 			}
 			if w.New, err = tx.buildInstance(ctx, s, e, old, compareSecrets); err != nil {
@@ -556,20 +506,20 @@ func (l *loader) putInstance(ctx context.Context, s *Schema, e *Entry) (string, 
 
 // loadOp is the kind of write an entry's action asks of a stored object old (nil:
 // none), or "" when it writes nothing.
-func loadOp(action string, old *Instance) string {
+func loadOp(action model.Action, old *Instance) model.Action {
 	switch action {
-	case ActionCreate, ActionInit:
+	case model.ActionCreate, model.ActionInit:
 		if old == nil {
-			return OpCreate
+			return model.ActionCreate
 		}
-		if action == ActionInit {
-			return OpCreate
+		if action == model.ActionInit {
+			return model.ActionCreate
 		}
-		return OpUpdate
-	case ActionUpdate, ActionEnable, ActionDisable:
-		return OpUpdate
-	case ActionDelete:
-		return OpDelete
+		return model.ActionUpdate
+	case model.ActionUpdate, model.ActionEnable, model.ActionDisable:
+		return model.ActionUpdate
+	case model.ActionDelete:
+		return model.ActionDelete
 	}
 	return ""
 }
@@ -577,10 +527,10 @@ func loadOp(action string, old *Instance) string {
 // buildInstance merges the entry into old (nil: a new object with the fields'
 // defaults) and validates every value. With compareSecrets, a plain secret that verifies
 // against the stored hash keeps it (no change).
-func (tx *Tx) buildInstance(ctx context.Context, s *Schema, e *Entry, old *Instance, compareSecrets bool) (*Instance, error) {
+func (tx *Tx) buildInstance(ctx context.Context, s *model.Schema, e *model.Entry, old *Instance, compareSecrets bool) (*Instance, error) {
 	next := &Instance{Classname: s.Keyname, Keyname: e.Keyname, IsEnabled: true, Data: map[string]any{}}
 	if old != nil {
-		next.Displayname, next.IsEnabled, next.Data = old.Displayname, old.IsEnabled, cloneMap(old.Data)
+		next.Displayname, next.IsEnabled, next.Data = old.Displayname, old.IsEnabled, model.CloneMap(old.Data)
 	}
 	if e.HasDisplayname {
 		next.Displayname = e.Displayname
@@ -589,7 +539,7 @@ func (tx *Tx) buildInstance(ctx context.Context, s *Schema, e *Entry, old *Insta
 		next.IsEnabled = *e.IsEnabled
 	}
 	for _, k := range e.Order {
-		if headerKeys[k] || strings.HasPrefix(k, "_") {
+		if model.IsHeaderKey(k) || strings.HasPrefix(k, "_") {
 			continue
 		}
 		f := s.Field(k)
@@ -607,7 +557,7 @@ func (tx *Tx) buildInstance(ctx context.Context, s *Schema, e *Entry, old *Insta
 		if f.Dataformat == "secret" && old != nil && compareSecrets && sameSecret(v, old.Data[k]) {
 			continue // the plain text given is the one stored: keep its hash (no change)
 		}
-		nv, present, err := f.normalize(v, tx.refs(ctx))
+		nv, present, err := f.Normalize(v, tx.refs(ctx))
 		if err != nil {
 			return nil, err
 		}
@@ -622,21 +572,15 @@ func (tx *Tx) buildInstance(ctx context.Context, s *Schema, e *Entry, old *Insta
 			if _, ok := next.Data[f.Keyname]; ok || f.Default == nil || f.Dataformat == "external" {
 				continue
 			}
-			if nv, present, err := f.normalize(f.Default, tx.refs(ctx)); err == nil && present {
+			if nv, present, err := f.Normalize(f.Default, tx.refs(ctx)); err == nil && present {
 				next.Data[f.Keyname] = nv
 			}
 		}
 	}
-	if err := checkCardinality(s, next.Data); err != nil {
+	if err := s.CheckCardinality(next.Data); err != nil {
 		return nil, err
 	}
 	return next, nil
-}
-
-// dottedOfHex is the dotted IPv4 address of a hexip keyname (8 lowercase hex digits).
-func dottedOfHex(h string) string {
-	n, _ := strconv.ParseUint(h, 16, 32)
-	return fmt.Sprintf("%d.%d.%d.%d", n>>24, n>>16&255, n>>8&255, n&255)
 }
 
 // sameSecret reports whether v is plain text that verifies against the stored hash, so
@@ -645,8 +589,8 @@ func dottedOfHex(h string) string {
 func sameSecret(v, stored any) bool {
 	plain, ok := v.(string)
 	hash, _ := stored.(string)
-	if !ok || plain == "" || hash == "" || IsSecretHash(plain) {
+	if !ok || plain == "" || hash == "" || model.IsSecretHash(plain) {
 		return false
 	}
-	return VerifySecret(plain, hash)
+	return model.VerifySecret(plain, hash)
 }

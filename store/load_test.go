@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // seedServers loads the server schema, one site and the server srv1.
@@ -560,7 +561,7 @@ func TestLoadPermissions(t *testing.T) {
 	t.Run("read-only credentials are refused even with every permission", func(t *testing.T) {
 		db := newTestDB(t)
 		mustLoad(t, db, setup, store.LoadOptions{})
-		ro := &store.Auth{Kind: "apikey", Name: "k", All: true, ReadOnly: true}
+		ro := &model.Auth{Kind: "apikey", Name: "k", All: true, ReadOnly: true}
 		res := load(t, db, `
 - {classname: server, keyname: srv2}
 - {classname: _schema, keyname: rack}
@@ -661,7 +662,7 @@ func TestLoadActionOverride(t *testing.T) {
 		t.Run(tt.action+" replaces every entry's action", func(t *testing.T) {
 			db := newTestDB(t)
 			seedServers(t, db)
-			res := load(t, db, doc, store.LoadOptions{Action: tt.action})
+			res := load(t, db, doc, store.LoadOptions{Action: model.Action(tt.action)})
 			if got := counts(res); got != tt.want {
 				t.Fatalf("counts: got %s, want %s (%s)", got, tt.want, messages(res))
 			}
@@ -720,7 +721,7 @@ func TestLoadDryRun(t *testing.T) {
 	if got, want := queryString(t, db, "SELECT is_enabled || data FROM instances WHERE keyname = 'srv1'"), srv1; got != want {
 		t.Fatalf("srv1 after a dry run: got %s, want %s", got, want)
 	}
-	if _, err := db.Schema(context.Background(), "rack"); store.ErrorCode(err) != store.ENotFound {
+	if _, err := db.Schema(context.Background(), "rack"); store.ErrorCode(err) != model.ENotFound {
 		t.Fatalf("schema rack after a dry run: got error %v, want not found", err)
 	}
 }

@@ -5,27 +5,28 @@ import (
 	"strings"
 
 	"dataservice/rules"
+	"dataservice/store/model"
 )
 
 // LoadTransform is the load-time pipeline named name, as auth may use it: a pipeline
-// whose run_permission auth lacks is refused (EForbidden "permission denied"), a
-// disabled one or one whose content does not parse is EInvalid, an unknown one
-// ENotFound. The API's load endpoints and the console's import tool share it.
-func (db *DB) LoadTransform(ctx context.Context, auth *Auth, name string) (rules.Transform, error) {
+// whose run_permission auth lacks is refused (model.EForbidden "permission denied"), a
+// disabled one or one whose content does not parse is model.EInvalid, an unknown one
+// model.ENotFound. The API's load endpoints and the console's import tool share it.
+func (db *DB) LoadTransform(ctx context.Context, auth *model.Auth, name string) (rules.Transform, error) {
 	pl, err := db.PipelineByName(ctx, strings.TrimSpace(name))
 	if err != nil {
 		return nil, err
 	}
 	if pl.RunPermission != nil && !auth.Has(*pl.RunPermission) {
-		return nil, Errorf(EForbidden, "permission denied")
+		return nil, model.Errorf(model.EForbidden, "permission denied")
 	}
 	if !pl.IsEnabled {
 		// Refused at load time as it is for runs.
-		return nil, Errorf(EInvalid, "pipeline %s is disabled", pl.Keyname)
+		return nil, model.Errorf(model.EInvalid, "pipeline %s is disabled", pl.Keyname)
 	}
 	tf, err := rules.LoadTransform(pl.Content, db.Now)
 	if err != nil {
-		return nil, Errorf(EInvalid, "pipeline %s: invalid content: %s", pl.Keyname, err.Error())
+		return nil, model.Errorf(model.EInvalid, "pipeline %s: invalid content: %s", pl.Keyname, err.Error())
 	}
 	return tf, nil
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+
+	"dataservice/store/model"
 )
 
 // Migration is a write transaction of the start-up sequence: the bootstrap of an empty
@@ -27,13 +29,13 @@ func (db *DB) Migrate(ctx context.Context, fn func(m *Migration) error) error {
 
 // Apply is the apply path as the system identity, without revision.
 func (m *Migration) Apply(ctx context.Context, w Write) (Outcome, error) {
-	return m.Tx.Apply(ctx, w, ApplyOptions{Auth: SystemAuth(), System: true, Migration: true})
+	return m.Tx.Apply(ctx, w, ApplyOptions{Auth: model.SystemAuth(), System: true, Migration: true})
 }
 
 // ConvertKeyname changes an instance's keyname (and displayname) in place, without
 // validation, cascade or revision: the bulk conversions of blocks 4.8.0 and 4.9.0,
 // followed by one RewriteAllReferences pass. When another instance of the class holds
-// newKey, nothing changes and the error is EConflict; the transaction goes on.
+// newKey, nothing changes and the error is model.EConflict; the transaction goes on.
 func (m *Migration) ConvertKeyname(ctx context.Context, in *Instance, newKey, displayname string) error {
 	return m.convertKeyname(ctx, in, newKey, displayname)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // A start-up write goes through the apply path in its system mode: validated, as the
@@ -27,13 +28,13 @@ func TestMigrationApplyWritesNoRevision(t *testing.T) {
 		}
 		next := *old
 		next.Data = map[string]any{"hostname": host}
-		return store.Write{Schema: s, Old: old, New: &next, Action: store.ActionUpdate}
+		return store.Write{Schema: s, Old: old, New: &next, Action: model.ActionUpdate}
 	}
 
 	t.Run("in a transaction that records revisions, the migration write records none", func(t *testing.T) {
 		before := revs()
 		err := db.WithTxAs(ctx, store.Revisions{Author: "user:ops"}, func(tx *store.Tx) error {
-			if _, err := tx.Apply(ctx, update(tx, "h2"), store.ApplyOptions{Auth: store.SystemAuth(), System: true, Migration: true}); err != nil {
+			if _, err := tx.Apply(ctx, update(tx, "h2"), store.ApplyOptions{Auth: model.SystemAuth(), System: true, Migration: true}); err != nil {
 				return err
 			}
 			// The same transaction's ordinary writes keep their revisions.
@@ -64,17 +65,17 @@ func TestMigrationApplyWritesNoRevision(t *testing.T) {
 				return err
 			}
 			// Validated like any write: a bad address is refused, nothing written.
-			_, invalid = m.Apply(ctx, store.Write{Schema: s, Action: store.ActionCreate,
+			_, invalid = m.Apply(ctx, store.Write{Schema: s, Action: model.ActionCreate,
 				New: &store.Instance{Classname: "nic", Keyname: "n0", IsEnabled: true, Data: map[string]any{"ip": "10.0.0.300"}}})
 			// A created instance's address is collected, without revision either.
-			_, err = m.Apply(ctx, store.Write{Schema: s, Action: store.ActionCreate,
+			_, err = m.Apply(ctx, store.Write{Schema: s, Action: model.ActionCreate,
 				New: &store.Instance{Classname: "nic", Keyname: "n1", IsEnabled: true, Data: map[string]any{"ip": "10.8.0.1"}}})
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := store.ErrorCode(invalid), store.EInvalid; got != want {
+		if got, want := store.ErrorCode(invalid), model.EInvalid; got != want {
 			t.Fatalf("invalid address: error code %q (%v), want %q", got, invalid, want)
 		}
 		absent(t, db, "nic", "n0")
@@ -91,13 +92,13 @@ func TestMigrationApplyWritesNoRevision(t *testing.T) {
 		before := revs()
 		for _, opts := range []store.ApplyOptions{
 			{Migration: true},
-			{Auth: userAuth(store.PermDataAdmin), System: true, Migration: true},
+			{Auth: userAuth(model.PermDataAdmin), System: true, Migration: true},
 		} {
 			err := db.WithTx(ctx, func(tx *store.Tx) error {
 				_, err := tx.Apply(ctx, update(tx, "h5"), opts)
 				return err
 			})
-			if got, want := store.ErrorCode(err), store.EForbidden; got != want {
+			if got, want := store.ErrorCode(err), model.EForbidden; got != want {
 				t.Fatalf("%+v: error code %q (%v), want %q", opts, got, err, want)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // Permission is a named right.
@@ -44,7 +45,7 @@ func (tx *Tx) permission(ctx context.Context, key string) (*Permission, error) {
 	err := tx.queryRow(ctx, "SELECT id, keyname, displayname, description, is_builtin FROM permissions WHERE keyname = ?", key).
 		Scan(&p.ID, &p.Keyname, &p.Displayname, &p.Description, &p.IsBuiltin)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(ENotFound, "permission %s not found", clip.Quote(key))
+		return nil, model.Errorf(model.ENotFound, "permission %s not found", clip.Quote(key))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read permission %s: %w", key, err)
@@ -62,9 +63,9 @@ func (tx *Tx) deletePermission(ctx context.Context, key string) error {
 }
 
 // putPermission applies a `_permission` entry.
-func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string, error) {
+func (tx *Tx) putPermission(ctx context.Context, e *model.Entry, system bool) (string, error) {
 	if !permNameRE.MatchString(e.Keyname) {
-		return "", Errorf(EInvalid, "permission keyname %s is not valid", clip.Quote(e.Keyname))
+		return "", model.Errorf(model.EInvalid, "permission keyname %s is not valid", clip.Quote(e.Keyname))
 	}
 	old, err := tx.permission(ctx, e.Keyname)
 	if err != nil && !IsNotFound(err) {
@@ -75,18 +76,18 @@ func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string,
 	case "noop":
 		return OutSkipped, nil
 	case "enable", "disable":
-		return "", Errorf(EInvalid, "permissions cannot be enabled or disabled")
+		return "", model.Errorf(model.EInvalid, "permissions cannot be enabled or disabled")
 	case "delete":
 		if !exists {
 			return OutUnchanged, nil
 		}
 		if old.IsBuiltin {
-			return "", Errorf(EForbidden, "permission %s is built-in and cannot be deleted", clip.Quote(e.Keyname))
+			return "", model.Errorf(model.EForbidden, "permission %s is built-in and cannot be deleted", clip.Quote(e.Keyname))
 		}
 		if _, err := tx.exec(ctx, "DELETE FROM permissions WHERE id = ?", old.ID); err != nil {
 			return "", fmt.Errorf("delete permission %s: %w", e.Keyname, err)
 		}
-		return OutDeleted, tx.revision(ctx, "_permission", e.Keyname, "delete", mustJSON(old), "")
+		return OutDeleted, tx.revision(ctx, "_permission", e.Keyname, "delete", model.MustJSON(old), "")
 	case "init":
 		if exists && system && !old.IsBuiltin {
 			// A permission the built-in definitions add already exists as a user's: it
@@ -96,14 +97,14 @@ func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string,
 			if _, err := tx.exec(ctx, "UPDATE permissions SET is_builtin = 1 WHERE id = ?", old.ID); err != nil {
 				return "", fmt.Errorf("write permission %s: %w", e.Keyname, err)
 			}
-			return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, "update", mustJSON(old), mustJSON(next))
+			return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, "update", model.MustJSON(old), model.MustJSON(next))
 		}
 		if exists {
 			return OutUnchanged, nil
 		}
 	case "update":
 		if !exists {
-			return "", Errorf(ENotFound, "permission %s not found", clip.Quote(e.Keyname))
+			return "", model.Errorf(model.ENotFound, "permission %s not found", clip.Quote(e.Keyname))
 		}
 	}
 	next := Permission{Keyname: e.Keyname, IsBuiltin: system}
@@ -115,7 +116,7 @@ func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string,
 		next.Displayname = e.Displayname
 	}
 	if d, ok := e.Fields["description"]; ok {
-		next.Description, _ = scalarText(d)
+		next.Description, _ = model.ScalarText(d)
 	}
 	if exists && next == *old {
 		return OutUnchanged, nil
@@ -135,9 +136,9 @@ func (tx *Tx) putPermission(ctx context.Context, e *Entry, system bool) (string,
 		return "", fmt.Errorf("write permission %s: %w", e.Keyname, err)
 	}
 	if exists {
-		return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, "update", mustJSON(old), mustJSON(next))
+		return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, "update", model.MustJSON(old), model.MustJSON(next))
 	}
-	return OutCreated, tx.revision(ctx, "_permission", e.Keyname, "create", "", mustJSON(next))
+	return OutCreated, tx.revision(ctx, "_permission", e.Keyname, "create", "", model.MustJSON(next))
 }
 
 // codePermissions are built-in permissions the code defines beyond the seed's

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // A permission the built-in definitions add with the init action (the data-version
@@ -16,7 +17,7 @@ func TestSystemInitMakesAUsersPermissionBuiltin(t *testing.T) {
 		t.Fatalf("a user's permission is built-in: %d", got)
 	}
 	mustLoad(t, db, `- {classname: _permission, keyname: p_api_conf, description: builtin text}`,
-		store.LoadOptions{System: true, Action: store.ActionInit})
+		store.LoadOptions{System: true, Action: model.ActionInit})
 	if got := queryInt(t, db, "SELECT is_builtin FROM permissions WHERE keyname = 'p_api_conf'"); got != 1 {
 		t.Fatalf("is_builtin = %d after the built-in add, want 1", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"dataservice/rules"
+	"dataservice/store/model"
 )
 
 // Pipeline is a stored `_pipeline` instance.
@@ -40,7 +41,7 @@ func (db *DB) PipelineByName(ctx context.Context, name string) (*Pipeline, error
 	in, err := db.Instance(ctx, "_pipeline", name)
 	if err != nil {
 		if IsNotFound(err) {
-			return nil, Errorf(ENotFound, "pipeline not found")
+			return nil, model.Errorf(model.ENotFound, "pipeline not found")
 		}
 		return nil, err
 	}
@@ -52,7 +53,7 @@ func (db *DB) PipelineByID(ctx context.Context, id int64) (*Pipeline, error) {
 	in, err := db.InstanceByID(ctx, "_pipeline", id)
 	if err != nil {
 		if IsNotFound(err) {
-			return nil, Errorf(ENotFound, "pipeline not found")
+			return nil, model.Errorf(model.ENotFound, "pipeline not found")
 		}
 		return nil, err
 	}
@@ -64,17 +65,17 @@ func (db *DB) PipelineByID(ctx context.Context, id int64) (*Pipeline, error) {
 // rule's position ("content: rule 2: unknown rule ..."). Loads and updates of a
 // `_pipeline` both check content through it.
 func PipelineContent(v any) (string, error) {
-	text, _ := scalarText(v)
+	text, _ := model.ScalarText(v)
 	norm, changed := rules.Normalize(text)
 	if changed && norm == "[]" {
 		// Normalize is the migration's rule, which turns unparsable content into an
 		// empty list: a write is refused instead, naming what is wrong.
 		if err := rules.Check(text); err != nil {
-			return "", Errorf(EInvalid, "content: %v", err)
+			return "", model.Errorf(model.EInvalid, "content: %v", err)
 		}
 	}
 	if err := rules.Check(norm); err != nil {
-		return "", Errorf(EInvalid, "content: %v", err)
+		return "", model.Errorf(model.EInvalid, "content: %v", err)
 	}
 	return norm, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 func TestPipelineLookups(t *testing.T) {
@@ -51,7 +52,7 @@ func TestPipelineLookups(t *testing.T) {
 			return err
 		}(),
 	} {
-		if store.ErrorCode(err) != store.ENotFound || store.ErrorMessage(err) != "pipeline not found" {
+		if store.ErrorCode(err) != model.ENotFound || store.ErrorMessage(err) != "pipeline not found" {
 			t.Fatalf("%s: got %v, want not found \"pipeline not found\"", name, err)
 		}
 	}

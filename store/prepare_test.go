@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
+
+	"dataservice/store/model"
 )
 
 // TestPrepareDiffersOnlyWhenEncodingsDiffer: when validation reports that a value
@@ -18,7 +20,7 @@ func TestPrepareDiffersOnlyWhenEncodingsDiffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	res, err := db.Load(ctx, []*Entry{NewEntry(map[string]any{"classname": "_schema", "keyname": "thing",
+	res, err := db.Load(ctx, []*model.Entry{model.NewEntry(map[string]any{"classname": "_schema", "keyname": "thing",
 		"s": map[string]any{"dataformat": "string"}, "n": map[string]any{"dataformat": "int"},
 		"m": map[string]any{"dataformat": "string", "cardinal_max": 0}, "b": map[string]any{"dataformat": "boolean"}})}, LoadOptions{})
 	if err != nil || res.Errors != 0 {
@@ -60,8 +62,8 @@ func TestPrepareDiffersOnlyWhenEncodingsDiffer(t *testing.T) {
 		checked++
 		if differs {
 			differed++
-			if mustJSON(old.Data) == mustJSON(next.Data) {
-				t.Fatalf("differs, but both encode as %s", mustJSON(next.Data))
+			if model.MustJSON(old.Data) == model.MustJSON(next.Data) {
+				t.Fatalf("differs, but both encode as %s", model.MustJSON(next.Data))
 			}
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"dataservice/store/model"
 )
 
 // Registry keys used by the start-up sequence.
@@ -34,7 +36,7 @@ func registryGet(ctx context.Context, q queryRower, key string) (string, error) 
 	var v string
 	err := q.QueryRowContext(ctx, "SELECT value FROM registry WHERE key = ?", key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", Errorf(ENotFound, "registry key %s not found", key)
+		return "", model.Errorf(model.ENotFound, "registry key %s not found", key)
 	}
 	if err != nil {
 		return "", fmt.Errorf("read registry %s: %w", key, err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // RenameReport is what a cascading rename did.
@@ -19,24 +20,24 @@ type RenameReport struct {
 }
 
 // checkKeynameFor validates key against the schema's keyname mode.
-func checkKeynameFor(s *Schema, key, displayname string) error {
-	e := &Entry{Keyname: key}
+func checkKeynameFor(s *model.Schema, key, displayname string) error {
+	e := &model.Entry{Keyname: key}
 	if strings.HasPrefix(s.KeynameMode, "hexip") {
-		if !isHexIP(key) {
-			return Errorf(EInvalid, "%s: keyname %s is not 8 lowercase hex digits (keyname mode hexip)", s.Keyname, clip.Quote(key))
+		if !model.IsHexIP(key) {
+			return model.Errorf(model.EInvalid, "%s: keyname %s is not 8 lowercase hex digits (keyname mode hexip)", s.Keyname, clip.Quote(key))
 		}
 		if displayname != "" {
-			if hex, err := HexIP(displayname); err != nil || hex != key {
-				return Errorf(EInvalid, "%s: keyname %s does not match displayname %s", s.Keyname, clip.Quote(key), clip.Quote(displayname))
+			if hex, err := model.HexIP(displayname); err != nil || hex != key {
+				return model.Errorf(model.EInvalid, "%s: keyname %s does not match displayname %s", s.Keyname, clip.Quote(key), clip.Quote(displayname))
 			}
 		}
 		return nil
 	}
-	return resolveKeyname(s, e)
+	return e.ResolveKeyname(s)
 }
 
 // CheckRename reports whether in could be renamed to newKey (what a dry run checks).
-func (tx *Tx) CheckRename(ctx context.Context, s *Schema, in *Instance, newKey string) error {
+func (tx *Tx) CheckRename(ctx context.Context, s *model.Schema, in *Instance, newKey string) error {
 	if err := checkKeynameFor(s, newKey, in.Displayname); err != nil {
 		return err
 	}
@@ -45,7 +46,7 @@ func (tx *Tx) CheckRename(ctx context.Context, s *Schema, in *Instance, newKey s
 		return err
 	}
 	if exists {
-		return Errorf(EConflict, "%s %s already exists", s.Keyname, clip.Quote(newKey))
+		return model.Errorf(model.EConflict, "%s %s already exists", s.Keyname, clip.Quote(newKey))
 	}
 	return nil
 }
@@ -55,7 +56,7 @@ func (tx *Tx) CheckRename(ctx context.Context, s *Schema, in *Instance, newKey s
 // instance of every schema. A target that exists or that the keyname mode rejects
 // fails with an error and changes nothing. in is updated in place (and left as it was
 // when the rename fails).
-func (tx *Tx) Rename(ctx context.Context, s *Schema, in *Instance, newKey string) (*RenameReport, error) {
+func (tx *Tx) Rename(ctx context.Context, s *model.Schema, in *Instance, newKey string) (*RenameReport, error) {
 	rep := &RenameReport{From: in.Keyname, To: newKey}
 	if newKey == in.Keyname {
 		return rep, nil
@@ -79,7 +80,7 @@ func (tx *Tx) Rename(ctx context.Context, s *Schema, in *Instance, newKey string
 	return rep, nil
 }
 
-func (tx *Tx) rename(ctx context.Context, s *Schema, in *Instance, newKey string, rep *RenameReport) error {
+func (tx *Tx) rename(ctx context.Context, s *model.Schema, in *Instance, newKey string, rep *RenameReport) error {
 	before := instanceDoc(s, in, "")
 	old := in.Keyname
 	now := tx.db.now()
@@ -100,7 +101,7 @@ func (tx *Tx) rename(ctx context.Context, s *Schema, in *Instance, newKey string
 // validation, cascade or revision: only start-up migrations reach it
 // (Migration.ConvertKeyname), for bulk conversions followed by one reference rewrite.
 // When another instance of the class holds newKey, nothing changes and the error is
-// EConflict; the transaction goes on.
+// model.EConflict; the transaction goes on.
 func (tx *Tx) convertKeyname(ctx context.Context, in *Instance, newKey, displayname string) error {
 	tx.forget()
 	res, err := tx.exec(ctx, "UPDATE OR IGNORE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?",
@@ -111,9 +112,9 @@ func (tx *Tx) convertKeyname(ctx context.Context, in *Instance, newKey, displayn
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		// The unique (classname, keyname) index refused the row, or the row is gone.
 		if exists, xerr := tx.instanceExists(ctx, in.Classname, newKey); xerr == nil && exists {
-			return Errorf(EConflict, "%s %s already exists", in.Classname, clip.Quote(newKey))
+			return model.Errorf(model.EConflict, "%s %s already exists", in.Classname, clip.Quote(newKey))
 		}
-		return Errorf(ENotFound, "convert %s %s: instance not found", in.Classname, in.Keyname)
+		return model.Errorf(model.ENotFound, "convert %s %s: instance not found", in.Classname, in.Keyname)
 	}
 	in.Keyname, in.Displayname = newKey, displayname
 	return nil
@@ -310,7 +311,7 @@ func (tx *Tx) rewriteReferences(ctx context.Context, cls string, fields []string
 
 // rewriteInstance applies rename to fields of in and, when a value changed, writes
 // the new data with an "update" revision. It returns the number of values changed.
-func (tx *Tx) rewriteInstance(ctx context.Context, sch *Schema, in *Instance, fields []string, rename func(string) (string, bool)) (int, error) {
+func (tx *Tx) rewriteInstance(ctx context.Context, sch *model.Schema, in *Instance, fields []string, rename func(string) (string, bool)) (int, error) {
 	var data map[string]any
 	n := 0
 	for _, field := range fields {
@@ -318,7 +319,7 @@ func (tx *Tx) rewriteInstance(ctx context.Context, sch *Schema, in *Instance, fi
 		case string:
 			if to, ok := rename(v); ok {
 				if data == nil {
-					data = cloneMap(in.Data)
+					data = model.CloneMap(in.Data)
 				}
 				data[field] = to
 				n++
@@ -340,7 +341,7 @@ func (tx *Tx) rewriteInstance(ctx context.Context, sch *Schema, in *Instance, fi
 			}
 			if l != nil {
 				if data == nil {
-					data = cloneMap(in.Data)
+					data = model.CloneMap(in.Data)
 				}
 				data[field] = l
 			}
@@ -352,7 +353,7 @@ func (tx *Tx) rewriteInstance(ctx context.Context, sch *Schema, in *Instance, fi
 	next := *in
 	next.Data = data
 	next.UpdatedAt = tx.db.now()
-	if _, err := tx.exec(ctx, "UPDATE instances SET data = ?, updated_at = ? WHERE id = ?", mustJSON(data), next.UpdatedAt, in.ID); err != nil {
+	if _, err := tx.exec(ctx, "UPDATE instances SET data = ?, updated_at = ? WHERE id = ?", model.MustJSON(data), next.UpdatedAt, in.ID); err != nil {
 		return 0, fmt.Errorf("rewrite references in %s %s: %w", in.Classname, in.Keyname, err)
 	}
 	if tx.rev.Off { // skip building the revision documents (migrations rewrite many)

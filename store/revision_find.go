@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"dataservice/store/model"
 )
 
 // RevisionFilter selects revisions; empty fields select everything.
@@ -137,7 +139,7 @@ func (db *DB) RevisionByID(ctx context.Context, id int64) (Revision, error) {
 	err := db.r.QueryRowContext(ctx, `SELECT classname, keyname, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
 		FROM revisions WHERE id = ?`, id).Scan(&r.Classname, &r.Keyname, &r.Action, &r.Before, &r.After, &r.Author, &r.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Revision{}, Errorf(ENotFound, "revision %d not found", id)
+		return Revision{}, model.Errorf(model.ENotFound, "revision %d not found", id)
 	}
 	if err != nil {
 		return Revision{}, fmt.Errorf("read revision %d: %w", id, err)

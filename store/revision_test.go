@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 type revision struct {
@@ -116,10 +117,10 @@ func TestRevisionAuthor(t *testing.T) {
 		want string
 	}{
 		{"no credentials write as system", store.LoadOptions{}, "system"},
-		{"system context writes as system", store.LoadOptions{Auth: store.SystemAuth()}, "system"},
-		{"user context writes as user:LOGIN", store.LoadOptions{Auth: &store.Auth{Kind: "user", Name: "bob", All: true}}, "user:bob"},
-		{"API key context writes as apikey:KEYNAME", store.LoadOptions{Auth: &store.Auth{Kind: "apikey", Name: "k9", All: true}}, "apikey:k9"},
-		{"Author overrides the context", store.LoadOptions{Auth: &store.Auth{Kind: "user", Name: "bob", All: true}, Author: "task:abc123"}, "task:abc123"},
+		{"system context writes as system", store.LoadOptions{Auth: model.SystemAuth()}, "system"},
+		{"user context writes as user:LOGIN", store.LoadOptions{Auth: &model.Auth{Kind: "user", Name: "bob", All: true}}, "user:bob"},
+		{"API key context writes as apikey:KEYNAME", store.LoadOptions{Auth: &model.Auth{Kind: "apikey", Name: "k9", All: true}}, "apikey:k9"},
+		{"Author overrides the context", store.LoadOptions{Auth: &model.Auth{Kind: "user", Name: "bob", All: true}, Author: "task:abc123"}, "task:abc123"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

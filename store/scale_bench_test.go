@@ -16,6 +16,8 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // scaleN is the number of instances of the scale benchmarks: BENCH_N, default 100000.
@@ -70,15 +72,15 @@ func BenchmarkLoadScale(b *testing.B) {
 			}
 			testkit.ResetPeakRSS()
 			b.StartTimer()
-			readAll := func(fn func(*store.Entry) error) error {
+			readAll := func(fn func(*model.Entry) error) error {
 				f, err := os.Open(path)
 				if err != nil {
 					return err
 				}
 				defer f.Close()
-				return store.StreamDocument("load.yml", f, fn)
+				return codec.StreamDocument("load.yml", f, fn)
 			}
-			if err := readAll(func(*store.Entry) error { return nil }); err != nil {
+			if err := readAll(func(*model.Entry) error { return nil }); err != nil {
 				b.Fatal(err)
 			}
 			res, err := db.LoadStream(ctx, readAll, store.LoadOptions{})
@@ -219,7 +221,7 @@ func BenchmarkExportScale(b *testing.B) {
 						if err := rows.Scan(&id, &cls, &key, &disp, &en, &raw, &cr, &up); err != nil {
 							b.Fatal(err)
 						}
-						data, err := store.DecodeData(raw)
+						data, err := model.DecodeData(raw)
 						if err != nil {
 							b.Fatal(err)
 						}

@@ -8,52 +8,16 @@ import (
 	"fmt"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
-
-// Schema is a class of instances: its attributes and ordered fields.
-type Schema struct {
-	ID          int64
-	Keyname     string
-	Displayname string
-	Description string
-	KeynameMode string
-	IsEnabled   bool
-	IsBuiltin   bool
-	// Schema-level permissions; empty means the global p_data_* permission applies.
-	PRead, PCreate, PUpdate, PDelete, PAdmin string
-	// Options holds display hints (icon, page, order, handle_method, ...) as given.
-	Options map[string]any
-	Fields  []*Field
-	byName  map[string]*Field
-}
-
-// Field is a field definition of a schema.
-type Field struct {
-	ID            int64
-	Classname     string
-	Keyname       string
-	Displayname   string
-	Description   string
-	Dataformat    string
-	DataformatExt string
-	CardinalMin   int
-	CardinalMax   int
-	Default       any
-	Order         int
-	IsEnabled     bool
-	Options       map[string]any
-}
-
-// Field returns the field named name, or nil.
-func (s *Schema) Field(name string) *Field { return s.byName[name] }
 
 type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-func loadSchema(ctx context.Context, q querier, name string) (*Schema, error) {
-	s := &Schema{byName: map[string]*Field{}}
+func loadSchema(ctx context.Context, q querier, name string) (*model.Schema, error) {
+	s := &model.Schema{}
 	var opts string
 	var pr, pc, pu, pd, pa sql.NullString
 	err := q.QueryRowContext(ctx, `SELECT id, keyname, displayname, description, keyname_mode, is_enabled,
@@ -61,7 +25,7 @@ func loadSchema(ctx context.Context, q querier, name string) (*Schema, error) {
 		Scan(&s.ID, &s.Keyname, &s.Displayname, &s.Description, &s.KeynameMode, &s.IsEnabled, &s.IsBuiltin,
 			&pr, &pc, &pu, &pd, &pa, &opts)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(ENotFound, "schema %s not found", clip.Quote(name))
+		return nil, model.Errorf(model.ENotFound, "schema %s not found", clip.Quote(name))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read schema %s: %w", name, err)
@@ -76,7 +40,7 @@ func loadSchema(ctx context.Context, q querier, name string) (*Schema, error) {
 	}
 	defer rows.Close()
 	for rows.Next() {
-		f := &Field{Classname: name}
+		f := &model.Field{Classname: name}
 		var def sql.NullString
 		var fopts string
 		if err := rows.Scan(&f.ID, &f.Keyname, &f.Displayname, &f.Description, &f.Dataformat, &f.DataformatExt,
@@ -85,19 +49,18 @@ func loadSchema(ctx context.Context, q querier, name string) (*Schema, error) {
 		}
 		if def.Valid {
 			_ = json.Unmarshal([]byte(def.String), &f.Default)
-			f.Default = fromJSON(f.Default)
+			f.Default = model.FromJSON(f.Default)
 		}
 		_ = json.Unmarshal([]byte(fopts), &f.Options)
-		s.Fields = append(s.Fields, f)
-		s.byName[f.Keyname] = f
+		s.AddField(f)
 	}
 	return s, rows.Err()
 }
 
-// Schema returns the schema named name from the read cache.
+// model.Schema returns the schema named name from the read cache.
 // The cache is keyed by the schema_generation counter, which every transaction
 // that changes schemas bumps, so a change made by another process is seen at once.
-func (db *DB) Schema(ctx context.Context, name string) (*Schema, error) {
+func (db *DB) Schema(ctx context.Context, name string) (*model.Schema, error) {
 	gen, err := db.generation(ctx)
 	if err != nil {
 		return nil, err
@@ -119,7 +82,7 @@ func (db *DB) Schema(ctx context.Context, name string) (*Schema, error) {
 	// have read the old definition).
 	if db.local == local {
 		if db.schemas == nil || db.schemaGen != gen {
-			db.schemas, db.schemaGen = map[string]*Schema{}, gen
+			db.schemas, db.schemaGen = map[string]*model.Schema{}, gen
 		}
 		db.schemas[name] = s
 	}
@@ -135,8 +98,8 @@ func (db *DB) dropSchemaCache() {
 	db.mu.Unlock()
 }
 
-// Schema returns the schema named name as the transaction sees it.
-func (tx *Tx) Schema(ctx context.Context, name string) (*Schema, error) {
+// model.Schema returns the schema named name as the transaction sees it.
+func (tx *Tx) Schema(ctx context.Context, name string) (*model.Schema, error) {
 	if s, ok := tx.schemas[name]; ok {
 		return s, nil
 	}
@@ -162,7 +125,7 @@ func (tx *Tx) SchemaGeneration(ctx context.Context) (int64, error) {
 // schemasChanged drops the transaction's cache and marks the DB cache for dropping.
 func (tx *Tx) schemasChanged() {
 	tx.touched = true
-	tx.schemas = map[string]*Schema{}
+	tx.schemas = map[string]*model.Schema{}
 }
 
 // SchemaNames lists the keynames of all schemas.
@@ -181,53 +144,4 @@ func (db *DB) SchemaNames(ctx context.Context) ([]string, error) {
 		out = append(out, k)
 	}
 	return out, rows.Err()
-}
-
-// Doc returns the schema in the load format (a `_schema` entry): header and
-// attributes, `_options` (description and display hints, so a field named
-// description never collides with the attribute), then the fields in order.
-func (s *Schema) Doc() *Doc {
-	d := &Doc{}
-	d.Set("classname", "_schema")
-	d.Set("keyname", s.Keyname)
-	d.Set("displayname", s.Displayname)
-	d.Set("keyname_mode", s.KeynameMode)
-	d.Set("is_enabled", s.IsEnabled)
-	for _, kv := range [][2]string{{"p_read", s.PRead}, {"p_create", s.PCreate}, {"p_update", s.PUpdate},
-		{"p_delete", s.PDelete}, {"p_admin", s.PAdmin}} {
-		if kv[1] != "" {
-			d.Set(kv[0], kv[1])
-		}
-	}
-	opts := cloneMap(s.Options)
-	if s.Description != "" {
-		opts["description"] = s.Description
-	}
-	if len(opts) > 0 {
-		d.Set("_options", sortedDoc(opts))
-	}
-	for _, f := range s.Fields {
-		d.Set(f.Keyname, sortedDoc(f.doc()))
-	}
-	return d
-}
-
-func (f *Field) doc() map[string]any {
-	fd := map[string]any{
-		"displayname":    f.Displayname,
-		"description":    f.Description,
-		"dataformat":     f.Dataformat,
-		"dataformat_ext": f.DataformatExt,
-		"cardinal_min":   int64(f.CardinalMin),
-		"cardinal_max":   int64(f.CardinalMax),
-		"order":          int64(f.Order),
-		"is_enabled":     f.IsEnabled,
-	}
-	if f.Default != nil {
-		fd["default"] = f.Default
-	}
-	for k, v := range f.Options {
-		fd[k] = v
-	}
-	return fd
 }

@@ -7,9 +7,10 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
-func schema(tb testing.TB, db *store.DB, name string) *store.Schema {
+func schema(tb testing.TB, db *store.DB, name string) *model.Schema {
 	tb.Helper()
 	s, err := db.Schema(context.Background(), name)
 	if err != nil {
@@ -18,7 +19,7 @@ func schema(tb testing.TB, db *store.DB, name string) *store.Schema {
 	return s
 }
 
-func fieldNames(s *store.Schema) string {
+func fieldNames(s *model.Schema) string {
 	var names []string
 	for _, f := range s.Fields {
 		names = append(names, f.Keyname)
@@ -243,7 +244,7 @@ func TestSchemaDelete(t *testing.T) {
 		if got, want := res.Deleted, 2; got != want {
 			t.Fatalf("deleted: got %d, want %d", got, want)
 		}
-		if _, err := db.Schema(context.Background(), "server"); store.ErrorCode(err) != store.ENotFound {
+		if _, err := db.Schema(context.Background(), "server"); store.ErrorCode(err) != model.ENotFound {
 			t.Fatalf("schema after delete: got %v, want not found", err)
 		}
 		if got, want := queryInt(t, db, "SELECT count(*) FROM schema_fields WHERE classname = 'server'"), 0; got != want {

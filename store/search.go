@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // SearchCountSlack bounds the counting of a search's matches: without ListQuery.ExactCount
@@ -31,21 +32,21 @@ type ListQuery struct {
 }
 
 // sortColumn is the ORDER BY expression of ListQuery.Sort, or "" for id order.
-func sortColumn(s *Schema, sort string) (string, error) {
+func sortColumn(s *model.Schema, sort string) (string, error) {
 	col, desc := strings.CutPrefix(sort, "-")
 	var expr string
 	switch col {
 	case "", "id":
 		if desc {
-			return "", Errorf(EInvalid, "cannot sort by %s", clip.Quote(sort))
+			return "", model.Errorf(model.EInvalid, "cannot sort by %s", clip.Quote(sort))
 		}
 		return "", nil
 	case "keyname", "displayname", "is_enabled", "created_at", "updated_at":
 		expr = "i." + col
 	default:
 		f := s.Field(col)
-		if f == nil || f.Dataformat == "secret" || !fieldNameRE.MatchString(col) {
-			return "", Errorf(EInvalid, "cannot sort by %s", clip.Quote(col))
+		if f == nil || f.Dataformat == "secret" || !model.ValidFieldName(col) {
+			return "", model.Errorf(model.EInvalid, "cannot sort by %s", clip.Quote(col))
 		}
 		expr = "json_extract(i.data, '$." + col + "')"
 	}
@@ -75,10 +76,10 @@ const instanceColsI = "i.id, i.classname, i.keyname, i.displayname, i.is_enabled
 // ListInstances returns a page of the instances of s. Without a search the count is
 // the maintained per-schema count; a search reads the schema's rows in id order until
 // the page is full, and counts its matches up to a bound (see ListQuery.ExactCount).
-func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListResult, error) {
+func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (*ListResult, error) {
 	cls := s.Keyname
 	if q.Limit < 0 || q.Offset < 0 {
-		return nil, Errorf(EInvalid, "negative page size or offset")
+		return nil, model.Errorf(model.EInvalid, "negative page size or offset")
 	}
 	order, err := sortColumn(s, q.Sort)
 	if err != nil {
@@ -119,7 +120,7 @@ func (db *DB) ListInstances(ctx context.Context, s *Schema, q ListQuery) (*ListR
 		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
 		like := `(i.keyname LIKE ? ESCAPE '\' OR i.displayname LIKE ? ESCAPE '\'`
 		likeArgs := []any{pat, pat}
-		if !s.hasSecrets() {
+		if !s.HasSecrets() {
 			like += ` OR i.data LIKE ? ESCAPE '\'`
 			likeArgs = append(likeArgs, pat)
 		}
@@ -203,7 +204,7 @@ type rquerier interface {
 
 // SearchInstances returns a page of instances of s in id order whose keyname,
 // displayname or data contains search (see ListInstances), and the number of matches.
-func (db *DB) SearchInstances(ctx context.Context, s *Schema, search string, offset, limit int) ([]*Instance, int, error) {
+func (db *DB) SearchInstances(ctx context.Context, s *model.Schema, search string, offset, limit int) ([]*Instance, int, error) {
 	res, err := db.ListInstances(ctx, s, ListQuery{Search: search, Offset: offset, Limit: limit})
 	if err != nil {
 		return nil, 0, err

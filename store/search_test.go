@@ -15,6 +15,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // The trigram tokenizer (substring search) must be compiled into the SQLite driver.
@@ -78,7 +79,7 @@ func likeIDs(t *testing.T, db *store.DB, cls, search string, withData bool) []in
 	return ids
 }
 
-func listIDs(t *testing.T, db *store.DB, s *store.Schema, q store.ListQuery) ([]int64, *store.ListResult) {
+func listIDs(t *testing.T, db *store.DB, s *model.Schema, q store.ListQuery) ([]int64, *store.ListResult) {
 	t.Helper()
 	res, err := db.ListInstances(context.Background(), s, q)
 	if err != nil {

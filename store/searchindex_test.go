@@ -12,6 +12,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // checkSearchIndex is testkit.CheckSearchIndex.
@@ -132,7 +133,7 @@ func TestSearchIndexEveryWriter(t *testing.T) {
 		return c
 	}, randText(r, 5))
 	stored = append(stored, renamed.Keyname)
-	if _, err := db.Apply(ctx, store.Write{Schema: note, Old: old, New: &renamed, Action: store.ActionUpdate}, store.ApplyOptions{}); err != nil {
+	if _, err := db.Apply(ctx, store.Write{Schema: note, Old: old, New: &renamed, Action: model.ActionUpdate}, store.ApplyOptions{}); err != nil {
 		t.Fatalf("rename: %v", err)
 	}
 	checkSearchIndex(t, path, "rename")

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // TestReloadingTheSameSecretChangesNothing: a plain password or key secret that
@@ -28,7 +29,7 @@ func TestReloadingTheSameSecretChangesNothing(t *testing.T) {
 		t.Fatalf("a new password: updated %d, want %d", got, want)
 	}
 	stored, _ := instance(t, db, "_user", "carol").Data["password"].(string)
-	if !store.VerifySecret("second-pass", stored) || store.VerifySecret("first-pass", stored) {
+	if !model.VerifySecret("second-pass", stored) || model.VerifySecret("first-pass", stored) {
 		t.Fatalf("the stored hash is not the new password's")
 	}
 }

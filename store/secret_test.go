@@ -9,25 +9,26 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 func TestHashSecretRoundTrip(t *testing.T) {
-	h := store.HashSecret("correct horse")
+	h := model.HashSecret("correct horse")
 	if got, want := strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$"), true; got != want {
 		t.Fatalf("hash %q: not in the expected argon2id PHC form", h)
 	}
-	if got, want := store.IsSecretHash(h), true; got != want {
+	if got, want := model.IsSecretHash(h), true; got != want {
 		t.Fatalf("IsSecretHash: got %v, want %v", got, want)
 	}
-	if got, want := store.VerifySecret("correct horse", h), true; got != want {
+	if got, want := model.VerifySecret("correct horse", h), true; got != want {
 		t.Fatalf("verify right secret: got %v, want %v", got, want)
 	}
 	for _, wrong := range []string{"", "correct horse ", "Correct horse", "correct"} {
-		if store.VerifySecret(wrong, h) {
+		if model.VerifySecret(wrong, h) {
 			t.Fatalf("verify %q: got true, want false", wrong)
 		}
 	}
-	if h2 := store.HashSecret("correct horse"); h2 == h {
+	if h2 := model.HashSecret("correct horse"); h2 == h {
 		t.Fatalf("two hashes of one secret are equal (no salt): %s", h)
 	}
 	t.Run("changed key bytes do not verify", func(t *testing.T) {
@@ -39,16 +40,16 @@ func TestHashSecretRoundTrip(t *testing.T) {
 		key[0] ^= 1
 		parts[5] = base64.RawStdEncoding.EncodeToString(key)
 		tampered := strings.Join(parts, "$")
-		if !store.IsSecretHash(tampered) {
+		if !model.IsSecretHash(tampered) {
 			t.Fatalf("tampered hash %s is not well-formed", tampered)
 		}
-		if store.VerifySecret("correct horse", tampered) {
+		if model.VerifySecret("correct horse", tampered) {
 			t.Fatalf("tampered hash %s verified", tampered)
 		}
 	})
 	t.Run("empty secret hashes and verifies", func(t *testing.T) {
-		h := store.HashSecret("")
-		if !store.VerifySecret("", h) || store.VerifySecret("x", h) {
+		h := model.HashSecret("")
+		if !model.VerifySecret("", h) || model.VerifySecret("x", h) {
 			t.Fatalf("empty secret hash %s does not verify exactly the empty secret", h)
 		}
 	})
@@ -63,32 +64,32 @@ func sha256Hash(salt []byte, secret string) string {
 func TestVerifySHA256Form(t *testing.T) {
 	salt := []byte("0123456789abcdef")
 	h := sha256Hash(salt, "legacy-secret")
-	if got, want := store.IsSecretHash(h), true; got != want {
+	if got, want := model.IsSecretHash(h), true; got != want {
 		t.Fatalf("IsSecretHash(%s): got %v, want %v", h, got, want)
 	}
-	if got, want := store.VerifySecret("legacy-secret", h), true; got != want {
+	if got, want := model.VerifySecret("legacy-secret", h), true; got != want {
 		t.Fatalf("verify right secret: got %v, want %v", got, want)
 	}
-	if got, want := store.VerifySecret("legacy-secreT", h), false; got != want {
+	if got, want := model.VerifySecret("legacy-secreT", h), false; got != want {
 		t.Fatalf("verify wrong secret: got %v, want %v", got, want)
 	}
 	t.Run("digest is over the salt then the secret", func(t *testing.T) {
 		sum := sha256.Sum256([]byte("legacy-secret" + string(salt)))
 		swapped := "$sha256$" + hex.EncodeToString(salt) + "$" + hex.EncodeToString(sum[:])
-		if store.VerifySecret("legacy-secret", swapped) {
+		if model.VerifySecret("legacy-secret", swapped) {
 			t.Fatalf("verify with secret-then-salt digest: got true, want false")
 		}
 	})
 	t.Run("uppercase hex verifies", func(t *testing.T) {
 		upper := "$sha256$" + strings.ToUpper(h[len("$sha256$"):])
-		if got, want := store.VerifySecret("legacy-secret", upper), true; got != want {
+		if got, want := model.VerifySecret("legacy-secret", upper), true; got != want {
 			t.Fatalf("verify uppercase hex: got %v, want %v", got, want)
 		}
 	})
 }
 
 func TestMalformedHashesNeverVerify(t *testing.T) {
-	good := store.HashSecret("s")
+	good := model.HashSecret("s")
 	parts := strings.Split(good, "$") // "", argon2id, v=19, params, salt, key
 	argon := func(v, params, salt, key string) string {
 		return strings.Join([]string{"", "argon2id", v, params, salt, key}, "$")
@@ -121,10 +122,10 @@ func TestMalformedHashesNeverVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+" does not verify", func(t *testing.T) {
-			if store.IsSecretHash(tt.hash) {
+			if model.IsSecretHash(tt.hash) {
 				t.Fatalf("IsSecretHash(%q): got true, want false", tt.hash)
 			}
-			if store.VerifySecret("s", tt.hash) {
+			if model.VerifySecret("s", tt.hash) {
 				t.Fatalf("VerifySecret(s, %q): got true, want false", tt.hash)
 			}
 		})
@@ -138,7 +139,7 @@ const argonBytes = 19 << 20
 
 func TestVerifySecretCached(t *testing.T) {
 	db := newTestDB(t)
-	h1 := store.HashSecret("key-secret")
+	h1 := model.HashSecret("key-secret")
 	var ok bool
 	if n := allocated(func() { ok = db.VerifySecretCached("k1", "key-secret", h1) }); n < argonBytes || !ok {
 		t.Fatalf("first verification: ok=%v after %d bytes, want true after a full argon2id run", ok, n)
@@ -161,14 +162,14 @@ func TestVerifySecretCached(t *testing.T) {
 		}
 	})
 	t.Run("changed stored hash misses the cache", func(t *testing.T) {
-		h2 := store.HashSecret("rotated")
+		h2 := model.HashSecret("rotated")
 		if db.VerifySecretCached("k1", "key-secret", h2) {
 			t.Fatalf("old secret against the new hash: got true, want false")
 		}
 		if !db.VerifySecretCached("k1", "rotated", h2) {
 			t.Fatalf("new secret against the new hash: got false, want true")
 		}
-		h3 := store.HashSecret("key-secret")
+		h3 := model.HashSecret("key-secret")
 		if n := allocated(func() { ok = db.VerifySecretCached("k1", "key-secret", h3) }); n < argonBytes || !ok {
 			t.Fatalf("same secret, new hash: ok=%v after %d bytes, want true after a full run", ok, n)
 		}
@@ -202,7 +203,7 @@ func TestPasswordsAndKeySecretsAreHashedOnLoad(t *testing.T) {
 		t.Fatalf("load: %v %s", err, messages(res))
 	}
 	pw, _ := instance(t, db, "_user", "jdoe").Data["password"].(string)
-	if !strings.HasPrefix(pw, "$argon2id$") || !store.VerifySecret("pa55 word", pw) {
+	if !strings.HasPrefix(pw, "$argon2id$") || !model.VerifySecret("pa55 word", pw) {
 		t.Fatalf("stored password %q is not an argon2id hash of the given password", pw)
 	}
 	if got, want := instance(t, db, "_apikey", "k1").Data["secret"], any(legacy); got != want {
@@ -219,7 +220,7 @@ func TestPasswordsAndKeySecretsAreHashedOnLoad(t *testing.T) {
 // written, and it is not hashed as if it were a plain secret.
 func TestHeavyHashRefusedAtLoad(t *testing.T) {
 	db := newTestDB(t)
-	parts := strings.Split(store.HashSecret("x"), "$")
+	parts := strings.Split(model.HashSecret("x"), "$")
 	heavy := strings.Join([]string{"", "argon2id", "v=19", "m=1048576,t=16,p=1", parts[4], parts[5]}, "$")
 	entries := parse(t, "- {classname: _user, login: heavy}\n- {classname: _apikey, keyname: heavykey}\n")
 	entries[0].Set("password", heavy)
@@ -244,7 +245,7 @@ func TestHeavyHashRefusedAtLoad(t *testing.T) {
 // even right after the same secret was verified and cached.
 func TestCheckCredentialRefusalCostsTheSame(t *testing.T) {
 	db := newTestDB(t)
-	h := store.HashSecret("right")
+	h := model.HashSecret("right")
 	if ok, err := db.CheckCredential("k", "right", h, true); !ok || err != nil {
 		t.Fatal("usable credential with the right secret refused")
 	}

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"dataservice/store/model"
 )
 
 // Session is a web console sign-in. The token itself is never stored, only its hash.
@@ -72,11 +74,11 @@ func (db *DB) CreateSession(ctx context.Context, userID int64, login, address st
 }
 
 // Session returns the live session of token and records the request's time (at most
-// once a minute). A missing, expired or idle session is ENotFound; expired and idle
+// once a minute). A missing, expired or idle session is model.ENotFound; expired and idle
 // ones are deleted.
 func (db *DB) Session(ctx context.Context, token string, lim SessionLimits) (*Session, error) {
 	if token == "" || len(token) > 128 {
-		return nil, Errorf(ENotFound, "no session")
+		return nil, model.Errorf(model.ENotFound, "no session")
 	}
 	s := &Session{}
 	var created, seen, exp int64
@@ -84,7 +86,7 @@ func (db *DB) Session(ctx context.Context, token string, lim SessionLimits) (*Se
 		FROM sessions WHERE token_hash = ?`, tokenHash(token)).
 		Scan(&s.ID, &s.UserID, &s.Login, &s.CSRF, &s.Address, &created, &seen, &exp)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, Errorf(ENotFound, "no session")
+		return nil, model.Errorf(model.ENotFound, "no session")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read session: %w", err)
@@ -97,7 +99,7 @@ func (db *DB) Session(ctx context.Context, token string, lim SessionLimits) (*Se
 		if err := db.DeleteSession(ctx, s.ID); err != nil {
 			return nil, err
 		}
-		return nil, Errorf(ENotFound, "session expired")
+		return nil, model.Errorf(model.ENotFound, "session expired")
 	}
 	if now.Sub(s.LastSeen) >= time.Minute {
 		if _, err := db.execWriter(ctx, "UPDATE sessions SET last_seen = ? WHERE id = ?", now.Unix(), s.ID); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 func TestSessions(t *testing.T) {
@@ -137,7 +138,7 @@ func TestListInstancesSort(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"nope", "secret_code", "size; DROP TABLE instances", "-"} {
-		if _, err := db.ListInstances(ctx, sch, store.ListQuery{Limit: 2, Sort: bad}); store.ErrorCode(err) != store.EInvalid {
+		if _, err := db.ListInstances(ctx, sch, store.ListQuery{Limit: 2, Sort: bad}); store.ErrorCode(err) != model.EInvalid {
 			t.Fatalf("sort %q: %v", bad, err)
 		}
 	}

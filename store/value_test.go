@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // formatsSchema has one field per dataformat (string, text, int, float, boolean, date,
@@ -250,7 +251,7 @@ func TestSecretField(t *testing.T) {
 		if !strings.HasPrefix(stored, "$argon2id$") {
 			t.Fatalf("stored secret %q is not an argon2id hash", stored)
 		}
-		if got, want := store.VerifySecret("hunter2", stored), true; got != want {
+		if got, want := model.VerifySecret("hunter2", stored), true; got != want {
 			t.Fatalf("verify: got %v, want %v", got, want)
 		}
 	})

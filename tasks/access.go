@@ -7,6 +7,7 @@ import (
 
 	"dataservice/internal/clip"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // Callers that run pipelines and read tasks (the HTTP API and the web console) make
@@ -30,7 +31,7 @@ type RunRequest struct {
 	// Schemas are the schema names; items are trimmed and empty ones dropped.
 	Schemas []string
 	DryRun  bool
-	Auth    *store.Auth
+	Auth    *model.Auth
 	// OwnerType is OwnerAPI or OwnerConsole; the owner id is OwnerID(Auth).
 	OwnerType string
 }
@@ -44,10 +45,10 @@ type RunRequest struct {
 // to submit task" when it has none). It returns the pipeline and the task's handle.
 func (r *Runner) Start(ctx context.Context, q RunRequest) (*store.Pipeline, string, error) {
 	if !q.Auth.Has(PermRun) {
-		return nil, "", store.Errorf(store.EForbidden, "permission denied")
+		return nil, "", model.Errorf(model.EForbidden, "permission denied")
 	}
 	if q.Auth != nil && q.Auth.ReadOnly {
-		return nil, "", store.Errorf(store.EForbidden, "API key is read-only")
+		return nil, "", model.Errorf(model.EForbidden, "API key is read-only")
 	}
 	var schemas []string
 	for _, s := range q.Schemas {
@@ -56,11 +57,11 @@ func (r *Runner) Start(ctx context.Context, q RunRequest) (*store.Pipeline, stri
 		}
 	}
 	if len(schemas) == 0 {
-		return nil, "", store.Errorf(store.EInvalid, "missing required parameter: schema")
+		return nil, "", model.Errorf(model.EInvalid, "missing required parameter: schema")
 	}
 	ident := strings.TrimSpace(q.Pipeline)
 	if ident == "" {
-		return nil, "", store.Errorf(store.EInvalid, "missing pipeline identifier")
+		return nil, "", model.Errorf(model.EInvalid, "missing pipeline identifier")
 	}
 	pl, err := r.FindPipeline(ctx, ident)
 	if err != nil {
@@ -73,14 +74,14 @@ func (r *Runner) Start(ctx context.Context, q RunRequest) (*store.Pipeline, stri
 		// the submission's: the seed answers a failed submission 400 with that message.
 		err = r.db.NoSpace(err)
 		msg := "failed to submit task" // the seed's text when the submission gives none
-		if store.ErrorCode(err) != store.EInternal {
+		if store.ErrorCode(err) != model.EInternal {
 			if m := store.ErrorMessage(err); m != "" {
 				msg = m
 			}
 		} else {
 			r.log.Error("submit task", "pipeline", pl.Keyname, "error", err)
 		}
-		return nil, "", store.Errorf(store.EInvalid, "%s", msg)
+		return nil, "", model.Errorf(model.EInvalid, "%s", msg)
 	}
 	return pl, handle, nil
 }
@@ -88,7 +89,7 @@ func (r *Runner) Start(ctx context.Context, q RunRequest) (*store.Pipeline, stri
 // FindPipeline finds a pipeline by id or keyname: a text of digits only is looked up
 // as an id first, then as a keyname; any other as a keyname.
 func (r *Runner) FindPipeline(ctx context.Context, ident string) (*store.Pipeline, error) {
-	notFound := store.Errorf(store.ENotFound, "pipeline not found")
+	notFound := model.Errorf(model.ENotFound, "pipeline not found")
 	if len(ident) > 256 {
 		return nil, notFound
 	}
@@ -107,34 +108,34 @@ func (r *Runner) FindPipeline(ctx context.Context, ident string) (*store.Pipelin
 
 // MayRun reports (nil) whether auth may run pl: it must be enabled and auth must hold
 // its run_permission when it has one. The submission checks it too.
-func MayRun(auth *store.Auth, pl *store.Pipeline) error {
+func MayRun(auth *model.Auth, pl *store.Pipeline) error {
 	if !pl.IsEnabled {
-		return store.Errorf(store.EInvalid, "pipeline %s is disabled", pl.Keyname)
+		return model.Errorf(model.EInvalid, "pipeline %s is disabled", pl.Keyname)
 	}
 	if pl.RunPermission != nil && !auth.Has(*pl.RunPermission) {
-		return store.Errorf(store.EInvalid, "permission denied: pipeline %s needs %s", pl.Keyname, *pl.RunPermission)
+		return model.Errorf(model.EInvalid, "permission denied: pipeline %s needs %s", pl.Keyname, *pl.RunPermission)
 	}
 	return nil
 }
 
 // Runnable reports (nil) whether a run by auth may name schema s: built-in classes
 // other than _user cannot be run; auth must read s, and for a real run update it.
-func Runnable(auth *store.Auth, s *store.Schema, dryrun bool) error {
+func Runnable(auth *model.Auth, s *model.Schema, dryrun bool) error {
 	if strings.HasPrefix(s.Keyname, "_") && s.Keyname != "_user" {
-		return store.Errorf(store.EInvalid, "schema %s cannot be run (built-in class)", clip.Quote(s.Keyname))
+		return model.Errorf(model.EInvalid, "schema %s cannot be run (built-in class)", clip.Quote(s.Keyname))
 	}
-	if !store.CanRead(auth, s) {
-		return store.Errorf(store.EInvalid, "permission denied: reading %s", s.Keyname)
+	if !model.CanRead(auth, s) {
+		return model.Errorf(model.EInvalid, "permission denied: reading %s", s.Keyname)
 	}
-	if !dryrun && !store.CanWrite(auth, s, "update") {
-		return store.Errorf(store.EInvalid, "permission denied: updating %s", s.Keyname)
+	if !dryrun && !model.CanWrite(auth, s, model.ActionUpdate) {
+		return model.Errorf(model.EInvalid, "permission denied: updating %s", s.Keyname)
 	}
 	return nil
 }
 
 // OwnerID is the owner id of the tasks auth submits: its user's id as text, or
 // "system" when it has no user.
-func OwnerID(auth *store.Auth) string {
+func OwnerID(auth *model.Auth) string {
 	if auth == nil || auth.UserID == 0 {
 		return "system"
 	}
@@ -146,7 +147,7 @@ func OwnerID(auth *store.Auth) string {
 // whichever of its credentials it used; keys without a user all have the owner id
 // "system", so for them the submitting key itself must match (by its id: a key
 // revoked and created again under the same name is another key).
-func visibleTo(t *Task, auth *store.Auth) bool {
+func visibleTo(t *Task, auth *model.Auth) bool {
 	if auth.HasAll() {
 		return true
 	}
@@ -159,8 +160,8 @@ func visibleTo(t *Task, auth *store.Auth) bool {
 
 // GetFor returns the task when auth may see it; anyone else gets the same not-found
 // error as for a missing task.
-func (r *Runner) GetFor(ctx context.Context, handle string, auth *store.Auth) (*Task, error) {
-	notFound := store.Errorf(store.ENotFound, "task not found")
+func (r *Runner) GetFor(ctx context.Context, handle string, auth *model.Auth) (*Task, error) {
+	notFound := model.Errorf(model.ENotFound, "task not found")
 	if len(handle) > 64 {
 		return nil, notFound
 	}
@@ -179,7 +180,7 @@ func (r *Runner) GetFor(ctx context.Context, handle string, auth *store.Auth) (*
 
 // ListFor lists the tasks auth may see, newest first: every task for callers holding
 // every permission, else their own. status filters when not empty.
-func (r *Runner) ListFor(ctx context.Context, auth *store.Auth, status string, limit int) ([]*Task, error) {
+func (r *Runner) ListFor(ctx context.Context, auth *model.Auth, status string, limit int) ([]*Task, error) {
 	if auth.HasAll() {
 		return r.ListSubmitted(ctx, "", "", nil, status, limit)
 	}
@@ -193,12 +194,12 @@ func (r *Runner) ListFor(ctx context.Context, auth *store.Auth, status string, l
 
 // CancelFor cancels a task auth may see (as Cancel): it needs p_pipeline_run
 // (forbidden, "permission denied") and a credential that is not read-only.
-func (r *Runner) CancelFor(ctx context.Context, handle string, auth *store.Auth) (*Task, error) {
+func (r *Runner) CancelFor(ctx context.Context, handle string, auth *model.Auth) (*Task, error) {
 	if !auth.Has(PermRun) {
-		return nil, store.Errorf(store.EForbidden, "permission denied")
+		return nil, model.Errorf(model.EForbidden, "permission denied")
 	}
 	if auth != nil && auth.ReadOnly {
-		return nil, store.Errorf(store.EForbidden, "API key is read-only")
+		return nil, model.Errorf(model.EForbidden, "API key is read-only")
 	}
 	t, err := r.GetFor(ctx, handle, auth)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"dataservice/internal/testkit"
 	"dataservice/rules"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -196,7 +197,7 @@ func BenchmarkPipeline(b *testing.B) {
 					default:
 						r := tasks.New(db, tasks.Options{BatchSize: batch, Workers: 1})
 						h, err := r.Submit(context.Background(), tasks.Params{Pipeline: "bench", Schemas: []string{"item"},
-							DryRun: mode == "dry", Auth: store.SystemAuth(), OwnerType: "api", OwnerID: "system"})
+							DryRun: mode == "dry", Auth: model.SystemAuth(), OwnerType: "api", OwnerID: "system"})
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -311,7 +312,7 @@ func floorBatch(ctx context.Context, tx *store.Tx, p *rules.Pipeline, batch int,
 			rows.Close()
 			return 0, err
 		}
-		if it.data, err = store.DecodeData(it.raw); err != nil {
+		if it.data, err = model.DecodeData(it.raw); err != nil {
 			rows.Close()
 			return 0, err
 		}
@@ -349,7 +350,7 @@ func floorBatch(ctx context.Context, tx *store.Tx, p *rules.Pipeline, batch int,
 		for _, k := range []string{"classname", "keyname", "displayname", "is_enabled"} {
 			delete(e, k)
 		}
-		data := store.EncodeData(map[string]any(e))
+		data := model.EncodeData(map[string]any(e))
 		if _, err := st.ExecContext(ctx, it.display, it.enabled, data, stamp, it.id); err != nil {
 			return 0, err
 		}
@@ -369,7 +370,7 @@ func BenchmarkSubmit(b *testing.B) {
 	addPipeline(b, db, "marker", markerPipeline, "")
 	r := tasks.New(db, tasks.Options{})
 	ctx := context.Background()
-	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host", "site"}, Auth: store.SystemAuth(), OwnerType: "api", OwnerID: "system"}
+	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host", "site"}, Auth: model.SystemAuth(), OwnerType: "api", OwnerID: "system"}
 	queued := 0
 	for b.Loop() {
 		if queued == 999 {

@@ -10,6 +10,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -74,8 +75,8 @@ func TestPipelineOnAFullDisk(t *testing.T) {
 	testkit.EmptyWAL(t, dbFile)
 	testkit.FillDisk(t, ballast, 0)
 	_, _, err := r.Start(context.Background(), tasks.RunRequest{Pipeline: "marker", Schemas: []string{"host"},
-		Auth: store.SystemAuth(), OwnerType: tasks.OwnerAPI})
-	if store.ErrorCode(err) != store.EInvalid || !strings.HasPrefix(store.ErrorMessage(err), "disk full: ") ||
+		Auth: model.SystemAuth(), OwnerType: tasks.OwnerAPI})
+	if store.ErrorCode(err) != model.EInvalid || !strings.HasPrefix(store.ErrorMessage(err), "disk full: ") ||
 		!strings.Contains(store.ErrorMessage(err), dbFile) {
 		t.Fatalf("submission on a full disk: %v (code %s); want invalid with the disk-full message", err, store.ErrorCode(err))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -79,7 +80,7 @@ func addPipeline(tb testing.TB, db *store.DB, name, content, runPermission strin
 	if runPermission != "" {
 		m["run_permission"] = runPermission
 	}
-	res := testkit.LoadEntries(tb, db, []*store.Entry{store.NewEntry(m)}, store.LoadOptions{})
+	res := testkit.LoadEntries(tb, db, []*model.Entry{model.NewEntry(m)}, store.LoadOptions{})
 	if res.Errors != 0 {
 		tb.Fatalf("load pipeline %s: %v", name, res.Messages)
 	}
@@ -180,7 +181,7 @@ func newRunner(tb testing.TB, db *store.DB, o tasks.Options) *tasks.Runner {
 func submit(tb testing.TB, r *tasks.Runner, p tasks.Params) string {
 	tb.Helper()
 	if p.Auth == nil {
-		p.Auth = store.SystemAuth()
+		p.Auth = model.SystemAuth()
 	}
 	if p.OwnerType == "" {
 		p.OwnerType, p.OwnerID = "api", "system"

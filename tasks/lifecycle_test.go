@@ -11,6 +11,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -402,7 +403,7 @@ func TestPermissionsRecheckedAtStart(t *testing.T) {
 `)
 		r := newRunner(t, db, tasks.Options{})
 		submitAs := func(who, pipeline string) string {
-			var auth *store.Auth
+			var auth *model.Auth
 			var err error
 			if who == "k1" {
 				auth, _, err = db.KeyAuth(ctx, "k1")

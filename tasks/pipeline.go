@@ -12,6 +12,7 @@ import (
 	"dataservice/internal/clip"
 	"dataservice/rules"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // checkpoint is where a pipeline run resumes: the schema index and the last instance
@@ -27,7 +28,7 @@ type pipelineRun struct {
 	handle string
 	lease  string // the claim's lease: a batch commits only while the task is held under it
 	p      *params
-	auth   *store.Auth
+	auth   *model.Auth
 	rules  *rules.Pipeline
 	res    *Result
 	now    time.Time
@@ -35,7 +36,7 @@ type pipelineRun struct {
 	// was applied in the current batch.
 	renamed bool
 	// sch is the schema of the last batch, loaded at schema generation schGen.
-	sch    *store.Schema
+	sch    *model.Schema
 	schGen int64
 	// entry is the rule entry, one map reused for every instance (entryOf), and next
 	// the new state, reused likewise (newState; the store keeps neither).
@@ -93,7 +94,7 @@ func (x *pipelineRun) resultJSON() []byte {
 // runPipeline processes the task's schemas in batches from its checkpoint. It returns
 // the final status and error text, or status "" when the task was interrupted
 // (shutdown or lost lease) and stays resumable.
-func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *store.Auth, lease string) (string, string) {
+func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *model.Auth, lease string) (string, string) {
 	// The set-up and each batch run to their end even when ctx ends (shutdown): a
 	// cancelled query would otherwise fail the task, while the loop below hands it
 	// back to the queue between batches.
@@ -138,7 +139,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 			_, err := tx.ExecContext(ctx, "UPDATE tasks SET progress_total = ? WHERE handle = ?", total, t.Handle)
 			return err
 		})
-		if store.ErrorCode(err) == store.EDiskFull {
+		if store.ErrorCode(err) == model.EDiskFull {
 			return StatusFailed, store.ErrorMessage(err)
 		}
 		if err != nil {
@@ -157,7 +158,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *st
 			return StatusFailed, store.ErrorMessage(err)
 		}
 		cancel, ok, err := x.batch(ctx, &cp)
-		if store.ErrorCode(err) == store.EDiskFull {
+		if store.ErrorCode(err) == model.EDiskFull {
 			// The operator's problem, logged once per episode by the store: the
 			// task's error says what happened and where.
 			return StatusFailed, store.ErrorMessage(r.db.NoSpace(err))
@@ -263,7 +264,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 // schema returns schema name as tx (which has written nothing yet) sees it. The schema
 // an earlier batch loaded serves while the schema generation is the one it was loaded
 // at: every committed change to a schema raises the generation.
-func (x *pipelineRun) schema(ctx context.Context, tx *store.Tx, name string) (*store.Schema, error) {
+func (x *pipelineRun) schema(ctx context.Context, tx *store.Tx, name string) (*model.Schema, error) {
 	gen, err := tx.SchemaGeneration(ctx)
 	if err != nil {
 		return nil, err
@@ -281,13 +282,13 @@ func (x *pipelineRun) schema(ctx context.Context, tx *store.Tx, name string) (*s
 
 // recheck re-reads the submitter's authorisation context: a deleted, disabled or
 // expired user or key, or a key made read-only, is refused with a clear error.
-func recheck(ctx context.Context, db *store.DB, stored *store.Auth) (*store.Auth, error) {
+func recheck(ctx context.Context, db *store.DB, stored *model.Auth) (*model.Auth, error) {
 	auth, err := db.Refresh(ctx, stored)
 	if err != nil {
 		return nil, err
 	}
 	if auth.ReadOnly {
-		return nil, store.Errorf(store.EForbidden, "API key %s is now read-only", stored.Name)
+		return nil, model.Errorf(model.EForbidden, "API key %s is now read-only", stored.Name)
 	}
 	return auth, nil
 }
@@ -303,7 +304,7 @@ const maxBatchTime = 125 * time.Millisecond
 // rule entry of an instance; secret fields are left out (a rule must never copy a
 // hash into a readable field) and lists are copied. all reports whether every stored
 // value went into the entry (no secret, external or removed field holds one).
-func entryOf(e rules.Entry, s *store.Schema, in *store.Instance) (all bool) {
+func entryOf(e rules.Entry, s *model.Schema, in *store.Instance) (all bool) {
 	clear(e)
 	e["classname"] = in.Classname
 	e["keyname"] = in.Keyname
@@ -337,7 +338,7 @@ func (x *pipelineRun) fail(in *store.Instance, err error) {
 // errText is the message kept for a failed entry: rule errors are plain errors that
 // name the rule; store errors carry their caller-safe message.
 func errText(err error) string {
-	if store.ErrorCode(err) == store.EInternal {
+	if store.ErrorCode(err) == model.EInternal {
 		return err.Error()
 	}
 	return store.ErrorMessage(err)
@@ -352,7 +353,7 @@ func (x *pipelineRun) record(c Change) {
 // process applies the rules to one instance and hands the outcome to the store's
 // apply path, counting what it did. A returned error is internal and fails the
 // batch; entry problems are counted.
-func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema, in *store.Instance) error {
+func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *model.Schema, in *store.Instance) error {
 	x.res.Scanned++
 	if x.entry == nil {
 		x.entry = rules.Entry{}
@@ -369,14 +370,14 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 		return nil
 	}
 	if c, _ := e["classname"].(string); c != s.Keyname {
-		x.fail(in, store.Errorf(store.EInvalid, "classname cannot be changed"))
+		x.fail(in, model.Errorf(model.EInvalid, "classname cannot be changed"))
 		return nil
 	}
 	action, _ := e["_action"].(string)
-	w := store.Write{Schema: s, Old: in, Action: strings.ToLower(strings.TrimSpace(action))}
+	w := store.Write{Schema: s, Old: in, Action: model.Action(strings.ToLower(strings.TrimSpace(action)))}
 	switch w.Action {
-	case "", store.ActionCreate, store.ActionUpdate:
-		w.Action = store.ActionUpdate
+	case "", model.ActionCreate, model.ActionUpdate:
+		w.Action = model.ActionUpdate
 		w.New = &x.next
 		if err = newState(w.New, s, in, e, all); err != nil {
 			x.fail(in, err)
@@ -409,7 +410,7 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 		if len(x.res.Changes) >= maxListed {
 			return nil // the result lists the first changes only: no need to compare fields
 		}
-		change := Change{Classname: in.Classname, Keyname: in.Keyname, Action: store.ActionUpdate,
+		change := Change{Classname: in.Classname, Keyname: in.Keyname, Action: string(model.ActionUpdate),
 			Fields: changedFields(s, in, w.New)}
 		if out.Renamed {
 			change.NewKey = w.New.Keyname
@@ -417,7 +418,7 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 		x.record(change)
 		return nil
 	}
-	x.record(Change{Classname: in.Classname, Keyname: in.Keyname, Action: w.Action})
+	x.record(Change{Classname: in.Classname, Keyname: in.Keyname, Action: string(w.Action)})
 	return nil
 }
 
@@ -425,7 +426,7 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *store.Schema
 // is_enabled and keyname (a change is a cascading rename). Other keys of e are
 // dropped. Secret and external fields keep their stored values (the rules never see
 // them), as do removed fields; all is entryOf's report that there are none.
-func newState(next *store.Instance, s *store.Schema, in *store.Instance, e rules.Entry, all bool) error {
+func newState(next *store.Instance, s *model.Schema, in *store.Instance, e rules.Entry, all bool) error {
 	*next = store.Instance{ID: in.ID, Classname: in.Classname, Keyname: in.Keyname, Displayname: in.Displayname,
 		IsEnabled: in.IsEnabled}
 	if k, ok := e["keyname"]; ok {
@@ -442,8 +443,8 @@ func newState(next *store.Instance, s *store.Schema, in *store.Instance, e rules
 		b, isBool := v.(bool)
 		if !isBool {
 			var okWord bool
-			if b, okWord = store.BoolWord(textOf(v)); !okWord {
-				return store.Errorf(store.EInvalid, "is_enabled %s is not a boolean", clip.Quote(textOf(v)))
+			if b, okWord = model.BoolWord(textOf(v)); !okWord {
+				return model.Errorf(model.EInvalid, "is_enabled %s is not a boolean", clip.Quote(textOf(v)))
 			}
 		}
 		next.IsEnabled = b
@@ -469,7 +470,7 @@ func newState(next *store.Instance, s *store.Schema, in *store.Instance, e rules
 }
 
 // changedFields lists the fields whose value differs between in and next.
-func changedFields(s *store.Schema, in, next *store.Instance) map[string]FieldChange {
+func changedFields(s *model.Schema, in, next *store.Instance) map[string]FieldChange {
 	var out map[string]FieldChange
 	for _, f := range s.Fields {
 		o, n := in.Data[f.Keyname], next.Data[f.Keyname]

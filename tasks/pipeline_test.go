@@ -9,6 +9,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -515,7 +516,7 @@ func TestPipelineOverUsers(t *testing.T) {
 		return testkit.QueryString(t, db, "SELECT data ->> 'password' FROM instances WHERE classname = '_user' AND keyname = ?", login)
 	}
 	aliceHash := hash("alice")
-	if !store.IsSecretHash(aliceHash) {
+	if !model.IsSecretHash(aliceHash) {
 		t.Fatalf("alice's stored password %q is not a hash", aliceHash)
 	}
 
@@ -614,7 +615,7 @@ func TestPipelineEntryPermissions(t *testing.T) {
 - field_set: [off, _action, enable]
 - field_set: ['!off', note, touched]
 `, "")
-	auth := func(login string) *store.Auth {
+	auth := func(login string) *model.Auth {
 		a, err := db.UserAuth(ctx, login)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"dataservice/rules"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // BenchmarkProcess measures the per-instance work of a pipeline run beyond reading
@@ -26,10 +27,10 @@ func BenchmarkProcess(b *testing.B) {
 	for i := 1; i <= 6; i++ {
 		fields[fmt.Sprintf("f%d", i)] = map[string]any{"dataformat": "string"}
 	}
-	var entries []*store.Entry
-	entries = append(entries, store.NewEntry(fields))
+	var entries []*model.Entry
+	entries = append(entries, model.NewEntry(fields))
 	for i := 0; i < 1000; i++ {
-		entries = append(entries, store.NewEntry(map[string]any{"classname": "item", "keyname": fmt.Sprintf("item-%07d", i),
+		entries = append(entries, model.NewEntry(map[string]any{"classname": "item", "keyname": fmt.Sprintf("item-%07d", i),
 			"f1": fmt.Sprintf("Host-%07d-ABCDEF", i), "f2": fmt.Sprintf("value-%07d", i), "f3": fmt.Sprintf("three-%07d", i),
 			"f4": fmt.Sprintf("a-b-c-d-%07d", i), "f5": fmt.Sprintf("copy-me-%07d-xyz", i), "f6": fmt.Sprintf("old-value-%07d-tail", i)}))
 	}
@@ -57,7 +58,7 @@ func BenchmarkProcess(b *testing.B) {
 	if err != nil || len(batch) != 1000 {
 		b.Fatalf("instances: %d, %v", len(batch), err)
 	}
-	x := &pipelineRun{p: &params{DryRun: true}, auth: store.SystemAuth(), rules: compiled, res: &Result{}, now: time.Now()}
+	x := &pipelineRun{p: &params{DryRun: true}, auth: model.SystemAuth(), rules: compiled, res: &Result{}, now: time.Now()}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

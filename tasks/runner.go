@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // Run starts the workers and blocks until ctx ends; it then waits for running tasks to
@@ -140,7 +141,7 @@ func (r *Runner) execute(ctx context.Context, handle, lease string) {
 	}
 }
 
-func (r *Runner) load(ctx context.Context, handle string) (*Task, *params, *store.Auth, error) {
+func (r *Runner) load(ctx context.Context, handle string) (*Task, *params, *model.Auth, error) {
 	return scanTask(r.db.Reader().QueryRowContext(ctx, "SELECT "+taskCols+" FROM tasks WHERE handle = ?", handle))
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -48,7 +49,7 @@ func TestSubmitRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nobody := &store.Auth{Kind: "user", Name: "nobody", Perms: []string{"p_pipeline_run"}}
+	nobody := &model.Auth{Kind: "user", Name: "nobody", Perms: []string{"p_pipeline_run"}}
 	many := make([]string, tasks.MaxSchemas+1)
 	for i := range many {
 		many[i] = "host"
@@ -62,36 +63,36 @@ func TestSubmitRejects(t *testing.T) {
 		msg  string
 	}{
 		{"unknown pipeline is not found", tasks.Params{Pipeline: "nosuch", Schemas: []string{"host"}},
-			store.ENotFound, "pipeline not found"},
+			model.ENotFound, "pipeline not found"},
 		{"invalid content is rejected naming the rule", tasks.Params{Pipeline: "broken", Schemas: []string{"host"}},
-			store.EInvalid, `pipeline broken: invalid content: rule 1: unknown rule "field_frobnicate"`},
+			model.EInvalid, `pipeline broken: invalid content: rule 1: unknown rule "field_frobnicate"`},
 		{"a disabled pipeline is rejected", tasks.Params{Pipeline: "off", Schemas: []string{"host"}},
-			store.EInvalid, "pipeline off is disabled"},
+			model.EInvalid, "pipeline off is disabled"},
 		{"no schema is rejected", tasks.Params{Pipeline: "marker"},
-			store.EInvalid, "no schema given"},
+			model.EInvalid, "no schema given"},
 		{"unknown schema is rejected", tasks.Params{Pipeline: "marker", Schemas: []string{"host", "nosuch"}},
-			store.EInvalid, `unknown schema "nosuch"`},
+			model.EInvalid, `unknown schema "nosuch"`},
 		{"built-in _apikey is not runnable", tasks.Params{Pipeline: "marker", Schemas: []string{"_apikey"}},
-			store.EInvalid, `schema "_apikey" cannot be run (built-in class)`},
+			model.EInvalid, `schema "_apikey" cannot be run (built-in class)`},
 		{"built-in _pipeline is not runnable", tasks.Params{Pipeline: "marker", Schemas: []string{"_pipeline"}},
-			store.EInvalid, `schema "_pipeline" cannot be run (built-in class)`},
+			model.EInvalid, `schema "_pipeline" cannot be run (built-in class)`},
 		{"more than 64 schemas are rejected", tasks.Params{Pipeline: "marker", Schemas: many},
-			store.EInvalid, "too many schemas: 65 (at most 64)"},
+			model.EInvalid, "too many schemas: 65 (at most 64)"},
 		{"missing run_permission is rejected", tasks.Params{Pipeline: "guarded", Schemas: []string{"host"}, Auth: writer},
-			store.EInvalid, "permission denied: pipeline guarded needs p_special"},
+			model.EInvalid, "permission denied: pipeline guarded needs p_special"},
 		{"missing read permission is rejected", tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: nobody, DryRun: true},
-			store.EInvalid, "permission denied: reading host"},
+			model.EInvalid, "permission denied: reading host"},
 		{"missing update permission is rejected", tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: reader},
-			store.EInvalid, "permission denied: updating host"},
+			model.EInvalid, "permission denied: updating host"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.p.Auth == nil {
-				tc.p.Auth = store.SystemAuth()
+				tc.p.Auth = model.SystemAuth()
 			}
 			h, err := r.Submit(ctx, tc.p)
-			var se *store.Error
+			var se *model.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("Submit = %q, %v; want a *store.Error", h, err)
+				t.Fatalf("Submit = %q, %v; want a *model.Error", h, err)
 			}
 			if got, want := se.Code+": "+se.Message, tc.code+": "+tc.msg; got != want {
 				t.Fatalf("error %q, want %q", got, want)
@@ -114,7 +115,7 @@ func TestSubmitRejects(t *testing.T) {
 			{Pipeline: "guarded", Schemas: []string{"host"}},
 		} {
 			if p.Auth == nil {
-				p.Auth = store.SystemAuth()
+				p.Auth = model.SystemAuth()
 			}
 			h, err := r.Submit(ctx, p)
 			if err != nil {
@@ -143,11 +144,11 @@ func TestSubmitQueueFull(t *testing.T) {
 		handles = append(handles, submit(t, r, p))
 	}
 	t.Run("a submission beyond QUEUE_MAX unfinished tasks is rejected", func(t *testing.T) {
-		p.Auth = store.SystemAuth()
+		p.Auth = model.SystemAuth()
 		_, err := r.Submit(ctx, p)
-		var se *store.Error
+		var se *model.Error
 		if !errors.As(err, &se) {
-			t.Fatalf("Submit: %v, want a *store.Error", err)
+			t.Fatalf("Submit: %v, want a *model.Error", err)
 		}
 		if got, want := se.Code+": "+se.Message, "invalid: task queue is full (3 unfinished tasks, QUEUE_MAX 3)"; got != want {
 			t.Fatalf("error %q, want %q", got, want)
@@ -184,7 +185,7 @@ func TestSubmitTx(t *testing.T) {
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")
 	r := newRunner(t, db, tasks.Options{})
-	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: store.SystemAuth()}
+	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: model.SystemAuth()}
 	t.Run("a rolled-back transaction queues nothing", func(t *testing.T) {
 		tx, err := db.Begin(ctx)
 		if err != nil {
@@ -230,8 +231,8 @@ func TestSubmitQueuePerOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRunner(t, db, tasks.Options{})
-	keyA := &store.Auth{Kind: "apikey", Name: "key_a", All: true}
-	keyB := &store.Auth{Kind: "apikey", Name: "key_b", All: true}
+	keyA := &model.Auth{Kind: "apikey", Name: "key_a", All: true}
+	keyB := &model.Auth{Kind: "apikey", Name: "key_b", All: true}
 	p := tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: keyA, OwnerType: "api", OwnerID: "system"}
 	for i := 0; i < 2; i++ {
 		if _, err := r.Submit(ctx, p); err != nil {

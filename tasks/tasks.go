@@ -21,6 +21,7 @@ import (
 	"dataservice/internal/clip"
 	"dataservice/rules"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // Task statuses.
@@ -89,7 +90,7 @@ type Params struct {
 	Pipeline  string
 	Schemas   []string
 	DryRun    bool
-	Auth      *store.Auth
+	Auth      *model.Auth
 	OwnerType string
 	OwnerID   string
 }
@@ -174,7 +175,7 @@ func (t *Task) Finished() bool {
 func (r *Runner) now() string { return r.db.Now().UTC().Format(time.RFC3339) }
 
 // Submit validates a pipeline run and queues it, returning its handle at once.
-// Validation failures are *store.Error with a message fit for the caller.
+// Validation failures are *model.Error with a message fit for the caller.
 func (r *Runner) Submit(ctx context.Context, p Params) (string, error) {
 	sub, err := r.prepare(ctx, p)
 	if err != nil {
@@ -205,7 +206,7 @@ func (r *Runner) SubmitTx(ctx context.Context, tx *store.Tx, p Params) (string, 
 // submission is a checked task ready to be queued.
 type submission struct {
 	handle, params, auth, ownerType, ownerID string
-	submitter                                *store.Auth
+	submitter                                *model.Auth
 }
 
 // prepare applies the submission rules and builds the task's row.
@@ -233,7 +234,7 @@ func (r *Runner) insert(ctx context.Context, tx *store.Tx, sub *submission) erro
 		return fmt.Errorf("count tasks: %w", err)
 	}
 	if n >= max {
-		return store.Errorf(store.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
+		return model.Errorf(model.EInvalid, "task queue is full (%d unfinished tasks, QUEUE_MAX %d)", n, max)
 	}
 	// The owner is the submitting credential (the stored authorisation context's key
 	// id, or kind and name): keys without a user all own tasks as "system" otherwise.
@@ -244,7 +245,7 @@ func (r *Runner) insert(ctx context.Context, tx *store.Tx, sub *submission) erro
 		return fmt.Errorf("count tasks: %w", err)
 	}
 	if perOwner > 0 && mine >= perOwner {
-		return store.Errorf(store.EInvalid, "task queue is full for this owner (%d unfinished tasks, QUEUE_MAX_PER_OWNER %d)", mine, perOwner)
+		return model.Errorf(model.EInvalid, "task queue is full for this owner (%d unfinished tasks, QUEUE_MAX_PER_OWNER %d)", mine, perOwner)
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO tasks(handle, kind, params, auth, owner_type, owner_id, status, created_at)
 		VALUES(?, 'pipeline', ?, ?, ?, ?, 'queued', ?)`, sub.handle, sub.params, sub.auth, sub.ownerType, sub.ownerID, r.now())
@@ -264,26 +265,26 @@ func (r *Runner) wakeUp() {
 
 // checkRun applies the submission rules: valid content, runnable schemas, the
 // pipeline's run_permission and the schema permissions the run needs.
-func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []string, dryrun bool, auth *store.Auth) error {
+func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []string, dryrun bool, auth *model.Auth) error {
 	if auth == nil {
-		return store.Errorf(store.EInvalid, "no authorisation context")
+		return model.Errorf(model.EInvalid, "no authorisation context")
 	}
 	if err := MayRun(auth, pl); err != nil {
 		return err
 	}
 	if _, err := rules.Parse(pl.Content); err != nil {
-		return store.Errorf(store.EInvalid, "pipeline %s: invalid content: %v", pl.Keyname, err)
+		return model.Errorf(model.EInvalid, "pipeline %s: invalid content: %v", pl.Keyname, err)
 	}
 	if len(schemas) == 0 {
-		return store.Errorf(store.EInvalid, "no schema given")
+		return model.Errorf(model.EInvalid, "no schema given")
 	}
 	if len(schemas) > MaxSchemas {
-		return store.Errorf(store.EInvalid, "too many schemas: %d (at most %d)", len(schemas), MaxSchemas)
+		return model.Errorf(model.EInvalid, "too many schemas: %d (at most %d)", len(schemas), MaxSchemas)
 	}
 	for _, name := range schemas {
 		s, err := r.db.Schema(ctx, name)
 		if store.IsNotFound(err) {
-			return store.Errorf(store.EInvalid, "unknown schema %s", clip.Quote(name))
+			return model.Errorf(model.EInvalid, "unknown schema %s", clip.Quote(name))
 		}
 		if err != nil {
 			return err
@@ -295,7 +296,7 @@ func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []str
 	return nil
 }
 
-func scanTask(row interface{ Scan(...any) error }) (*Task, *params, *store.Auth, error) {
+func scanTask(row interface{ Scan(...any) error }) (*Task, *params, *model.Auth, error) {
 	t := &Task{}
 	var pj, aj, result string
 	var started, finished, errText sql.NullString
@@ -307,7 +308,7 @@ func scanTask(row interface{ Scan(...any) error }) (*Task, *params, *store.Auth,
 	if err := json.Unmarshal([]byte(pj), &p); err != nil {
 		return nil, nil, nil, fmt.Errorf("task %s params: %w", t.Handle, err)
 	}
-	var a store.Auth
+	var a model.Auth
 	if err := json.Unmarshal([]byte(aj), &a); err != nil {
 		return nil, nil, nil, fmt.Errorf("task %s auth: %w", t.Handle, err)
 	}
@@ -343,7 +344,7 @@ const taskCols = `handle, kind, params, auth, owner_type, owner_id, status, prog
 func (r *Runner) Get(ctx context.Context, handle string) (*Task, error) {
 	t, _, _, err := scanTask(r.db.Reader().QueryRowContext(ctx, "SELECT "+taskCols+" FROM tasks WHERE handle = ?", handle))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, store.Errorf(store.ENotFound, "task not found")
+		return nil, model.Errorf(model.ENotFound, "task not found")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read task: %w", err)
@@ -353,11 +354,11 @@ func (r *Runner) Get(ctx context.Context, handle string) (*Task, error) {
 
 // SubmitterOf names the credential of an authorisation context as Task.Submitter does:
 // an API key by its instance id when the context has it, else by kind and name.
-func SubmitterOf(a *store.Auth) string {
+func SubmitterOf(a *model.Auth) string {
 	if a == nil || a.Kind == "" || a.Kind == "system" {
 		return "system"
 	}
-	if a.Kind == store.AuthAPIKey && a.KeyID != 0 {
+	if a.Kind == model.AuthAPIKey && a.KeyID != 0 {
 		return "apikey#" + strconv.FormatInt(a.KeyID, 10)
 	}
 	return a.Kind + ":" + a.Name
@@ -366,11 +367,11 @@ func SubmitterOf(a *store.Auth) string {
 // submittedBy is the SQL condition on a task's stored authorisation context (the
 // auth column) that SubmitterOf(a) names: the same key id, or, for a context without
 // one, the same kind and name and no key id.
-func submittedBy(a *store.Auth) (string, []any) {
+func submittedBy(a *model.Auth) (string, []any) {
 	switch {
 	case SubmitterOf(a) == "system":
 		return "coalesce(json_extract(auth, '$.kind'), 'system') = 'system'", nil
-	case a.Kind == store.AuthAPIKey && a.KeyID != 0:
+	case a.Kind == model.AuthAPIKey && a.KeyID != 0:
 		return "json_extract(auth, '$.kind') = 'apikey' AND json_extract(auth, '$.key_id') = ?", []any{a.KeyID}
 	}
 	return "json_extract(auth, '$.kind') = ? AND json_extract(auth, '$.name') = ? AND json_extract(auth, '$.key_id') IS NULL",
@@ -385,7 +386,7 @@ func (r *Runner) List(ctx context.Context, ownerType, ownerID, status string, li
 
 // ListSubmitted is List restricted, when submitter is not nil, to the tasks that
 // credential submitted.
-func (r *Runner) ListSubmitted(ctx context.Context, ownerType, ownerID string, submitter *store.Auth, status string, limit int) ([]*Task, error) {
+func (r *Runner) ListSubmitted(ctx context.Context, ownerType, ownerID string, submitter *model.Auth, status string, limit int) ([]*Task, error) {
 	var types []string
 	if ownerType != "" {
 		types = []string{ownerType}
@@ -394,7 +395,7 @@ func (r *Runner) ListSubmitted(ctx context.Context, ownerType, ownerID string, s
 }
 
 // list is ListSubmitted for the owner id under any of ownerTypes (nil: every task).
-func (r *Runner) list(ctx context.Context, ownerTypes []string, ownerID string, submitter *store.Auth, status string, limit int) ([]*Task, error) {
+func (r *Runner) list(ctx context.Context, ownerTypes []string, ownerID string, submitter *model.Auth, status string, limit int) ([]*Task, error) {
 	q := "SELECT " + taskCols + " FROM tasks WHERE 1 = 1"
 	var args []any
 	if len(ownerTypes) > 0 {

@@ -16,6 +16,7 @@ import (
 	"dataservice/bootstrap"
 	"dataservice/builtin"
 	"dataservice/store"
+	"dataservice/store/codec"
 )
 
 // Options tune Open.
@@ -89,7 +90,7 @@ func LoadBuiltins(tb testing.TB, db *store.DB) {
 		if err != nil {
 			tb.Fatalf("read %s: %v", n, err)
 		}
-		entries, err := store.ParseDocument(n, data)
+		entries, err := codec.ParseDocument(n, data)
 		if err != nil {
 			tb.Fatalf("parse %s: %v", n, err)
 		}

@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // Parse parses a YAML/JSON document or fails the test.
-func Parse(tb testing.TB, doc string) []*store.Entry {
+func Parse(tb testing.TB, doc string) []*model.Entry {
 	tb.Helper()
-	entries, err := store.ParseDocument("test.yml", []byte(doc))
+	entries, err := codec.ParseDocument("test.yml", []byte(doc))
 	if err != nil {
 		tb.Fatalf("parse: %v", err)
 	}
@@ -25,7 +27,7 @@ func Load(tb testing.TB, db *store.DB, doc string, opts store.LoadOptions) *stor
 }
 
 // LoadEntries loads entries with opts; a load-level error fails the test.
-func LoadEntries(tb testing.TB, db *store.DB, entries []*store.Entry, opts store.LoadOptions) *store.LoadResult {
+func LoadEntries(tb testing.TB, db *store.DB, entries []*model.Entry, opts store.LoadOptions) *store.LoadResult {
 	tb.Helper()
 	res, err := db.Load(context.Background(), entries, opts)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/codec"
 )
 
 // Querier is what the query helpers read through: a *store.DB (its read pool), or
@@ -199,7 +200,7 @@ func Rename(tb testing.TB, db *store.DB, author, cls, from, to string) (*store.R
 }
 
 // WideCSV is a CSV (delimiter ;) of keynames wide0, wide1, … and empty cells, with
-// one cell more than store.CSVMaxCells (rows × columns): the smallest body that passes
+// one cell more than codec.CSVMaxCells (rows × columns): the smallest body that passes
 // the cell bound for its width.
 func WideCSV() string {
 	const cols = 2001
@@ -209,7 +210,7 @@ func WideCSV() string {
 		fmt.Fprintf(&sb, ";c%d", i)
 	}
 	sb.WriteString("\n")
-	for i := 0; i < store.CSVMaxCells/cols+1; i++ {
+	for i := 0; i < codec.CSVMaxCells/cols+1; i++ {
 		fmt.Fprintf(&sb, "wide%d%s\n", i, strings.Repeat(";", cols-1))
 	}
 	return sb.String()

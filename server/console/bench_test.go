@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // BenchmarkPages100k times the list and detail pages over a schema of 100,000
@@ -26,18 +27,18 @@ func BenchmarkPages100k(b *testing.B) {
    cores: {dataformat: int, order: 30}, role: {dataformat: string, order: 40}, tags: {dataformat: string, cardinal_max: 0, order: 50}}
 `)
 	ctx := context.Background()
-	var sites []*store.Entry
+	var sites []*model.Entry
 	for i := 0; i < 100; i++ {
-		sites = append(sites, store.NewEntry(map[string]any{"classname": "site", "keyname": fmt.Sprintf("site%03d", i)}))
+		sites = append(sites, model.NewEntry(map[string]any{"classname": "site", "keyname": fmt.Sprintf("site%03d", i)}))
 	}
-	hosts := make([]*store.Entry, 0, 100_000)
+	hosts := make([]*model.Entry, 0, 100_000)
 	for i := 0; i < 100_000; i++ {
-		hosts = append(hosts, store.NewEntry(map[string]any{"classname": "host", "keyname": fmt.Sprintf("host%06d", i),
+		hosts = append(hosts, model.NewEntry(map[string]any{"classname": "host", "keyname": fmt.Sprintf("host%06d", i),
 			"displayname": fmt.Sprintf("Host %d", i), "fqdn": fmt.Sprintf("host%06d.example.org", i),
 			"site": fmt.Sprintf("site%03d", i%100), "cores": int64(i%64 + 1), "role": []string{"web", "db", "cache"}[i%3],
 			"tags": []any{"prod", fmt.Sprintf("rack%d", i%40)}}))
 	}
-	for _, batch := range [][]*store.Entry{sites, hosts} {
+	for _, batch := range [][]*model.Entry{sites, hosts} {
 		res, err := e.db.Load(ctx, batch, store.LoadOptions{})
 		if err != nil || res.Errors != 0 {
 			b.Fatalf("load: %v %v", err, res.Messages)

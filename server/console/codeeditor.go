@@ -12,6 +12,8 @@ import (
 
 	"dataservice/internal/clip"
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // maxEditorObjects bounds the objects the code editor opens and the entries a
@@ -48,7 +50,7 @@ func (c *Console) codeEditor(w http.ResponseWriter, r *http.Request, q *req, _ s
 		d.Format = "yaml"
 	}
 	var err error
-	d.Schemas, err = c.schemaNames(ctx, func(s *store.Schema) bool { return store.CanRead(q.auth, s) })
+	d.Schemas, err = c.schemaNames(ctx, func(s *model.Schema) bool { return model.CanRead(q.auth, s) })
 	if err != nil {
 		c.fail(w, r, q, err)
 		return
@@ -75,7 +77,7 @@ func (c *Console) codeEditor(w http.ResponseWriter, r *http.Request, q *req, _ s
 // d.Keys, else the first maxEditorObjects of the schema. Secrets are left out (the
 // load keeps a secret a document does not name), and so are external fields (they
 // are computed, never stored).
-func (c *Console) openObjects(ctx context.Context, auth *store.Auth, d *editorData) (int, string) {
+func (c *Console) openObjects(ctx context.Context, auth *model.Auth, d *editorData) (int, string) {
 	sch, err := c.db.Schema(ctx, d.Schema)
 	if store.IsNotFound(err) {
 		return http.StatusNotFound, fmt.Sprintf("There is no schema %s.", clip.Quote(d.Schema))
@@ -83,7 +85,7 @@ func (c *Console) openObjects(ctx context.Context, auth *store.Auth, d *editorDa
 	if err != nil {
 		return http.StatusInternalServerError, "internal error"
 	}
-	if !store.CanRead(auth, sch) {
+	if !model.CanRead(auth, sch) {
 		return http.StatusForbidden, "You do not have the permission to read " + sch.Keyname + "."
 	}
 	var list []*store.Instance
@@ -100,7 +102,7 @@ func (c *Console) openObjects(ctx context.Context, auth *store.Auth, d *editorDa
 			}
 			seen[k] = true
 			in, err := c.db.Instance(ctx, sch.Keyname, k)
-			if hex, herr := store.HexIP(k); store.IsNotFound(err) && herr == nil && strings.HasPrefix(sch.KeynameMode, "hexip") {
+			if hex, herr := model.HexIP(k); store.IsNotFound(err) && herr == nil && strings.HasPrefix(sch.KeynameMode, "hexip") {
 				in, err = c.db.Instance(ctx, sch.Keyname, hex) // an address named in a hexip schema
 			}
 			if store.IsNotFound(err) {
@@ -128,7 +130,7 @@ func (c *Console) openObjects(ctx context.Context, auth *store.Auth, d *editorDa
 				sch.Keyname, res.Count, len(list)))
 		}
 	}
-	docs := make([]*store.Doc, 0, len(list))
+	docs := make([]*model.Doc, 0, len(list))
 	for _, in := range list {
 		doc := c.db.InstanceDocAs(ctx, auth, sch, in)
 		kept := doc.Keys[:0:0]
@@ -151,7 +153,7 @@ func (c *Console) openObjects(ctx context.Context, auth *store.Auth, d *editorDa
 	return 0, ""
 }
 
-func encodeDocs(docs []*store.Doc, format string) (string, error) {
+func encodeDocs(docs []*model.Doc, format string) (string, error) {
 	if format == "json" {
 		b, err := json.MarshalIndent(docs, "", "  ")
 		return string(b) + "\n", err
@@ -187,10 +189,10 @@ func (c *Console) editorPost(w http.ResponseWriter, r *http.Request, q *req, d *
 		c.render(w, r, q, http.StatusBadRequest, "code_editor", "Code editor", d)
 		return
 	}
-	entries, warnings, err := store.ParseBody("document", []byte(d.Doc), maxEditorObjects)
+	entries, warnings, err := codec.ParseBody("document", []byte(d.Doc), maxEditorObjects)
 	if err != nil {
 		status, _, msg := c.refusal(r, err)
-		if store.ErrorCode(err) == store.ETooLarge {
+		if store.ErrorCode(err) == model.ETooLarge {
 			msg += fmt.Sprintf(" (the code editor takes at most %d objects; the import tool takes more)", maxEditorObjects)
 		}
 		d.Error = msg
@@ -217,7 +219,7 @@ func (c *Console) editorPost(w http.ResponseWriter, r *http.Request, q *req, d *
 // unknownKeys warns about the keys of entries that are not fields of their schema:
 // the load ignores them, so a misspelt field name would otherwise change nothing
 // silently. Unknown classes are left to the load (a per-entry error).
-func (c *Console) unknownKeys(ctx context.Context, entries []*store.Entry) []string {
+func (c *Console) unknownKeys(ctx context.Context, entries []*model.Entry) []string {
 	header := map[string]bool{"classname": true, "keyname": true, "displayname": true, "is_enabled": true}
 	var out []string
 	for _, e := range entries {

@@ -5,11 +5,12 @@ import (
 	"strings"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // confViewer: the configuration page is open to p_conf_view and p_conf_admin, as the
 // API's GET /api/conf/ (which also wants p_api_conf, the API's own gate).
-func confViewer(auth *store.Auth) bool { return auth.Has("p_conf_view") || auth.Has("p_conf_admin") }
+func confViewer(auth *model.Auth) bool { return auth.Has("p_conf_view") || auth.Has("p_conf_admin") }
 
 type confRow struct {
 	store.ConfigEntry

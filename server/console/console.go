@@ -22,6 +22,7 @@ import (
 
 	"dataservice/internal/clientaddr"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -133,7 +134,7 @@ func (c *Console) Dashboard() httprouter.Handle { return c.page(c.dashboard) }
 type req struct {
 	sess *store.Session
 	user *store.Instance
-	auth *store.Auth
+	auth *model.Auth
 	ps   httprouter.Params
 }
 
@@ -348,9 +349,9 @@ func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, q *req) {
 // fail shows a store error: internal errors are logged and shown only as "internal error".
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, q *req, err error) {
 	code := store.ErrorCode(err)
-	status := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409,
-		store.EUnauthorized: 401, store.EForbidden: 403, store.EDiskFull: 507}[code]
-	if code == store.EDiskFull {
+	status := map[string]int{model.ENotFound: 404, model.EInvalid: 400, model.EConflict: 409,
+		model.EUnauthorized: 401, model.EForbidden: 403, model.EDiskFull: 507}[code]
+	if code == model.EDiskFull {
 		// Logged once per episode by the store; the page names the file.
 		err = c.db.NoSpace(err)
 	}

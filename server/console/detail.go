@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 type detailField struct {
@@ -30,7 +31,7 @@ type originRow struct {
 }
 
 type detailData struct {
-	Schema                                       *store.Schema
+	Schema                                       *model.Schema
 	Instance                                     *store.Instance
 	Fields                                       []detailField
 	ReferencedBy                                 []store.Reference
@@ -42,7 +43,7 @@ type detailData struct {
 }
 
 // instancePage dispatches /data/private/<schema>/<keyname>/ by ?do=.
-func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, key string) {
+func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, key string) {
 	ctx := r.Context()
 	in, err := c.db.Instance(ctx, sch.Keyname, key)
 	if err != nil {
@@ -70,12 +71,12 @@ func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, s
 
 // detail: GET /data/private/<schema>/<keyname>/ — every field, references as links,
 // what refers here, the revisions, and the actions the user may use.
-func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
+func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
 	ctx := r.Context()
 	doc := c.db.InstanceDocAs(ctx, q.auth, sch, in)
 	d := detailData{Schema: sch, Instance: in, Self: link(sch.Keyname, in.Keyname),
 		ListURL:   "/data/private/" + url.PathEscape(sch.Keyname) + "/",
-		CanUpdate: store.CanWrite(q.auth, sch, "update"), CanDelete: store.CanWrite(q.auth, sch, "delete")}
+		CanUpdate: model.CanWrite(q.auth, sch, model.ActionUpdate), CanDelete: model.CanWrite(q.auth, sch, model.ActionDelete)}
 	d.CanRename = d.CanUpdate && q.auth.Has("p_keyname_rename")
 	d.IsUser = sch.Keyname == "_user"
 	d.CanPassword = d.IsUser && d.CanUpdate
@@ -137,7 +138,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *st
 
 // referencedBy is store.DB.ReferencedBy keeping only the referrers whose schema auth
 // may read: a referrer's keyname and displayname are data of its schema.
-func (c *Console) referencedBy(ctx context.Context, auth *store.Auth, cls, key string, limit int) ([]store.Reference, error) {
+func (c *Console) referencedBy(ctx context.Context, auth *model.Auth, cls, key string, limit int) ([]store.Reference, error) {
 	refs, err := c.db.ReferencedBy(ctx, cls, key, limit)
 	if err != nil {
 		return nil, err
@@ -148,7 +149,7 @@ func (c *Console) referencedBy(ctx context.Context, auth *store.Auth, cls, key s
 		ok, seen := readable[r.Classname]
 		if !seen {
 			s, err := c.db.Schema(ctx, r.Classname)
-			ok = err == nil && store.CanRead(auth, s)
+			ok = err == nil && model.CanRead(auth, s)
 			readable[r.Classname] = ok
 		}
 		if ok {
@@ -198,8 +199,8 @@ func changes(before, after string) []change {
 }
 
 // editPage: GET/POST ?do=edit — the form prefilled; a post updates with the user's rights.
-func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, "update") {
+func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -218,7 +219,7 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 	d.Enabled = checked(r, "is_enabled")
 	d.Fields = c.formFields(ctx, sch, vals)
 	next := wanted(sch, in, in.Keyname, d.Displayname, d.Enabled, vals)
-	outcome, err := c.apply(ctx, q.auth, sch, in, next, store.ActionUpdate)
+	outcome, err := c.apply(ctx, q.auth, sch, in, next, model.ActionUpdate)
 	if err != nil {
 		c.formError(w, r, q, &d, title, err)
 		return
@@ -231,12 +232,12 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 }
 
 // enable: POST ?do=enable|disable.
-func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance, do string) {
-	if !store.CanWrite(q.auth, sch, "update") {
+func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance, do string) {
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}
-	if _, err := c.apply(r.Context(), q.auth, sch, in, nil, do); err != nil {
+	if _, err := c.apply(r.Context(), q.auth, sch, in, nil, model.Action(do)); err != nil {
 		c.fail(w, r, q, err)
 		return
 	}
@@ -244,7 +245,7 @@ func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *st
 }
 
 type confirmData struct {
-	Schema   *store.Schema
+	Schema   *model.Schema
 	Instance *store.Instance
 	Self     string
 	NewKey   string
@@ -261,8 +262,8 @@ type renameReport struct {
 }
 
 // deletePage: GET ?do=delete asks, POST deletes.
-func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, "delete") {
+func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
+	if !model.CanWrite(q.auth, sch, model.ActionDelete) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -277,7 +278,7 @@ func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch
 		c.render(w, r, q, http.StatusOK, "delete", "Delete "+in.Keyname, confirmData{Schema: sch, Instance: in, Self: self, Refs: refs})
 		return
 	}
-	if _, err := c.apply(ctx, q.auth, sch, in, nil, store.ActionDelete); err != nil {
+	if _, err := c.apply(ctx, q.auth, sch, in, nil, model.ActionDelete); err != nil {
 		c.render(w, r, q, statusOf(err), "delete", "Delete "+in.Keyname, confirmData{Schema: sch, Instance: in, Self: self, Error: store.ErrorMessage(err)})
 		return
 	}
@@ -285,8 +286,8 @@ func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch
 }
 
 func statusOf(err error) int {
-	if s := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409, store.EForbidden: 403,
-		store.EDiskFull: 507}[store.ErrorCode(err)]; s != 0 {
+	if s := map[string]int{model.ENotFound: 404, model.EInvalid: 400, model.EConflict: 409, model.EForbidden: 403,
+		model.EDiskFull: 507}[store.ErrorCode(err)]; s != 0 {
 		return s
 	}
 	return http.StatusInternalServerError
@@ -294,8 +295,8 @@ func statusOf(err error) int {
 
 // renamePage: GET ?do=rename asks for the new keyname (showing what refers here), POST
 // renames and shows the cascade report.
-func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, "update") || !q.auth.Has("p_keyname_rename") {
+func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) || !q.auth.Has("p_keyname_rename") {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -315,7 +316,7 @@ func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch
 	// A rename is an update whose keyname differs: the store rewrites every reference
 	// in the same transaction.
 	next := wanted(sch, in, d.NewKey, in.Displayname, in.IsEnabled, nil)
-	if _, err := c.apply(ctx, q.auth, sch, in, next, store.ActionUpdate); err != nil {
+	if _, err := c.apply(ctx, q.auth, sch, in, next, model.ActionUpdate); err != nil {
 		if store.Aborts(err) {
 			c.fail(w, r, q, err)
 			return
@@ -343,8 +344,8 @@ type passwordData struct {
 }
 
 // passwordPage: GET/POST ?do=password on a user — the new password typed twice.
-func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance) {
-	if !store.CanWrite(q.auth, sch, "update") {
+func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -367,7 +368,7 @@ func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, s
 		return
 	}
 	next := wanted(sch, in, in.Keyname, in.Displayname, in.IsEnabled, map[string]any{"password": p1})
-	if _, err := c.apply(r.Context(), q.auth, sch, in, next, store.ActionUpdate); err != nil {
+	if _, err := c.apply(r.Context(), q.auth, sch, in, next, model.ActionUpdate); err != nil {
 		d.Error = store.ErrorMessage(err)
 		c.render(w, r, q, statusOf(err), "password", "Password of "+in.Keyname, d)
 		return

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // formField is one input of a create or edit form, with the user's input and its error.
@@ -23,7 +24,7 @@ type formField struct {
 }
 
 type formData struct {
-	Schema               *store.Schema
+	Schema               *model.Schema
 	New                  bool
 	Keyname, Displayname string
 	KeynameLocked        bool
@@ -34,7 +35,7 @@ type formData struct {
 }
 
 // widget picks the input for a field's dataformat.
-func widget(f *store.Field) (w string, min, max, step string) {
+func widget(f *model.Field) (w string, min, max, step string) {
 	switch f.Dataformat {
 	case "text":
 		return "textarea", "", "", ""
@@ -71,7 +72,7 @@ func widget(f *store.Field) (w string, min, max, step string) {
 
 // formFields builds the inputs of sch filled from values (stored values or the
 // posted ones). Secret fields are never prefilled; external fields are computed.
-func (c *Console) formFields(ctx context.Context, sch *store.Schema, values map[string]any) []*formField {
+func (c *Console) formFields(ctx context.Context, sch *model.Schema, values map[string]any) []*formField {
 	var out []*formField
 	for _, f := range sch.Fields {
 		if !f.IsEnabled || f.Dataformat == "external" {
@@ -117,7 +118,7 @@ func (c *Console) formFields(ctx context.Context, sch *store.Schema, values map[
 			}
 		}
 		if ff.Widget == "checkbox" {
-			b, _ := store.BoolWord(strings.Join(ff.Values, ""))
+			b, _ := model.BoolWord(strings.Join(ff.Values, ""))
 			ff.Checked = b
 		}
 		if len(ff.Values) == 0 || ff.Multi {
@@ -130,7 +131,7 @@ func (c *Console) formFields(ctx context.Context, sch *store.Schema, values map[
 
 // posted reads a form's field values: lists for multi-valued fields (empty inputs
 // dropped), the checkbox as true/false, secrets only when typed.
-func posted(r *http.Request, sch *store.Schema) map[string]any {
+func posted(r *http.Request, sch *model.Schema) map[string]any {
 	out := map[string]any{}
 	for _, f := range sch.Fields {
 		if !f.IsEnabled || f.Dataformat == "external" {
@@ -180,8 +181,8 @@ func fieldError(fields []*formField, msg string) bool {
 }
 
 // createPage: GET/POST /data/private/<schema>/?do=new.
-func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
-	if !store.CanWrite(q.auth, sch, "create") {
+func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema) {
+	if !model.CanWrite(q.auth, sch, model.ActionCreate) {
 		c.forbidden(w, r, q)
 		return
 	}
@@ -206,7 +207,7 @@ func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch
 	key := d.Keyname
 	if key == "" && strings.HasPrefix(sch.KeynameMode, "hexip") {
 		// The keyname is derived from the address in displayname.
-		if hex, err := store.HexIP(strings.TrimSpace(d.Displayname)); err == nil {
+		if hex, err := model.HexIP(strings.TrimSpace(d.Displayname)); err == nil {
 			key = hex
 		}
 	}
@@ -218,7 +219,7 @@ func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch
 		}
 	}
 	next := wanted(sch, nil, key, d.Displayname, d.Enabled, vals)
-	if _, err := c.apply(ctx, q.auth, sch, nil, next, store.ActionCreate); err != nil {
+	if _, err := c.apply(ctx, q.auth, sch, nil, next, model.ActionCreate); err != nil {
 		c.formError(w, r, q, &d, "New "+sch.Keyname, err)
 		return
 	}
@@ -239,7 +240,7 @@ func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *f
 			d.Error = msg
 		}
 	}
-	status := map[string]int{store.EForbidden: 403, store.EConflict: 409, store.ENotFound: 404}[store.ErrorCode(err)]
+	status := map[string]int{model.EForbidden: 403, model.EConflict: 409, model.ENotFound: 404}[store.ErrorCode(err)]
 	if status == 0 {
 		status = http.StatusBadRequest
 	}

@@ -10,6 +10,8 @@ import (
 
 	"dataservice/internal/clip"
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // loadReport is what the import tool and the code editor show after a load or a dry
@@ -62,15 +64,15 @@ const maxShownChanges = 1000
 type changeRecorder struct {
 	c     *Console
 	ctx   context.Context
-	auth  *store.Auth
+	auth  *model.Auth
 	list  []objectChange
 	more  int
 	perms map[string]string
 	can   map[string]bool // readable, by class
 }
 
-func (c *Console) newChangeRecorder(ctx context.Context, auth *store.Auth) *changeRecorder {
-	return &changeRecorder{c: c, ctx: ctx, auth: auth, perms: store.ClassPermissions(), can: map[string]bool{}}
+func (c *Console) newChangeRecorder(ctx context.Context, auth *model.Auth) *changeRecorder {
+	return &changeRecorder{c: c, ctx: ctx, auth: auth, perms: model.ClassPermissions(), can: map[string]bool{}}
 }
 
 func (cr *changeRecorder) add(rv store.Revision) {
@@ -101,7 +103,7 @@ func (cr *changeRecorder) readable(cls string) bool {
 		ok = cr.auth.Has(cr.perms[cls])
 	} else {
 		sch, err := cr.c.db.Schema(cr.ctx, cls)
-		ok = err == nil && store.CanRead(cr.auth, sch)
+		ok = err == nil && model.CanRead(cr.auth, sch)
 	}
 	cr.can[cls] = ok
 	return ok
@@ -201,7 +203,7 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 		}
 		opts.Transform = tf
 	}
-	var entries []*store.Entry
+	var entries []*model.Entry
 	var warnings []string
 	var err error
 	name := d.FileName
@@ -213,14 +215,14 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 		if d.Delimiter == "" {
 			d.Delimiter = c.db.ConfigValue(ctx, store.ConfigCSVDelimiter)
 		}
-		co := store.CSVOptions{Schema: d.Schema, Keyfield: d.Keyfield, Delimiter: d.Delimiter, Encoding: d.Encoding, MaxRows: c.maxEnt,
-			MaxCells: store.CSVMaxCells}
-		entries, err = store.ParseCSV(body, co)
+		co := codec.CSVOptions{Schema: d.Schema, Keyfield: d.Keyfield, Delimiter: d.Delimiter, Encoding: d.Encoding, MaxRows: c.maxEnt,
+			MaxCells: codec.CSVMaxCells}
+		entries, err = codec.ParseCSV(body, co)
 	case "yaml", "":
 		if name == "" {
 			name = "document"
 		}
-		entries, warnings, err = store.ParseBody(name, body, c.maxEnt)
+		entries, warnings, err = codec.ParseBody(name, body, c.maxEnt)
 	default:
 		return http.StatusBadRequest, nil, "format must be yaml (YAML or JSON) or csv"
 	}
@@ -238,9 +240,9 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 // shown only as "internal error".
 func (c *Console) refusal(r *http.Request, err error) (int, *loadReport, string) {
 	code := store.ErrorCode(err)
-	status := map[string]int{store.ENotFound: 404, store.EInvalid: 400, store.EConflict: 409,
-		store.EUnauthorized: 401, store.EForbidden: 403, store.ETooLarge: 413, store.EDiskFull: 507}[code]
-	if code == store.EDiskFull {
+	status := map[string]int{model.ENotFound: 404, model.EInvalid: 400, model.EConflict: 409,
+		model.EUnauthorized: 401, model.EForbidden: 403, model.ETooLarge: 413, model.EDiskFull: 507}[code]
+	if code == model.EDiskFull {
 		err = c.db.NoSpace(err) // logged once per episode by the store, naming the file
 	}
 	if status == 0 {
@@ -253,7 +255,7 @@ func (c *Console) refusal(r *http.Request, err error) (int, *loadReport, string)
 }
 
 // runnablePipelines are the enabled pipelines auth may run.
-func (c *Console) runnablePipelines(ctx context.Context, auth *store.Auth) ([]string, error) {
+func (c *Console) runnablePipelines(ctx context.Context, auth *model.Auth) ([]string, error) {
 	pls, err := c.db.Pipelines(ctx)
 	if err != nil {
 		return nil, err
@@ -268,14 +270,14 @@ func (c *Console) runnablePipelines(ctx context.Context, auth *store.Auth) ([]st
 }
 
 // writableSchemas are the schemas auth may create instances of (the CSV target).
-func (c *Console) writableSchemas(ctx context.Context, auth *store.Auth) ([]string, error) {
-	return c.schemaNames(ctx, func(s *store.Schema) bool {
-		return store.CanWrite(auth, s, "create") || store.CanWrite(auth, s, "update")
+func (c *Console) writableSchemas(ctx context.Context, auth *model.Auth) ([]string, error) {
+	return c.schemaNames(ctx, func(s *model.Schema) bool {
+		return model.CanWrite(auth, s, model.ActionCreate) || model.CanWrite(auth, s, model.ActionUpdate)
 	})
 }
 
 // schemaNames lists the schemas keep accepts, by keyname.
-func (c *Console) schemaNames(ctx context.Context, keep func(*store.Schema) bool) ([]string, error) {
+func (c *Console) schemaNames(ctx context.Context, keep func(*model.Schema) bool) ([]string, error) {
 	names, err := c.db.SchemaNames(ctx)
 	if err != nil {
 		return nil, err

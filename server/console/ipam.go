@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // The IPAM tool: /data/private/ipam/ (subnets with their usage), .../<CIDR>/ (a
@@ -125,7 +126,7 @@ func (c *Console) ipamTool(w http.ResponseWriter, r *http.Request, q *req, rest 
 			c.fail(w, r, q, err)
 			return
 		}
-		if !store.CanRead(q.auth, sch) {
+		if !model.CanRead(q.auth, sch) {
 			if name == "ipam_vlan" {
 				continue
 			}
@@ -159,7 +160,7 @@ func (c *Console) subnetRowOf(ctx context.Context, s store.Subnet) (subnetRow, e
 	if err != nil {
 		return subnetRow{}, err
 	}
-	str := func(k string) string { t, _ := store.ScalarText(s.Instance.Data[k]); return t }
+	str := func(k string) string { t, _ := model.ScalarText(s.Instance.Data[k]); return t }
 	cidr := s.Prefix.String()
 	return subnetRow{CIDR: cidr, Link: subnetLink(cidr), Detail: link("ipam_subnet", cidr),
 		Name: s.Instance.Displayname, Description: str("description"), Site: str("site"), Gateway: str("gateway"),
@@ -351,7 +352,7 @@ func addressRowOf(row store.AddressRow, p netip.Prefix, cidr, gateway string) ad
 	if row.IP == nil {
 		return out
 	}
-	str := func(k string) string { t, _ := store.ScalarText(row.IP.Data[k]); return t }
+	str := func(k string) string { t, _ := model.ScalarText(row.IP.Data[k]); return t }
 	out.Link, out.Hostname, out.Description = link("ipam_ip", row.IP.Keyname), str("hostname"), str("description")
 	out.Collected = str("collected") == "true"
 	if s := str("subnet"); s != "" {
@@ -361,7 +362,7 @@ func addressRowOf(row store.AddressRow, p netip.Prefix, cidr, gateway string) ad
 }
 
 func vlanTitle(v *store.Instance) string {
-	id, _ := store.ScalarText(v.Data["vlan_id"])
+	id, _ := model.ScalarText(v.Data["vlan_id"])
 	t := v.Keyname
 	if v.Displayname != "" && v.Displayname != v.Keyname {
 		t += " · " + v.Displayname

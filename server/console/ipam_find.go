@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // vlanSubnetsMax bounds how many subnets the VLAN page shows per VLAN.
@@ -28,8 +29,8 @@ func (c *Console) ipamVLANs(w http.ResponseWriter, r *http.Request, q *req, d *i
 	}
 	d.View, d.Total = "vlans", res.Count
 	for _, v := range res.Instances {
-		id, _ := store.ScalarText(v.Data["vlan_id"])
-		desc, _ := store.ScalarText(v.Data["description"])
+		id, _ := model.ScalarText(v.Data["vlan_id"])
+		desc, _ := model.ScalarText(v.Data["description"])
 		row := vlanRow{Keyname: v.Keyname, Link: link("ipam_vlan", v.Keyname), Name: v.Displayname, ID: id, Description: desc}
 		var cidrs []string
 		switch s := v.Data["subnet"].(type) {
@@ -95,7 +96,7 @@ func (c *Console) ipamFind(w http.ResponseWriter, r *http.Request, q *req, d *ip
 		c.render(w, r, q, http.StatusBadRequest, "ipam", "IPAM · Find an IP", d)
 		return
 	}
-	d.Hex, _ = store.HexIP(d.IP)
+	d.Hex, _ = model.HexIP(d.IP)
 	rec, err := c.db.Instance(ctx, "ipam_ip", d.Hex)
 	switch {
 	case err == nil:
@@ -117,7 +118,7 @@ func (c *Console) ipamFind(w http.ResponseWriter, r *http.Request, q *req, d *ip
 		}
 		d.Containing = append(d.Containing, row)
 	}
-	may := func(s *store.Schema) bool { return store.CanRead(q.auth, s) }
+	may := func(s *model.Schema) bool { return model.CanRead(q.auth, s) }
 	d.Search, err = c.db.FindIPv4Holders(ctx, d.IP, may, ipv4SearchBudget, ipv4HoldersMax)
 	if err != nil {
 		c.fail(w, r, q, err)

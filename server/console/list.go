@@ -14,11 +14,12 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // schemaPage dispatches /data/private/<schema>/ by its query: the create form
 // (do=new), the type-ahead lookup (do=lookup), an export, else the list.
-func (c *Console) schemaPage(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
+func (c *Console) schemaPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema) {
 	qs := r.URL.Query()
 	switch {
 	case qs.Get("do") == "new":
@@ -42,7 +43,7 @@ type dataview struct {
 // dataviews lists the `_dataview`s whose target_class is sch, and the one to use: the
 // one named in the query, else `<schema>_default` (without the leading underscore of a
 // built-in class), else all fields.
-func (c *Console) dataviews(ctx context.Context, sch *store.Schema, chosen string) ([]dataview, dataview) {
+func (c *Console) dataviews(ctx context.Context, sch *model.Schema, chosen string) ([]dataview, dataview) {
 	all := dataview{Keyname: "_all", Displayname: "All fields", Columns: []string{"keyname", "displayname"}}
 	for _, f := range sch.Fields {
 		if f.IsEnabled && f.Dataformat != "secret" {
@@ -102,7 +103,7 @@ type row struct {
 }
 
 type listData struct {
-	Schema                            *store.Schema
+	Schema                            *model.Schema
 	Views                             []dataview
 	View                              dataview
 	Headers                           []header
@@ -130,7 +131,7 @@ func (c *Console) pageSize(ctx context.Context, qs url.Values) (page, size int) 
 }
 
 // list: GET /data/private/<schema>/ — a page of instances in the chosen dataview.
-func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
+func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema) {
 	ctx := r.Context()
 	qs := r.URL.Query()
 	views, view := c.dataviews(ctx, sch, qs.Get("view"))
@@ -147,7 +148,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *stor
 	}
 	total := res.Count
 	d := listData{Schema: sch, Views: views, View: view, Search: search, Total: total, TotalExact: res.CountExact,
-		Page: page, Size: size, CanCreate: store.CanWrite(q.auth, sch, "create"), CanExport: q.auth.Has("p_data_export")}
+		Page: page, Size: size, CanCreate: model.CanWrite(q.auth, sch, model.ActionCreate), CanExport: q.auth.Has("p_data_export")}
 	d.Pages = max(1, (total+size-1)/size)
 	base := url.Values{}
 	if search != "" {
@@ -221,7 +222,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *stor
 	c.render(w, r, q, http.StatusOK, "list", title, d)
 }
 
-func columnTitle(sch *store.Schema, col string) string {
+func columnTitle(sch *model.Schema, col string) string {
 	if f := sch.Field(col); f != nil && f.Displayname != "" {
 		return f.Displayname
 	}
@@ -257,7 +258,7 @@ func text(v any) string {
 }
 
 // refTarget is the class a reference field points at, or "".
-func refTarget(f *store.Field) string {
+func refTarget(f *model.Field) string {
 	switch f.Dataformat {
 	case "schema":
 		if w := strings.Fields(f.DataformatExt); len(w) > 0 {
@@ -271,7 +272,7 @@ func refTarget(f *store.Field) string {
 	return ""
 }
 
-func cellOf(sch *store.Schema, col string, v any) cell {
+func cellOf(sch *model.Schema, col string, v any) cell {
 	c := cell{Text: text(v)}
 	if f := sch.Field(col); f != nil {
 		if t := refTarget(f); t != "" {
@@ -288,7 +289,7 @@ const exportLimit = 100_000
 
 // export: GET /data/private/<schema>/?export=csv|json|yaml — the current view (its
 // search, all pages) in CSV (the view's columns) or the load format (JSON or YAML).
-func (c *Console) export(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
+func (c *Console) export(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema) {
 	if !q.auth.Has("p_data_export") {
 		c.forbidden(w, r, q)
 		return
@@ -302,7 +303,7 @@ func (c *Console) export(w http.ResponseWriter, r *http.Request, q *req, sch *st
 	}
 	_, view := c.dataviews(ctx, sch, qs.Get("view"))
 	search := strings.TrimSpace(qs.Get("search"))
-	var docs []*store.Doc
+	var docs []*model.Doc
 	const batch = 2000
 	lq := store.ListQuery{Search: search, Limit: batch, Sort: qs.Get("sort")}
 	for len(docs) < exportLimit {
@@ -359,7 +360,7 @@ func (c *Console) export(w http.ResponseWriter, r *http.Request, q *req, sch *st
 
 // lookup: GET /data/private/<schema>/?do=lookup&q= — up to 20 keynames and
 // displaynames matching q, for the type-ahead of reference fields.
-func (c *Console) lookup(w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema) {
+func (c *Console) lookup(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema) {
 	term := strings.TrimSpace(r.URL.Query().Get("q"))
 	if len(term) > 256 {
 		term = term[:256]

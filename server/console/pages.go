@@ -11,6 +11,7 @@ import (
 
 	"dataservice/internal/clip"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // homeEntry is a `_home` entry: a dashboard tile and a sidebar link.
@@ -28,7 +29,7 @@ type navSection struct {
 
 // homeEntries lists the enabled `_home` entries auth may see (their permission), in
 // order. Entries without a permission are shown to every signed-in user.
-func (c *Console) homeEntries(ctx context.Context, auth *store.Auth) []homeEntry {
+func (c *Console) homeEntries(ctx context.Context, auth *model.Auth) []homeEntry {
 	var out []homeEntry
 	err := c.db.EachInstance(ctx, "_home", func(in *store.Instance) error {
 		if !in.IsEnabled {
@@ -75,7 +76,7 @@ func group(list []homeEntry, sec func(homeEntry) string) []navSection {
 	return out
 }
 
-func (c *Console) sidebar(ctx context.Context, auth *store.Auth) []navSection {
+func (c *Console) sidebar(ctx context.Context, auth *model.Auth) []navSection {
 	list := c.homeEntries(ctx, auth)
 	linked := map[string]bool{}
 	for _, e := range list {
@@ -101,7 +102,7 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, q *req) {
 
 // tileCount is the count a tile shows: instances of the schema it points at, or the
 // number of readable schemas for the data tile.
-func (c *Console) tileCount(ctx context.Context, auth *store.Auth, u string) string {
+func (c *Console) tileCount(ctx context.Context, auth *model.Auth, u string) string {
 	rest, ok := strings.CutPrefix(u, "/data/private/")
 	if !ok || !auth.Has("p_data_access") {
 		return ""
@@ -119,7 +120,7 @@ func (c *Console) tileCount(ctx context.Context, auth *store.Auth, u string) str
 		return plural(n, "schema")
 	}
 	sch, err := c.db.Schema(ctx, name)
-	if err != nil || !store.CanRead(auth, sch) {
+	if err != nil || !model.CanRead(auth, sch) {
 		return ""
 	}
 	n, err := c.db.CountInstances(ctx, name)
@@ -150,7 +151,7 @@ type schemaGroup struct {
 // pageOf is the console page a schema is listed under: its `page` option, else the
 // part of its keyname before the first underscore when the keyname has one (ipam_ip →
 // ipam), "system" for built-in classes.
-func pageOf(s *store.Schema) string {
+func pageOf(s *model.Schema) string {
 	if p, ok := s.Options["page"].(string); ok && p != "" {
 		return p
 	}
@@ -165,7 +166,7 @@ func pageOf(s *store.Schema) string {
 
 // schemaGroups lists the schemas auth may read, grouped by page (only page `only`
 // when set); counts are read when withCounts.
-func (c *Console) schemaGroups(ctx context.Context, auth *store.Auth, only string, withCounts bool) ([]schemaGroup, error) {
+func (c *Console) schemaGroups(ctx context.Context, auth *model.Auth, only string, withCounts bool) ([]schemaGroup, error) {
 	names, err := c.db.SchemaNames(ctx)
 	if err != nil {
 		return nil, err
@@ -176,7 +177,7 @@ func (c *Console) schemaGroups(ctx context.Context, auth *store.Auth, only strin
 		if err != nil {
 			return nil, err
 		}
-		if !store.CanRead(auth, sch) {
+		if !model.CanRead(auth, sch) {
 			continue
 		}
 		p := pageOf(sch)
@@ -251,7 +252,7 @@ func (c *Console) data(w http.ResponseWriter, r *http.Request, q *req) {
 		c.fail(w, r, q, err)
 		return
 	}
-	if !store.CanRead(q.auth, sch) {
+	if !model.CanRead(q.auth, sch) {
 		c.forbidden(w, r, q)
 		return
 	}

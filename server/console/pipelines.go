@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -83,14 +84,14 @@ func (c *Console) pipelineTool(w http.ResponseWriter, r *http.Request, q *req, r
 }
 
 // pipelineSchema is the `_pipeline` class, whose permissions decide what the pages show.
-func (c *Console) pipelineSchema(ctx context.Context) (*store.Schema, error) {
+func (c *Console) pipelineSchema(ctx context.Context) (*model.Schema, error) {
 	return c.db.Schema(ctx, "_pipeline")
 }
 
 // mayRun reports (nil) whether auth may run pl, as the run path decides it.
-func mayRun(auth *store.Auth, pl *store.Pipeline) error {
+func mayRun(auth *model.Auth, pl *store.Pipeline) error {
 	if !auth.Has(tasks.PermRun) {
-		return store.Errorf(store.EForbidden, "running pipelines needs %s", tasks.PermRun)
+		return model.Errorf(model.EForbidden, "running pipelines needs %s", tasks.PermRun)
 	}
 	return tasks.MayRun(auth, pl)
 }
@@ -103,7 +104,7 @@ func (c *Console) pipelineList(w http.ResponseWriter, r *http.Request, q *req) {
 		c.fail(w, r, q, err)
 		return
 	}
-	d := pipelineListData{CanRead: store.CanRead(q.auth, sch)}
+	d := pipelineListData{CanRead: model.CanRead(q.auth, sch)}
 	if q.auth.Has(tasks.PermRun) {
 		d.TasksURL = "/data/private/task/"
 	}
@@ -147,7 +148,7 @@ func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, q *req, n
 		return
 	}
 	d := &pipelineData{Pipeline: pl, Instance: in, Self: "/data/private/pipeline/" + url.PathEscape(pl.Keyname) + "/",
-		CanRead: store.CanRead(q.auth, sch), CanEdit: store.CanWrite(q.auth, sch, store.OpUpdate),
+		CanRead: model.CanRead(q.auth, sch), CanEdit: model.CanWrite(q.auth, sch, model.ActionUpdate),
 		Content: pl.Content}
 	if err := mayRun(q.auth, pl); err != nil {
 		d.RunRefusal = store.ErrorMessage(err)
@@ -193,14 +194,14 @@ func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, q *req, n
 // savePipeline: POST ?do=edit — the content through the store's apply path (the same
 // validation as a load: the failing rule's position is named). It answers (0) with a
 // redirect, or returns the status to re-render with the error and the text kept.
-func (c *Console) savePipeline(ctx context.Context, w http.ResponseWriter, r *http.Request, q *req, sch *store.Schema, in *store.Instance, d *pipelineData) int {
+func (c *Console) savePipeline(ctx context.Context, w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance, d *pipelineData) int {
 	d.Content = strings.ReplaceAll(r.PostFormValue("content"), "\r\n", "\n")
 	content := d.Content
 	if strings.TrimSpace(content) == "" {
 		content = "[]" // no rules (an empty value would remove the field)
 	}
 	next := wanted(sch, in, in.Keyname, in.Displayname, in.IsEnabled, map[string]any{"content": content})
-	if _, err := c.apply(ctx, q.auth, sch, in, next, store.ActionUpdate); err != nil {
+	if _, err := c.apply(ctx, q.auth, sch, in, next, model.ActionUpdate); err != nil {
 		if store.Aborts(err) {
 			c.fail(w, r, q, err)
 			return 0
@@ -232,7 +233,7 @@ func (c *Console) runPipeline(ctx context.Context, w http.ResponseWriter, r *htt
 
 // runnableSchemas are the schemas a run by auth may name (at least as a dry run), with
 // those in chosen selected.
-func (c *Console) runnableSchemas(ctx context.Context, auth *store.Auth, chosen []string) ([]schemaOption, error) {
+func (c *Console) runnableSchemas(ctx context.Context, auth *model.Auth, chosen []string) ([]schemaOption, error) {
 	names, err := c.db.SchemaNames(ctx)
 	if err != nil {
 		return nil, err

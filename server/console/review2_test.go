@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"dataservice/internal/testkit"
-	"dataservice/store"
+	"dataservice/store/codec"
 )
 
 // garbage are query values that are wrong in many ways at once.
@@ -183,14 +183,14 @@ func TestToolPostsNeedCSRFAndOrigin(t *testing.T) {
 }
 
 // A CSV costs memory per cell, not per byte: one cell is a delimiter, but an entry's
-// field. The import tool refuses a CSV of more than store.CSVMaxCells cells (rows ×
+// field. The import tool refuses a CSV of more than codec.CSVMaxCells cells (rows ×
 // columns) with 413 naming the bound, before loading anything (a 32 MiB CSV of empty
 // cells took over 4 GiB).
 func TestImportCSVCellsBounded(t *testing.T) {
 	e := toolEnv(t)
 	b, csrf := signedIn(e, "importer")
 	p := b.postMultipart("/data/private/import/", map[string]string{"csrf": csrf, "format": "csv", "schema": "site", "do": "import"}, "wide.csv", testkit.WideCSV())
-	want(t, p, http.StatusRequestEntityTooLarge, fmt.Sprintf("more than %d cells", store.CSVMaxCells))
+	want(t, p, http.StatusRequestEntityTooLarge, fmt.Sprintf("more than %d cells", codec.CSVMaxCells))
 	if n := e.queryInt("SELECT count(*) FROM instances WHERE classname = 'site' AND keyname LIKE 'wide%'"); n != 0 {
 		t.Fatalf("%d instances written by a refused import", n)
 	}

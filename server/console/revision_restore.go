@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // secretMask is how a revision records a secret's value.
@@ -67,7 +68,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, i
 	rev, err := c.db.RevisionByID(ctx, id)
 	if err == nil && !c.revisionReader(ctx, q.auth)(rev.Classname) {
 		// Not told apart from a missing revision: its class is not the user's to read.
-		err = store.Errorf(store.ENotFound, "revision %d not found", id)
+		err = model.Errorf(model.ENotFound, "revision %d not found", id)
 	}
 	if err != nil {
 		c.fail(w, r, q, err)
@@ -83,7 +84,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, i
 		sch = nil
 	}
 	if sch != nil {
-		d.CanUpdate = store.CanWrite(q.auth, sch, "update")
+		d.CanUpdate = model.CanWrite(q.auth, sch, model.ActionUpdate)
 		if _, err := c.db.Instance(ctx, sch.Keyname, rev.Keyname); err == nil {
 			d.ObjectURL = link(sch.Keyname, rev.Keyname)
 		}
@@ -102,7 +103,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, i
 			return
 		}
 		if refused == "" {
-			out, err := c.apply(ctx, q.auth, sch, plan.cur, plan.next, store.ActionUpdate)
+			out, err := c.apply(ctx, q.auth, sch, plan.cur, plan.next, model.ActionUpdate)
 			if err == nil {
 				done := "restored"
 				if out.Result == store.OutUnchanged {
@@ -143,7 +144,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, i
 
 // revisionRows is the diff of rev, old → new per field (sch: the class's schema, nil
 // when it is gone). An unreadable record shows as empty.
-func revisionRows(rev store.Revision, sch *store.Schema) []diffRow {
+func revisionRows(rev store.Revision, sch *model.Schema) []diffRow {
 	if rev.Classname == "_schema" || rev.Classname == "_permission" {
 		return docRows(rev.Before, rev.After)
 	}
@@ -162,7 +163,7 @@ func revisionRows(rev store.Revision, sch *store.Schema) []diffRow {
 // → new; fields in the schema's order (when it still exists), then the others by
 // name. Secrets are never shown: a revision records them masked, so a secret row says
 // only whether it was set, removed or changed, where the records tell.
-func diffRows(sch *store.Schema, before, after *revisionDoc) []diffRow {
+func diffRows(sch *model.Schema, before, after *revisionDoc) []diffRow {
 	var rows []diffRow
 	get := func(d *revisionDoc, f func(*revisionDoc) string) string {
 		if d == nil {
@@ -299,7 +300,7 @@ type restore struct {
 // says why it cannot (refused): the object must still be the one the revision
 // describes, and every field of the version must still exist. The keyname stays (a
 // rename is undone by renaming); secrets keep their current value (history holds none).
-func (c *Console) restorePlan(ctx context.Context, rev store.Revision, sch *store.Schema, version string) (*restore, string, error) {
+func (c *Console) restorePlan(ctx context.Context, rev store.Revision, sch *model.Schema, version string) (*restore, string, error) {
 	var raw string
 	switch version {
 	case "before":

@@ -11,6 +11,7 @@ import (
 
 	"dataservice/internal/clip"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // The revisions page shows this many revisions, and reads at most revisionScan rows
@@ -52,7 +53,7 @@ type revisionListRow struct {
 // instance class when the user may read its schema. A class whose schema no longer
 // exists is readable only by callers holding every permission (who could read it,
 // whatever its read permission was).
-func (c *Console) revisionReader(ctx context.Context, auth *store.Auth) func(cls string) bool {
+func (c *Console) revisionReader(ctx context.Context, auth *model.Auth) func(cls string) bool {
 	readable := map[string]bool{}
 	return func(cls string) bool {
 		ok, seen := readable[cls]
@@ -68,7 +69,7 @@ func (c *Console) revisionReader(ctx context.Context, auth *store.Auth) func(cls
 			sch, err := c.db.Schema(ctx, cls)
 			switch {
 			case err == nil:
-				ok = store.CanRead(auth, sch)
+				ok = model.CanRead(auth, sch)
 			case store.IsNotFound(err):
 				ok = auth.HasAll()
 			}
@@ -131,7 +132,7 @@ func (c *Console) revisions(w http.ResponseWriter, r *http.Request, q *req) {
 		c.fail(w, r, q, err)
 		return
 	}
-	schemas := map[string]*store.Schema{}
+	schemas := map[string]*model.Schema{}
 	for _, rv := range revs {
 		row := revisionListRow{Revision: rv, DiffURL: revisionURL(rv.ID)}
 		sch, seen := schemas[rv.Classname]
@@ -216,7 +217,7 @@ func (f revisionFilterForm) url(before int64) string {
 
 // readableClasses are the classes the class filter suggests: the schemas whose
 // revisions the user may read, and _schema and _permission with their permissions.
-func (c *Console) readableClasses(ctx context.Context, auth *store.Auth, allowed func(string) bool) []string {
+func (c *Console) readableClasses(ctx context.Context, auth *model.Auth, allowed func(string) bool) []string {
 	var out []string
 	for _, cls := range []string{"_schema", "_permission"} {
 		if allowed(cls) {

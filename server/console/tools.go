@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -17,7 +17,7 @@ type tool struct {
 	Icon  string
 	// Allowed reports whether auth may open the tool; nil allows every caller with
 	// p_data_access. A caller without it gets 403, and no sidebar link.
-	Allowed func(auth *store.Auth) bool
+	Allowed func(auth *model.Auth) bool
 	// Documents marks a tool whose forms carry load documents: its requests may be as
 	// large as the API's (Options.MaxBody) instead of 1 MiB.
 	Documents bool
@@ -38,11 +38,11 @@ func init() {
 		{Name: "ipam", Title: "IPAM", Icon: "fa-sitemap", Serve: (*Console).ipamTool},
 		{Name: "pipeline", Title: "Pipelines", Icon: "fa-cogs", Serve: (*Console).pipelineTool},
 		{Name: "task", Title: "Tasks", Icon: "fa-tasks", Serve: (*Console).taskTool,
-			Allowed: func(a *store.Auth) bool { return a.Has(tasks.PermRun) }},
+			Allowed: func(a *model.Auth) bool { return a.Has(tasks.PermRun) }},
 		{Name: "import", Title: "Import", Icon: "fa-upload", Documents: true, OnePage: true, Serve: (*Console).importTool,
-			Allowed: func(a *store.Auth) bool { return a.Has("p_data_import") }},
+			Allowed: func(a *model.Auth) bool { return a.Has("p_data_import") }},
 		{Name: "code_editor", Title: "Code editor", Icon: "fa-code", Documents: true, OnePage: true, Serve: (*Console).codeEditor,
-			Allowed: func(a *store.Auth) bool { return a.Has("p_code_editor") }},
+			Allowed: func(a *model.Auth) bool { return a.Has("p_code_editor") }},
 		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, OnePage: true,
 			Serve: (*Console).configurationTool},
 	}
@@ -77,13 +77,13 @@ func toolNamed(name string) *tool {
 	return nil
 }
 
-func (t *tool) allowed(auth *store.Auth) bool {
+func (t *tool) allowed(auth *model.Auth) bool {
 	return auth.Has("p_data_access") && (t.Allowed == nil || t.Allowed(auth))
 }
 
 // toolLinks are the sidebar links of the tools auth may open that no `_home` entry
 // already links to.
-func toolLinks(auth *store.Auth, linked map[string]bool) []homeEntry {
+func toolLinks(auth *model.Auth, linked map[string]bool) []homeEntry {
 	var out []homeEntry
 	for i := range tools {
 		t := &tools[i]

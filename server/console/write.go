@@ -5,6 +5,7 @@ import (
 	"maps"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // apply makes one write with the user's rights through the store's one apply path
@@ -12,14 +13,14 @@ import (
 // (permissions, validation, built-in protections, cascading renames, revisions with
 // the user as author) are the only ones. old is the stored instance (nil for a
 // create); next is the wanted state for create and update (ignored otherwise).
-func (c *Console) apply(ctx context.Context, auth *store.Auth, sch *store.Schema, old, next *store.Instance, action string) (store.Outcome, error) {
+func (c *Console) apply(ctx context.Context, auth *model.Auth, sch *model.Schema, old, next *store.Instance, action model.Action) (store.Outcome, error) {
 	return c.db.Apply(ctx, store.Write{Schema: sch, Old: old, New: next, Action: action}, store.ApplyOptions{Auth: auth})
 }
 
 // wanted is the state a form asks for: old's (a copy; nil for a new instance) with the
 // posted values laid over it. An empty value removes the field; a secret left empty
 // keeps the stored one (posted leaves it out).
-func wanted(sch *store.Schema, old *store.Instance, key, displayname string, enabled bool, vals map[string]any) *store.Instance {
+func wanted(sch *model.Schema, old *store.Instance, key, displayname string, enabled bool, vals map[string]any) *store.Instance {
 	next := &store.Instance{Classname: sch.Keyname, Keyname: key, Displayname: displayname, IsEnabled: enabled,
 		Data: map[string]any{}}
 	if old != nil {

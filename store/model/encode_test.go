@@ -1,4 +1,4 @@
-package store_test
+package model_test
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // trickyStrings are strings YAML and JSON must quote or escape.
@@ -51,12 +51,12 @@ func randValue(r *rand.Rand, depth int) any {
 	return trickyStrings[r.IntN(len(trickyStrings))]
 }
 
-// Doc's JSON and YAML encodings, built directly, are byte for byte what encoding/json
+// model.Doc's JSON and YAML encodings, built directly, are byte for byte what encoding/json
 // and yaml.v3 write for the same keys and values.
 func TestDocEncodingsMatchLibraries(t *testing.T) {
 	r := rand.New(rand.NewPCG(16, 4))
 	for i := range 3000 {
-		d := &store.Doc{}
+		d := &model.Doc{}
 		var ref yaml.Node
 		ref.Kind = yaml.MappingNode
 		var wantJSON strings.Builder
@@ -114,7 +114,7 @@ func TestDocEncodingsMatchLibraries(t *testing.T) {
 // A "<<" value is written as the plain string it is (encoding it through yaml.Node.Encode
 // tagged it !!merge), and reads back as that string.
 func TestDocYAMLMergeKeyLookalike(t *testing.T) {
-	d := &store.Doc{}
+	d := &model.Doc{}
 	d.Set("a", "<<")
 	b, err := yaml.Marshal([]any{d})
 	if err != nil {

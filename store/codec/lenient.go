@@ -1,4 +1,4 @@
-package store
+package codec
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 var (
@@ -23,7 +24,7 @@ const maxRepairs = 20
 // not parse because a mapping line lacks the space after its colon ("description:Some
 // text", as in the reference application's demo files), that line is read as
 // "description: Some text" and a warning says so. Anything else fails as ParseDocument does.
-func ParseDocumentLenient(name string, data []byte) ([]*Entry, []string, error) {
+func ParseDocumentLenient(name string, data []byte) ([]*model.Entry, []string, error) {
 	entries, err := ParseDocument(name, data)
 	if err == nil {
 		return entries, nil, nil

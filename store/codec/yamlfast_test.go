@@ -1,4 +1,4 @@
-package store
+package codec
 
 import (
 	"math/rand/v2"
@@ -6,14 +6,16 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"dataservice/store/model"
 )
 
 // yamlV3Items is what yaml.v3 writes for docs as one block sequence (Export's other path).
-func yamlV3Items(t *testing.T, docs ...*Doc) string {
+func yamlV3Items(t *testing.T, docs ...*model.Doc) string {
 	t.Helper()
 	seq := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, d := range docs {
-		n, err := d.yamlNode()
+		n, err := d.YAMLNode()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +82,7 @@ func TestYAMLItemMatchesYAMLv3(t *testing.T) {
 	}
 	direct := 0
 	for i := 0; i < 20000; i++ {
-		d := &Doc{}
+		d := &model.Doc{}
 		for range 1 + rng.IntN(5) {
 			k := word()
 			if rng.IntN(4) == 0 {
@@ -114,17 +116,17 @@ func TestYAMLItemMatchesYAMLv3(t *testing.T) {
 // TestYAMLItemsConcatenate: items written directly and items encoded by yaml.v3, in
 // any order, make the same bytes as one yaml.v3 sequence of them all.
 func TestYAMLItemsConcatenate(t *testing.T) {
-	simple := &Doc{}
+	simple := &model.Doc{}
 	simple.Set("classname", "host")
 	simple.Set("keyname", "h1")
 	simple.Set("ips", []any{"10.0.0.1", "10.0.0.2"})
 	simple.Set("none", []any{})
-	other := &Doc{}
+	other := &model.Doc{}
 	other.Set("classname", "host")
 	other.Set("keyname", "h 2")
 	other.Set("ratio", 0.5)
 	var got []byte
-	for _, d := range []*Doc{simple, other, simple} {
+	for _, d := range []*model.Doc{simple, other, simple} {
 		if b, ok := appendYAMLItem(got, d); ok {
 			got = b
 		} else {

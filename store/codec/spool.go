@@ -1,4 +1,4 @@
-package store
+package codec
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
+
+	"dataservice/store/model"
 )
 
 // Body is a load body received into memory or a temporary file: every entry was checked on
@@ -23,7 +26,7 @@ type Body struct {
 	path    string   // set while the file could not be removed at once
 	size    int64
 	stream  bool
-	entries []*Entry // the body parsed whole, when it does not stream
+	entries []*model.Entry // the body parsed whole, when it does not stream
 	// Entries is the number of entries of the body.
 	Entries int
 	// Warnings are the lenient parser's repairs (a body parsed whole).
@@ -41,7 +44,7 @@ func (e *BodyReadError) Unwrap() error { return e.Err }
 // keeping none: JSON lists object by object, YAML block sequences item by item. The
 // bytes are kept in memory up to spoolInMemory, beyond it in a temporary file in dir
 // (the system's temporary directory when dir is empty or not writable), unlinked at
-// once. More than maxEntries entries (0: no bound) is an ETooLarge error as soon as
+// once. More than maxEntries entries (0: no bound) is an model.ETooLarge error as soon as
 // the entry after the last allowed one has been read; a body that does not stream is
 // parsed whole under ParseBody's rules (at most MaxYAMLBody). Errors are ParseBody's,
 // or a *BodyReadError. The caller closes the Body.
@@ -145,7 +148,7 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 	w := &spoolWriter{b: b}
 	tee := io.TeeReader(rr, w)
 	n := 0
-	err := streamDocument(b.name, tee, MaxYAMLBody, func(*Entry) error {
+	err := streamDocument(b.name, tee, MaxYAMLBody, func(*model.Entry) error {
 		if maxEntries > 0 && n >= maxEntries {
 			return tooManyEntries(b.name, maxEntries)
 		}
@@ -153,8 +156,8 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 		return nil
 	})
 	switch {
-	case w.err != nil && isDiskFull(w.err):
-		return diskFullError("the load body spooled in "+b.spoolDir(), w.err)
+	case w.err != nil && noSpace(w.err):
+		return model.DiskFullError("the load body spooled in "+b.spoolDir(), w.err)
 	case w.err != nil:
 		return fmt.Errorf("spool load body: %w", w.err)
 	case rr.err != nil:
@@ -170,8 +173,8 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 		if rr.err != nil {
 			return &BodyReadError{rr.err}
 		}
-		if isDiskFull(err) {
-			return diskFullError("the load body spooled in "+b.spoolDir(), err)
+		if noSpace(err) {
+			return model.DiskFullError("the load body spooled in "+b.spoolDir(), err)
 		}
 		return fmt.Errorf("spool load body: %w", err)
 	}
@@ -180,11 +183,11 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 		reason := ""
 		if errors.As(err, &ns) {
 			if ns.json != nil {
-				return Errorf(EInvalid, "%s: invalid JSON: %v", b.name, ns.json)
+				return model.Errorf(model.EInvalid, "%s: invalid JSON: %v", b.name, ns.json)
 			}
 			reason = " (" + ns.reason + ")"
 		}
-		return Errorf(ETooLarge, "%s: a load body over %d MiB must be JSON, or YAML that is read item by item: a block "+
+		return model.Errorf(model.ETooLarge, "%s: a load body over %d MiB must be JSON, or YAML that is read item by item: a block "+
 			"sequence whose items start with \"- \" at column 0, share no anchors and are at most %d MiB each; this one is not%s",
 			b.name, MaxYAMLBody>>20, MaxYAMLBody>>20, reason)
 	}
@@ -202,7 +205,7 @@ func (b *Body) receive(r io.Reader, maxEntries int) error {
 
 // Each calls yield with every entry of the body in order (a LoadStream source),
 // reading a streamed body back from its file.
-func (b *Body) Each(yield func(*Entry) error) error {
+func (b *Body) Each(yield func(*model.Entry) error) error {
 	if !b.stream {
 		for _, e := range b.entries {
 			if err := yield(e); err != nil {
@@ -212,7 +215,7 @@ func (b *Body) Each(yield func(*Entry) error) error {
 		return nil
 	}
 	var fnErr error
-	err := streamDocument(b.name, b.reader(), MaxYAMLBody, func(e *Entry) error {
+	err := streamDocument(b.name, b.reader(), MaxYAMLBody, func(e *model.Entry) error {
 		fnErr = yield(e)
 		return fnErr
 	})
@@ -235,3 +238,7 @@ func (b *Body) Close() error {
 	}
 	return err
 }
+
+// noSpace reports whether err is the system's ENOSPC: the filesystem holding the
+// spooled body is full.
+func noSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) }

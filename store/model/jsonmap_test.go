@@ -1,4 +1,4 @@
-package store
+package model
 
 import (
 	"encoding/json"
@@ -55,11 +55,11 @@ func TestMustJSONMapMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := mustJSON(m); got != string(want) {
+		if got := MustJSON(m); got != string(want) {
 			t.Fatalf("map %d:\n got %s\nwant %s", i, got, want)
 		}
 	}
-	if got := mustJSON(map[string]any(nil)); got != "null" {
+	if got := MustJSON(map[string]any(nil)); got != "null" {
 		t.Fatalf("nil map: %s", got)
 	}
 	defer func() {
@@ -67,10 +67,10 @@ func TestMustJSONMapMatchesEncodingJSON(t *testing.T) {
 			t.Fatal("NaN was encoded")
 		}
 	}()
-	mustJSON(map[string]any{"x": math.NaN()})
+	MustJSON(map[string]any{"x": math.NaN()})
 }
 
-// TestSameJSONMatchesEncodings: sameJSON says two data maps are the same exactly when
+// TestSameJSONMatchesEncodings: SameJSON says two data maps are the same exactly when
 // their encodings are, including values of different types that encode alike and
 // strings whose invalid UTF-8 becomes the same \ufffd.
 func TestSameJSONMatchesEncodings(t *testing.T) {
@@ -94,9 +94,9 @@ func TestSameJSONMatchesEncodings(t *testing.T) {
 				b[k] = v
 			}
 		}
-		want := mustJSON(a) == mustJSON(b)
-		if got := sameJSON(a, b); got != want {
-			t.Fatalf("sameJSON(%q, %q) = %v; encodings %s and %s", a, b, got, mustJSON(a), mustJSON(b))
+		want := MustJSON(a) == MustJSON(b)
+		if got := SameJSON(a, b); got != want {
+			t.Fatalf("SameJSON(%q, %q) = %v; encodings %s and %s", a, b, got, MustJSON(a), MustJSON(b))
 		}
 		if want {
 			same++

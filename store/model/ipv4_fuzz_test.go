@@ -1,4 +1,4 @@
-package store_test
+package model_test
 
 import (
 	"encoding/hex"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // ipv4Seeds is the committed seed corpus of the IPv4 parsers: canonical and
@@ -22,19 +22,19 @@ var ipv4Seeds = []string{
 
 // FuzzCheckIPv4: never panics; an accepted address or subnet is canonical (it parses
 // back to itself); strict implies subnet and an aligned prefix; an address is
-// accepted exactly when HexIP accepts it.
+// accepted exactly when model.HexIP accepts it.
 func FuzzCheckIPv4(f *testing.F) {
 	for _, s := range ipv4Seeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		addrErr := store.CheckIPv4(s, "")
-		_, hexErr := store.HexIP(s)
+		addrErr := model.CheckIPv4(s, "")
+		_, hexErr := model.HexIP(s)
 		if (addrErr == nil) != (hexErr == nil) {
 			t.Fatalf("CheckIPv4(%q) = %v but HexIP = %v", s, addrErr, hexErr)
 		}
-		if (addrErr == nil) != store.IsDottedIPv4(s) {
-			t.Fatalf("CheckIPv4(%q) = %v but IsDottedIPv4 = %v", s, addrErr, store.IsDottedIPv4(s))
+		if (addrErr == nil) != model.IsDottedIPv4(s) {
+			t.Fatalf("CheckIPv4(%q) = %v but IsDottedIPv4 = %v", s, addrErr, model.IsDottedIPv4(s))
 		}
 		if addrErr == nil {
 			a, err := netip.ParseAddr(s)
@@ -42,8 +42,8 @@ func FuzzCheckIPv4(f *testing.F) {
 				t.Fatalf("CheckIPv4 accepted %q, which is not a canonical IPv4 address", s)
 			}
 		}
-		subErr := store.CheckIPv4(s, "subnet")
-		strictErr := store.CheckIPv4(s, "subnet strict")
+		subErr := model.CheckIPv4(s, "subnet")
+		strictErr := model.CheckIPv4(s, "subnet strict")
 		if subErr == nil {
 			p, err := netip.ParsePrefix(s)
 			if err != nil || !p.Addr().Is4() || p.String() != s {
@@ -70,7 +70,7 @@ func FuzzHexIP(f *testing.F) {
 	f.Add("1.2.3.4")
 	f.Add("0a000001")
 	f.Fuzz(func(t *testing.T, s string) {
-		h, err := store.HexIP(s)
+		h, err := model.HexIP(s)
 		if err != nil {
 			if h != "" {
 				t.Fatalf("HexIP(%q) = %q with error %v", s, h, err)
@@ -87,7 +87,7 @@ func FuzzHexIP(f *testing.F) {
 		if back := fmt.Sprintf("%d.%d.%d.%d", b[0], b[1], b[2], b[3]); back != s {
 			t.Fatalf("HexIP(%q) = %q, which decodes to %s", s, h, back)
 		}
-		if again, err := store.HexIP(s); err != nil || again != h {
+		if again, err := model.HexIP(s); err != nil || again != h {
 			t.Fatalf("HexIP(%q) not deterministic: %q then %q (%v)", s, h, again, err)
 		}
 	})

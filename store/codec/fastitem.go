@@ -1,9 +1,10 @@
-package store
+package codec
 
 import (
 	"bytes"
-	"math"
 	"strconv"
+
+	"dataservice/store/model"
 )
 
 // fastItem reads the commonest shape of a YAML sequence item without the YAML parser:
@@ -13,7 +14,7 @@ import (
 // null in any of their YAML spellings), a dotted number with at least two dots (an
 // address: text), or a canonical decimal integer. It gives exactly the entry the YAML
 // parser gives; ok is false for anything else, which the parser then reads.
-func fastItem(name string, item []byte) (e *Entry, ok bool) {
+func fastItem(name string, item []byte) (e *model.Entry, ok bool) {
 	fields := make(map[string]any, 8)
 	order := make([]string, 0, 8)
 	first := true
@@ -53,7 +54,7 @@ func fastItem(name string, item []byte) (e *Entry, ok bool) {
 	if first {
 		return nil, false
 	}
-	return &Entry{File: name, Fields: fields, Order: order}, true
+	return &model.Entry{File: name, Fields: fields, Order: order}, true
 }
 
 func isIdentifier(b []byte) bool {
@@ -107,60 +108,4 @@ func fastScalar(b []byte) (any, bool) {
 		return i, err == nil
 	}
 	return nil, false
-}
-
-// jsonEntry reads a JSON object (valid JSON, scanned by encoding/json) whose keys
-// are strings without escapes and whose values are such strings, numbers, booleans,
-// null or flat lists of them, keeping the key order; a repeated key keeps its last
-// value and first position. The values are those the token decoder gives (integers
-// int64, other numbers float64); ok is false for anything else.
-func jsonEntry(raw []byte) (map[string]any, []string, bool) {
-	p := flatParser{s: string(raw)}
-	ws := func() {
-		for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n' || p.s[p.i] == '\r') {
-			p.i++
-		}
-	}
-	if !p.byte('{') {
-		return nil, nil, false
-	}
-	m := make(map[string]any, 8)
-	order := make([]string, 0, 8)
-	ws()
-	if p.byte('}') {
-		ws()
-		return m, order, p.i == len(p.s)
-	}
-	for {
-		ws()
-		k, ok := p.str()
-		if !ok {
-			return nil, nil, false
-		}
-		ws()
-		if !p.byte(':') {
-			return nil, nil, false
-		}
-		ws()
-		v, ok := p.value(true)
-		if !ok {
-			return nil, nil, false
-		}
-		if f, isFloat := v.(float64); isFloat && (math.IsInf(f, 0) || math.IsNaN(f)) {
-			return nil, nil, false
-		}
-		if _, dup := m[k]; !dup {
-			order = append(order, k)
-		}
-		m[k] = v
-		ws()
-		if p.byte(',') {
-			continue
-		}
-		if p.byte('}') {
-			ws()
-			return m, order, p.i == len(p.s)
-		}
-		return nil, nil, false
-	}
 }

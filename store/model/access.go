@@ -1,10 +1,7 @@
-package store
+package model
 
-// Write kinds a permission check distinguishes.
-const (
-	OpCreate = "create"
-	OpUpdate = "update"
-	OpDelete = "delete"
+import (
+	"sort"
 )
 
 // Permissions the access checks name.
@@ -42,32 +39,32 @@ func ClassPermissions() map[string]string {
 }
 
 // classPermission is the permission a load needs for a built-in class, or "".
-func classPermission(cls string) string { return classPermissions[cls] }
+func ClassPermission(cls string) string { return classPermissions[cls] }
 
-// dataPermission is the permission a write of kind op (OpCreate, OpUpdate, OpDelete)
+// dataPermission is the permission a write of kind op (ActionCreate, ActionUpdate, ActionDelete)
 // to an instance of s needs.
-func dataPermission(s *Schema, op string) string {
+func dataPermission(s *Schema, op Action) string {
 	var own string
 	switch op {
-	case OpCreate:
+	case ActionCreate:
 		own = s.PCreate
-	case OpUpdate:
+	case ActionUpdate:
 		own = s.PUpdate
-	case OpDelete:
+	case ActionDelete:
 		own = s.PDelete
 	}
 	if own != "" {
 		return own
 	}
-	return "p_data_" + op
+	return "p_data_" + string(op)
 }
 
 // CanWrite reports whether auth may make a write of kind op to instances of s.
-func CanWrite(auth *Auth, s *Schema, op string) bool {
+func CanWrite(auth *Auth, s *Schema, op Action) bool {
 	if auth == nil {
 		return true
 	}
-	if p := classPermission(s.Keyname); p != "" {
+	if p := ClassPermission(s.Keyname); p != "" {
 		return auth.Has(p)
 	}
 	if auth.Has(PermDataAdmin) || (s.PAdmin != "" && auth.Has(s.PAdmin)) {
@@ -95,14 +92,45 @@ func CanRead(auth *Auth, s *Schema) bool {
 	return auth.Has(PermDataRead)
 }
 
-// canRename reports whether auth may change keynames (a cascading rename).
-func canRename(auth *Auth) bool { return auth == nil || auth.Has(PermKeynameRename) }
+// CanRename reports whether auth may change keynames (a cascading rename).
+func CanRename(auth *Auth) bool { return auth == nil || auth.Has(PermKeynameRename) }
 
-// authorizeWrite is the one permission decision of the apply path: nil when auth may
+// AuthorizeWrite is the one permission decision of the apply path: nil when auth may
 // make a write of kind op to instances of s, else the forbidden error.
-func authorizeWrite(auth *Auth, s *Schema, op string) error {
+func AuthorizeWrite(auth *Auth, s *Schema, op Action) error {
 	if !CanWrite(auth, s, op) {
 		return Errorf(EForbidden, "permission denied: %s of %s", op, s.Keyname)
 	}
 	return nil
 }
+
+// grantClasses are the classes whose instances confer permissions on someone.
+var grantClasses = map[string]bool{"_user": true, "_group": true, "_role": true, "_apikey": true}
+
+// Granted is a set of permissions an object confers: all, or the listed ones.
+type Granted struct {
+	All   bool
+	Perms map[string]bool
+}
+
+// Beyond lists the permissions g confers that auth does not hold ("every permission"
+// when g is all and auth is not).
+func (g Granted) Beyond(auth *Auth) []string {
+	if g.All {
+		if auth.HasAll() {
+			return nil
+		}
+		return []string{"every permission"}
+	}
+	var out []string
+	for p := range g.Perms {
+		if !auth.Has(p) {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// IsGrantClass reports whether instances of cls confer permissions on someone.
+func IsGrantClass(cls string) bool { return grantClasses[cls] }

@@ -1,4 +1,4 @@
-package store_test
+package codec_test
 
 import (
 	"encoding/json"
@@ -7,10 +7,12 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // entryText renders the fields of an entry in key order with their Go types.
-func entryText(e *store.Entry) string {
+func entryText(e *model.Entry) string {
 	var parts []string
 	for _, k := range e.Order {
 		parts = append(parts, k+"="+fmtValue(e.Fields[k]))
@@ -101,7 +103,7 @@ func TestParseDocument(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			entries, err := store.ParseDocument("doc.yml", []byte(tt.doc))
+			entries, err := codec.ParseDocument("doc.yml", []byte(tt.doc))
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
@@ -136,11 +138,11 @@ func TestParseDocumentErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			entries, err := store.ParseDocument("doc.yml", []byte(tt.doc))
+			entries, err := codec.ParseDocument("doc.yml", []byte(tt.doc))
 			if err == nil {
 				t.Fatalf("parse: got %d entries, want an error", len(entries))
 			}
-			if got, want := store.ErrorCode(err), store.EInvalid; got != want {
+			if got, want := store.ErrorCode(err), model.EInvalid; got != want {
 				t.Fatalf("error code: got %q, want %q", got, want)
 			}
 			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "doc.yml") {
@@ -183,7 +185,7 @@ func mergeBomb() string {
 func TestParseDocumentRefusesAliasBombs(t *testing.T) {
 	for name, doc := range map[string]string{"billion laughs": billionLaughs(), "nested merge keys": mergeBomb()} {
 		t.Run(name+" is refused", func(t *testing.T) {
-			entries, err := store.ParseDocument("bomb.yml", []byte(doc))
+			entries, err := codec.ParseDocument("bomb.yml", []byte(doc))
 			if err == nil {
 				t.Fatalf("parse: got %d entries, want an error", len(entries))
 			}
@@ -197,7 +199,7 @@ func TestParseDocumentRefusesAliasBombs(t *testing.T) {
 		for i := 0; i < 40000; i++ {
 			fmt.Fprintf(&b, "- {classname: x, keyname: k%d, a: 1, b: [2, 3]}\n", i)
 		}
-		entries, err := store.ParseDocument("big.yml", []byte(b.String()))
+		entries, err := codec.ParseDocument("big.yml", []byte(b.String()))
 		if err != nil {
 			t.Fatalf("parse 240k plain values: %v", err)
 		}
@@ -207,7 +209,7 @@ func TestParseDocumentRefusesAliasBombs(t *testing.T) {
 	})
 	t.Run("moderate aliasing is accepted", func(t *testing.T) {
 		doc := "- &a {classname: x, keyname: k, tags: &t [a, b, c]}\n- {classname: x, keyname: k2, tags: *t}\n"
-		entries, err := store.ParseDocument("ok.yml", []byte(doc))
+		entries, err := codec.ParseDocument("ok.yml", []byte(doc))
 		if err != nil {
 			t.Fatalf("parse: %v", err)
 		}
@@ -218,7 +220,7 @@ func TestParseDocumentRefusesAliasBombs(t *testing.T) {
 }
 
 func TestEntryKeyAndSet(t *testing.T) {
-	entries, err := store.ParseDocument("x", []byte("- {classname: ' _user ', login: jdoe}\n- {classname: a, keyname: 7}\n"))
+	entries, err := codec.ParseDocument("x", []byte("- {classname: ' _user ', login: jdoe}\n- {classname: a, keyname: 7}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +230,7 @@ func TestEntryKeyAndSet(t *testing.T) {
 	if cls, key := entries[1].Key(); cls+"/"+key != "a/7" {
 		t.Fatalf("Key: got %s/%s, want a/7", cls, key)
 	}
-	e := store.NewEntry(map[string]any{"keyname": "k", "classname": "c"})
+	e := model.NewEntry(map[string]any{"keyname": "k", "classname": "c"})
 	e.Set("x", int64(1))
 	e.Set("keyname", "k2")
 	if got, want := entryText(e), "classname=string(c) keyname=string(k2) x=int64(1)"; got != want {
@@ -256,9 +258,9 @@ func FuzzParseDocument(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		entries, err := store.ParseDocument("fuzz", data)
+		entries, err := codec.ParseDocument("fuzz", data)
 		if err != nil {
-			if got, want := store.ErrorCode(err), store.EInvalid; got != want {
+			if got, want := store.ErrorCode(err), model.EInvalid; got != want {
 				t.Fatalf("error code: got %q, want %q (%v)", got, want, err)
 			}
 			return
@@ -295,11 +297,11 @@ func TestParseDocumentBudgetSpansDocuments(t *testing.T) {
 	// One document: 4 levels of 10 aliases under a 10-value list = 10^5 values minus a bit.
 	doc := "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\na1: &a1 [*a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0]\n" +
 		"a2: &a2 [*a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1]\na3: [*a2, *a2, *a2, *a2, *a2]\nclassname: x\n"
-	if _, err := store.ParseDocument("one.yml", []byte(doc)); err != nil {
+	if _, err := codec.ParseDocument("one.yml", []byte(doc)); err != nil {
 		t.Fatalf("one document within the budget: %v", err)
 	}
 	many := strings.Repeat("---\n"+doc, 30)
-	_, err := store.ParseDocument("many.yml", []byte(many))
+	_, err := codec.ParseDocument("many.yml", []byte(many))
 	if err == nil || !strings.Contains(err.Error(), "alias bomb") {
 		t.Fatalf("30 documents each within the budget: got %v, want the alias bomb error", err)
 	}
@@ -309,23 +311,23 @@ func TestParseDocumentBudgetSpansDocuments(t *testing.T) {
 // parser gives for the same JSON text.
 func TestParseBodyJSONMatchesYAML(t *testing.T) {
 	body := `[{"classname":"srv","keyname":"a","n":1,"f":1.5,"b":true,"z":null,"l":[1,"x",{"k":2}],"m":{"q":"r"},"n":2},{"keyname":"b","classname":"srv"}]`
-	got, _, err := store.ParseBody("b", []byte(body), 0)
+	got, _, err := codec.ParseBody("b", []byte(body), 0)
 	if err != nil {
 		t.Fatalf("ParseBody: %v", err)
 	}
-	want, err := store.ParseDocument("b", []byte(body))
+	want, err := codec.ParseDocument("b", []byte(body))
 	if err != nil {
 		t.Fatalf("ParseDocument: %v", err)
 	}
 	if g, w := fmt.Sprintf("%#v", entryShapes(got)), fmt.Sprintf("%#v", entryShapes(want)); g != w {
 		t.Fatalf("streamed JSON:\n%s\nYAML parser:\n%s", g, w)
 	}
-	if _, _, err := store.ParseBody("b", []byte(body), 1); store.ErrorCode(err) != store.ETooLarge {
-		t.Fatalf("two entries over a bound of one: got %v, want %s", err, store.ETooLarge)
+	if _, _, err := codec.ParseBody("b", []byte(body), 1); store.ErrorCode(err) != model.ETooLarge {
+		t.Fatalf("two entries over a bound of one: got %v, want %s", err, model.ETooLarge)
 	}
 }
 
-func entryShapes(es []*store.Entry) []string {
+func entryShapes(es []*model.Entry) []string {
 	var out []string
 	for _, e := range es {
 		s := fmt.Sprintf("%s %d %v:", e.File, e.Index, e.Order)

@@ -1,4 +1,4 @@
-package store
+package model
 
 import (
 	"strings"
@@ -19,9 +19,10 @@ type Entry struct {
 	Displayname    string
 	HasDisplayname bool
 	IsEnabled      *bool
-	Action         string
+	Action         Action
 
-	transformed bool // LoadOptions.Transform has run on it
+	// Transformed is set once the loader's Transform has run on the entry.
+	Transformed bool
 }
 
 // headerKeys are the keys of an entry that are not field values.
@@ -71,7 +72,7 @@ func (e *Entry) syncOrder() {
 }
 
 // prepare reads the header keys; action overrides _action when non-empty.
-func (e *Entry) prepare(action string) error {
+func (e *Entry) Prepare(action Action) error {
 	e.syncOrder()
 	cls, ok := e.Fields["classname"].(string)
 	cls = strings.TrimSpace(cls)
@@ -83,14 +84,14 @@ func (e *Entry) prepare(action string) error {
 	if kv == nil && cls == "_user" {
 		kv = e.Fields["login"]
 	}
-	k, ok := scalarText(kv)
+	k, ok := ScalarText(kv)
 	if !ok {
 		return Errorf(EInvalid, "keyname must be a scalar")
 	}
 	e.Keyname = strings.TrimSpace(k)
 	e.HasDisplayname = false
 	if d, present := e.Fields["displayname"]; present {
-		t, ok := scalarText(d)
+		t, ok := ScalarText(d)
 		if !ok {
 			return Errorf(EInvalid, "displayname must be a scalar")
 		}
@@ -100,7 +101,7 @@ func (e *Entry) prepare(action string) error {
 	if v, present := e.Fields["is_enabled"]; present && v != nil {
 		b, ok := v.(bool)
 		if !ok {
-			t, scalar := scalarText(v)
+			t, scalar := ScalarText(v)
 			if b, ok = BoolWord(t); !ok || !scalar {
 				return Errorf(EInvalid, "is_enabled %s is not a boolean", clip.Quote(t))
 			}
@@ -109,8 +110,8 @@ func (e *Entry) prepare(action string) error {
 	}
 	e.Action = ActionCreate
 	if a, present := e.Fields["_action"]; present && a != nil {
-		t, _ := scalarText(a)
-		e.Action = strings.ToLower(strings.TrimSpace(t))
+		t, _ := ScalarText(a)
+		e.Action = Action(strings.ToLower(strings.TrimSpace(t)))
 	}
 	if action != "" {
 		e.Action = action
@@ -120,7 +121,7 @@ func (e *Entry) prepare(action string) error {
 	case "create_or_update":
 		e.Action = ActionCreate
 	default:
-		return Errorf(EInvalid, "unknown _action %s", clip.Quote(e.Action))
+		return Errorf(EInvalid, "unknown _action %s", clip.Quote(string(e.Action)))
 	}
 	return nil
 }
@@ -128,13 +129,13 @@ func (e *Entry) prepare(action string) error {
 // Key returns the entry's classname and keyname as written (login stands for the
 // keyname of a _user entry), without validating anything.
 func (e *Entry) Key() (cls, key string) {
-	cls, _ = scalarText(e.Fields["classname"])
+	cls, _ = ScalarText(e.Fields["classname"])
 	cls = strings.TrimSpace(cls)
 	kv := e.Fields["keyname"]
 	if kv == nil && cls == "_user" {
 		kv = e.Fields["login"]
 	}
-	key, _ = scalarText(kv)
+	key, _ = ScalarText(kv)
 	return cls, strings.TrimSpace(key)
 }
 
@@ -174,4 +175,47 @@ func (d *Doc) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalYAML writes the keys in order.
-func (d *Doc) MarshalYAML() (any, error) { return d.yamlNode() }
+func (d *Doc) MarshalYAML() (any, error) { return d.YAMLNode() }
+
+// IsHeaderKey reports whether k is a key of an entry that is not a field value
+// (classname, keyname, displayname, is_enabled, _action).
+func IsHeaderKey(k string) bool { return headerKeys[k] }
+
+// ResolveKeyname applies the schema's keyname mode to the entry's keyname and
+// displayname, and checks the keyname.
+func (e *Entry) ResolveKeyname(s *Schema) error {
+	mode := strings.Fields(s.KeynameMode)
+	switch {
+	case len(mode) > 0 && mode[0] == "hexip":
+		switch {
+		case e.HasDisplayname && e.Displayname != "":
+			hex, err := HexIP(strings.TrimSpace(e.Displayname))
+			if err != nil {
+				return Errorf(EInvalid, "%s: displayname %s must be an IPv4 address (keyname mode hexip)", s.Keyname, clip.Quote(e.Displayname))
+			}
+			if e.Keyname != "" && e.Keyname != hex && e.Keyname != strings.TrimSpace(e.Displayname) {
+				return Errorf(EInvalid, "%s: keyname %s does not match displayname %s (expected %s)", s.Keyname, clip.Quote(e.Keyname), e.Displayname, hex)
+			}
+			e.Displayname, e.Keyname = strings.TrimSpace(e.Displayname), hex
+		case IsDottedIPv4(e.Keyname):
+			e.Displayname, e.HasDisplayname = e.Keyname, true
+			e.Keyname, _ = HexIP(e.Keyname)
+		case IsHexIP(e.Keyname):
+			// Named by its derived keyname: the address is derived back, so a new
+			// instance never lacks its displayname.
+			e.Displayname, e.HasDisplayname = dottedOfHex(e.Keyname), true
+		default:
+			return Errorf(EInvalid, "%s: keyname %s: keyname mode hexip needs an IPv4 address in displayname or keyname", s.Keyname, clip.Quote(e.Keyname))
+		}
+	case len(mode) > 1 && mode[0] == "dataformat":
+		f := &Field{Keyname: "keyname", Dataformat: mode[1], DataformatExt: strings.Join(mode[2:], " "), CardinalMax: 1}
+		v, _, err := f.normalizeOne(e.Keyname, nil)
+		if err != nil {
+			return Errorf(EInvalid, "%s: keyname %s is not valid for keyname mode %s: %s", s.Keyname, clip.Quote(e.Keyname), clip.Quote(s.KeynameMode), messageOf(err))
+		}
+		if t, _ := ScalarText(v); t != e.Keyname {
+			return Errorf(EInvalid, "%s: keyname %s is not in canonical form (%s)", s.Keyname, clip.Quote(e.Keyname), t)
+		}
+	}
+	return CheckKeyname(e.Keyname)
+}

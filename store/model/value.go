@@ -1,4 +1,4 @@
-package store
+package model
 
 import (
 	"encoding/json"
@@ -39,7 +39,7 @@ func (e *errUnresolved) Error() string { return e.msg }
 // Unwrap exposes the error as an invalid-value *Error to callers outside the loader.
 func (e *errUnresolved) Unwrap() error { return &Error{Code: EInvalid, Message: e.msg} }
 
-func isUnresolved(err error) bool {
+func IsUnresolved(err error) bool {
 	var u *errUnresolved
 	return errors.As(err, &u)
 }
@@ -81,12 +81,8 @@ func BoolWord(s string) (v, ok bool) {
 	return false, false
 }
 
-// ScalarText is the text of a scalar load value (string, number, boolean or null) as
-// it is stored; ok is false for lists and mappings.
-func ScalarText(v any) (text string, ok bool) { return scalarText(v) }
-
-// scalarText renders a scalar value as text; ok is false for lists and maps.
-func scalarText(v any) (string, bool) {
+// ScalarText renders a scalar value as text; ok is false for lists and maps.
+func ScalarText(v any) (string, bool) {
 	switch x := v.(type) {
 	case nil:
 		return "", true
@@ -111,7 +107,7 @@ func (f *Field) IsMulti() bool { return f.CardinalMax != 1 }
 
 // normalize validates raw for the field and returns the value to store; present is
 // false when the value is empty (the field is then removed from the instance).
-func (f *Field) normalize(raw any, refs refResolver) (val any, present bool, err error) {
+func (f *Field) Normalize(raw any, refs RefResolver) (val any, present bool, err error) {
 	if f.Dataformat == "external" {
 		return nil, false, nil
 	}
@@ -170,14 +166,14 @@ func (f *Field) invalid(format string, args ...any) error {
 	return Errorf(EInvalid, "field %s: "+format, append([]any{f.Keyname}, args...)...)
 }
 
-func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
+func (f *Field) normalizeOne(raw any, refs RefResolver) (any, bool, error) {
 	if _, ok := raw.(map[string]any); ok {
 		return nil, false, f.invalid("a mapping is not a valid %s value", f.Dataformat)
 	}
 	if _, ok := raw.([]any); ok {
 		return nil, false, f.invalid("a list is not a valid %s value", f.Dataformat)
 	}
-	text, _ := scalarText(raw)
+	text, _ := ScalarText(raw)
 	if !utf8.ValidString(text) {
 		return nil, false, f.invalid("value is not valid UTF-8")
 	}
@@ -193,7 +189,7 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 		}
 		if f.Dataformat == "secret" {
 			if err := checkHashText(text); err != nil {
-				return nil, false, f.invalid("%s", ErrorMessage(err))
+				return nil, false, f.invalid("%s", err.Error())
 			}
 			if !IsSecretHash(text) {
 				return HashSecret(text), true, nil
@@ -283,7 +279,7 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 		if refs == nil {
 			return text, true, nil
 		}
-		ok, err := refs.instanceExists(target[0], text)
+		ok, err := refs.InstanceExists(target[0], text)
 		if err != nil {
 			return nil, false, err
 		}
@@ -295,7 +291,7 @@ func (f *Field) normalizeOne(raw any, refs refResolver) (any, bool, error) {
 		if refs == nil {
 			return text, true, nil
 		}
-		values, err := refs.enumValues(strings.TrimSpace(f.DataformatExt))
+		values, err := refs.EnumValues(strings.TrimSpace(f.DataformatExt))
 		if err != nil {
 			return nil, false, err
 		}
@@ -411,4 +407,38 @@ func parseFloatText(text string) (float64, error) {
 		fl, err = strconv.ParseFloat(strings.ReplaceAll(text, "_", ""), 64)
 	}
 	return fl, err
+}
+
+// ValidSchemaName reports whether name may name a schema.
+func ValidSchemaName(name string) bool { return schemaNameRE.MatchString(name) }
+
+// ValidFieldName reports whether name may name a field (or a column a query names).
+func ValidFieldName(name string) bool { return fieldNameRE.MatchString(name) }
+
+// RefResolver answers the lookups value validation needs (the store answers them
+// from the database).
+type RefResolver interface {
+	// InstanceExists reports whether an instance cls/key exists.
+	InstanceExists(cls, key string) (bool, error)
+	// EnumValues returns the values of an _enumerate instance, or nil when it is missing.
+	EnumValues(name string) (map[string]bool, error)
+}
+
+// IsHexIP reports whether s is a hexip keyname: 8 lowercase hex digits.
+func IsHexIP(s string) bool {
+	if len(s) != 8 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// dottedOfHex is the dotted IPv4 address of a hexip keyname (8 lowercase hex digits).
+func dottedOfHex(h string) string {
+	n, _ := strconv.ParseUint(h, 16, 32)
+	return fmt.Sprintf("%d.%d.%d.%d", n>>24, n>>16&255, n>>8&255, n&255)
 }

@@ -1,11 +1,11 @@
-package store_test
+package codec_test
 
 import (
 	"strings"
 	"testing"
 
 	"dataservice/internal/clip"
-	"dataservice/store"
+	"dataservice/store/codec"
 )
 
 // readerTemplates put a caller's text (X) where the YAML, JSON and CSV readers may
@@ -45,9 +45,9 @@ func FuzzReaderErrorsBounded(f *testing.F) {
 		body := []byte(strings.ReplaceAll(tp.body, "X", long))
 		var err error
 		if tp.csv {
-			_, err = store.ParseCSV(body, store.CSVOptions{Schema: "a", Delimiter: ";", Keyfield: strings.ReplaceAll(tp.keyfield, "X", long)})
+			_, err = codec.ParseCSV(body, codec.CSVOptions{Schema: "a", Delimiter: ";", Keyfield: strings.ReplaceAll(tp.keyfield, "X", long)})
 		} else {
-			_, err = store.ParseDocument(strings.ReplaceAll(tp.name, "X", long), body)
+			_, err = codec.ParseDocument(strings.ReplaceAll(tp.name, "X", long), body)
 		}
 		if err != nil && len(err.Error()) > 2*(clip.Max+40)+200 {
 			t.Fatalf("a %d-byte error: %.600s", len(err.Error()), err.Error())

@@ -1,4 +1,4 @@
-package store_test
+package codec_test
 
 import (
 	"errors"
@@ -10,20 +10,21 @@ import (
 	"testing"
 
 	"dataservice/builtin"
-	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
-func streamed(t *testing.T, name, doc string) ([]*store.Entry, error) {
+func streamed(t *testing.T, name, doc string) ([]*model.Entry, error) {
 	t.Helper()
-	var out []*store.Entry
-	err := store.StreamDocument(name, strings.NewReader(doc), func(e *store.Entry) error {
+	var out []*model.Entry
+	err := codec.StreamDocument(name, strings.NewReader(doc), func(e *model.Entry) error {
 		out = append(out, e)
 		return nil
 	})
 	return out, err
 }
 
-func sameEntries(t *testing.T, label string, got, want []*store.Entry) {
+func sameEntries(t *testing.T, label string, got, want []*model.Entry) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d entries streamed, %d parsed whole", label, len(got), len(want))
@@ -69,12 +70,12 @@ func TestStreamDocumentMatchesWholeParse(t *testing.T) {
 		docs[filepath.Base(p)] = string(b)
 	}
 	for name, doc := range docs {
-		want, err := store.ParseDocument(name, []byte(doc))
+		want, err := codec.ParseDocument(name, []byte(doc))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		got, err := streamed(t, name, doc)
-		if errors.Is(err, store.ErrNotStreamable) && strings.HasPrefix(name, "0") {
+		if errors.Is(err, codec.ErrNotStreamable) && strings.HasPrefix(name, "0") {
 			continue // a built-in file in another shape is loaded whole
 		}
 		if err != nil {
@@ -98,7 +99,7 @@ func TestStreamDocumentRefusesWhatItCannotSplit(t *testing.T) {
 		"indented first line": "  - {classname: a, keyname: x}\n",
 		"broken item":         "- {classname: a, keyname: x}\n- {classname: [\n",
 	} {
-		if _, err := streamed(t, "t.yml", doc); !errors.Is(err, store.ErrNotStreamable) {
+		if _, err := streamed(t, "t.yml", doc); !errors.Is(err, codec.ErrNotStreamable) {
 			t.Errorf("%s: err = %v, want ErrNotStreamable", name, err)
 		}
 	}

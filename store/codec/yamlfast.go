@@ -1,13 +1,17 @@
-package store
+package codec
 
-import "strconv"
+import (
+	"strconv"
+
+	"dataservice/store/model"
+)
 
 // appendYAMLItem appends d as one item of a block sequence, byte for byte as yaml.v3
 // writes it in Export (a sequence of mappings, default indent), when every key and
 // value has a form simple enough to write directly: plain or empty strings, integers,
 // booleans, null and lists of those. ok is false for anything else (floats, nested
 // mappings, strings yaml.v3 would quote or fold): the caller then encodes d with yaml.v3.
-func appendYAMLItem(buf []byte, d *Doc) (out []byte, ok bool) {
+func appendYAMLItem(buf []byte, d *model.Doc) (out []byte, ok bool) {
 	if len(d.Keys) == 0 {
 		return buf, false
 	}
@@ -103,7 +107,7 @@ func yamlPlain(s string) bool {
 			return false
 		}
 	}
-	return !yaml11Bools[s] && !yamlWords[s]
+	return !model.YAML11Bool(s) && !yamlWords[s]
 }
 
 // yamlWords are the plain words yaml.v3 resolves to booleans or null.

@@ -1,18 +1,22 @@
-package store
+// Package codec reads and writes the load format without SQL: YAML, JSON and CSV
+// documents, whole or item by item, the printing of documents (the fast YAML writer
+// included), the spooling of request bodies and the load-format checks. The store,
+// the server and the CLI call it; it knows only the model.
+package codec
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"dataservice/store/model"
 )
 
 // maxExpansion bounds the values aliases may expand to in one body, over all its
@@ -27,19 +31,19 @@ type decoder struct {
 
 // ParseDocument parses a YAML or JSON load document (a list of objects, or one object)
 // into entries. name is used in error messages and kept on each entry.
-func ParseDocument(name string, data []byte) ([]*Entry, error) {
+func ParseDocument(name string, data []byte) ([]*model.Entry, error) {
 	// One budget for the whole body: many small documents must not each spend a full one.
 	return parseDocument(name, data, &decoder{budget: maxExpansion})
 }
 
 // parseDocument is ParseDocument spending d's budget (shared by the items of a
 // document read item by item).
-func parseDocument(name string, data []byte, d *decoder) ([]*Entry, error) {
+func parseDocument(name string, data []byte, d *decoder) ([]*model.Entry, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var out []*Entry
+	var out []*model.Entry
 	for {
 		var root yaml.Node
 		err := dec.Decode(&root)
@@ -47,7 +51,7 @@ func parseDocument(name string, data []byte, d *decoder) ([]*Entry, error) {
 			break
 		}
 		if err != nil {
-			return nil, Errorf(EInvalid, "%s: invalid YAML/JSON: %s", name, yamlErrorText(err))
+			return nil, model.Errorf(model.EInvalid, "%s: invalid YAML/JSON: %s", name, yamlErrorText(err))
 		}
 		if len(root.Content) == 0 {
 			continue
@@ -63,12 +67,12 @@ func parseDocument(name string, data []byte, d *decoder) ([]*Entry, error) {
 			if n.Tag == "!!null" {
 				continue
 			}
-			return nil, Errorf(EInvalid, "%s: document is not a list of objects", name)
+			return nil, model.Errorf(model.EInvalid, "%s: document is not a list of objects", name)
 		case yaml.AliasNode:
-			return nil, Errorf(EInvalid, "%s: document is not a list of objects", name)
+			return nil, model.Errorf(model.EInvalid, "%s: document is not a list of objects", name)
 		}
 		for _, it := range items {
-			e := &Entry{File: name, Index: len(out) + 1}
+			e := &model.Entry{File: name, Index: len(out) + 1}
 			if it.Kind != yaml.MappingNode {
 				e.Fields = map[string]any{}
 				out = append(out, e)
@@ -76,7 +80,7 @@ func parseDocument(name string, data []byte, d *decoder) ([]*Entry, error) {
 			}
 			m, order, err := d.mapping(it)
 			if err != nil {
-				return nil, Errorf(EInvalid, "%s: entry %d: %v", name, e.Index, err)
+				return nil, model.Errorf(model.EInvalid, "%s: entry %d: %v", name, e.Index, err)
 			}
 			e.Fields, e.Order = m, order
 			out = append(out, e)
@@ -201,7 +205,7 @@ func (d *decoder) value(n *yaml.Node) (any, error) {
 // the text. Quoted scalars are always text.
 func scalarValue(n *yaml.Node) any {
 	v := typedScalar(n)
-	if t, ok := scalarText(v); ok && v != nil && t != n.Value {
+	if t, ok := model.ScalarText(v); ok && v != nil && t != n.Value {
 		return n.Value
 	}
 	return v
@@ -232,104 +236,4 @@ func typedScalar(n *yaml.Node) any {
 		}
 	}
 	return n.Value
-}
-
-// fromJSON converts values decoded by encoding/json with UseNumber (or plain float64
-// numbers) to the store's value types: integers as int64, other numbers as float64.
-func fromJSON(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case float64:
-		if x == float64(int64(x)) && x < 1<<53 && x > -(1<<53) {
-			return int64(x)
-		}
-		return x
-	case []any:
-		for i := range x {
-			x[i] = fromJSON(x[i])
-		}
-		return x
-	case map[string]any:
-		for k := range x {
-			x[k] = fromJSON(x[k])
-		}
-		return x
-	}
-	return v
-}
-
-// DecodeData decodes a stored data column as instances are read (benchmark floors use
-// it to decode the same bytes the same way).
-func DecodeData(s string) (map[string]any, error) { return decodeData(s) }
-
-// EncodeData encodes a data map as instances are written (the bytes of json.Marshal;
-// benchmark floors use it to encode the same way).
-func EncodeData(m map[string]any) string { return mustJSON(m) }
-
-func decodeData(s string) (map[string]any, error) {
-	m := map[string]any{}
-	if s == "" {
-		return m, nil
-	}
-	if fm, ok := decodeFlat(s); ok {
-		return fm, nil
-	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("decode instance data: %w", err)
-	}
-	for k, v := range m {
-		m[k] = fromJSON(v)
-	}
-	return m, nil
-}
-
-func mustJSON(v any) string {
-	if m, ok := v.(map[string]any); ok && m != nil {
-		// Instance data, encoded for every write and comparison: written directly.
-		if b, err := appendJSONMap(make([]byte, 0, 256), m); err == nil {
-			return string(b)
-		}
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("store: value not encodable as JSON: " + err.Error())
-	}
-	return string(b)
-}
-
-// appendJSONMap appends m as encoding/json writes it: keys sorted, values by appendJSON.
-func appendJSONMap(buf []byte, m map[string]any) ([]byte, error) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	buf = append(buf, '{')
-	for i, k := range keys {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = appendJSONString(buf, k)
-		buf = append(buf, ':')
-		var err error
-		if buf, err = appendJSON(buf, m[k]); err != nil {
-			return nil, err
-		}
-	}
-	return append(buf, '}'), nil
-}
-
-func cloneMap(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

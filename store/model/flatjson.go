@@ -1,6 +1,7 @@
-package store
+package model
 
 import (
+	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -9,7 +10,7 @@ import (
 // whose values are strings without escapes, numbers, booleans, null, or lists of
 // those, as json.Marshal writes it (no spaces). ok is false for anything else, and
 // the caller falls back to encoding/json. Integers become int64, other numbers float64,
-// as decodeData does.
+// as DecodeData does.
 func decodeFlat(s string) (m map[string]any, ok bool) {
 	p := flatParser{s: s}
 	if !p.byte('{') {
@@ -157,4 +158,60 @@ func (p *flatParser) number() (isFloat, ok bool) {
 		isFloat = true
 	}
 	return isFloat, true
+}
+
+// DecodeFlatObject reads a JSON object (valid JSON, scanned by encoding/json) whose keys
+// are strings without escapes and whose values are such strings, numbers, booleans,
+// null or flat lists of them, keeping the key order; a repeated key keeps its last
+// value and first position. The values are those the token decoder gives (integers
+// int64, other numbers float64); ok is false for anything else.
+func DecodeFlatObject(raw []byte) (map[string]any, []string, bool) {
+	p := flatParser{s: string(raw)}
+	ws := func() {
+		for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == '\n' || p.s[p.i] == '\r') {
+			p.i++
+		}
+	}
+	if !p.byte('{') {
+		return nil, nil, false
+	}
+	m := make(map[string]any, 8)
+	order := make([]string, 0, 8)
+	ws()
+	if p.byte('}') {
+		ws()
+		return m, order, p.i == len(p.s)
+	}
+	for {
+		ws()
+		k, ok := p.str()
+		if !ok {
+			return nil, nil, false
+		}
+		ws()
+		if !p.byte(':') {
+			return nil, nil, false
+		}
+		ws()
+		v, ok := p.value(true)
+		if !ok {
+			return nil, nil, false
+		}
+		if f, isFloat := v.(float64); isFloat && (math.IsInf(f, 0) || math.IsNaN(f)) {
+			return nil, nil, false
+		}
+		if _, dup := m[k]; !dup {
+			order = append(order, k)
+		}
+		m[k] = v
+		ws()
+		if p.byte(',') {
+			continue
+		}
+		if p.byte('}') {
+			ws()
+			return m, order, p.i == len(p.s)
+		}
+		return nil, nil, false
+	}
 }

@@ -1,4 +1,4 @@
-package store
+package codec
 
 import (
 	"bytes"
@@ -6,10 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-)
 
-// ETooLarge is the code of a request that is bigger than a documented bound.
-const ETooLarge = "too_large"
+	"dataservice/store/model"
+)
 
 // MaxYAMLBody bounds a load body that is not JSON. A YAML parser holds the whole
 // document as a node tree (about a hundred bytes per node, a node per two bytes of
@@ -18,23 +17,23 @@ const MaxYAMLBody = 8 << 20
 
 // ParseBody parses a load body as ParseDocumentLenient does, with bounded memory: a
 // JSON body (starting with '[' or '{') is decoded one entry at a time, and more than
-// maxEntries entries (0: no bound) is an ETooLarge error, raised as soon as the entry
+// maxEntries entries (0: no bound) is an model.ETooLarge error, raised as soon as the entry
 // after the last allowed one has been read. Bodies that are not JSON and larger than
-// MaxYAMLBody are refused with ETooLarge.
-func ParseBody(name string, body []byte, maxEntries int) ([]*Entry, []string, error) {
+// MaxYAMLBody are refused with model.ETooLarge.
+func ParseBody(name string, body []byte, maxEntries int) ([]*model.Entry, []string, error) {
 	t := bytes.TrimLeft(body, " \t\r\n\ufeff")
 	if len(t) > 0 && (t[0] == '[' || t[0] == '{') {
 		entries, err := parseJSONStream(name, t, maxEntries)
-		if err == nil || ErrorCode(err) == ETooLarge {
+		if err == nil || model.HasCode(err, model.ETooLarge) {
 			return entries, nil, err
 		}
 		if len(body) > MaxYAMLBody {
-			return nil, nil, Errorf(EInvalid, "%s: invalid JSON: %v", name, err)
+			return nil, nil, model.Errorf(model.EInvalid, "%s: invalid JSON: %v", name, err)
 		}
 		// Not JSON after all (YAML flow style, comments): the YAML parser decides.
 	}
 	if len(body) > MaxYAMLBody {
-		return nil, nil, Errorf(ETooLarge, "%s: a YAML body is limited to %d MiB (send JSON for larger loads)", name, MaxYAMLBody>>20)
+		return nil, nil, model.Errorf(model.ETooLarge, "%s: a YAML body is limited to %d MiB (send JSON for larger loads)", name, MaxYAMLBody>>20)
 	}
 	entries, warnings, err := ParseDocumentLenient(name, body)
 	if err != nil {
@@ -47,14 +46,14 @@ func ParseBody(name string, body []byte, maxEntries int) ([]*Entry, []string, er
 }
 
 func tooManyEntries(name string, max int) error {
-	return Errorf(ETooLarge, "%s: more than %d entries in one request; split the load", name, max)
+	return model.Errorf(model.ETooLarge, "%s: more than %d entries in one request; split the load", name, max)
 }
 
 // parseJSONStream decodes a JSON list of objects (or one object) entry by entry,
 // keeping each object's key order.
-func parseJSONStream(name string, data []byte, maxEntries int) ([]*Entry, error) {
-	var out []*Entry
-	err := eachJSON(name, bytes.NewReader(data), func(e *Entry) error {
+func parseJSONStream(name string, data []byte, maxEntries int) ([]*model.Entry, error) {
+	var out []*model.Entry
+	err := eachJSON(name, bytes.NewReader(data), func(e *model.Entry) error {
 		if maxEntries > 0 && len(out) >= maxEntries {
 			return tooManyEntries(name, maxEntries)
 		}
@@ -69,7 +68,7 @@ func parseJSONStream(name string, data []byte, maxEntries int) ([]*Entry, error)
 
 // eachJSON decodes a JSON list of objects (or one object) from r and calls fn with
 // each entry as soon as it is read (its first token); fn's error stops it.
-func eachJSON(name string, r io.Reader, fn func(*Entry) error) error {
+func eachJSON(name string, r io.Reader, fn func(*model.Entry) error) error {
 	dec := json.NewDecoder(r)
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -77,9 +76,9 @@ func eachJSON(name string, r io.Reader, fn func(*Entry) error) error {
 		return err
 	}
 	n := 0
-	next := func() *Entry {
+	next := func() *model.Entry {
 		n++
-		return &Entry{File: name, Index: n, Fields: map[string]any{}}
+		return &model.Entry{File: name, Index: n, Fields: map[string]any{}}
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -100,7 +99,7 @@ func eachJSON(name string, r io.Reader, fn func(*Entry) error) error {
 				return err
 			}
 			if raw[0] == '{' {
-				if m, order, ok := jsonEntry(raw); ok {
+				if m, order, ok := model.DecodeFlatObject(raw); ok {
 					e.Fields, e.Order = m, order
 				} else {
 					item := json.NewDecoder(bytes.NewReader(raw))
@@ -127,7 +126,7 @@ func eachJSON(name string, r io.Reader, fn func(*Entry) error) error {
 	return nil
 }
 
-func jsonObjectInto(dec *json.Decoder, e *Entry) error {
+func jsonObjectInto(dec *json.Decoder, e *model.Entry) error {
 	m, order, err := jsonObject(dec)
 	if err != nil {
 		return err
@@ -189,7 +188,7 @@ func jsonValue(dec *json.Decoder) (any, error) {
 		}
 		return jsonList(dec)
 	case json.Number:
-		return fromJSON(x), nil
+		return model.FromJSON(x), nil
 	}
 	return tok, nil
 }

@@ -1,4 +1,4 @@
-package store
+package model
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// slowDecode is decodeData's encoding/json path.
+// slowDecode is DecodeData's encoding/json path.
 func slowDecode(t testing.TB, s string) map[string]any {
 	m := map[string]any{}
 	dec := json.NewDecoder(strings.NewReader(s))
@@ -16,7 +16,7 @@ func slowDecode(t testing.TB, s string) map[string]any {
 		t.Fatalf("%q: %v", s, err)
 	}
 	for k, v := range m {
-		m[k] = fromJSON(v)
+		m[k] = FromJSON(v)
 	}
 	return m
 }
@@ -48,7 +48,7 @@ func TestDecodeFlatFallsBack(t *testing.T) {
 			t.Fatalf("decodeFlat accepted %q as %#v", s, m)
 		}
 	}
-	m, err := decodeData(`{"a":"with \"escape\"","n":{"x":1}}`)
+	m, err := DecodeData(`{"a":"with \"escape\"","n":{"x":1}}`)
 	if err != nil || m["a"] != `with "escape"` || !reflect.DeepEqual(m["n"], map[string]any{"x": int64(1)}) {
 		t.Fatalf("fallback decode: %#v %v", m, err)
 	}

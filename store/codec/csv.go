@@ -1,4 +1,4 @@
-package store
+package codec
 
 import (
 	"bytes"
@@ -9,10 +9,11 @@ import (
 	"unicode/utf8"
 
 	"dataservice/internal/clip"
+	"dataservice/store/model"
 )
 
 // CSVOptions say how a CSV document becomes load entries: every row is an entry of
-// Schema, the Keyfield column (default "keyname") its keyname, the other columns its
+// model.Schema, the Keyfield column (default "keyname") its keyname, the other columns its
 // fields. The API's raw-file endpoint and the console's import tool share them.
 type CSVOptions struct {
 	Schema string
@@ -23,9 +24,9 @@ type CSVOptions struct {
 	Delimiter string
 	// Encoding is utf-8 (default) or iso-8859-1 (latin1).
 	Encoding string
-	// MaxRows bounds the rows (0: none); more is an ETooLarge error.
+	// MaxRows bounds the rows (0: none); more is an model.ETooLarge error.
 	MaxRows int
-	// MaxCells bounds the cells, rows × columns (0: none); more is an ETooLarge error.
+	// MaxCells bounds the cells, rows × columns (0: none); more is an model.ETooLarge error.
 	// A request's CSV needs it: a cell costs one delimiter in the body but a field of
 	// an entry in memory.
 	MaxCells int
@@ -38,12 +39,12 @@ type CSVOptions struct {
 // the console's import): 100,000 rows of 20 columns.
 const CSVMaxCells = 2_000_000
 
-// Check validates and completes the options; its errors are EInvalid with a message
+// Check validates and completes the options; its errors are model.EInvalid with a message
 // naming the option.
 func (o *CSVOptions) Check() error {
 	o.Schema = strings.TrimSpace(o.Schema)
 	if o.Schema == "" {
-		return Errorf(EInvalid, "missing required parameter: schema")
+		return model.Errorf(model.EInvalid, "missing required parameter: schema")
 	}
 	o.Keyfield = strings.TrimSpace(o.Keyfield)
 	if o.Keyfield == "" {
@@ -51,7 +52,7 @@ func (o *CSVOptions) Check() error {
 	}
 	dr, n := utf8.DecodeRuneInString(o.Delimiter)
 	if n != len(o.Delimiter) || dr == utf8.RuneError || dr == '"' || dr == '\r' || dr == '\n' {
-		return Errorf(EInvalid, "delimiter must be one character (not a quote or newline)")
+		return model.Errorf(model.EInvalid, "delimiter must be one character (not a quote or newline)")
 	}
 	o.delim = dr
 	enc := strings.ToLower(strings.TrimSpace(o.Encoding))
@@ -61,15 +62,15 @@ func (o *CSVOptions) Check() error {
 	case "iso-8859-1", "latin1":
 		o.Encoding, o.latin1 = "iso-8859-1", true
 	default:
-		return Errorf(EInvalid, "encoding must be utf-8 or iso-8859-1")
+		return model.Errorf(model.EInvalid, "encoding must be utf-8 or iso-8859-1")
 	}
 	return nil
 }
 
 // ParseCSV turns a CSV body (header row first) into load entries as o says: the
 // keyfield column is the keyname; other columns are fields (empty cells clear them).
-// Errors are EInvalid naming what is wrong, or ETooLarge beyond o.MaxRows rows.
-func ParseCSV(body []byte, o CSVOptions) ([]*Entry, error) {
+// Errors are model.EInvalid naming what is wrong, or model.ETooLarge beyond o.MaxRows rows.
+func ParseCSV(body []byte, o CSVOptions) ([]*model.Entry, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func ParseCSV(body []byte, o CSVOptions) ([]*Entry, error) {
 		}
 		body = []byte(b.String())
 	} else if !utf8.Valid(body) {
-		return nil, Errorf(EInvalid, "body is not valid UTF-8 (set encoding=iso-8859-1 for Latin-1 files)")
+		return nil, model.Errorf(model.EInvalid, "body is not valid UTF-8 (set encoding=iso-8859-1 for Latin-1 files)")
 	}
 	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
 	cr := csv.NewReader(bytes.NewReader(body))
@@ -88,10 +89,10 @@ func ParseCSV(body []byte, o CSVOptions) ([]*Entry, error) {
 	cr.ReuseRecord = false
 	header, err := cr.Read()
 	if errors.Is(err, io.EOF) {
-		return nil, Errorf(EInvalid, "empty CSV: a header row is required")
+		return nil, model.Errorf(model.EInvalid, "empty CSV: a header row is required")
 	}
 	if err != nil {
-		return nil, Errorf(EInvalid, "invalid CSV: %s", err.Error())
+		return nil, model.Errorf(model.EInvalid, "invalid CSV: %s", err.Error())
 	}
 	keyCol := -1
 	seen := map[string]bool{}
@@ -99,10 +100,10 @@ func ParseCSV(body []byte, o CSVOptions) ([]*Entry, error) {
 		h = strings.TrimSpace(h)
 		header[i] = h
 		if h == "" {
-			return nil, Errorf(EInvalid, "invalid CSV: empty column name in the header")
+			return nil, model.Errorf(model.EInvalid, "invalid CSV: empty column name in the header")
 		}
 		if seen[h] {
-			return nil, Errorf(EInvalid, "invalid CSV: duplicate column %s", clip.Text(h))
+			return nil, model.Errorf(model.EInvalid, "invalid CSV: duplicate column %s", clip.Text(h))
 		}
 		seen[h] = true
 		if h == o.Keyfield {
@@ -114,32 +115,32 @@ func ParseCSV(body []byte, o CSVOptions) ([]*Entry, error) {
 		if len(found) > 20 {
 			found = append(found[:20:20], "...")
 		}
-		return nil, Errorf(EInvalid, "invalid CSV: no column named %s (keyfield); the header has %s (split on %q: "+
+		return nil, model.Errorf(model.EInvalid, "invalid CSV: no column named %s (keyfield); the header has %s (split on %q: "+
 			"set delimiter= or the configuration CSV_DELIMITER)", clip.Text(o.Keyfield), clip.Text(strings.Join(found, ", ")), string(o.delim))
 	}
 	tooManyCells := func() error {
-		return Errorf(ETooLarge, "more than %d cells (rows × columns) in one request; split the file", o.MaxCells)
+		return model.Errorf(model.ETooLarge, "more than %d cells (rows × columns) in one request; split the file", o.MaxCells)
 	}
 	if o.MaxCells > 0 && len(header) > o.MaxCells {
 		return nil, tooManyCells()
 	}
 	cells := 0
-	var out []*Entry
+	var out []*model.Entry
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, Errorf(EInvalid, "invalid CSV: %s", err.Error())
+			return nil, model.Errorf(model.EInvalid, "invalid CSV: %s", err.Error())
 		}
 		if o.MaxRows > 0 && len(out) >= o.MaxRows {
-			return nil, Errorf(ETooLarge, "more than %d rows in one request; split the file", o.MaxRows)
+			return nil, model.Errorf(model.ETooLarge, "more than %d rows in one request; split the file", o.MaxRows)
 		}
 		if cells += len(rec); o.MaxCells > 0 && cells > o.MaxCells {
 			return nil, tooManyCells()
 		}
-		e := &Entry{File: "csv", Index: len(out) + 1, Fields: map[string]any{"classname": o.Schema}}
+		e := &model.Entry{File: "csv", Index: len(out) + 1, Fields: map[string]any{"classname": o.Schema}}
 		e.Order = append(e.Order, "classname")
 		for i, h := range header {
 			name := h

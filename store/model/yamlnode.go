@@ -1,4 +1,4 @@
-package store
+package model
 
 import (
 	"encoding/json"
@@ -55,7 +55,7 @@ func yamlNode(v any) (*yaml.Node, error) {
 		}
 		return n, nil
 	case *Doc:
-		return x.yamlNode()
+		return x.YAMLNode()
 	}
 	n := &yaml.Node{}
 	if err := n.Encode(v); err != nil {
@@ -69,7 +69,7 @@ var yaml11Bools = map[string]bool{"y": true, "Y": true, "yes": true, "Yes": true
 
 var base60Float = regexp.MustCompile(`^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`)
 
-func (d *Doc) yamlNode() (*yaml.Node, error) {
+func (d *Doc) YAMLNode() (*yaml.Node, error) {
 	n := &yaml.Node{Kind: yaml.MappingNode, Content: make([]*yaml.Node, 0, 2*len(d.Keys))}
 	for _, k := range d.Keys {
 		v, err := yamlNode(d.Vals[k])
@@ -176,3 +176,7 @@ func appendJSONString(buf []byte, s string) []byte {
 	buf = append(buf, s[start:]...)
 	return append(buf, '"')
 }
+
+// YAML11Bool reports whether s reads as a boolean in YAML 1.1 (y, yes, on, ...): a
+// plain scalar that must be quoted for such readers.
+func YAML11Bool(s string) bool { return yaml11Bools[s] }

@@ -1,4 +1,4 @@
-package store_test
+package codec_test
 
 import (
 	"bytes"
@@ -10,14 +10,16 @@ import (
 	"testing"
 
 	"dataservice/store"
+	"dataservice/store/codec"
+	"dataservice/store/model"
 )
 
 // spooled receives body with SpoolBody (in a temporary directory) and reads its
 // entries back as a load does.
-func spooled(t testing.TB, body []byte, max int) ([]*store.Entry, []string, error) {
+func spooled(t testing.TB, body []byte, max int) ([]*model.Entry, []string, error) {
 	t.Helper()
 	dir := t.TempDir()
-	b, err := store.SpoolBody("body", bytes.NewReader(body), dir, max)
+	b, err := codec.SpoolBody("body", bytes.NewReader(body), dir, max)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -25,8 +27,8 @@ func spooled(t testing.TB, body []byte, max int) ([]*store.Entry, []string, erro
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("the spool file is still named in its directory: %v", left)
 	}
-	var out []*store.Entry
-	if err := b.Each(func(e *store.Entry) error { out = append(out, e); return nil }); err != nil {
+	var out []*model.Entry
+	if err := b.Each(func(e *model.Entry) error { out = append(out, e); return nil }); err != nil {
 		t.Fatalf("reading back a checked body: %v", err)
 	}
 	if b.Entries != len(out) {
@@ -74,12 +76,12 @@ func FuzzSpoolBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, max int) {
 		max = max & 7 // 0 (no bound) to 7
 		got, gotWarn, gotErr := spooled(t, body, max)
-		want, wantWarn, wantErr := store.ParseBody("body", body, max)
-		if store.ErrorCode(gotErr) == store.ETooLarge && store.ErrorCode(wantErr) == store.EInvalid {
+		want, wantWarn, wantErr := codec.ParseBody("body", body, max)
+		if store.ErrorCode(gotErr) == model.ETooLarge && store.ErrorCode(wantErr) == model.EInvalid {
 			// More entries than allowed, and a syntax error after them: a body received
 			// entry by entry is refused as soon as the entry past the bound is read (as
 			// documented), a body parsed whole at its syntax error. Both refuse it.
-			if _, _, err := spooled(t, body, 0); store.ErrorCode(err) != store.EInvalid {
+			if _, _, err := spooled(t, body, 0); store.ErrorCode(err) != model.EInvalid {
 				t.Fatalf("refused as too many entries, but without a bound it gives %v (whole: %v)", err, wantErr)
 			}
 			return
@@ -88,7 +90,7 @@ func FuzzSpoolBody(f *testing.F) {
 			t.Fatalf("spooled: %v\nwhole: %v", gotErr, wantErr)
 		}
 		if gotErr != nil {
-			if store.ErrorCode(gotErr) == store.EInternal {
+			if store.ErrorCode(gotErr) == model.EInternal {
 				t.Fatalf("a body's fault reported as internal: %v", gotErr)
 			}
 			return
@@ -106,7 +108,7 @@ func FuzzSpoolBody(f *testing.F) {
 func TestSpoolBodyLargeYAMLStreams(t *testing.T) {
 	var b bytes.Buffer
 	n := 0
-	for b.Len() <= store.MaxYAMLBody+1<<20 {
+	for b.Len() <= codec.MaxYAMLBody+1<<20 {
 		n++
 		fmt.Fprintf(&b, "- classname: srv\n  keyname: k%07d\n  note: %s\n", n, strings.Repeat("x", 8000))
 	}
@@ -117,30 +119,30 @@ func TestSpoolBodyLargeYAMLStreams(t *testing.T) {
 	if len(got) != n || got[n-1].Fields["keyname"] != fmt.Sprintf("k%07d", n) || got[n-1].Index != n {
 		t.Fatalf("%d entries (last %v), want %d", len(got), got[len(got)-1].Fields, n)
 	}
-	if _, _, err := spooled(t, b.Bytes(), n-1); store.ErrorCode(err) != store.ETooLarge ||
+	if _, _, err := spooled(t, b.Bytes(), n-1); store.ErrorCode(err) != model.ETooLarge ||
 		!strings.Contains(err.Error(), fmt.Sprintf("more than %d entries", n-1)) {
 		t.Fatalf("one entry over the bound: got %v", err)
 	}
 	// The same with an alias to another item, near the end: parsed whole, too large.
 	bad := append(bytes.Clone(b.Bytes()), "- &a {classname: srv, keyname: z1}\n- *a\n"...)
 	_, _, err = spooled(t, bad, 0)
-	if store.ErrorCode(err) != store.ETooLarge || !strings.Contains(err.Error(), fmt.Sprintf("item %d: ", n+2)) {
+	if store.ErrorCode(err) != model.ETooLarge || !strings.Contains(err.Error(), fmt.Sprintf("item %d: ", n+2)) {
 		t.Fatalf("a large body that does not stream: got %v", err)
 	}
 	// Garbage after many good items: refused, naming the item.
 	bad = append(bytes.Clone(b.Bytes()), "- classname: srv\n  keyname: [unclosed\n"...)
-	if _, _, err = spooled(t, bad, 0); store.ErrorCode(err) != store.ETooLarge || !strings.Contains(err.Error(), fmt.Sprintf("item %d", n+1)) {
+	if _, _, err = spooled(t, bad, 0); store.ErrorCode(err) != model.ETooLarge || !strings.Contains(err.Error(), fmt.Sprintf("item %d", n+1)) {
 		t.Fatalf("a large body with a broken last item: got %v", err)
 	}
 	// A large JSON body cut short: invalid JSON, as ParseBody says it.
 	var js bytes.Buffer
 	js.WriteString("[")
-	for js.Len() <= store.MaxYAMLBody+1<<20 {
+	for js.Len() <= codec.MaxYAMLBody+1<<20 {
 		js.WriteString(`{"classname": "srv", "keyname": "k"},`)
 	}
 	_, _, err = spooled(t, js.Bytes(), 0)
-	_, _, want := store.ParseBody("body", js.Bytes(), 0)
-	if store.ErrorCode(err) != store.EInvalid || err.Error() != want.Error() {
+	_, _, want := codec.ParseBody("body", js.Bytes(), 0)
+	if store.ErrorCode(err) != model.EInvalid || err.Error() != want.Error() {
 		t.Fatalf("truncated JSON: got %v, want %v", err, want)
 	}
 }
@@ -164,8 +166,8 @@ func (f *failingReader) Read(p []byte) (int, error) {
 func TestSpoolBodyReadError(t *testing.T) {
 	cut := errors.New("connection reset")
 	for _, body := range []string{"- {classname: a, keyname: k}\n- {classname: a", `[{"classname": "a"}, {"cl`, "# comment", ""} {
-		_, err := store.SpoolBody("body", &failingReader{strings.NewReader(body), cut}, t.TempDir(), 0)
-		var re *store.BodyReadError
+		_, err := codec.SpoolBody("body", &failingReader{strings.NewReader(body), cut}, t.TempDir(), 0)
+		var re *codec.BodyReadError
 		if !errors.As(err, &re) || !errors.Is(err, cut) {
 			t.Fatalf("%q: got %v, want a BodyReadError wrapping the reader's", body, err)
 		}

@@ -1,4 +1,4 @@
-package store
+package codec
 
 import (
 	"bufio"
@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"dataservice/store/model"
 )
 
 // ErrNotStreamable says a document cannot be read item by item and must be parsed
@@ -31,13 +33,13 @@ func (e *notStreamable) Is(target error) bool { return target == ErrNotStreamabl
 // YAML whose top level is a block sequence split at its items (a "-" at column 0).
 // It returns ErrNotStreamable, possibly after calling fn for earlier entries, when
 // the document must be parsed whole; an error of fn is returned as is.
-func StreamDocument(name string, r io.Reader, fn func(*Entry) error) error {
+func StreamDocument(name string, r io.Reader, fn func(*model.Entry) error) error {
 	return streamDocument(name, r, 0, fn)
 }
 
 // streamDocument is StreamDocument where a YAML item longer than maxItem bytes (0: no
 // bound) makes the document not streamable: an item is parsed whole.
-func streamDocument(name string, r io.Reader, maxItem int, fn func(*Entry) error) error {
+func streamDocument(name string, r io.Reader, maxItem int, fn func(*model.Entry) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	if b, _ := br.Peek(3); bytes.Equal(b, []byte("\xef\xbb\xbf")) {
 		br.Discard(3) // a byte order mark
@@ -60,7 +62,7 @@ func streamDocument(name string, r io.Reader, maxItem int, fn func(*Entry) error
 		if b[k] == '[' || b[k] == '{' {
 			br.Discard(k)
 			var fnErr error
-			err := eachJSON(name, br, func(e *Entry) error {
+			err := eachJSON(name, br, func(e *model.Entry) error {
 				fnErr = fn(e)
 				return fnErr
 			})
@@ -79,7 +81,7 @@ func streamDocument(name string, r io.Reader, maxItem int, fn func(*Entry) error
 // lines may appear at column 0 (a leading "---" is allowed). A line longer than the
 // reader's buffer is read in pieces: kept in the item, or dropped (a comment or blank
 // line before the first item).
-func eachYAMLItem(name string, br *bufio.Reader, maxItem int, fn func(*Entry) error) error {
+func eachYAMLItem(name string, br *bufio.Reader, maxItem int, fn func(*model.Entry) error) error {
 	var item bytes.Buffer
 	n, started := 0, false
 	line, itemLine := 0, 0 // line numbers (1-based) of the current line and item
@@ -99,7 +101,11 @@ func eachYAMLItem(name string, br *bufio.Reader, maxItem int, fn func(*Entry) er
 		item.Reset()
 		if err != nil {
 			// The message without the name, its line numbers counted in the document.
-			msg := strings.TrimPrefix(ErrorMessage(err), name+": ")
+			msg := "internal error"
+			if e := (*model.Error)(nil); errors.As(err, &e) {
+				msg = e.Message
+			}
+			msg = strings.TrimPrefix(msg, name+": ")
 			msg = yamlErrLine.ReplaceAllStringFunc(msg, func(m string) string {
 				k, _ := strconv.Atoi(yamlErrLine.FindStringSubmatch(m)[1])
 				return fmt.Sprintf("line %d:", k+itemLine-1)
