@@ -38,6 +38,7 @@ func patternRE(p string) *regexp.Regexp {
 // TestOpenAPIDescribesEveryRouteAndNothingElse derives the route list from the router:
 // a route without a description, or a described operation no route serves, fails.
 func TestOpenAPIDescribesEveryRouteAndNothingElse(t *testing.T) {
+	t.Parallel()
 	doc, err := server.OpenAPI("test")
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +92,7 @@ func TestOpenAPIDescribesEveryRouteAndNothingElse(t *testing.T) {
 
 // The seed's order of checks for a pipeline run is in the operation's description, in order.
 func TestOpenAPIRunPipelineStatesTheOrderOfChecks(t *testing.T) {
+	t.Parallel()
 	doc, err := server.OpenAPI("")
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +116,7 @@ func TestOpenAPIRunPipelineStatesTheOrderOfChecks(t *testing.T) {
 }
 
 func TestOpenAPIAndDocsAreServedWithoutCredentials(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	get := func(path string) (*http.Response, string) {
 		t.Helper()
@@ -165,6 +168,7 @@ func TestOpenAPIAndDocsAreServedWithoutCredentials(t *testing.T) {
 // credential throttle's 429, whose response carries Retry-After, and a 503 whose
 // response carries Retry-After too (the credentials not checked: too many waiting).
 func TestOpenAPIDeclaresThrottle(t *testing.T) {
+	t.Parallel()
 	doc, err := server.OpenAPI("")
 	if err != nil {
 		t.Fatal(err)

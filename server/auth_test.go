@@ -10,6 +10,7 @@ import (
 // TestAuthRefused: every credential that is not good is a 401 with the same message,
 // and no credentials at all is "authentication required"; both carry WWW-Authenticate.
 func TestAuthRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	perms := []string{"p_data_access"}
 	e.key("good", keySpec{perms: perms})
@@ -73,6 +74,7 @@ func TestAuthRefused(t *testing.T) {
 
 // TestAuthAccepted: the accepted credential forms.
 func TestAuthAccepted(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	perms := []string{"p_data_access"}
 	good := e.key("good", keySpec{perms: perms})
@@ -109,6 +111,7 @@ func TestAuthAccepted(t *testing.T) {
 // TestAuthSecretForms: a plain-text secret is stored as an argon2id hash; a
 // $sha256$<salt hex>$<digest hex> secret is stored as is and verifies.
 func TestAuthSecretForms(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	plain := e.key("plain", keySpec{perms: []string{"p_data_access"}, plain: true})
 	stored := e.queryString(`SELECT json_extract(data, '$.secret') FROM instances WHERE classname = '_apikey' AND keyname = 'plain'`)
@@ -140,6 +143,7 @@ func TestAuthSecretForms(t *testing.T) {
 
 // TestAuthKeyPermissions: role: entries add a role's permissions, ! entries remove.
 func TestAuthKeyPermissions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	e.load(`
 - {classname: _role, keyname: r_ops, permissions: [p_data_access, p_pipeline_run]}
@@ -178,6 +182,7 @@ func TestAuthKeyPermissions(t *testing.T) {
 
 // TestAuthLastUsed: an accepted key records last_used, at most once a minute.
 func TestAuthLastUsed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	c := e.key("busy", keySpec{perms: []string{"p_data_access"}})
 	other := e.key("other", keySpec{perms: []string{"p_data_access"}})

@@ -17,6 +17,9 @@ import (
 // cache's fast path each of the key's requests would either derive (counted) or queue
 // behind the held derivations (its client gives up after 30 s, failing the test).
 // BenchmarkVerifiedKeyUnderAttack measures the latency itself.
+//
+// Serial: it fills or holds the credential checks, whose slots and queue the whole
+// process shares, so it runs apart from the parallel tests.
 func TestAuthBurstDoesNotDelayVerifiedKey(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	good := e.key("verified", keySpec{perms: []string{"p_data_access"}, plain: true})

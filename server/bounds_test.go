@@ -9,6 +9,7 @@ import (
 // TestLoadEntriesBounded: more entries than the server's bound is a 413 naming the
 // bound, for JSON (streamed), YAML and CSV bodies, and nothing is written.
 func TestLoadEntriesBounded(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true, MaxEntries: 10})
 	var js, ym, csv strings.Builder
 	js.WriteString("[")
@@ -42,6 +43,7 @@ func TestLoadEntriesBounded(t *testing.T) {
 // TestLoadJSONStreamKeepsShape: a JSON body decoded as a stream gives the same
 // entries as the YAML parser: key order, numbers, nested values, duplicate keys.
 func TestLoadJSONStreamKeepsShape(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	body := `[{"classname":"server","keyname":"js1","displayname":"x","displayname":"JS one"},` +
 		`{"classname":"server","keyname":"js2","is_enabled":false}, 3]`
@@ -60,6 +62,7 @@ func TestLoadJSONStreamKeepsShape(t *testing.T) {
 // TestLoadErrorMessagesBounded: a load reports the first 100 error messages and
 // counts every error.
 func TestLoadErrorMessagesBounded(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	var b strings.Builder
 	b.WriteString("[")

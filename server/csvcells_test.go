@@ -12,6 +12,7 @@ import (
 // is a 413 naming the bound, and nothing is written: a cell costs one delimiter in the
 // body but a field in memory.
 func TestRawfileCellsBounded(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	wantError(t, e.post("/api/rawfile/?schema=server&delimiter=%3B", e.rawfile, []byte(testkit.WideCSV())), 413,
 		fmt.Sprintf("more than %d cells (rows × columns) in one request; split the file", codec.CSVMaxCells))

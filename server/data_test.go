@@ -13,6 +13,7 @@ import (
 
 // TestPingHealthReady: the unauthenticated probes, and 503 until start-up is done.
 func TestPingHealthReady(t *testing.T) {
+	t.Parallel()
 	var ready atomic.Bool
 	e := newEnv(t, envOptions{NoRunner: true, Ready: ready.Load})
 	reader := e.key("reader", keySpec{perms: []string{"p_data_access"}})
@@ -49,6 +50,7 @@ func TestPingHealthReady(t *testing.T) {
 
 // TestVersion: GET /api/version/ for any allowed caller.
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	nothing := e.key("nothing", keySpec{})
 	uuid, err := e.db.Registry(context.Background(), store.RegInstanceUUID)
@@ -69,6 +71,7 @@ func TestVersion(t *testing.T) {
 // TestSchemas: the list holds only schemas the caller may read; the detail is the
 // schema in the load format.
 func TestSchemas(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	e.load(serverSchema)
 	e.load(`
@@ -151,6 +154,7 @@ func TestSchemas(t *testing.T) {
 
 // TestInstances: paging, search and single instances (keynames with a slash).
 func TestInstances(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	e.load(serverSchema)
 	e.load(`
@@ -241,6 +245,7 @@ func TestInstances(t *testing.T) {
 
 // TestSecretsNeverShown: reads of _apikey and _user never carry secrets or hashes.
 func TestSecretsNeverShown(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	e.key("plain", keySpec{perms: []string{"p_data_access"}, plain: true})
 	e.key("legacy", keySpec{perms: []string{"p_data_access"}})

@@ -17,6 +17,7 @@ import (
 // "internal error"), and nothing is loaded. Once space is freed the same body loads.
 // The disk is a small filesystem made for the test.
 func TestLoadBodySpoolOnAFullDisk(t *testing.T) {
+	t.Parallel()
 	dir := testkit.SmallFS(t, 16<<20)
 	e := newEnv(t, envOptions{NoRunner: true, Dir: dir})
 	e.load(`[{classname: _schema, keyname: box, note: {dataformat: string}}]`)

@@ -22,6 +22,7 @@ import (
 // on a copy of the file (its later entries update and reference instances its earlier
 // entries create). Nothing here depends on the machine's speed.
 func TestDryRunLoadDoesNotHoldWriter(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	e := newEnv(t, envOptions{NoRunner: true})
 	e.load(`[{classname: _schema, keyname: item, n: {dataformat: int}, prev: {dataformat: schema, dataformat_ext: item}}]`)

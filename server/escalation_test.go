@@ -17,6 +17,7 @@ func (e *loadEnv) refusedEntry(t *testing.T, c cred, path, body string) {
 
 // TestEscalationPaths: each path by which a modest credential became admin is closed.
 func TestEscalationPaths(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	adminHash := e.queryString("SELECT json_extract(data, '$.password') FROM instances WHERE classname = '_user' AND keyname = 'admin'")
 
@@ -83,6 +84,7 @@ func TestEscalationPaths(t *testing.T) {
 // TestNoSecretOracle: a load by a caller without every permission reports a plain
 // password the same way whether it is the stored one or not.
 func TestNoSecretOracle(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	e.load(`[{classname: _user, keyname: victim, password: "right-password"}]`)
 	ui := e.key("oracle_user_import", keySpec{perms: []string{"p_api_load", "p_user_import"}})
@@ -102,6 +104,7 @@ func TestNoSecretOracle(t *testing.T) {
 
 // TestLoadRefusesDisabledPipeline: ?pipeline= names a disabled pipeline: 400, nothing loaded.
 func TestLoadRefusesDisabledPipeline(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	e.load(`[{classname: _pipeline, keyname: off, content: "- field_noop:", is_enabled: false}]`)
 	wantError(t, e.post("/api/load/?pipeline=off", e.loader, []byte(`[{"classname": "server", "keyname": "dp1"}]`)), 400,
@@ -111,6 +114,7 @@ func TestLoadRefusesDisabledPipeline(t *testing.T) {
 // TestExternalFieldFollowsReadPermission: an external field shows a value only when
 // the caller may read the schema it comes from.
 func TestExternalFieldFollowsReadPermission(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	e.load(`
 - {classname: _permission, keyname: p_vault_read}

@@ -5,6 +5,7 @@ import "testing"
 // After a field definition is deleted, GET /api/instances/<schema>/?search= no longer
 // matches the text its values held (short searches scan, longer ones use the index).
 func TestSearchIgnoresDeletedFieldValues(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	e.load(serverSchema)
 	e.load("- {classname: server, keyname: srv9, site: zebrasite}\n- {classname: server, keyname: srv8, site: q}")

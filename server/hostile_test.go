@@ -1018,6 +1018,7 @@ func (e *hostileEnv) hostileKeys() map[string]string {
 // both: no 5xx, no transport failure, every error a JSON or YAML {"error": message},
 // and no recovered panic or internal error in the server log.
 func TestHostileInput(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	e := newHostileEnv(t)
 	e.load(hostileFixture)
@@ -1112,6 +1113,7 @@ func TestHostileInput(t *testing.T) {
 // cannot use. It used to store a quote, a newline, NUL or U+FFFD, after which every
 // /api/rawfile/ request without a delimiter parameter was a 400.
 func TestHostileConfigDelimiter(t *testing.T) {
+	t.Parallel()
 	e := newHostileEnv(t)
 	e.load(hostileFixture)
 	post := func(path, body string) (int, string) {

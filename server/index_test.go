@@ -11,6 +11,7 @@ import (
 // TestIndex: GET / and GET /api/ answer without credentials, point at the endpoints
 // and the docs, and reveal nothing (no version).
 func TestIndex(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	for _, path := range []string{"/", "/api/"} {
 		t.Run(path+" is a JSON index", func(t *testing.T) {
@@ -70,6 +71,7 @@ func TestIndex(t *testing.T) {
 // TestTaskDetailErrorsFirst: a task whose instances failed keeps the status
 // "succeeded", and its detail starts with "errors" and the first error messages.
 func TestTaskDetailErrorsFirst(t *testing.T) {
+	t.Parallel()
 	e := newTaskEnv(t, envOptions{})
 	e.load("- classname: _pipeline\n  keyname: break_all\n  content: |\n    - field_set: ['', _x, abc]\n    - field_toint: ['', _x]\n")
 	rr := decodeRun(t, e.post("/api/pipelines/break_all/?schema=server", e.alice, nil))

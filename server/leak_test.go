@@ -9,6 +9,7 @@ import (
 // secret (directly or after copying it to another field) does not quote it, and a
 // YAML error on a password read as an alias does not name it.
 func TestLoadErrorsDoNotQuoteSecrets(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	e.load(`
 - {classname: _pipeline, keyname: toint_pw, content: "- field_toint: password"}

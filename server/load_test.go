@@ -70,6 +70,7 @@ func newLoadEnv(t *testing.T, o envOptions) *loadEnv {
 // TestLoadGate: POST /api/load/ needs p_api_load (never p_data_import) and a key
 // that is not read-only.
 func TestLoadGate(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	data := []string{"p_data_create", "p_data_update", "p_data_delete", "p_data_read", "p_data_admin"}
 	body := []byte(`[{classname: server, keyname: gate1}]`)
@@ -102,6 +103,7 @@ func TestLoadGate(t *testing.T) {
 
 // TestLoad: YAML and JSON bodies, counts per outcome, options and malformed bodies.
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true, MaxBody: 4096})
 	t.Run("yaml body counts every outcome", func(t *testing.T) {
 		res := decodeLoad(t, e.post("/api/load/", e.loader, []byte(`---
@@ -200,6 +202,7 @@ func TestLoad(t *testing.T) {
 
 // TestLoadAliasBomb: a YAML alias bomb is refused without expanding it.
 func TestLoadAliasBomb(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	var b strings.Builder
 	b.WriteString("- classname: server\n  keyname: bomb\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n")
@@ -214,6 +217,7 @@ func TestLoadAliasBomb(t *testing.T) {
 
 // TestRawfile: POST /api/rawfile/ (CSV).
 func TestRawfile(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	data := []string{"p_data_create", "p_data_update", "p_data_read"}
 	gates := []struct {
@@ -307,6 +311,7 @@ func TestRawfile(t *testing.T) {
 
 // TestConf: /api/conf/ gates exactly as the seed's table, and validated updates.
 func TestConf(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	k := func(name string, readOnly bool, perms ...string) cred {
 		return e.key(name, keySpec{perms: perms, readOnly: readOnly})
@@ -406,6 +411,7 @@ func TestConf(t *testing.T) {
 // TestLoadReportsUncollectedAddresses: an address the ipam_ip schema refuses is not
 // collected; the load succeeds and its reply's warnings name the address and why.
 func TestLoadReportsUncollectedAddresses(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	e.load(`
 - {classname: _schema, keyname: nic, ip: {dataformat: ipv4}}

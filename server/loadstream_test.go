@@ -15,6 +15,7 @@ import (
 // read item by item are refused and write nothing; a YAML block sequence over the
 // 8 MiB bound of a whole parse loads. No temporary file is left beside the database.
 func TestLoadStreamRefusalsChangeNothing(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true, MaxBody: 12 << 20})
 	count := func() string { return e.queryString("SELECT count(*) FROM instances WHERE keyname LIKE 'st%'") }
 	note := strings.Repeat("n", 2000)

@@ -56,6 +56,7 @@ func send(t *testing.T, base, method, path string, c cred) int {
 }
 
 func TestAccessLogOneLinePerRequestWithoutSecrets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	key := e.key("logkey", keySpec{perms: []string{"p_data_access"}})
 	usr := e.user("loguser", true)
@@ -134,6 +135,7 @@ func TestAccessLogOneLinePerRequestWithoutSecrets(t *testing.T) {
 }
 
 func TestAccessLogOff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	srv, buf := observed(t, e, false, nil)
 	if got := send(t, srv.URL, http.MethodGet, "/api/ping/", noCred); got != 200 {

@@ -16,6 +16,7 @@ import (
 // TestInstancesKeysetPaging: the `after` cursor walks every instance once, the Link
 // header names the next page, and bad cursors or counts are 400s.
 func TestInstancesKeysetPaging(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	e.load(serverSchema)
 	e.load(`
@@ -83,6 +84,7 @@ func TestInstancesKeysetPaging(t *testing.T) {
 // TestClientCancelNotLoggedAsError: a request whose client went away is not an
 // internal error: nothing is logged at ERROR for it.
 func TestClientCancelNotLoggedAsError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	e.load(serverSchema)
 	reader := e.key("reader", keySpec{perms: []string{"p_data_access", "p_data_read"}})

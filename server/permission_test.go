@@ -41,6 +41,7 @@ func loadBody(t *testing.T, entries ...map[string]any) []byte {
 // permissions, each action is allowed exactly when the table says so, through POST
 // /api/load/. The table is the code's; the docs must list the same one.
 func TestPermissionTableThroughLoad(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	table := model.ClassPermissions()
 	table["server"] = "" // a user schema: the p_data_* permissions govern it
@@ -91,6 +92,7 @@ func TestPermissionTableThroughLoad(t *testing.T) {
 // TestPermissionDocsMatchTable: docs/permissions.md lists the code's class table and
 // every built-in permission.
 func TestPermissionDocsMatchTable(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../docs/permissions.md")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 // TestReadyMadePermissionSets: the sets docs/users.md offers do what the page says
 // they can and are refused what it says they cannot.
 func TestReadyMadePermissionSets(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, envOptions{})
 	e.load("- {classname: server, keyname: s1, hostname: a}\n- {classname: server, keyname: s2, hostname: b}\n")
 	sets := map[string][]string{

@@ -98,6 +98,7 @@ func decodeRun(t *testing.T, r reply) runReply {
 // POST /api/pipelines/<name or id>/; each row fails exactly one check while the later
 // ones would fail too, so only the right order gives the expected reply.
 func TestPipelineRunCheckOrder(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, envOptions{NoRunner: true})
 	e.exec(`UPDATE instances SET data = json_set(data, '$.content', '- no_such_rule: [x]')
 		WHERE classname = '_pipeline' AND keyname = 'broken'`)
@@ -167,6 +168,7 @@ func TestPipelineRunCheckOrder(t *testing.T) {
 
 // TestPipelineRunSubmissionFailures covers check 7's other refusals.
 func TestPipelineRunSubmissionFailures(t *testing.T) {
+	t.Parallel()
 	t.Run("full queue is 400 with the submission's message", func(t *testing.T) {
 		e := newRunEnv(t, envOptions{NoRunner: true})
 		if err := e.db.SetConfig(context.Background(), map[string]string{"QUEUE_MAX": "1"}); err != nil {
@@ -207,6 +209,7 @@ func TestPipelineRunSubmissionFailures(t *testing.T) {
 
 // TestPipelineRunAccepted: the 202 reply, the submitted task and its effect.
 func TestPipelineRunAccepted(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, envOptions{})
 	r := e.post("/api/pipelines/bulk_delete_disabled/?schema=server", e.run, nil)
 	rr := decodeRun(t, r)
@@ -236,6 +239,7 @@ func TestPipelineRunAccepted(t *testing.T) {
 
 // TestPipelineRunTaskURL: task_url is absolute, from Options.BaseURL or the request's Host.
 func TestPipelineRunTaskURL(t *testing.T) {
+	t.Parallel()
 	t.Run("base URL prefixes task_url", func(t *testing.T) {
 		e := newRunEnv(t, envOptions{NoRunner: true, BaseURL: "https://data.example.test/svc"})
 		rr := decodeRun(t, e.post("/api/pipelines/upper/?schema=server", e.run, nil))
@@ -264,6 +268,7 @@ func TestPipelineRunTaskURL(t *testing.T) {
 
 // TestPipelineRunDryRun applies the seed's dryrun parsing to the reply and the task.
 func TestPipelineRunDryRun(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, envOptions{NoRunner: true})
 	cases := []struct {
 		name  string
@@ -300,6 +305,7 @@ func TestPipelineRunDryRun(t *testing.T) {
 // TestPipelineRunSchemaList: the schema value and its items are trimmed, empty items
 // dropped, and the built-in user class is allowed.
 func TestPipelineRunSchemaList(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, envOptions{NoRunner: true})
 	rr := decodeRun(t, e.post("/api/pipelines/upper/?schema=%20%20server%20,%20,,_user%09", e.admin, nil))
 	task, err := e.runner.Get(context.Background(), rr.Handle)
@@ -316,6 +322,7 @@ func TestPipelineRunSchemaList(t *testing.T) {
 
 // TestPipelineRunOwner: owner type api and owner id the user's id as text, or system.
 func TestPipelineRunOwner(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, envOptions{NoRunner: true})
 	perms := []string{"p_pipeline_run", "p_data_read", "p_data_update"}
 	e.user("alice", true)
@@ -357,6 +364,7 @@ func TestPipelineRunOwner(t *testing.T) {
 // TestPipelineRunIdentifier: a digits-only segment is an id first, then a keyname;
 // other segments are keynames; surrounding whitespace is trimmed.
 func TestPipelineRunIdentifier(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, envOptions{NoRunner: true})
 	builtinID := strconv.FormatInt(e.instanceID("_pipeline", "bulk_delete_disabled"), 10)
 	// A pipeline whose keyname is the id of another one, and one whose digit keyname is
@@ -401,6 +409,7 @@ func TestPipelineRunIdentifier(t *testing.T) {
 
 // TestPipelineList covers GET /api/pipelines/: the gate, the method rule and the body.
 func TestPipelineList(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, envOptions{NoRunner: true})
 	lister := e.key("lister", keySpec{perms: []string{"p_data_access"}, readOnly: true})
 	outsider := e.key("outsider", keySpec{perms: []string{"p_pipeline_run", "p_data_read"}})

@@ -17,6 +17,7 @@ import (
 // nothing is written. Content stored before this check (an old database) is refused
 // when it runs, at submission and at load time.
 func TestPipelineTagsRefused(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	save := func(content string) reply {
 		b, _ := json.Marshal([]map[string]any{{"classname": "_pipeline", "keyname": "newcomer", "content": content}})
@@ -64,6 +65,8 @@ func TestPipelineTagsRefused(t *testing.T) {
 // TestAuditPipelineAtLoadTime: the audit's pipeline used at load time fails each
 // entry at the join that passes the entry bound, naming the rule, and the load's
 // allocations stay within ten times what the bound allows.
+//
+// Serial: it measures the process's allocations, which parallel tests would add to.
 func TestAuditPipelineAtLoadTime(t *testing.T) {
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	const entries = 3

@@ -40,6 +40,7 @@ func errorMessages(t *testing.T, r reply) []string {
 // header, a keyname, a field name, a rule name or condition, a schema name, a
 // parameter) quotes at most about 200 characters of it, whatever its size.
 func TestErrorsQuoteHugeInputBounded(t *testing.T) {
+	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
 	huge := strings.Repeat("h", 16<<20)
 	long := strings.Repeat("L", 100_000)

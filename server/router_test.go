@@ -14,6 +14,7 @@ import (
 
 // TestNotFound: unknown paths are 404 {"error":"not found"}.
 func TestNotFound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	reader := e.key("reader", keySpec{perms: []string{"p_data_access", "p_pipeline_run"}})
 	for _, tc := range []struct {
@@ -42,6 +43,7 @@ func TestNotFound(t *testing.T) {
 // TestPanicIsInternalError: a panic in a handler (here in the injected readiness
 // check) is a 500 "internal error"; the details go only to the log.
 func TestPanicIsInternalError(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	reader := e.key("reader", keySpec{perms: []string{"p_data_access"}})
 	var logs testkit.Buffer
@@ -75,6 +77,7 @@ func TestPanicIsInternalError(t *testing.T) {
 
 // TestYAMLReplies: Accept and ?format=yaml select YAML; JSON otherwise.
 func TestYAMLReplies(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	reader := e.key("reader", keySpec{perms: []string{"p_data_access"}})
 	accept := func(v string) cred { return header("Accept", v) }

@@ -56,6 +56,7 @@ func finished(d map[string]any) bool {
 // TestTaskDetail: the task_url target carries handle, kind, pipeline, schemas, dryrun,
 // status, owner, times, progress, result and error.
 func TestTaskDetail(t *testing.T) {
+	t.Parallel()
 	e := newTaskEnv(t, envOptions{})
 	rr := decodeRun(t, e.post("/api/pipelines/bulk_delete_disabled/?schema=server&dryrun=1", e.alice, nil))
 	u, err := url.Parse(rr.TaskURL)
@@ -137,6 +138,7 @@ func TestTaskDetail(t *testing.T) {
 // TestTaskVisibility: owners and callers holding every permission see a task; anyone
 // else gets the same 404 as for a missing task.
 func TestTaskVisibility(t *testing.T) {
+	t.Parallel()
 	e := newTaskEnv(t, envOptions{NoRunner: true})
 	rr := decodeRun(t, e.post("/api/pipelines/upper/?schema=server", e.alice, nil))
 	path := "/api/tasks/" + rr.Handle + "/"
@@ -184,6 +186,7 @@ func TestTaskVisibility(t *testing.T) {
 
 // TestTaskList: GET /api/tasks/?status=&limit=.
 func TestTaskList(t *testing.T) {
+	t.Parallel()
 	e := newTaskEnv(t, envOptions{NoRunner: true})
 	var aliceHandles []string // newest first
 	for i := 0; i < 3; i++ {
@@ -252,6 +255,7 @@ func TestTaskList(t *testing.T) {
 
 // TestTaskCancel: a queued task is cancelled at once and never runs.
 func TestTaskCancel(t *testing.T) {
+	t.Parallel()
 	e := newTaskEnv(t, envOptions{NoRunner: true})
 	first := decodeRun(t, e.post("/api/pipelines/bulk_delete_disabled/?schema=server", e.alice, nil)).Handle
 	cancelPath := "/api/tasks/" + first + "/cancel/"
@@ -302,6 +306,7 @@ func TestTaskCancel(t *testing.T) {
 // TestTasksOfKeysWithoutUser: keys without a user share the owner id "system", yet
 // each sees, lists and cancels only the tasks it submitted.
 func TestTasksOfKeysWithoutUser(t *testing.T) {
+	t.Parallel()
 	e := newTaskEnv(t, envOptions{NoRunner: true})
 	perms := []string{"p_pipeline_run", "p_data_access", "p_data_read", "p_data_update", "p_data_delete"}
 	ka := e.key("nouser_a", keySpec{perms: perms})
@@ -324,6 +329,7 @@ func TestTasksOfKeysWithoutUser(t *testing.T) {
 // TestDeletedUsersTasksNotInherited: a user created after the newest user was deleted
 // gets another id and sees none of the deleted user's tasks.
 func TestDeletedUsersTasksNotInherited(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, envOptions{NoRunner: true})
 	e.load(`[{classname: _role, keyname: r_run, permissions: [p_pipeline_run, p_data_access, p_data_read, p_data_update]}]`)
 	carol := e.user("carol", true)
@@ -354,6 +360,7 @@ func TestDeletedUsersTasksNotInherited(t *testing.T) {
 // cancels the old key's tasks, and the old key's queued task does not run with the
 // new key's rights.
 func TestRecreatedKeyGetsNoOldTasks(t *testing.T) {
+	t.Parallel()
 	e := newTaskEnv(t, envOptions{NoRunner: true})
 	perms := []string{"p_pipeline_run", "p_data_access", "p_data_read", "p_data_update", "p_data_delete"}
 	old := e.key("nouser", keySpec{perms: perms})

@@ -14,6 +14,7 @@ import (
 // An HTTP/1.0 request may come without a Host header: task_url is still absolute,
 // built from the address the request arrived on.
 func TestPipelineRunTaskURLWithoutHost(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, envOptions{NoRunner: true})
 	probe, _ := http.NewRequest(http.MethodPost, "/", nil)
 	e.run(probe)

@@ -84,6 +84,9 @@ func retryAfter(t *testing.T, r reply) time.Duration {
 // (429 with Retry-After, the password unchecked) up to a cap at the guessing address;
 // the login's owner elsewhere is never locked out: from an address that never failed
 // it gets in at once, from one that failed once within the cap.
+//
+// Serial: it fills or holds the credential checks, whose slots and queue the whole
+// process shares, so it runs apart from the parallel tests.
 func TestBasicAuthGuessingIsThrottled(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	clock := e.movableClock()
@@ -150,6 +153,9 @@ func TestBasicAuthGuessingIsThrottled(t *testing.T) {
 // address: past the limit every credential from it, right or wrong, key or password,
 // API or console sign-in, gets 429 unchecked (no argon2id run), until the window has
 // passed. A verified key used from another address meanwhile is answered every time.
+//
+// Serial: it fills or holds the credential checks, whose slots and queue the whole
+// process shares, so it runs apart from the parallel tests.
 func TestKeySecretGuessingIsThrottledPerAddress(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	clock := e.movableClock()

@@ -49,6 +49,9 @@ func (e *env) signIn(client *http.Client, login, password string, xff string) (i
 // the admin and API keys through the same proxy are answered, on the API and the
 // console alike. API keys' IP filters see the same forwarded address, and a peer that
 // is not a trusted proxy cannot forge one.
+//
+// Serial: it fills or holds the credential checks, whose slots and queue the whole
+// process shares, so it runs apart from the parallel tests.
 func TestThrottleBehindTrustedProxy(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true, TrustedProxies: "127.0.0.7"})
 	good := e.key("verified", keySpec{perms: []string{"p_data_access"}})
@@ -105,6 +108,9 @@ func TestThrottleBehindTrustedProxy(t *testing.T) {
 // Retry-After and the console a "busy" page, and neither counts as a refusal, so a
 // flood of bogus credentials cannot get the real user's address and login throttled.
 // The checks are held at the store's derivation hook until the queue is full.
+//
+// Serial: it fills or holds the credential checks, whose slots and queue the whole
+// process shares, so it runs apart from the parallel tests.
 func TestOverloadedCheckIsNotARefusal(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	ops := e.user("ops", true) // its password is not in the verified-secret cache yet
@@ -166,6 +172,9 @@ func TestOverloadedCheckIsNotARefusal(t *testing.T) {
 // against their address, so past the limit the others wait for a place, and once the
 // checked ones have failed they get 429 unchecked. The checks are held at the
 // derivation hook.
+//
+// Serial: it fills or holds the credential checks, whose slots and queue the whole
+// process shares, so it runs apart from the parallel tests.
 func TestParallelGuessesStayWithinTheLimit(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	var derived atomic.Int64
@@ -216,6 +225,9 @@ func TestParallelGuessesStayWithinTheLimit(t *testing.T) {
 // cache yet (the first requests after a start): all are answered 200. The attempts
 // past the limit wait for a place instead of being answered 429 while nothing failed
 // (as they were when attempts in flight first counted against their address).
+//
+// Serial: it fills or holds the credential checks, whose slots and queue the whole
+// process shares, so it runs apart from the parallel tests.
 func TestParallelRightKeysAreAllChecked(t *testing.T) {
 	e := newEnv(t, envOptions{NoRunner: true})
 	key := e.key("workers", keySpec{perms: []string{"p_data_access"}, plain: true})

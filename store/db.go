@@ -63,6 +63,12 @@ type DB struct {
 	throttle     *Throttle
 	// dryHook is called before each entry of a dry-run load (SetDryRunHook).
 	dryHook atomic.Pointer[func(int)]
+	// hold is the test hold of the batched writers (DB.SetTestHold); zero: the
+	// process's (SetTestHold).
+	hold atomic.Int64
+	// maxDryKeys is the bound of the keys a dry run remembers in memory; zero:
+	// defaultMaxDryKeys. Only tests lower it (to reach the bound with little data).
+	maxDryKeys int
 }
 
 // rstmt returns query prepared on the read pool, prepared on first use.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -48,7 +49,7 @@ import (
 //
 // Memory: the rows live in the private file, not in memory (SQLite's page cache
 // bounds what is held). In memory the dry run keeps the keys it has looked up, at most
-// maxDryKeys of them: past that it forgets them and asks the private database instead
+// defaultMaxDryKeys of them: past that it forgets them and asks the private database instead
 // (is the row there, or did the run delete it: temp.dry_gone, kept by triggers), so a
 // dry run of any size holds a bounded amount. Disk: the private file holds the copied
 // and written rows, of the order of the load's own size.
@@ -64,11 +65,12 @@ type dryRun struct {
 	// lock holds the flock on dir's lock file while the run uses dir.
 	lock *os.File
 	// copied holds "class\x00keyname" of objects looked up in the snapshot (copied, or
-	// found absent), at most maxDryKeys; forgot is set once it was emptied for the
+	// found absent), at most maxKeys; forgot is set once it was emptied for the
 	// bound. whole holds the classes copied entirely.
-	copied map[string]struct{}
-	forgot bool
-	whole  map[string]bool
+	copied  map[string]struct{}
+	maxKeys int
+	forgot  bool
+	whole   map[string]bool
 	// lookups counts the snapshot lookups (tests check it stays in proportion).
 	lookups int
 	entries int
@@ -96,8 +98,9 @@ func dryHookOf(p *atomic.Pointer[func(int)]) func(int) {
 	return nil
 }
 
-// maxDryKeys bounds the keys a dry run remembers in memory (about 100 bytes each).
-var maxDryKeys = 200000
+// defaultMaxDryKeys bounds the keys a dry run remembers in memory (about 100 bytes
+// each), unless the database sets another bound (DB.maxDryKeys, tests only).
+const defaultMaxDryKeys = 200000
 
 // dryTables are the tables a dry run copies whole before its first entry.
 var dryTables = []string{"registry", "configuration", "schemas", "schema_fields", "permissions"}
@@ -117,7 +120,8 @@ func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("dry run: %w", err)
 	}
-	d := &dryRun{dir: dir, copied: map[string]struct{}{}, whole: map[string]bool{}, hook: dryHookOf(&db.dryHook)}
+	d := &dryRun{dir: dir, copied: map[string]struct{}{}, whole: map[string]bool{}, hook: dryHookOf(&db.dryHook),
+		maxKeys: cmp.Or(db.maxDryKeys, defaultMaxDryKeys)}
 	defer func() {
 		if err != nil {
 			err = dryNoSpace(dir, err)
@@ -131,6 +135,7 @@ func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
 		return nil, fmt.Errorf("dry run: %w", err)
 	}
 	d.priv.Now = db.Now
+	d.priv.hold.Store(db.hold.Load())
 	if err := d.openSnapshot(ctx, db); err != nil {
 		return nil, err
 	}
@@ -447,7 +452,7 @@ func (d *dryRun) look(cls, key string) bool {
 	if _, ok := d.copied[id]; ok {
 		return false
 	}
-	if len(d.copied) >= maxDryKeys {
+	if len(d.copied) >= d.maxKeys {
 		d.copied, d.forgot = map[string]struct{}{}, true
 	}
 	d.copied[id] = struct{}{}

@@ -163,17 +163,16 @@ func TestDryRunLoadWorkIsProportional(t *testing.T) {
 // randomDryLoad), a dry run's counts, error messages and reported changes are those of
 // a real load of the same entries on a copy, committed in batches of several sizes.
 func TestDryRunLoadMatchesRealLoad(t *testing.T) {
-	compareRandomDryRuns(t, 12)
+	compareRandomDryRuns(t, 12, 0)
 }
 
 // TestDryRunLoadKeyBound: with the keys it remembers in memory bounded to 3, a dry run
 // (which then asks its private database what it has seen) still reports what the real
 // load reports.
 func TestDryRunLoadKeyBound(t *testing.T) {
-	old := store.SetMaxDryKeys(3)
-	defer store.SetMaxDryKeys(old)
-	compareRandomDryRuns(t, 6)
+	compareRandomDryRuns(t, 6, 3)
 	db := newTestDB(t)
+	store.SetMaxDryKeys(db, 3)
 	want := load(t, copyOf(t, db), dependentLoad, store.LoadOptions{})
 	got := load(t, db, dependentLoad, store.LoadOptions{DryRun: true})
 	if counts(got) != counts(want) || messages(got) != messages(want) {
@@ -182,14 +181,16 @@ func TestDryRunLoadKeyBound(t *testing.T) {
 }
 
 // compareRandomDryRuns compares rounds randomized dry runs with real loads (see
-// TestDryRunLoadMatchesRealLoad).
-func compareRandomDryRuns(t *testing.T, rounds int) {
+// TestDryRunLoadMatchesRealLoad), the dry runs remembering at most keyBound keys in
+// memory (0: the default bound).
+func compareRandomDryRuns(t *testing.T, rounds, keyBound int) {
 	t.Helper()
 	seed := testkit.Seed(t, "DRYRUN_SEED", 21)
 	for round := range rounds {
 		rng := rand.New(rand.NewPCG(seed, uint64(round)))
 		n := 150 + rng.IntN(250)
 		db := dryShapeDB(t)
+		store.SetMaxDryKeys(db, keyBound)
 		mustLoad(t, db, randomDryBase(n), store.LoadOptions{})
 		doc := randomDryLoad(rng, n)
 		before := queryInt(t, db, "SELECT count(*) FROM instances")
@@ -400,12 +401,9 @@ func TestDryRunRenameSeesSnapshotReferences(t *testing.T) {
 		// Also with one key remembered in memory (the private database is asked then).
 		for _, bound := range []int{0, 1} {
 			var got string
-			old := store.SetMaxDryKeys(bound)
-			if bound == 0 {
-				store.SetMaxDryKeys(old) // the default bound
-			}
+			store.SetMaxDryKeys(db, bound) // 0: the default bound
 			err := store.DryRunTx(ctx, db, func(tx *store.Tx) error { got = rename(tx, c.auth, c.from, c.to); return nil })
-			store.SetMaxDryKeys(old)
+			store.SetMaxDryKeys(db, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

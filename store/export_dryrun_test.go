@@ -31,13 +31,9 @@ func DryRunWork(ctx context.Context, db *DB, entries []*model.Entry, opts LoadOp
 	return res, d.lookups, writes, err
 }
 
-// SetMaxDryKeys lowers the number of keys a dry run remembers in memory, for a test;
-// it returns the old value.
-func SetMaxDryKeys(n int) int {
-	old := maxDryKeys
-	maxDryKeys = n
-	return old
-}
+// SetMaxDryKeys lowers the number of keys a dry run on db remembers in memory, for a
+// test (zero: the default bound).
+func SetMaxDryKeys(db *DB, n int) { db.maxDryKeys = n }
 
 // DryRunTx runs fn in a dry run's transaction on its private database, as a dry-run
 // load runs its entries (rows copied from db's snapshot on first use), then rolls it

@@ -247,7 +247,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entr
 		}
 		outcome, err := l.loadEntry(ctx, e)
 		l.report(res)
-		HoldForTest(1)
+		l.tx.db.HoldForTest(1)
 		switch {
 		case err == nil:
 			res.count(outcome)

@@ -101,7 +101,7 @@ func (db *DB) reindexSome(ctx context.Context) (more bool, err error) {
 				return false, err
 			}
 		}
-		HoldForTest(n)
+		db.HoldForTest(n)
 		more = true
 	}
 	if !more {

@@ -227,19 +227,32 @@ func (db *DB) execWriter(ctx context.Context, query string, args ...any) (sql.Re
 	return conn.ExecContext(ctx, db.dia.rebind(query), args...)
 }
 
-// testHold is how long HoldForTest makes each item of a batched writer take (tests
-// only; zero in production).
+// testHold is the test hold of every database that sets none itself (SetTestHold;
+// zero in production).
 var testHold atomic.Int64
 
 // SetTestHold makes every item of the batched writers (a load's entry, a pipeline's
 // instance, a re-indexed row) take d longer, inside its batch's transaction so the
-// batch holds the writer as long as slow items would: tests that need long operations
-// use it instead of large data. Production never calls it.
+// batch holds the writer as long as slow items would, on every database of the
+// process that sets no hold of its own (DB.SetTestHold). It is for a test's child
+// process, which opens its database inside the program; a test that opens the
+// database itself sets the hold on that database, so tests beside it run at full
+// speed. Production never calls it.
 func SetTestHold(d time.Duration) { testHold.Store(int64(d)) }
 
-// HoldForTest waits n items' worth of the test hold (nothing in production).
-func HoldForTest(n int) {
-	if d := testHold.Load(); d > 0 {
+// SetTestHold is the package's SetTestHold for db alone (and the private database of
+// its dry runs): tests that need long operations use it instead of large data.
+// Production never calls it.
+func (db *DB) SetTestHold(d time.Duration) { db.hold.Store(int64(d)) }
+
+// HoldForTest waits n items' worth of db's test hold, or the process's when db has
+// none (nothing in production).
+func (db *DB) HoldForTest(n int) {
+	d := db.hold.Load()
+	if d == 0 {
+		d = testHold.Load()
+	}
+	if d > 0 {
 		time.Sleep(time.Duration(n) * time.Duration(d))
 	}
 }

@@ -21,6 +21,7 @@ import (
 // test, filled at a batch boundary (AfterBatch) with room for the task's final status
 // but not for a batch.
 func TestPipelineOnAFullDisk(t *testing.T) {
+	t.Parallel()
 	dir := testkit.SmallFS(t, 32<<20)
 	db := openDB(t, testkit.MigratedFileIn(t, dir))
 	mustLoad(t, db, testSchemas)

@@ -35,6 +35,8 @@ func memStats() runtime.MemStats {
 // the resumed task left 3.4 GB in use. Each entry now fails at the rule that passes
 // the entry bound, named in the task's messages; what the run allocates and what it
 // leaves in use stay within ten times what the bound allows.
+//
+// Serial: it measures the process's heap, which parallel tests would grow.
 func TestAuditPipelineTaskMemoryBounded(t *testing.T) {
 	const hosts = 4
 	db := newDB(t)

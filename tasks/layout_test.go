@@ -74,6 +74,7 @@ func tasksLayout(tb testing.TB, path string) string {
 }
 
 func TestTasksTableLayout(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	// Files made by earlier releases, whose store layout created the tasks table:
 	// layout 2 (f8ac543) and layout 4 (11f92f6), each holding one finished task.

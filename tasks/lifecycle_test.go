@@ -62,6 +62,7 @@ func waitStatus(t *testing.T, r *tasks.Runner, handle, status string) *tasks.Tas
 }
 
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("a queued task is cancelled at once and never runs", func(t *testing.T) {
 		db := markerDB(t, 200)
@@ -166,6 +167,7 @@ func (h hookHandler) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func TestShutdown(t *testing.T) {
+	t.Parallel()
 	t.Run("the current batch commits and the task goes back to the queue", func(t *testing.T) {
 		const n, batch = 2000, 50
 		db := markerDB(t, n)
@@ -278,6 +280,7 @@ func TestShutdown(t *testing.T) {
 }
 
 func TestWorkersRunEveryTaskOnce(t *testing.T) {
+	t.Parallel()
 	const n, runs = 1000, 6
 	db := newDB(t)
 	insertRows(t, db, "host", markerRows(n))
@@ -304,6 +307,7 @@ func TestWorkersRunEveryTaskOnce(t *testing.T) {
 }
 
 func TestPurge(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := markerDB(t, 1)
 	r := newRunner(t, db, tasks.Options{})
@@ -377,6 +381,7 @@ func TestPurge(t *testing.T) {
 }
 
 func TestPermissionsRecheckedAtStart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	setup := func(t *testing.T) (*store.DB, *tasks.Runner, func(who, pipeline string) string) {
 		db := markerDB(t, 300)
@@ -461,6 +466,7 @@ func TestPermissionsRecheckedAtStart(t *testing.T) {
 }
 
 func TestPanickingTask(t *testing.T) {
+	t.Parallel()
 	db := markerDB(t, 300)
 	rec := new(testkit.Recorder)
 	var first string
@@ -519,6 +525,7 @@ func TestPanickingTask(t *testing.T) {
 }
 
 func TestGetAndList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := markerDB(t, 10)
 	r := newRunner(t, db, tasks.Options{})

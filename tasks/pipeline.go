@@ -224,7 +224,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 		if err := x.process(ctx, tx, s, in); err != nil {
 			return false, false, err
 		}
-		store.HoldForTest(1)
+		r.db.HoldForTest(1)
 		cp.After = in.ID
 		done++
 		if time.Since(started) > maxBatchTime {

@@ -76,6 +76,7 @@ func outcomeHosts(n int) (rows []row, kindOf map[string]string) {
 }
 
 func TestPipelineOutcomes(t *testing.T) {
+	t.Parallel()
 	const n = 3600
 	db := newDB(t)
 	rows, kindOf := outcomeHosts(n)
@@ -329,6 +330,7 @@ func renameFixture(t *testing.T, db *store.DB) {
 }
 
 func TestPipelineRename(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("with p_keyname_rename the references follow the renamed hosts", func(t *testing.T) {
 		db := newDB(t)
@@ -388,6 +390,7 @@ func TestPipelineRename(t *testing.T) {
 }
 
 func TestBulkDeleteDisabled(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	var hosts, racks, sites []row
 	for i := 0; i < 2000; i++ {
@@ -444,6 +447,7 @@ func TestBulkDeleteDisabled(t *testing.T) {
 }
 
 func TestPipelineRenameSelfReference(t *testing.T) {
+	t.Parallel()
 	const n = 200
 	db := newDB(t)
 	mustLoad(t, db, `
@@ -494,6 +498,7 @@ func TestPipelineRenameSelfReference(t *testing.T) {
 }
 
 func TestPipelineOverUsers(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	mustLoad(t, db, `
 - classname: _user
@@ -571,6 +576,7 @@ func TestPipelineOverUsers(t *testing.T) {
 }
 
 func TestPipelineEntryPermissions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newDB(t)
 	mustLoad(t, db, `
@@ -663,6 +669,7 @@ func TestPipelineEntryPermissions(t *testing.T) {
 // when the batch starts. A field added while the run is between batches is set by the
 // later batches; before it exists, the rule's value is not a field and is dropped.
 func TestPipelineSeesSchemaChangesBetweenBatches(t *testing.T) {
+	t.Parallel()
 	const n, batch = 6, 2
 	db := newDB(t)
 	insertRows(t, db, "host", markerRows(n))

@@ -11,6 +11,7 @@ import (
 // TestCredentialRecheckedBetweenBatches: a key made read-only before its task starts,
 // or disabled between two batches, stops the task with a clear error.
 func TestCredentialRecheckedBetweenBatches(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name, change, want string

@@ -10,6 +10,7 @@ import (
 // encoded once per change, equals json.Marshal of the result at every step of a run
 // whose lists grow, stop growing at maxListed and start empty.
 func TestResultJSONMatchesResult(t *testing.T) {
+	t.Parallel()
 	res := &Result{}
 	x := &pipelineRun{res: res}
 	check := func(step string) {

@@ -22,6 +22,7 @@ import (
 var errCrash = errors.New("simulated crash")
 
 func TestResumeAfterCrash(t *testing.T) {
+	t.Parallel()
 	const hosts, sites, batch = 1000, 500, 50
 	db := newDB(t)
 	insertRows(t, db, "host", markerRows(hosts))
@@ -96,6 +97,7 @@ func TestResumeAfterCrash(t *testing.T) {
 }
 
 func TestLostLeaseBatchDoesNotCommit(t *testing.T) {
+	t.Parallel()
 	const n, batch = 500, 50
 	db := newDB(t)
 	insertRows(t, db, "host", markerRows(n))
@@ -164,6 +166,7 @@ const (
 // TestHelperProcess is not a test: TestResumeAfterKill runs the test binary again with
 // only this function selected, as a separate process that runs a task until killed.
 func TestHelperProcess(t *testing.T) {
+	t.Parallel()
 	path, handle := os.Getenv(helperDBEnv), os.Getenv(helperTaskEnv)
 	if path == "" {
 		t.Skip("helper process of TestResumeAfterKill")
@@ -184,6 +187,7 @@ func TestHelperProcess(t *testing.T) {
 }
 
 func TestResumeAfterKill(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	const n = 20000
 	path := newDBFile(t)
@@ -263,6 +267,7 @@ func TestResumeAfterKill(t *testing.T) {
 // another worker of the same runner, and its next batch must not commit (each
 // instance is still processed exactly once).
 func TestTakeoverWithinOneRunner(t *testing.T) {
+	t.Parallel()
 	const hosts, batch = 400, 10
 	db := newDB(t)
 	insertRows(t, db, "host", markerRows(hosts))

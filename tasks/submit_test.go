@@ -13,6 +13,7 @@ import (
 )
 
 func TestSubmitRejects(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")
@@ -129,6 +130,7 @@ func TestSubmitRejects(t *testing.T) {
 }
 
 func TestSubmitQueueFull(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")
@@ -167,6 +169,7 @@ func TestSubmitQueueFull(t *testing.T) {
 }
 
 func TestSubmitWithoutAuthIsRejected(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")
 	r := newRunner(t, db, tasks.Options{})
@@ -177,6 +180,7 @@ func TestSubmitWithoutAuthIsRejected(t *testing.T) {
 }
 
 func TestSubmitTx(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")
@@ -219,6 +223,7 @@ func TestSubmitTx(t *testing.T) {
 // TestSubmitQueuePerOwner: one submitting credential cannot fill the queue; another
 // credential still submits. Keys without a user are told apart by key, not "system".
 func TestSubmitQueuePerOwner(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newDB(t)
 	addPipeline(t, db, "marker", markerPipeline, "")

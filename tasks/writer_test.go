@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"dataservice/store"
 	"dataservice/tasks"
 
 	"dataservice/internal/testkit"
@@ -16,10 +15,11 @@ import (
 // batch (a dry run, then a real run) each get the writer within ten times the quarter
 // of a second a real batch holds it (maxBatchTime, then its re-indexing): a dry-run
 // batch does not take the writer, a real batch commits early. Each instance is held
-// 2 ms inside its batch (store.SetTestHold), so a batch holding the writer to its end
+// 2 ms inside its batch (DB.SetTestHold), so a batch holding the writer to its end
 // would make a small write wait over 10 s, whatever the machine's speed: the bound
 // depends on no machine's speed or load.
 func TestWriterNotHeldByLongBatches(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	ctx := context.Background()
 	db := newDB(t)
@@ -27,8 +27,7 @@ func TestWriterNotHeldByLongBatches(t *testing.T) {
 	const n = 5000
 	insertRows(t, db, "host", markerRows(n))
 	r := newRunner(t, db, tasks.Options{BatchSize: n + 1})
-	store.SetTestHold(2 * time.Millisecond)
-	t.Cleanup(func() { store.SetTestHold(0) })
+	db.SetTestHold(2 * time.Millisecond)
 	const bound = 10 * 250 * time.Millisecond
 	for _, dry := range []bool{true, false} {
 		t.Run(fmt.Sprintf("dryrun=%v", dry), func(t *testing.T) {
