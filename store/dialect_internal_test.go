@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"syscall"
 	"testing"
 )
@@ -216,6 +217,22 @@ func TestSQLiteDialectFragments(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// Every dialect fills every field (the SQLite one included): a statement or function
+// left out would fail at its first use. The read snapshot's options may be nil (the
+// engine's default transaction is one snapshot).
+func TestDialectsAreComplete(t *testing.T) {
+	mayBeZero := map[string]bool{"snapshot": true}
+	for _, d := range dialects {
+		v := reflect.ValueOf(*d)
+		for i := 0; i < v.NumField(); i++ {
+			name := v.Type().Field(i).Name
+			if v.Field(i).IsZero() && !mayBeZero[name] {
+				t.Errorf("dialect %s: field %s is not set", d.driver, name)
+			}
 		}
 	}
 }
