@@ -7,6 +7,7 @@ import (
 )
 
 func TestRouteMatch(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		path, rest string
 		ok         bool
@@ -47,6 +48,7 @@ func TestRouteMatch(t *testing.T) {
 // TestRoutesUseRegisteredMethods: Register routes only GET and POST below
 // /data/private/, so a route declaring another method could never be reached.
 func TestRoutesUseRegisteredMethods(t *testing.T) {
+	t.Parallel()
 	var methods [][]string
 	for _, tl := range tools {
 		for _, rt := range tl.Routes {

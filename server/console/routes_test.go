@@ -10,6 +10,7 @@ import (
 // route's methods in Allow, a path no tool or schema declares is 404, and both come
 // after the session, CSRF and permission checks.
 func TestRoutesAnswerFromTheTable(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, 10, nil)
 	e.load(pipelinePeople)
 	b := e.browser()

@@ -15,6 +15,7 @@ import (
 // console used to answer 500 for too_large on an error page, and 400 for unauthorized
 // and too_large on a form.
 func TestConsoleAnswersTheAPIStatuses(t *testing.T) {
+	t.Parallel()
 	db := testkit.NewMigratedDB(t, testkit.Options{})
 	c := New(Options{DB: db, Logger: testkit.Logger(t, 0)})
 	sch, err := db.Schema(t.Context(), "_user")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestStatus(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		err  error
