@@ -50,6 +50,7 @@ var doors = map[string]string{
 // or DeleteField on any transaction, ...) are gone, and a new one fails here until it is
 // justified.
 func TestStoreHasNoSideEntrance(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +127,7 @@ func writes(body *ast.BlockStmt) bool {
 // sequence's: no code the API, the console or a task runs names them, so no request
 // reaches them.
 func TestSystemIdentityIsNotReachableFromRequests(t *testing.T) {
+	t.Parallel()
 	forbidden := []string{"Migrate", "Migration", "SystemAuth", "AuthSystem"}
 	for _, dir := range []string{"../server", "../server/console", "../tasks"} {
 		entries, err := os.ReadDir(dir)
