@@ -5,6 +5,6 @@ cd "$(dirname "$0")"
 VERSION="${VERSION:-4.9.0}"
 VERSION_DATE="${VERSION_DATE:-2026-11-22}"
 CGO_ENABLED=0 go build -trimpath \
-  -ldflags "-s -w -X main.version=${VERSION} -X main.versionDate=${VERSION_DATE}" \
+  -ldflags "-s -w -X dataservice/internal/cli.version=${VERSION} -X dataservice/internal/cli.versionDate=${VERSION_DATE}" \
   -o dataservice .
 echo "built ./dataservice ${VERSION} (${VERSION_DATE})"

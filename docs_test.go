@@ -24,13 +24,13 @@ func TestConfigurationDocNamesEveryEntry(t *testing.T) {
 			t.Errorf("docs/configuration.md has no row for %s with default %q", d.Keyname, d.Default)
 		}
 	}
-	src, err := os.ReadFile("settings.go")
+	src, err := os.ReadFile("internal/cli/settings.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	vars := regexp.MustCompile(`"(SERVICE_[A-Z_]+)"`).FindAllStringSubmatch(string(src), -1)
 	if len(vars) < 10 {
-		t.Fatalf("found only %d settings in settings.go", len(vars))
+		t.Fatalf("found only %d settings in internal/cli/settings.go", len(vars))
 	}
 	for _, v := range vars {
 		if !strings.Contains(doc, "| `"+v[1]+"` |") {

@@ -165,7 +165,7 @@ func (s *starter) failed(ctx context.Context, step string, err error) error {
 func (s *starter) bootstrap(ctx context.Context) error {
 	s.log.Info("bootstrap: empty database, loading built-in definitions")
 	return s.db.Migrate(ctx, func(tx *store.Migration) error {
-		if err := s.loadFile(ctx, tx.Tx, "00_permission.yml", "_permission"); err != nil {
+		if err := s.loadFile(ctx, tx.Tx(), "00_permission.yml", "_permission"); err != nil {
 			return err
 		}
 		files, err := InitFiles(s.o.Init)
@@ -173,7 +173,7 @@ func (s *starter) bootstrap(ctx context.Context) error {
 			return err
 		}
 		for _, f := range files {
-			if err := s.loadFile(ctx, tx.Tx, f, ""); err != nil {
+			if err := s.loadFile(ctx, tx.Tx(), f, ""); err != nil {
 				return err
 			}
 		}

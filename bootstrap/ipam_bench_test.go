@@ -98,19 +98,14 @@ func benchDB(b *testing.B, dir string) *store.DB {
 func benchFill(b *testing.B, db *store.DB, stmts []string, insert string, rows int, row func(i int) []any) {
 	b.Helper()
 	ctx := context.Background()
-	err := db.WithTx(ctx, func(tx *store.Tx) error {
+	err := db.Migrate(ctx, func(m *store.Migration) error {
 		for _, q := range stmts {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
+			if err := m.Exec(ctx, q); err != nil {
 				return fmt.Errorf("%s: %w", q, err)
 			}
 		}
-		st, err := tx.PrepareContext(ctx, insert)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
 		for i := 0; i < rows; i++ {
-			if _, err := st.ExecContext(ctx, row(i)...); err != nil {
+			if err := m.Exec(ctx, insert, row(i)...); err != nil {
 				return fmt.Errorf("row %d: %w", i, err)
 			}
 		}

@@ -117,9 +117,9 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 func (s *starter) reload(ctx context.Context, tx *store.Migration, file string, items []string, action string) error {
 	var err error
 	if action == "init" {
-		err = loadBuiltins(ctx, tx.Tx, s.o.Init, file, items, action, s.log)
+		err = loadBuiltins(ctx, tx.Tx(), s.o.Init, file, items, action, s.log)
 	} else {
-		err = Reload(ctx, tx.Tx, s.o.Init, file, items, action, s.log)
+		err = Reload(ctx, tx.Tx(), s.o.Init, file, items, action, s.log)
 	}
 	if errors.Is(err, ErrReloadEntries) {
 		s.log.Error("reload failed", "file", file, "error", err)
@@ -194,7 +194,7 @@ func (s *starter) block460(ctx context.Context, tx *store.Migration) error {
 // file, the url only: users may have changed its other fields. A missing entry is
 // logged as a failed reload (seed rule 2) and start-up goes on.
 func (s *starter) setCodeEditorURL(ctx context.Context, tx *store.Migration) error {
-	err := loadBuiltins(ctx, tx.Tx, s.o.Init, "20_home.yml", []string{"_home:code_editor"}, "update", s.log, "url")
+	err := loadBuiltins(ctx, tx.Tx(), s.o.Init, "20_home.yml", []string{"_home:code_editor"}, "update", s.log, "url")
 	if errors.Is(err, ErrReloadEntries) {
 		s.log.Error("reload failed", "file", "20_home.yml", "error", err)
 		return nil

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"dataservice/server/httperror"
 	"dataservice/store"
 	"dataservice/store/model"
 )
@@ -64,18 +65,6 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, status int, 
 	s.reply(w, r, status, map[string]string{"error": msg})
 }
 
-// statusOf maps store error codes to HTTP statuses: the one table.
-var statusOf = map[string]int{
-	model.ENotFound:     http.StatusNotFound,
-	model.EInvalid:      http.StatusBadRequest,
-	model.EConflict:     http.StatusConflict,
-	model.EUnauthorized: http.StatusUnauthorized,
-	model.EForbidden:    http.StatusForbidden,
-	model.EInternal:     http.StatusInternalServerError,
-	model.ETooLarge:     http.StatusRequestEntityTooLarge,
-	model.EDiskFull:     http.StatusInsufficientStorage,
-}
-
 // fail writes err: internal errors are logged and shown only as "internal error".
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := store.ErrorCode(err)
@@ -93,5 +82,5 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		// the file when the error did not pass a write path yet.
 		err = s.db.NoSpace(err)
 	}
-	s.writeError(w, r, statusOf[code], store.ErrorMessage(err))
+	s.writeError(w, r, httperror.Status(err), store.ErrorMessage(err))
 }

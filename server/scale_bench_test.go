@@ -66,15 +66,11 @@ func scaleDB(b *testing.B, n int) *store.DB {
 	}
 	start := time.Now()
 	for from := 0; from < n; from += 50_000 {
-		err = db.WithTx(ctx, func(tx *store.Tx) error {
-			st, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
-				created_at, updated_at) VALUES('item', ?, '', 1, ?, '2026-11-22T10:00:00Z', '2026-11-22T10:00:00Z')`)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+		err = db.Migrate(ctx, func(m *store.Migration) error {
+			const insert = `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
+				created_at, updated_at) VALUES('item', ?, '', 1, ?, '2026-11-22T10:00:00Z', '2026-11-22T10:00:00Z')`
 			for i := from; i < min(from+50_000, n); i++ {
-				if _, err := st.ExecContext(ctx, fmt.Sprintf("item-%07d", i), scaleData(i)); err != nil {
+				if err := m.Exec(ctx, insert, fmt.Sprintf("item-%07d", i), scaleData(i)); err != nil {
 					return err
 				}
 			}
@@ -179,8 +175,15 @@ func BenchmarkScale(b *testing.B) {
 func floorHandler(b *testing.B, db *store.DB) http.Handler {
 	ctx := context.Background()
 	cols := "id, classname, keyname, displayname, is_enabled, data, created_at, updated_at"
+	// The store hands out no raw pool: the floor prepares on a read-only pool of its
+	// own on the same file, as the store's read pool is.
+	pool, err := sql.Open("sqlite", "file:"+db.Path()+"?mode=ro&_pragma=busy_timeout(15000)&_pragma=query_only(1)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { pool.Close() })
 	prep := func(q string) *sqlStmt {
-		st, err := db.Reader().PrepareContext(ctx, q)
+		st, err := pool.PrepareContext(ctx, q)
 		if err != nil {
 			b.Fatal(err)
 		}

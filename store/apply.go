@@ -269,7 +269,7 @@ func (tx *Tx) applyRename(ctx context.Context, s *model.Schema, old, next *Insta
 	if dryRun {
 		return nil, tx.CheckRename(ctx, s, &at, newKey)
 	}
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT apply_rename"); err != nil {
+	if _, err := tx.execContext(ctx, "SAVEPOINT apply_rename"); err != nil {
 		return nil, fmt.Errorf("rename %s %s: %w", s.Keyname, old.Keyname, err)
 	}
 	var warnings []string
@@ -284,9 +284,9 @@ func (tx *Tx) applyRename(ctx context.Context, s *model.Schema, old, next *Insta
 		return err
 	}()
 	if err != nil {
-		tx.ExecContext(ctx, "ROLLBACK TO apply_rename")
+		tx.execContext(ctx, "ROLLBACK TO apply_rename")
 	}
-	tx.ExecContext(ctx, "RELEASE apply_rename")
+	tx.execContext(ctx, "RELEASE apply_rename")
 	if err != nil {
 		return nil, err
 	}

@@ -20,11 +20,11 @@ func (db *DB) requireLayout(ctx context.Context) error {
 		return err
 	}
 	var pending []string
-	var have int
-	if err := db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+	have, err := db.dia.readLayoutVersion(ctx, db.writer())
+	if err != nil {
 		return fmt.Errorf("read layout version: %w", err)
 	}
-	if have < len(layout) {
+	if layout := db.dia.layout; have < len(layout) {
 		pending = append(pending, fmt.Sprintf("store %d of %d", have, len(layout)))
 	}
 	owners, steps := ownedLayouts()
@@ -55,12 +55,11 @@ func (db *DB) requireLayout(ctx context.Context) error {
 // table yet (no owner step has run): 0 then.
 func ownedVersionIfAny(ctx context.Context, db *DB, owner string) (int, error) {
 	var exists bool
-	if err := db.w.QueryRowContext(ctx,
-		"SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'layout_versions')").Scan(&exists); err != nil {
+	if err := db.writer().queryRowContext(ctx, db.dia.hasLayoutVersions).Scan(&exists); err != nil {
 		return 0, fmt.Errorf("read layout version of %s: %w", owner, err)
 	}
 	if !exists {
 		return 0, nil
 	}
-	return ownedVersion(ctx, db.w, owner)
+	return ownedVersion(ctx, db.writer(), owner)
 }

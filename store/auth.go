@@ -32,13 +32,13 @@ type membership struct {
 }
 
 func (db *DB) readMembership(ctx context.Context) (*membership, error) {
-	return readMembershipFrom(ctx, db.r)
+	return readMembershipFrom(ctx, db.reader())
 }
 
 func readMembershipFrom(ctx context.Context, q querier) (*membership, error) {
 	m := &membership{groupUsers: map[string][]string{}, groupSubs: map[string][]string{},
 		roleUsers: map[string][]string{}, roleSubs: map[string][]string{}, rolePerms: map[string][]string{}}
-	rows, err := q.QueryContext(ctx, `SELECT classname, keyname, data FROM instances
+	rows, err := q.queryContext(ctx, `SELECT classname, keyname, data FROM instances
 		WHERE classname IN ('_group', '_role') AND is_enabled = 1`)
 	if err != nil {
 		return nil, fmt.Errorf("read roles: %w", err)
@@ -274,7 +274,7 @@ func (db *DB) Refresh(ctx context.Context, a *model.Auth) (*model.Auth, error) {
 // TouchAPIKey sets an API key's last_used without a revision (it is not an edit).
 func (db *DB) TouchAPIKey(ctx context.Context, id int64, t time.Time) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE instances SET data = json_set(data, '$.last_used', ?)
+		_, err := tx.execContext(ctx, `UPDATE instances SET data = `+tx.db.dia.jsonSet("data", "'$.last_used'", "?")+`
 			WHERE id = ? AND classname = '_apikey'`, t.UTC().Format("2006-01-02T15:04:05"), id)
 		return err
 	})

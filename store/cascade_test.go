@@ -527,17 +527,17 @@ func TestCollectIPsOverStoredData(t *testing.T) {
 	mustLoad(t, db, collectDoc, store.LoadOptions{})
 	// 1,205 hosts (more than one batch of 1,000) stored without collection: a unique
 	// mgmt address each, the known address 10.0.0.2 and garbage in addrs, a subnet.
-	err := db.WithTx(ctx, func(tx *store.Tx) error {
+	err := db.Migrate(ctx, func(m *store.Migration) error {
 		for i := 0; i < 1205; i++ {
 			data := fmt.Sprintf(`{"mgmt":"10.1.%d.%d","addrs":["10.0.0.2","garbage","10.0.0.300"],"net":"10.3.0.0/16","nets":["10.4.0.0/16"]}`,
 				i/256, i%256)
-			if _, err := tx.ExecContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
+			if err := m.Exec(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
 				created_at, updated_at) VALUES('host', ?, '', 1, ?, 'old', 'old')`, fmt.Sprintf("h%d", i), data); err != nil {
 				return err
 			}
 		}
 		for key, ip := range map[string]string{"p1": "10.1.0.5", "p2": "10.5.0.1"} {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
+			if err := m.Exec(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
 				created_at, updated_at) VALUES('printer', ?, '', 1, json_object('ip', ?), 'old', 'old')`, key, ip); err != nil {
 				return err
 			}

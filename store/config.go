@@ -99,7 +99,7 @@ func (tx *Tx) SyncConfig(ctx context.Context) error {
 	keep := map[string]bool{}
 	for _, d := range ConfigDefs {
 		keep[d.Keyname] = true
-		_, err := tx.ExecContext(ctx, `INSERT INTO configuration(keyname, value, default_value, description)
+		_, err := tx.execContext(ctx, `INSERT INTO configuration(keyname, value, default_value, description)
 			VALUES(?, ?, ?, ?)
 			ON CONFLICT(keyname) DO UPDATE SET default_value = excluded.default_value, description = excluded.description`,
 			d.Keyname, d.Default, d.Default, d.Description)
@@ -107,7 +107,7 @@ func (tx *Tx) SyncConfig(ctx context.Context) error {
 			return fmt.Errorf("sync configuration %s: %w", d.Keyname, err)
 		}
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT keyname FROM configuration")
+	rows, err := tx.queryContext(ctx, "SELECT keyname FROM configuration")
 	if err != nil {
 		return fmt.Errorf("sync configuration: %w", err)
 	}
@@ -124,7 +124,7 @@ func (tx *Tx) SyncConfig(ctx context.Context) error {
 	}
 	rows.Close()
 	for _, k := range drop {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM configuration WHERE keyname = ?", k); err != nil {
+		if _, err := tx.execContext(ctx, "DELETE FROM configuration WHERE keyname = ?", k); err != nil {
 			return fmt.Errorf("sync configuration: %w", err)
 		}
 	}
@@ -141,7 +141,7 @@ type ConfigEntry struct {
 
 // Config lists the stored configuration entries by keyname.
 func (db *DB) Config(ctx context.Context) ([]ConfigEntry, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT keyname, COALESCE(value, ''), COALESCE(default_value, ''),
+	rows, err := db.reader().queryContext(ctx, `SELECT keyname, COALESCE(value, ''), COALESCE(default_value, ''),
 		COALESCE(description, '') FROM configuration ORDER BY keyname`)
 	if err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
@@ -185,7 +185,7 @@ func (db *DB) configValues(ctx context.Context) (map[string]string, error) {
 	if fresh {
 		return vals, nil
 	}
-	rows, err := db.r.QueryContext(ctx, "SELECT keyname, value FROM configuration WHERE value IS NOT NULL")
+	rows, err := db.reader().queryContext(ctx, "SELECT keyname, value FROM configuration WHERE value IS NOT NULL")
 	if err != nil {
 		return nil, fmt.Errorf("read configuration: %w", err)
 	}
@@ -231,7 +231,7 @@ func (db *DB) SetConfig(ctx context.Context, updates map[string]string) error {
 	}
 	return db.WithTx(ctx, func(tx *Tx) error {
 		for _, k := range keys {
-			if _, err := tx.ExecContext(ctx, "UPDATE configuration SET value = ? WHERE keyname = ?", updates[k], k); err != nil {
+			if _, err := tx.execContext(ctx, "UPDATE configuration SET value = ? WHERE keyname = ?", updates[k], k); err != nil {
 				return fmt.Errorf("write configuration %s: %w", k, err)
 			}
 		}

@@ -24,7 +24,7 @@ type Revision struct {
 
 // Revisions returns the newest limit revisions of an object, newest first.
 func (db *DB) Revisions(ctx context.Context, cls, key string, limit int) ([]Revision, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
+	rows, err := db.reader().queryContext(ctx, `SELECT id, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
 		FROM revisions WHERE classname = ? AND keyname = ? ORDER BY id DESC LIMIT ?`, cls, key, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read revisions of %s %s: %w", cls, key, err)
@@ -49,7 +49,7 @@ type Reference struct {
 
 // ReferencedBy lists up to limit instances whose `schema` fields targeting cls hold key.
 func (db *DB) ReferencedBy(ctx context.Context, cls, key string, limit int) ([]Reference, error) {
-	rows, err := db.r.QueryContext(ctx, "SELECT classname, keyname, dataformat_ext FROM schema_fields WHERE dataformat = 'schema' ORDER BY classname, sort_order, id")
+	rows, err := db.reader().queryContext(ctx, "SELECT classname, keyname, dataformat_ext FROM schema_fields WHERE dataformat = 'schema' ORDER BY classname, sort_order, id")
 	if err != nil {
 		return nil, fmt.Errorf("find references to %s: %w", cls, err)
 	}
@@ -70,10 +70,10 @@ func (db *DB) ReferencedBy(ctx context.Context, cls, key string, limit int) ([]R
 		if len(out) >= limit {
 			break
 		}
-		// instr() is a cheap filter before the exact test on the (scalar or list) value.
-		q, err := db.r.QueryContext(ctx, `SELECT keyname, displayname FROM instances
-			WHERE classname = ? AND instr(data, ?) > 0
-			AND EXISTS (SELECT 1 FROM json_each(instances.data, ?) WHERE value = ?)
+		// contains is a cheap filter before the exact test on the (scalar or list) value.
+		q, err := db.reader().queryContext(ctx, `SELECT keyname, displayname FROM instances
+			WHERE classname = ? AND `+db.dia.contains("data", "?")+`
+			AND `+db.dia.jsonHolds("instances.data", "?", "?")+`
 			ORDER BY id LIMIT ?`, cf[0], jsonString(key), "$."+cf[1], key, limit-len(out))
 		if err != nil {
 			return nil, fmt.Errorf("find references to %s: %w", cls, err)

@@ -1,6 +1,10 @@
 // Package store keeps everything dataservice knows in one SQLite file: the registry,
 // configuration, schemas and fields, instances, permissions, revisions and tasks. It
 // validates every value it writes, loads documents in the load format and hashes secrets.
+// It holds the SQL: where engines differ, the statement text comes from the dialect
+// chosen at Open (dialect.go; SQLite is the one engine). Outside store, writes of the
+// data go through Apply (and a load), a table owner's statements through its Table,
+// the start-up sequence's through Migration, and reads of raw rows through Reader.
 package store
 
 import (
@@ -8,14 +12,13 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	_ "modernc.org/sqlite" // the CGO-free SQLite driver
+	_ "modernc.org/sqlite" // the CGO-free SQLite driver (dialect_sqlite.go)
 
 	"dataservice/store/model"
 )
@@ -25,7 +28,9 @@ type DB struct {
 	path string
 	w    *sql.DB
 	r    *sql.DB
-	log  *slog.Logger
+	// dia is the engine's SQL where engines differ (dialect.go), chosen at Open.
+	dia *dialect
+	log *slog.Logger
 	// inUse holds the shared in-use lock on the database file while it is open.
 	inUse *os.File
 	// turn is the turnstile every write transaction passes (turnstile.go); nil when
@@ -71,7 +76,7 @@ func (db *DB) rstmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if s, ok := db.rstmts.Load(query); ok {
 		return s.(*sql.Stmt), nil
 	}
-	s, err := db.r.PrepareContext(context.WithoutCancel(ctx), query)
+	s, err := db.reader().prepareContext(context.WithoutCancel(ctx), query)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +91,7 @@ func (db *DB) rstmt(ctx context.Context, query string) (*sql.Stmt, error) {
 func (db *DB) rqueryRow(ctx context.Context, query string, args ...any) *sql.Row {
 	s, err := db.rstmt(ctx, query)
 	if err != nil {
-		return db.r.QueryRowContext(ctx, query, args...)
+		return db.reader().queryRowContext(ctx, query, args...)
 	}
 	return s.QueryRowContext(ctx, args...)
 }
@@ -95,7 +100,7 @@ func (db *DB) rqueryRow(ctx context.Context, query string, args ...any) *sql.Row
 func (db *DB) rquery(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	s, err := db.rstmt(ctx, query)
 	if err != nil {
-		return db.r.QueryContext(ctx, query, args...)
+		return db.reader().queryContext(ctx, query, args...)
 	}
 	return s.QueryContext(ctx, args...)
 }
@@ -132,20 +137,6 @@ type Options struct {
 	AsIs bool
 	// private marks a dry run's private database: it sweeps no leftover dry runs.
 	private bool
-}
-
-func dsn(path string, readOnly bool) string {
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(15000)")
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	if readOnly {
-		q.Add("_pragma", "query_only(1)")
-	} else {
-		q.Add("_pragma", "journal_mode(WAL)")
-		q.Set("_txlock", "immediate")
-	}
-	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
 // Open opens (creating if missing) the database at path and brings its table layout up to date.
@@ -187,8 +178,12 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if !opts.AsIs && !opts.private {
 		sweepDryRuns(abs, opts.Logger)
 	}
-	turn := openTurnstile(abs, opts.Logger)
-	w, err := sql.Open("sqlite", dsn(abs, false))
+	dia := sqliteDialect
+	var turn *turnstile
+	if dia.turnstile {
+		turn = openTurnstile(abs, opts.Logger)
+	}
+	w, err := sql.Open(dia.driver, dia.dsn(abs, false))
 	if err != nil {
 		turn.close()
 		inUse.Close()
@@ -197,7 +192,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{path: abs, w: w, log: opts.Logger, Now: time.Now, inUse: inUse, turn: turn}
+	db := &DB{path: abs, w: w, dia: dia, log: opts.Logger, Now: time.Now, inUse: inUse, turn: turn}
 	fail := func(err error) (*DB, error) {
 		w.Close()
 		turn.close()
@@ -218,7 +213,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 			return fail(err)
 		}
 	}
-	r, err := sql.Open("sqlite", dsn(abs, true))
+	r, err := sql.Open(dia.driver, dia.dsn(abs, true))
 	if err != nil {
 		return fail(err)
 	}
@@ -233,28 +228,22 @@ func openReadOnly(ctx context.Context, abs, path string, opts Options) (*DB, err
 	if _, err := os.Stat(abs); err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	// A WAL database read without write access needs its -shm file, which only a
-	// writer creates. Without a -wal file no writer is active (a clean close removes
-	// it), so the file is read as immutable; otherwise through the writer's -shm.
-	ro := "&mode=ro"
-	if _, err := os.Stat(abs + "-wal"); os.IsNotExist(err) {
-		ro = "&immutable=1"
-	}
-	r, err := sql.Open("sqlite", dsn(abs, true)+ro)
+	dia := sqliteDialect
+	r, err := sql.Open(dia.driver, dia.readOnlyDSN(abs))
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
-	if err := checkSchema(ctx, r); err != nil {
+	if err := dia.checkFile(ctx, r); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
 	}
-	if err := checkLayout(ctx, r); err != nil {
+	if err := checkLayout(ctx, conn{r, dia}); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
 	}
-	return &DB{path: abs, w: r, r: r, log: opts.Logger, Now: time.Now}, nil
+	return &DB{path: abs, w: r, r: r, dia: dia, log: opts.Logger, Now: time.Now}, nil
 }
 
 // Path is the absolute path of the database file.
@@ -282,8 +271,38 @@ func (db *DB) Close() error {
 	return err
 }
 
-// Reader is the read pool, for packages that run their own read queries.
-func (db *DB) Reader() *sql.DB { return db.r }
+// Reader is a read-only door onto the read pool, for tests and tools that read the
+// file's tables directly: it runs queries written with `?` placeholders through the
+// dialect, and offers no Exec, no transaction and no pool settings (the pool is
+// query-only anyway). *sql.DB satisfies it too, for a pool opened beside the store.
+type Reader interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	Query(query string, args ...any) (*sql.Rows, error)
+	QueryRow(query string, args ...any) *sql.Row
+}
+
+// Reader is the read pool's query functions (no writes, no raw pool).
+func (db *DB) Reader() Reader { return readPool{db.reader()} }
+
+// readPool is DB.Reader: the read pool behind the dialect.
+type readPool struct{ c conn }
+
+func (p readPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return p.c.queryContext(ctx, query, args...)
+}
+
+func (p readPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return p.c.queryRowContext(ctx, query, args...)
+}
+
+func (p readPool) Query(query string, args ...any) (*sql.Rows, error) {
+	return p.c.queryContext(context.Background(), query, args...)
+}
+
+func (p readPool) QueryRow(query string, args ...any) *sql.Row {
+	return p.c.queryRowContext(context.Background(), query, args...)
+}
 
 // now returns the current UTC time as stored: RFC 3339 text.
 func (db *DB) now() string { return db.Now().UTC().Format(time.RFC3339) }
@@ -305,8 +324,11 @@ type Revisions struct {
 // revision choice is fixed: withRevisions gives a view of the same transaction that
 // records its changes differently.
 type Tx struct {
-	*sql.Tx
-	db *DB
+	// sqlTx is not embedded: every statement passes the dialect (execContext and the
+	// other helpers below), and no package outside store runs SQL in a write
+	// transaction except through a door (Apply, a table owner's Table, Migration).
+	sqlTx *sql.Tx
+	db    *DB
 	// began is the context the transaction began with. Only Commit uses it (for the
 	// schema generation bump): Commit and Rollback keep database/sql's signatures;
 	// every other method takes the ctx of its call.
@@ -349,7 +371,7 @@ func (db *DB) BeginAs(ctx context.Context, rev Revisions) (*Tx, error) {
 	if err != nil {
 		return nil, db.NoSpace(fmt.Errorf("begin: %w", err))
 	}
-	return &Tx{Tx: tx, db: db, began: ctx, rev: rev,
+	return &Tx{sqlTx: tx, db: db, began: ctx, rev: rev,
 		txState: &txState{schemas: map[string]*model.Schema{}, stmts: map[string]*sql.Stmt{}, writer: true, release: done}}, nil
 }
 
@@ -367,11 +389,11 @@ func (tx *Tx) Revisions() Revisions { return tx.rev }
 // for or holds the writer, and any write in it fails. Dry runs that write nothing
 // (a pipeline's dry-run batch) use it, so real writers never wait behind them.
 func (db *DB) BeginRead(ctx context.Context) (*Tx, error) {
-	tx, err := db.r.BeginTx(ctx, nil)
+	tx, err := db.r.BeginTx(ctx, db.dia.snapshot)
 	if err != nil {
 		return nil, fmt.Errorf("begin read: %w", err)
 	}
-	return &Tx{Tx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*model.Schema{}, stmts: map[string]*sql.Stmt{}}}, nil
+	return &Tx{sqlTx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*model.Schema{}, stmts: map[string]*sql.Stmt{}}}, nil
 }
 
 // DB is the database the transaction belongs to.
@@ -390,18 +412,18 @@ func (tx *Tx) commit() error {
 	tx.closeStmts()
 	if tx.touched {
 		// Other processes (a CLI load next to the server) see the bump and drop their cache.
-		if _, err := tx.ExecContext(tx.began, "UPDATE schema_generation SET generation = generation + 1"); err != nil {
+		if _, err := tx.execContext(tx.began, "UPDATE schema_generation SET generation = generation + 1"); err != nil {
 			return fmt.Errorf("bump schema generation: %w", err)
 		}
 	}
 	if tx.writer {
 		// Last before the commit: FTS5 flushes its pending rows at every later
 		// statement savepoint.
-		if err := reindexDirty(tx.began, tx.Tx); err != nil {
+		if err := reindexDirty(tx.began, tx.conn()); err != nil {
 			return err
 		}
 	}
-	err := tx.Tx.Commit()
+	err := tx.sqlTx.Commit()
 	tx.db.commits.Add(1)
 	tx.end()
 	return err
@@ -410,7 +432,7 @@ func (tx *Tx) commit() error {
 // Rollback aborts the transaction; it is safe to call after Commit.
 func (tx *Tx) Rollback() error {
 	tx.closeStmts()
-	err := tx.Tx.Rollback()
+	err := tx.sqlTx.Rollback()
 	tx.end()
 	return err
 }
@@ -438,7 +460,7 @@ func (tx *Tx) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if s, ok := tx.stmts[query]; ok {
 		return s, nil
 	}
-	s, err := tx.PrepareContext(ctx, query)
+	s, err := tx.conn().prepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -461,9 +483,40 @@ func (tx *Tx) queryRow(ctx context.Context, query string, args ...any) *sql.Row 
 	s, err := tx.stmt(ctx, query)
 	if err != nil {
 		// Surface the prepare error through the Row by running it unprepared.
-		return tx.QueryRowContext(ctx, query, args...)
+		return tx.queryRowContext(ctx, query, args...)
 	}
 	return s.QueryRowContext(ctx, args...)
+}
+
+// execAny runs any statement in the transaction, prepared once when it has
+// arguments: Migration.Exec's, the one exported door to it.
+func (tx *Tx) execAny(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if len(args) == 0 {
+		return tx.execContext(ctx, query)
+	}
+	s, err := tx.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(ctx, args...)
+}
+
+// conn is the transaction's statements through the dialect.
+func (tx *Tx) conn() conn { return conn{tx.sqlTx, tx.db.dia} }
+
+// execContext runs a statement once (not prepared, not counted in writes).
+func (tx *Tx) execContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return tx.conn().execContext(ctx, query, args...)
+}
+
+// queryContext runs a query once (not prepared).
+func (tx *Tx) queryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return tx.conn().queryContext(ctx, query, args...)
+}
+
+// queryRowContext runs a one-row query once (not prepared).
+func (tx *Tx) queryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return tx.conn().queryRowContext(ctx, query, args...)
 }
 
 // WithTx runs fn in a write transaction, committing when it returns nil.
@@ -484,21 +537,22 @@ func (db *DB) WithTxAs(ctx context.Context, rev Revisions, fn func(tx *Tx) error
 	return tx.Commit()
 }
 
-// Backup writes a consistent copy of the database to dest with VACUUM INTO. The copy
+// Backup writes a consistent copy of the database to dest (the dialect's online
+// backup: VACUUM INTO for SQLite). The copy
 // is written under a temporary name beside dest (`<dest>.*.partial`) and renamed when
 // complete: a crash mid-copy must not leave a truncated file under a backup's name.
 func (db *DB) Backup(ctx context.Context, dest string) error {
 	if _, err := os.Stat(dest); err == nil {
 		return model.Errorf(model.EConflict, "backup %s: file exists", dest)
 	}
-	// VACUUM INTO accepts an existing file only when it is empty.
+	// The copy goes to an empty file (VACUUM INTO accepts an existing file only then).
 	f, err := os.CreateTemp(filepath.Dir(dest), filepath.Base(dest)+".*.partial")
 	if err != nil {
 		return fmt.Errorf("backup %s: %w", dest, err)
 	}
 	tmp := f.Name()
 	f.Close()
-	if err := db.vacuumInto(ctx, tmp); err != nil {
+	if err := db.dia.backup(ctx, db.writer(), tmp); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("backup %s: %w", dest, err)
 	}
@@ -507,17 +561,4 @@ func (db *DB) Backup(ctx context.Context, dest string) error {
 		return fmt.Errorf("backup %s: %w", dest, err)
 	}
 	return nil
-}
-
-// vacuumInto copies the database into the empty file path and syncs it.
-func (db *DB) vacuumInto(ctx context.Context, path string) error {
-	if _, err := db.w.ExecContext(ctx, "VACUUM INTO ?", path); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
 }

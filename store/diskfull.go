@@ -6,21 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"dataservice/store/model"
 )
-
-// isDiskFull reports whether err is SQLite's SQLITE_FULL (any extended code) or the
-// system's ENOSPC.
-func isDiskFull(err error) bool {
-	var e *sqlite.Error
-	if errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_FULL {
-		return true
-	}
-	return errors.Is(err, syscall.ENOSPC)
-}
 
 // dryDiskFull marks a full disk met by a dry run in its private database: not a write
 // of the database, so no disk-full episode of it (NoSpace passes it through).

@@ -145,7 +145,7 @@ func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
 	}
 	defer tx.Rollback()
 	for i := len(dryTables) - 1; i >= 0; i-- {
-		if _, err := tx.ExecContext(ctx, "DELETE FROM "+dryTables[i]); err != nil {
+		if _, err := tx.execContext(ctx, "DELETE FROM "+dryTables[i]); err != nil {
 			return nil, fmt.Errorf("dry run: %w", err)
 		}
 	}
@@ -160,11 +160,11 @@ func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
 		return nil, err
 	}
 	var high int64
-	if err := d.snap.QueryRowContext(ctx, `SELECT max((SELECT high FROM instance_ids),
+	if err := d.snap.queryRowContext(ctx, `SELECT max((SELECT high FROM instance_ids),
 		coalesce((SELECT max(id) FROM instances), 0))`).Scan(&high); err != nil {
 		return nil, fmt.Errorf("dry run: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE instance_ids SET high = max(high, ?)", high); err != nil {
+	if _, err := tx.execContext(ctx, "UPDATE instance_ids SET high = max(high, ?)", high); err != nil {
 		return nil, fmt.Errorf("dry run: %w", err)
 	}
 	tx.schemasChanged()
@@ -179,7 +179,7 @@ func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
 		`CREATE TEMP TRIGGER dry_gone_delete AFTER DELETE ON main.instances BEGIN ` + gone + ` END`,
 		`CREATE TEMP TRIGGER dry_gone_rename AFTER UPDATE OF keyname ON main.instances WHEN OLD.keyname <> NEW.keyname BEGIN ` + gone + ` END`,
 	} {
-		if _, err := d.priv.w.ExecContext(ctx, q); err != nil {
+		if _, err := d.priv.writer().execContext(ctx, q); err != nil {
 			return nil, fmt.Errorf("dry run: %w", err)
 		}
 	}
@@ -195,17 +195,17 @@ func (d *dryRun) openSnapshot(ctx context.Context, db *DB) error {
 		d.snap, err = db.BeginRead(ctx)
 		return err
 	}
-	conn, err := sql.Open("sqlite", dsn(db.path, true))
+	conn, err := sql.Open(db.dia.driver, db.dia.dsn(db.path, true))
 	if err != nil {
 		return fmt.Errorf("dry run: %w", err)
 	}
 	conn.SetMaxOpenConns(1)
 	d.snapConn = conn
-	tx, err := conn.BeginTx(ctx, nil)
+	tx, err := conn.BeginTx(ctx, db.dia.snapshot)
 	if err != nil {
 		return fmt.Errorf("dry run: begin read: %w", err)
 	}
-	d.snap = &Tx{Tx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*model.Schema{}, stmts: map[string]*sql.Stmt{}}}
+	d.snap = &Tx{sqlTx: tx, db: db, began: ctx, txState: &txState{schemas: map[string]*model.Schema{}, stmts: map[string]*sql.Stmt{}}}
 	return nil
 }
 
@@ -343,7 +343,7 @@ func dryNoSpace(dir string, err error) error {
 
 // copyRows inserts the rows query reads from the snapshot into table, column by name.
 func (d *dryRun) copyRows(ctx context.Context, tx *Tx, table, query string, args ...any) error {
-	rows, err := d.snap.QueryContext(ctx, query, args...)
+	rows, err := d.snap.queryContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("dry run: read %s: %w", table, err)
 	}
@@ -376,12 +376,6 @@ func (d *dryRun) copyRows(ctx context.Context, tx *Tx, table, query string, args
 // override an OR IGNORE here).
 const gone = `INSERT INTO dry_gone SELECT OLD.classname, OLD.keyname WHERE NOT EXISTS
 	(SELECT 1 FROM dry_gone WHERE classname = OLD.classname AND keyname = OLD.keyname);`
-
-// instanceCopy copies one snapshot row into the private database under a new id. A row
-// is copied before the load first reads or writes it, so the conflict clause never
-// applies; it only guards the private state, which wins.
-const instanceCopy = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-	VALUES(` + nextInstanceID + `, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(classname, keyname) DO NOTHING`
 
 // before runs before each entry: it counts the entry and calls the test hook.
 func (d *dryRun) before() {
@@ -445,7 +439,7 @@ func (d *dryRun) copyKey(ctx context.Context, tx *Tx, cls, key string) error {
 	if err != nil {
 		return fmt.Errorf("dry run: read %s %s: %w", cls, key, err)
 	}
-	if _, err := tx.exec(ctx, instanceCopy, cls, key, r.displayname, r.enabled, r.data, r.created, r.updated); err != nil {
+	if _, err := tx.exec(ctx, tx.db.dia.insertInstanceIfAbsent, cls, key, r.displayname, r.enabled, r.data, r.created, r.updated); err != nil {
 		return fmt.Errorf("dry run: copy %s %s: %w", cls, key, err)
 	}
 	return nil
@@ -495,7 +489,7 @@ func (d *dryRun) copyWhere(ctx context.Context, tx *Tx, cls, cond string, args .
 	if cond != "" {
 		q += " AND (" + cond + ")"
 	}
-	rows, err := d.snap.QueryContext(ctx, q+" ORDER BY id", append([]any{cls}, args...)...)
+	rows, err := d.snap.queryContext(ctx, q+" ORDER BY id", append([]any{cls}, args...)...)
 	if err != nil {
 		return fmt.Errorf("dry run: read %s: %w", cls, err)
 	}
@@ -523,7 +517,7 @@ func (d *dryRun) copyWhere(ctx context.Context, tx *Tx, cls, cond string, args .
 				continue
 			}
 		}
-		if _, err := tx.exec(ctx, instanceCopy, cls, key, r.displayname, r.enabled, r.data, r.created, r.updated); err != nil {
+		if _, err := tx.exec(ctx, tx.db.dia.insertInstanceIfAbsent, cls, key, r.displayname, r.enabled, r.data, r.created, r.updated); err != nil {
 			return fmt.Errorf("dry run: copy %s %s: %w", cls, key, err)
 		}
 	}

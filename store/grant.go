@@ -135,12 +135,12 @@ func (tx *Tx) checkRenameReach(ctx context.Context, auth *model.Auth, s *model.S
 		if model.CanWrite(auth, rs, model.ActionUpdate) {
 			continue
 		}
-		const holds = `EXISTS (SELECT 1 FROM json_each(instances.data, '$.' || ?) WHERE value = ?)`
+		holds := tx.db.dia.jsonHolds("instances.data", "'$.' || ?", "?")
 		if err := tx.whereFromSnapshot(ctx, ref[0], holds, ref[1], in.Keyname); err != nil {
 			return err
 		}
 		var one int
-		err = tx.QueryRowContext(ctx, `SELECT 1 FROM instances WHERE classname = ? AND `+holds+` LIMIT 1`,
+		err = tx.queryRowContext(ctx, `SELECT 1 FROM instances WHERE classname = ? AND `+holds+` LIMIT 1`,
 			ref[0], ref[1], in.Keyname).Scan(&one)
 		if err == nil {
 			return model.Errorf(model.EForbidden, "permission denied: renaming %s %s would rewrite references in %s, which you may not update",

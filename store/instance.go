@@ -75,7 +75,7 @@ func (db *DB) Instance(ctx context.Context, cls, key string) (*Instance, error) 
 
 // InstanceByID reads one instance of cls by id.
 func (db *DB) InstanceByID(ctx context.Context, cls string, id int64) (*Instance, error) {
-	in, err := scanInstance(db.r.QueryRowContext(ctx, "SELECT "+instanceCols+
+	in, err := scanInstance(db.reader().queryRowContext(ctx, "SELECT "+instanceCols+
 		" FROM instances WHERE classname = ? AND id = ?", cls, id))
 	if err != nil {
 		return nil, notFoundInstance(cls, fmt.Sprint(id), err)
@@ -98,7 +98,7 @@ func (tx *Tx) Instance(ctx context.Context, cls, key string) (*Instance, error) 
 
 // Instances returns up to limit instances of cls with id > afterID, in id order.
 func (db *DB) Instances(ctx context.Context, cls string, afterID int64, limit int) ([]*Instance, error) {
-	return instancesAfter(ctx, db.r, cls, afterID, limit)
+	return instancesAfter(ctx, db.reader(), cls, afterID, limit)
 }
 
 // Instances is Instances inside the transaction.
@@ -106,11 +106,11 @@ func (tx *Tx) Instances(ctx context.Context, cls string, afterID int64, limit in
 	if err := tx.classFromSnapshot(ctx, cls); err != nil {
 		return nil, err
 	}
-	return instancesAfter(ctx, tx.Tx, cls, afterID, limit)
+	return instancesAfter(ctx, tx, cls, afterID, limit)
 }
 
 func instancesAfter(ctx context.Context, q querier, cls string, afterID int64, limit int) ([]*Instance, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+instanceCols+
+	rows, err := q.queryContext(ctx, "SELECT "+instanceCols+
 		" FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?", cls, afterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
@@ -380,9 +380,6 @@ func deepEqual(a, b any) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-const insertInstance = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-	VALUES(` + nextInstanceID + `, ?, ?, ?, ?, ?, ?, ?)`
-
 // write inserts (old == nil) or updates the row with data (in.Data encoded), writes
 // the revision and collects the addresses of its ipv4 fields (collectIPs, whose
 // warnings it returns). With ifAbsent, an insert whose keyname exists writes nothing
@@ -395,21 +392,21 @@ func (tx *Tx) write(ctx context.Context, s *model.Schema, old, in *Instance, act
 		}
 	}
 	if old == nil {
-		q := insertInstance
+		q := tx.db.dia.insertInstance
 		if ifAbsent {
-			q += " ON CONFLICT(classname, keyname) DO NOTHING"
+			q = tx.db.dia.insertInstanceIfAbsent
 		}
-		res, err := tx.exec(ctx, q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
+		id, ok, err := tx.db.dia.insertID(ctx, tx.exec, q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
 		if err != nil {
 			if isUnique(err) {
 				return false, nil, model.Errorf(model.EConflict, "%s %s already exists", in.Classname, clip.Quote(in.Keyname))
 			}
 			return false, nil, fmt.Errorf("insert %s %s: %w", in.Classname, in.Keyname, err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if !ok {
 			return false, nil, nil
 		}
-		in.ID, _ = res.LastInsertId()
+		in.ID = id
 		in.CreatedAt, in.UpdatedAt = now, now
 	} else {
 		// Naming keyname in SET makes SQLite maintain its index even when the value is

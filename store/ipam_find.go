@@ -77,14 +77,14 @@ func (db *DB) scanIPv4Holders(ctx context.Context, s *model.Schema, fields []*mo
 		n := min(ipv4ScanBatch, budget-res.Scanned)
 		if n <= 0 {
 			var more bool
-			err := db.r.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM instances WHERE classname = ? AND id > ?)",
+			err := db.reader().queryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM instances WHERE classname = ? AND id > ?)",
 				s.Keyname, after).Scan(&more)
 			if err != nil {
 				return false, fmt.Errorf("search %s for %s: %w", s.Keyname, addr, err)
 			}
 			return !more, nil
 		}
-		rows, err := db.r.QueryContext(ctx, `SELECT id, keyname, displayname, CASE WHEN instr(data, ?) > 0 THEN data END
+		rows, err := db.reader().queryContext(ctx, `SELECT id, keyname, displayname, CASE WHEN `+db.dia.contains("data", "?")+` THEN data END
 			FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?`, needle, s.Keyname, after, n)
 		if err != nil {
 			return false, fmt.Errorf("search %s for %s: %w", s.Keyname, addr, err)
@@ -152,9 +152,9 @@ func (db *DB) InstancesReferencing(ctx context.Context, cls, field, key string, 
 	if !model.ValidFieldName(field) {
 		return nil, model.Errorf(model.EInvalid, "invalid field name %s", clip.Quote(field))
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT `+instanceCols+` FROM instances
-		WHERE classname = ? AND instr(data, ?) > 0
-		AND EXISTS (SELECT 1 FROM json_each(instances.data, ?) WHERE value = ?)
+	rows, err := db.reader().queryContext(ctx, `SELECT `+instanceCols+` FROM instances
+		WHERE classname = ? AND `+db.dia.contains("data", "?")+`
+		AND `+db.dia.jsonHolds("instances.data", "?", "?")+`
 		ORDER BY id LIMIT ?`, cls, jsonString(key), "$."+field, key, limit)
 	if err != nil {
 		return nil, fmt.Errorf("find %s referencing %s: %w", cls, key, err)

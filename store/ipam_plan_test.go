@@ -18,8 +18,8 @@ func TestIPRangeQueriesUseTheKeynameIndex(t *testing.T) {
 	}
 	defer db.Close()
 	for _, q := range []string{
-		"SELECT count(*) FROM instances i WHERE " + ipKeyRange,
-		"SELECT " + instanceColsI + " FROM instances i WHERE " + ipKeyRange + " ORDER BY i.keyname LIMIT 10",
+		"SELECT count(*) FROM instances i WHERE " + db.ipKeyRange(),
+		"SELECT " + instanceColsI + " FROM instances i WHERE " + db.ipKeyRange() + " ORDER BY i.keyname LIMIT 10",
 	} {
 		rows, err := db.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, "0a000000", "0a0000ff")
 		if err != nil {

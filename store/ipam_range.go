@@ -77,8 +77,9 @@ func HostRange(p netip.Prefix) IPRange {
 // ipKeyRange is the SQL condition selecting the ipam_ip instances (alias i) whose hex
 // keyname lies in a range (two parameters: first and last keyname). Keynames that are
 // not 8 hex digits (left by an old version) sort among them and are excluded.
-const ipKeyRange = `i.classname = 'ipam_ip' AND i.keyname >= ? AND i.keyname <= ?
-	AND length(i.keyname) = 8 AND i.keyname NOT GLOB '*[^0-9a-f]*'`
+func (db *DB) ipKeyRange() string {
+	return "i.classname = 'ipam_ip' AND i.keyname >= ? AND i.keyname <= ?\n\tAND " + db.dia.hexKeyname("i.keyname")
+}
 
 // CountIPs counts the ipam_ip instances whose address is in r. The /16 blocks r covers
 // whole are read from their maintained counts (table ipam_blocks); the addresses in the
@@ -122,7 +123,7 @@ func (db *DB) CountIPs(ctx context.Context, r IPRange) (int, error) {
 // countIPsIndexed counts the ipam_ip instances in r in the keyname index.
 func (db *DB) countIPsIndexed(ctx context.Context, r IPRange) (int, error) {
 	var n int
-	err := db.rqueryRow(ctx, "SELECT count(*) FROM instances i WHERE "+ipKeyRange,
+	err := db.rqueryRow(ctx, "SELECT count(*) FROM instances i WHERE "+db.ipKeyRange(),
 		hexIPOf(r.First), hexIPOf(r.Last)).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("count addresses %s-%s: %w", IPv4String(r.First), IPv4String(r.Last), err)
@@ -152,7 +153,7 @@ func (db *DB) SubnetUsage(ctx context.Context, p netip.Prefix) (used int, usable
 // IPsInRange returns up to limit ipam_ip instances whose address is in r, in address
 // order (an index range scan).
 func (db *DB) IPsInRange(ctx context.Context, r IPRange, limit int) ([]*Instance, error) {
-	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM instances i WHERE "+ipKeyRange+
+	rows, err := db.reader().queryContext(ctx, "SELECT "+instanceColsI+" FROM instances i WHERE "+db.ipKeyRange()+
 		" ORDER BY i.keyname LIMIT ?", hexIPOf(r.First), hexIPOf(r.Last), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list addresses %s-%s: %w", IPv4String(r.First), IPv4String(r.Last), err)
@@ -257,7 +258,7 @@ func (db *DB) SubnetsContaining(ctx context.Context, a uint32) ([]Subnet, error)
 	for bits := 0; bits <= 32; bits++ {
 		args = append(args, netip.PrefixFrom(addr, bits).Masked().String())
 	}
-	rows, err := db.r.QueryContext(ctx, "SELECT "+instanceColsI+" FROM instances i WHERE i.classname = 'ipam_subnet' AND i.keyname IN (?"+
+	rows, err := db.reader().queryContext(ctx, "SELECT "+instanceColsI+" FROM instances i WHERE i.classname = 'ipam_subnet' AND i.keyname IN (?"+
 		strings.Repeat(", ?", len(args)-1)+")", args...)
 	if err != nil {
 		return nil, fmt.Errorf("subnets containing %s: %w", addr, err)

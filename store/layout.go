@@ -8,273 +8,7 @@ import (
 	"sort"
 	"sync"
 	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
-
-// layout is the append-only list of table-layout changes; PRAGMA user_version counts
-// how many have run. Never edit an entry once released: append a new one.
-var layout = []string{
-	// 1: the documented on-disk format (users inspect the file with sqlite3: never
-	// rename these tables or columns). As released, this step also created the tasks
-	// table and its indexes tasks_status and tasks_owner; the tasks package owns that
-	// table now (its own layout step 1 creates it where missing, so files made before
-	// and after this change end in the same layout).
-	`
-CREATE TABLE registry (
-	key   TEXT PRIMARY KEY,
-	value TEXT NOT NULL
-);
-CREATE TABLE configuration (
-	keyname       TEXT PRIMARY KEY,
-	value         TEXT,
-	default_value TEXT,
-	description   TEXT
-);
-CREATE TABLE schemas (
-	id           INTEGER PRIMARY KEY,
-	keyname      TEXT NOT NULL UNIQUE,
-	displayname  TEXT NOT NULL DEFAULT '',
-	description  TEXT NOT NULL DEFAULT '',
-	keyname_mode TEXT NOT NULL DEFAULT 'edit',
-	is_enabled   INTEGER NOT NULL DEFAULT 1,
-	is_builtin   INTEGER NOT NULL DEFAULT 0,
-	p_read       TEXT,
-	p_create     TEXT,
-	p_update     TEXT,
-	p_delete     TEXT,
-	p_admin      TEXT,
-	options      TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE schema_fields (
-	id             INTEGER PRIMARY KEY,
-	classname      TEXT NOT NULL REFERENCES schemas(keyname) ON DELETE CASCADE ON UPDATE CASCADE,
-	keyname        TEXT NOT NULL,
-	displayname    TEXT NOT NULL DEFAULT '',
-	description    TEXT NOT NULL DEFAULT '',
-	dataformat     TEXT NOT NULL,
-	dataformat_ext TEXT NOT NULL DEFAULT '',
-	cardinal_min   INTEGER NOT NULL DEFAULT 0,
-	cardinal_max   INTEGER NOT NULL DEFAULT 1,
-	default_value  TEXT,
-	sort_order     INTEGER NOT NULL DEFAULT 0,
-	is_enabled     INTEGER NOT NULL DEFAULT 1,
-	options        TEXT NOT NULL DEFAULT '{}',
-	UNIQUE(classname, keyname)
-);
-CREATE TABLE instances (
-	id          INTEGER PRIMARY KEY,
-	classname   TEXT NOT NULL,
-	keyname     TEXT NOT NULL,
-	displayname TEXT NOT NULL DEFAULT '',
-	is_enabled  INTEGER NOT NULL DEFAULT 1,
-	data        TEXT NOT NULL DEFAULT '{}',
-	created_at  TEXT NOT NULL,
-	updated_at  TEXT NOT NULL,
-	UNIQUE(classname, keyname)
-);
-CREATE INDEX instances_classname_id ON instances(classname, id);
-CREATE TABLE permissions (
-	id          INTEGER PRIMARY KEY,
-	keyname     TEXT NOT NULL UNIQUE,
-	displayname TEXT NOT NULL DEFAULT '',
-	description TEXT NOT NULL DEFAULT '',
-	is_builtin  INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE revisions (
-	id         INTEGER PRIMARY KEY,
-	classname  TEXT NOT NULL,
-	keyname    TEXT NOT NULL,
-	action     TEXT NOT NULL,
-	before     TEXT,
-	after      TEXT,
-	author     TEXT NOT NULL,
-	created_at TEXT NOT NULL
-);
-CREATE INDEX revisions_object ON revisions(classname, keyname, id);
-`,
-	// 2: a counter of committed schema changes, so every process's schema cache sees
-	// changes made by the others.
-	`
-CREATE TABLE schema_generation (
-	id         INTEGER PRIMARY KEY CHECK (id = 1),
-	generation INTEGER NOT NULL
-);
-INSERT INTO schema_generation(id, generation) VALUES(1, 0);
-`,
-	// 3: web console sessions. Only a hash of the token is stored; times are Unix seconds.
-	`
-CREATE TABLE sessions (
-	id         INTEGER PRIMARY KEY,
-	token_hash TEXT NOT NULL UNIQUE,
-	user_id    INTEGER NOT NULL,
-	login      TEXT NOT NULL,
-	csrf       TEXT NOT NULL,
-	address    TEXT NOT NULL DEFAULT '',
-	created_at INTEGER NOT NULL,
-	last_seen  INTEGER NOT NULL,
-	expires_at INTEGER NOT NULL
-);
-CREATE INDEX sessions_user ON sessions(user_id);
-`,
-	// 4: per-schema instance counts, kept by triggers in the transactions that write
-	// instances (so every write path keeps them), and built here for existing files.
-	// (A trigram FTS5 index kept the same way was tried and left out: it made every
-	// instance write many times slower in this SQLite build, and a sequence of loads
-	// in the hostile-input suite left it failing integrity_check: as found later, FTS5's
-	// check run on a pooled connection that had cached the index's structure before
-	// other writes, not a damaged file. Layout 10 indexes search another way.)
-	`
-CREATE TABLE instance_counts (
-	classname TEXT PRIMARY KEY,
-	n         INTEGER NOT NULL
-) WITHOUT ROWID;
-INSERT INTO instance_counts(classname, n) SELECT classname, count(*) FROM instances GROUP BY classname;
-CREATE TRIGGER instances_count_insert AFTER INSERT ON instances BEGIN
-	INSERT INTO instance_counts(classname, n) VALUES(NEW.classname, 1)
-		ON CONFLICT(classname) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER instances_count_delete AFTER DELETE ON instances BEGIN
-	UPDATE instance_counts SET n = n - 1 WHERE classname = OLD.classname;
-END;
-CREATE TRIGGER instances_count_move AFTER UPDATE OF classname ON instances
-	WHEN NEW.classname <> OLD.classname BEGIN
-	UPDATE instance_counts SET n = n - 1 WHERE classname = OLD.classname;
-	INSERT INTO instance_counts(classname, n) VALUES(NEW.classname, 1)
-		ON CONFLICT(classname) DO UPDATE SET n = n + 1;
-END;
-`,
-	// 5: configuration changes bump the generation counter: configuration is cached in
-	// memory with the schemas, and every process sees a change at its next read.
-	`
-CREATE TRIGGER configuration_insert AFTER INSERT ON configuration BEGIN
-	UPDATE schema_generation SET generation = generation + 1;
-END;
-CREATE TRIGGER configuration_update AFTER UPDATE ON configuration BEGIN
-	UPDATE schema_generation SET generation = generation + 1;
-END;
-CREATE TRIGGER configuration_delete AFTER DELETE ON configuration BEGIN
-	UPDATE schema_generation SET generation = generation + 1;
-END;
-`,
-	// 6: instance ids are never reused (a deleted user's id must not pass to a new user
-	// with its tasks and sessions). instance_ids.high is the highest id ever given out
-	// that may no longer be in instances: deletes raise it, and inserts take
-	// max(high, max(id)) + 1 (nextInstanceID). For existing files it starts above every
-	// id still named by instances, tasks or sessions. An insert that would reuse an id
-	// anyway (SQL written by hand without nextInstanceID) is refused.
-	`
-CREATE TABLE instance_ids (
-	id   INTEGER PRIMARY KEY CHECK (id = 1),
-	high INTEGER NOT NULL
-);
-INSERT INTO instance_ids(id, high) VALUES(1, max(
-	coalesce((SELECT max(id) FROM instances), 0),
-	coalesce((SELECT max(CAST(owner_id AS INTEGER)) FROM tasks
-		WHERE owner_id <> '' AND owner_id NOT GLOB '*[^0-9]*'), 0),
-	coalesce((SELECT max(user_id) FROM sessions), 0)));
-CREATE TRIGGER instances_id_high AFTER DELETE ON instances
-	WHEN OLD.id > (SELECT high FROM instance_ids) BEGIN
-	UPDATE instance_ids SET high = OLD.id;
-END;
-CREATE TRIGGER instances_id_fresh AFTER INSERT ON instances
-	WHEN NEW.id <= (SELECT high FROM instance_ids) BEGIN
-	SELECT RAISE(ABORT, 'instance id reused');
-END;
-`,
-	// 7: the built-in permission p_pipeline_admin (writing _pipeline), which came after
-	// the seed's data-version blocks: added to every file as built-in; a permission of
-	// that name made by a user before becomes built-in.
-	`
-INSERT INTO permissions(keyname, displayname, description, is_builtin)
-	VALUES('p_pipeline_admin', 'Pipeline admin', 'Create, update, enable, disable and delete pipelines (_pipeline)', 1)
-	ON CONFLICT(keyname) DO UPDATE SET is_builtin = 1;
-`,
-	// 8: per-/16 counts of ipam_ip addresses (keynames of 8 hex digits; block = the first
-	// four), kept by triggers like instance_counts, so the usage of a large subnet sums
-	// a few block counts instead of counting every address in the index. Written to
-	// run again on a file that has it (tests rewind user_version past it).
-	`
-CREATE TABLE IF NOT EXISTS ipam_blocks (
-	block TEXT PRIMARY KEY,
-	n     INTEGER NOT NULL
-) WITHOUT ROWID;
-DELETE FROM ipam_blocks;
-INSERT INTO ipam_blocks(block, n) SELECT substr(keyname, 1, 4), count(*) FROM instances
-	WHERE classname = 'ipam_ip' AND length(keyname) = 8 AND keyname NOT GLOB '*[^0-9a-f]*' GROUP BY 1;
-CREATE TRIGGER IF NOT EXISTS ipam_blocks_insert AFTER INSERT ON instances
-	WHEN NEW.classname = 'ipam_ip' AND length(NEW.keyname) = 8 AND NEW.keyname NOT GLOB '*[^0-9a-f]*' BEGIN
-	INSERT INTO ipam_blocks(block, n) VALUES(substr(NEW.keyname, 1, 4), 1)
-		ON CONFLICT(block) DO UPDATE SET n = n + 1;
-END;
-CREATE TRIGGER IF NOT EXISTS ipam_blocks_delete AFTER DELETE ON instances
-	WHEN OLD.classname = 'ipam_ip' AND length(OLD.keyname) = 8 AND OLD.keyname NOT GLOB '*[^0-9a-f]*' BEGIN
-	UPDATE ipam_blocks SET n = n - 1 WHERE block = substr(OLD.keyname, 1, 4);
-END;
-CREATE TRIGGER IF NOT EXISTS ipam_blocks_move AFTER UPDATE OF classname, keyname ON instances
-	WHEN OLD.classname = 'ipam_ip' OR NEW.classname = 'ipam_ip' BEGIN
-	UPDATE ipam_blocks SET n = n - 1 WHERE block = substr(OLD.keyname, 1, 4)
-		AND OLD.classname = 'ipam_ip' AND length(OLD.keyname) = 8 AND OLD.keyname NOT GLOB '*[^0-9a-f]*';
-	INSERT INTO ipam_blocks(block, n) SELECT substr(NEW.keyname, 1, 4), 1
-		WHERE NEW.classname = 'ipam_ip' AND length(NEW.keyname) = 8 AND NEW.keyname NOT GLOB '*[^0-9a-f]*'
-		ON CONFLICT(block) DO UPDATE SET n = n + 1;
-END;
-`,
-	// 9: the history of one class, newest first, read without sorting the class's rows
-	// (the console's revisions page filtered by class pages by id within a class).
-	// IF NOT EXISTS: a file whose layout version was set back (as upgrade tests do) may
-	// hold it already.
-	`
-CREATE INDEX IF NOT EXISTS revisions_class ON revisions(classname, id);
-`,
-	// 10: the search index: a trigram FTS5 index of every instance's keyname,
-	// displayname and data (the stored JSON text), built here for existing files. The
-	// index keeps its own copy of the text it indexed (not external content), so
-	// removing a row's entry never depends on the instances row still holding that
-	// text; detail=none keeps only which rows hold a trigram. No trigger writes it:
-	// FTS5 flushes its pending rows at every statement savepoint, and the instances
-	// statements open one (their triggers), which made each instance write a segment
-	// of its own. Instead the triggers note the ids written in instances_search_dirty,
-	// and every store write transaction re-indexes those rows in one pass just before
-	// it commits (reindexDirty). A search treats a non-empty dirty list (rows written
-	// by SQL outside the store) by reading rows as before, so results never depend on
-	// it. automerge 8 (instead of FTS5's 4) merges the index's segments a level at
-	// a time in fewer, larger steps: less merging work for each write, at most a few
-	// dozen segments for a search to read at a million instances. The step first
-	// drops what an earlier trial of such an index (never released) left under the
-	// same names, so it also runs again on a file whose version was set back.
-	`
-DROP TRIGGER IF EXISTS instances_search_insert;
-DROP TRIGGER IF EXISTS instances_search_delete;
-DROP TRIGGER IF EXISTS instances_search_update;
-DROP TABLE IF EXISTS instances_search_dirty;
-DROP TABLE IF EXISTS instances_search;
-CREATE VIRTUAL TABLE instances_search USING fts5(keyname, displayname, data,
-	tokenize='trigram', detail=none);
-INSERT INTO instances_search(instances_search, rank) VALUES('automerge', 8);
-INSERT INTO instances_search(rowid, keyname, displayname, data)
-	SELECT id, keyname, displayname, data FROM instances ORDER BY id;
-CREATE TABLE instances_search_dirty (
-	id INTEGER PRIMARY KEY
-);
-CREATE TRIGGER instances_search_insert AFTER INSERT ON instances BEGIN
-	INSERT INTO instances_search_dirty(id) VALUES(NEW.id) ON CONFLICT(id) DO NOTHING;
-END;
-CREATE TRIGGER instances_search_delete AFTER DELETE ON instances BEGIN
-	INSERT INTO instances_search_dirty(id) VALUES(OLD.id) ON CONFLICT(id) DO NOTHING;
-END;
-CREATE TRIGGER instances_search_update AFTER UPDATE OF id, keyname, displayname, data ON instances
-	WHEN OLD.id IS NOT NEW.id OR OLD.keyname IS NOT NEW.keyname OR OLD.displayname IS NOT NEW.displayname
-		OR OLD.data IS NOT NEW.data BEGIN
-	INSERT INTO instances_search_dirty(id) VALUES(OLD.id) ON CONFLICT(id) DO NOTHING;
-	INSERT INTO instances_search_dirty(id) VALUES(NEW.id) ON CONFLICT(id) DO NOTHING;
-END;
-`,
-}
-
-// nextInstanceID is the id a new instance takes: above every id ever given out.
-const nextInstanceID = `(SELECT max(high, coalesce((SELECT max(id) FROM instances), 0)) + 1 FROM instance_ids)`
 
 // owned holds the layout steps other packages registered for their own tables, by
 // owner. Like store's own list, each owner's list is append-only; layout_versions
@@ -287,11 +21,13 @@ var owned = struct {
 // RegisterLayout registers the table-layout steps of a package that owns tables of its
 // own (the task queue owns the tasks table), so that Open brings them up to date after
 // store's own layout, each step in its own transaction with its version bump. Steps
-// are SQL scripts in order; the list only ever grows (never edit a released step:
-// append one). A package calls it once, from a package-level variable or init, so
+// are SQL scripts in order, written in SQL every engine runs (plain tables and
+// indexes: engine-specific objects belong to store's own layout, per dialect); the
+// list only ever grows (never edit a released step: append one). A package calls it once, from a package-level variable or init, so
 // every program that links the package gets its tables; registering an owner twice
-// panics, as sql.Register does for a driver.
-func RegisterLayout(owner string, steps ...string) {
+// panics, as sql.Register does for a driver. It returns the owner's Table, the door
+// its statements go through (the owner names its table).
+func RegisterLayout(owner string, steps ...string) *Table {
 	owned.Lock()
 	defer owned.Unlock()
 	if owner == "" || len(steps) == 0 {
@@ -301,6 +37,7 @@ func RegisterLayout(owner string, steps ...string) {
 		panic("store: RegisterLayout called twice for " + owner)
 	}
 	owned.steps[owner] = steps
+	return &Table{name: owner}
 }
 
 // ownedLayouts returns the registered owners in name order (a stable order for
@@ -325,7 +62,7 @@ func (db *DB) checkFile(ctx context.Context) error {
 	if err := db.retryBusy(ctx, db.checkNotNewer); err != nil {
 		return err
 	}
-	check := func(ctx context.Context) (bool, error) { return true, checkSchema(ctx, db.w) }
+	check := func(ctx context.Context) (bool, error) { return true, db.dia.checkFile(ctx, db.w) }
 	return db.retryBusy(ctx, check)
 }
 
@@ -341,7 +78,7 @@ func (db *DB) migrateLayout(ctx context.Context) error {
 	}
 	// A file already up to date needs no write transaction, so opening it does not
 	// wait for a writer (a backup taken while a long pipeline commits its batches).
-	if checkLayout(ctx, db.w) == nil {
+	if checkLayout(ctx, db.writer()) == nil {
 		return nil
 	}
 	owners, steps := ownedLayouts()
@@ -357,11 +94,11 @@ func (db *DB) migrateLayout(ctx context.Context) error {
 // checkNotNewer refuses a file whose store layout is newer than this program before
 // anything is written to it.
 func (db *DB) checkNotNewer(ctx context.Context) (bool, error) {
-	var have int
-	if err := db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+	have, err := db.dia.readLayoutVersion(ctx, db.writer())
+	if err != nil {
 		return false, fmt.Errorf("read layout version: %w", err)
 	}
-	if have > len(layout) {
+	if layout := db.dia.layout; have > len(layout) {
 		return false, fmt.Errorf("table layout version %d is newer than this program knows (%d)", have, len(layout))
 	}
 	return true, nil
@@ -390,14 +127,15 @@ func (db *DB) retryBusy(ctx context.Context, step func(context.Context) (bool, e
 }
 
 func (db *DB) migrateLayoutStep(ctx context.Context) (done bool, err error) {
-	tx, release, err := db.beginWriter(ctx)
+	raw, release, err := db.beginWriter(ctx)
 	if err != nil {
 		return false, fmt.Errorf("layout: %w", err)
 	}
 	defer release()
-	defer tx.Rollback()
-	var have int
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+	defer raw.Rollback()
+	tx, layout := conn{raw, db.dia}, db.dia.layout
+	have, err := db.dia.readLayoutVersion(ctx, tx)
+	if err != nil {
 		return false, fmt.Errorf("read layout version: %w", err)
 	}
 	if have > len(layout) {
@@ -406,13 +144,13 @@ func (db *DB) migrateLayoutStep(ctx context.Context) (done bool, err error) {
 	if have == len(layout) {
 		return true, nil
 	}
-	if _, err := tx.ExecContext(ctx, layout[have]); err != nil {
+	if _, err := tx.execContext(ctx, layout[have]); err != nil {
 		return false, fmt.Errorf("layout %d: %w", have+1, err)
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", have+1)); err != nil {
+	if _, err := tx.execContext(ctx, db.dia.setLayoutVersion(have+1)); err != nil {
 		return false, fmt.Errorf("layout %d: %w", have+1, err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := raw.Commit(); err != nil {
 		return false, fmt.Errorf("layout %d: %w", have+1, err)
 	}
 	return false, nil
@@ -420,15 +158,16 @@ func (db *DB) migrateLayoutStep(ctx context.Context) (done bool, err error) {
 
 // migrateOwnedStep applies the next of owner's steps the file has not run.
 func (db *DB) migrateOwnedStep(ctx context.Context, owner string, steps []string) (done bool, err error) {
-	tx, release, err := db.beginWriter(ctx)
+	raw, release, err := db.beginWriter(ctx)
 	if err != nil {
 		return false, fmt.Errorf("layout of %s: %w", owner, err)
 	}
 	defer release()
-	defer tx.Rollback()
+	defer raw.Rollback()
+	tx := conn{raw, db.dia}
 	// The owners' versions, kept beside store's PRAGMA user_version (bookkeeping,
 	// like the pragma, not a step of the layout).
-	if _, err := tx.ExecContext(ctx, layoutVersionsTable); err != nil {
+	if _, err := tx.execContext(ctx, db.dia.layoutVersionsTable); err != nil {
 		return false, fmt.Errorf("layout of %s: %w", owner, err)
 	}
 	have, err := ownedVersion(ctx, tx, owner)
@@ -441,14 +180,14 @@ func (db *DB) migrateOwnedStep(ctx context.Context, owner string, steps []string
 	if have == len(steps) {
 		return true, nil
 	}
-	if _, err := tx.ExecContext(ctx, steps[have]); err != nil {
+	if _, err := tx.execContext(ctx, steps[have]); err != nil {
 		return false, fmt.Errorf("layout %d of %s: %w", have+1, owner, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO layout_versions(owner, version) VALUES(?, ?)
+	if _, err := tx.execContext(ctx, `INSERT INTO layout_versions(owner, version) VALUES(?, ?)
 		ON CONFLICT(owner) DO UPDATE SET version = excluded.version`, owner, have+1); err != nil {
 		return false, fmt.Errorf("layout %d of %s: %w", have+1, owner, err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := raw.Commit(); err != nil {
 		return false, fmt.Errorf("layout %d of %s: %w", have+1, owner, err)
 	}
 	return false, nil
@@ -457,7 +196,7 @@ func (db *DB) migrateOwnedStep(ctx context.Context, owner string, steps []string
 // ownedVersion is how many of owner's layout steps the file has run (0: none).
 func ownedVersion(ctx context.Context, q querier, owner string) (int, error) {
 	var have int
-	err := q.QueryRowContext(ctx, "SELECT version FROM layout_versions WHERE owner = ?", owner).Scan(&have)
+	err := q.queryRowContext(ctx, "SELECT version FROM layout_versions WHERE owner = ?", owner).Scan(&have)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -469,14 +208,14 @@ func ownedVersion(ctx context.Context, q querier, owner string) (int, error) {
 
 // checkLayout reports whether a file opened read-only has the layout this program
 // needs: store's own and every registered owner's, none older and none newer.
-func checkLayout(ctx context.Context, r *sql.DB) error {
-	var have int
-	if err := r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+func checkLayout(ctx context.Context, r conn) error {
+	have, err := r.dia.readLayoutVersion(ctx, r)
+	if err != nil {
 		return err
 	}
-	if have != len(layout) {
+	if layout := r.dia.layout; have != len(layout) {
 		return fmt.Errorf("table layout version %d, this program needs %d "+
-			"(run `dataservice migrate` with write access to update it)", have, len(layout))
+			"(run `dataservice migrate` with write access to update it)", have, len(r.dia.layout))
 	}
 	owners, steps := ownedLayouts()
 	for _, owner := range owners {
@@ -490,17 +229,4 @@ func checkLayout(ctx context.Context, r *sql.DB) error {
 		}
 	}
 	return nil
-}
-
-// isBusy reports whether err is SQLite's SQLITE_BUSY (any extended code).
-func isBusy(err error) bool {
-	var e *sqlite.Error
-	return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_BUSY
-}
-
-// isUnique reports whether err is a UNIQUE constraint violation (by SQLite's extended
-// result code, not the message text).
-func isUnique(err error) bool {
-	var e *sqlite.Error
-	return errors.As(err, &e) && (e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
 }

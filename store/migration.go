@@ -17,9 +17,16 @@ import (
 // direct deletion of a permission or of a field definition, and the bulk keyname
 // conversion followed by one reference rewrite. Nothing the API, the console or a task
 // runs begins one.
+//
+// Its transaction is embedded under an unexported name: the Tx methods are promoted,
+// but no code outside store can make a Migration of another transaction. Only
+// Migrate makes one.
 type Migration struct {
-	*Tx
+	*migrationTx
 }
+
+// migrationTx names the embedded transaction of a Migration (unexported).
+type migrationTx = Tx
 
 // Migrate runs fn in one migration transaction, committed when fn returns nil and
 // rolled back otherwise.
@@ -27,9 +34,13 @@ func (db *DB) Migrate(ctx context.Context, fn func(m *Migration) error) error {
 	return db.WithTxAs(ctx, Revisions{Off: true}, func(tx *Tx) error { return fn(&Migration{tx}) })
 }
 
+// Tx is the migration's transaction, for the start-up sequence's loads (Tx.Load with
+// System and NoRevisions). A Tx cannot be made back into a Migration.
+func (m *Migration) Tx() *Tx { return m.migrationTx }
+
 // Apply is the apply path as the system identity, without revision.
 func (m *Migration) Apply(ctx context.Context, w Write) (Outcome, error) {
-	return m.Tx.Apply(ctx, w, ApplyOptions{Auth: model.SystemAuth(), System: true, Migration: true})
+	return m.migrationTx.Apply(ctx, w, ApplyOptions{Auth: model.SystemAuth(), System: true, Migration: true})
 }
 
 // ConvertKeyname changes an instance's keyname (and displayname) in place, without
@@ -63,4 +74,13 @@ func (m *Migration) DeleteField(ctx context.Context, classname, keyname string) 
 // reload cannot remove); a missing one is no error.
 func (m *Migration) DeletePermission(ctx context.Context, key string) error {
 	return m.deletePermission(ctx, key)
+}
+
+// Exec runs one statement as written (a repair no load can express), inside the
+// migration transaction. A statement with arguments is prepared once per transaction,
+// so a loop inserting rows parses it once. Tests set up states no load can make with
+// it (internal/testkit); nothing the API, the console or a task runs reaches it.
+func (m *Migration) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := m.execAny(ctx, query, args...)
+	return err
 }

@@ -57,7 +57,7 @@ func TestMigrationApplyWritesNoRevision(t *testing.T) {
 		before := revs()
 		var invalid error
 		err := db.Migrate(ctx, func(m *store.Migration) error {
-			w := update(m.Tx, "h4")
+			w := update(m.Tx(), "h4")
 			if _, err := m.Apply(ctx, w); err != nil {
 				return err
 			}

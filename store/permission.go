@@ -24,7 +24,7 @@ var permNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$`)
 
 // Permissions lists every permission by keyname.
 func (db *DB) Permissions(ctx context.Context) ([]Permission, error) {
-	rows, err := db.r.QueryContext(ctx, "SELECT id, keyname, displayname, description, is_builtin FROM permissions ORDER BY keyname")
+	rows, err := db.reader().queryContext(ctx, "SELECT id, keyname, displayname, description, is_builtin FROM permissions ORDER BY keyname")
 	if err != nil {
 		return nil, fmt.Errorf("list permissions: %w", err)
 	}
@@ -56,7 +56,7 @@ func (tx *Tx) permission(ctx context.Context, key string) (*Permission, error) {
 // deletePermission removes a permission, built-in or not. Only start-up migrations
 // reach it (Migration.DeletePermission); the normal delete refuses built-ins.
 func (tx *Tx) deletePermission(ctx context.Context, key string) error {
-	if _, err := tx.ExecContext(ctx, "DELETE FROM permissions WHERE keyname = ?", key); err != nil {
+	if _, err := tx.execContext(ctx, "DELETE FROM permissions WHERE keyname = ?", key); err != nil {
 		return fmt.Errorf("delete permission %s: %w", key, err)
 	}
 	return nil
@@ -125,12 +125,8 @@ func (tx *Tx) putPermission(ctx context.Context, e *model.Entry, system bool) (s
 		_, err = tx.exec(ctx, "UPDATE permissions SET displayname = ?, description = ?, is_builtin = ? WHERE id = ?",
 			next.Displayname, next.Description, next.IsBuiltin, old.ID)
 	} else {
-		var res sql.Result
-		res, err = tx.exec(ctx, "INSERT INTO permissions(keyname, displayname, description, is_builtin) VALUES(?, ?, ?, ?)",
+		next.ID, _, err = tx.db.dia.insertID(ctx, tx.exec, "INSERT INTO permissions(keyname, displayname, description, is_builtin) VALUES(?, ?, ?, ?)",
 			next.Keyname, next.Displayname, next.Description, next.IsBuiltin)
-		if err == nil {
-			next.ID, _ = res.LastInsertId()
-		}
 	}
 	if err != nil {
 		return "", fmt.Errorf("write permission %s: %w", e.Keyname, err)

@@ -20,21 +20,17 @@ const (
 
 // Registry returns the value of key, or a not-found error.
 func (db *DB) Registry(ctx context.Context, key string) (string, error) {
-	return registryGet(ctx, db.w, key)
+	return registryGet(ctx, db.writer(), key)
 }
 
 // Registry returns the value of key inside the transaction.
 func (tx *Tx) Registry(ctx context.Context, key string) (string, error) {
-	return registryGet(ctx, tx.Tx, key)
+	return registryGet(ctx, tx, key)
 }
 
-type queryRower interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-func registryGet(ctx context.Context, q queryRower, key string) (string, error) {
+func registryGet(ctx context.Context, q querier, key string) (string, error) {
 	var v string
-	err := q.QueryRowContext(ctx, "SELECT value FROM registry WHERE key = ?", key).Scan(&v)
+	err := q.queryRowContext(ctx, "SELECT value FROM registry WHERE key = ?", key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", model.Errorf(model.ENotFound, "registry key %s not found", key)
 	}
@@ -46,7 +42,7 @@ func registryGet(ctx context.Context, q queryRower, key string) (string, error) 
 
 // SetRegistry writes key inside the transaction.
 func (tx *Tx) SetRegistry(ctx context.Context, key, value string) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO registry(key, value) VALUES(?, ?)
+	_, err := tx.execContext(ctx, `INSERT INTO registry(key, value) VALUES(?, ?)
 		ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
 	if err != nil {
 		return fmt.Errorf("write registry %s: %w", key, err)

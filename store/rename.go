@@ -104,8 +104,7 @@ func (tx *Tx) rename(ctx context.Context, s *model.Schema, in *Instance, newKey 
 // model.EConflict; the transaction goes on.
 func (tx *Tx) convertKeyname(ctx context.Context, in *Instance, newKey, displayname string) error {
 	tx.forget()
-	res, err := tx.exec(ctx, "UPDATE OR IGNORE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?",
-		newKey, displayname, tx.db.now(), in.ID)
+	res, err := tx.exec(ctx, tx.db.dia.convertKeyname, newKey, displayname, tx.db.now(), in.ID)
 	if err != nil {
 		return fmt.Errorf("convert %s %s: %w", in.Classname, in.Keyname, err)
 	}
@@ -129,7 +128,7 @@ func (tx *Tx) InstanceKeys(ctx context.Context, cls, field string, afterID int64
 	value, args := "NULL, NULL", []any{cls, afterID, limit}
 	if field != "" {
 		path := `$."` + field + `"`
-		value, args = "json_type(data, ?), data ->> ?", append([]any{path, path}, args...)
+		value, args = tx.db.dia.jsonType("data", "?")+", "+tx.db.dia.jsonText("data", "?"), append([]any{path, path}, args...)
 	}
 	stmt, err := tx.stmt(ctx, "SELECT id, keyname, displayname, "+value+
 		" FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?")
@@ -169,7 +168,7 @@ func (tx *Tx) ReferencingFields(ctx context.Context, target string) ([][2]string
 
 // referencingFields lists (classname, field) pairs of `schema` fields targeting target.
 func (tx *Tx) referencingFields(ctx context.Context, target string) ([][2]string, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT classname, keyname, dataformat_ext FROM schema_fields WHERE dataformat = 'schema'")
+	rows, err := tx.queryContext(ctx, "SELECT classname, keyname, dataformat_ext FROM schema_fields WHERE dataformat = 'schema'")
 	if err != nil {
 		return nil, fmt.Errorf("find references to %s: %w", target, err)
 	}
@@ -258,10 +257,10 @@ func (tx *Tx) rewriteReferences(ctx context.Context, cls string, fields []string
 	for _, field := range fields {
 		path := `$."` + field + `"`
 		if only != "" {
-			cond = append(cond, "EXISTS (SELECT 1 FROM json_each(instances.data, ?) WHERE json_each.value = ?)")
+			cond = append(cond, tx.db.dia.jsonHolds("instances.data", "?", "?"))
 			condArgs = append(condArgs, path, only)
 		} else {
-			cond = append(cond, "json_extract(data, ?) IS NOT NULL")
+			cond = append(cond, tx.db.dia.jsonValue("data", "?")+" IS NOT NULL")
 			condArgs = append(condArgs, path)
 		}
 	}

@@ -69,7 +69,7 @@ func (db *DB) FindRevisions(ctx context.Context, f RevisionFilter, limit, scan i
 		q = strings.Replace(q, "WHERE id < ?", "WHERE id < ? AND id >= ?", 1)
 	}
 	var cursor int64 // above the newest revision, or Before when it is lower
-	if err := db.r.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) + 1 FROM revisions").Scan(&cursor); err != nil {
+	if err := db.reader().queryRowContext(ctx, "SELECT coalesce(max(id), 0) + 1 FROM revisions").Scan(&cursor); err != nil {
 		return nil, 0, fmt.Errorf("read revisions: %w", err)
 	}
 	if f.Before > 0 && f.Before < cursor {
@@ -84,7 +84,7 @@ func (db *DB) FindRevisions(ctx context.Context, f RevisionFilter, limit, scan i
 		if windowed {
 			qargs = append(qargs, low)
 		}
-		rows, err := db.r.QueryContext(ctx, q, append(append(qargs, args...), want)...)
+		rows, err := db.reader().queryContext(ctx, q, append(append(qargs, args...), want)...)
 		if err != nil {
 			return nil, 0, fmt.Errorf("read revisions: %w", err)
 		}
@@ -136,7 +136,7 @@ const (
 // RevisionByID returns one revision.
 func (db *DB) RevisionByID(ctx context.Context, id int64) (Revision, error) {
 	r := Revision{ID: id}
-	err := db.r.QueryRowContext(ctx, `SELECT classname, keyname, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
+	err := db.reader().queryRowContext(ctx, `SELECT classname, keyname, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
 		FROM revisions WHERE id = ?`, id).Scan(&r.Classname, &r.Keyname, &r.Action, &r.Before, &r.After, &r.Author, &r.CreatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Revision{}, model.Errorf(model.ENotFound, "revision %d not found", id)
@@ -153,7 +153,7 @@ func (db *DB) RevisionByID(ctx context.Context, id int64) (Revision, error) {
 // or another object was created or renamed into the keyname since).
 func (db *DB) ObjectReplacedSince(ctx context.Context, cls, key string, id int64) (string, error) {
 	var action string
-	err := db.r.QueryRowContext(ctx, `SELECT action FROM revisions WHERE classname = ? AND keyname = ? AND id > ?
+	err := db.reader().queryRowContext(ctx, `SELECT action FROM revisions WHERE classname = ? AND keyname = ? AND id > ?
 		AND action IN ('create', 'delete', 'rename') ORDER BY id LIMIT 1`, cls, key, id).Scan(&action)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil

@@ -176,17 +176,13 @@ func BenchmarkExportScale(b *testing.B) {
 	ctx := context.Background()
 	db := newTestDB(b)
 	mustLoad(b, db, benchSchema+benchSites(), store.LoadOptions{})
-	err := db.WithTx(ctx, func(tx *store.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
-			created_at, updated_at) VALUES('bplain', ?, '', 1, ?, '2026-11-22T10:00:00Z', '2026-11-22T10:00:00Z')`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
+	err := db.Migrate(ctx, func(m *store.Migration) error {
+		const insert = `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
+			created_at, updated_at) VALUES('bplain', ?, '', 1, ?, '2026-11-22T10:00:00Z', '2026-11-22T10:00:00Z')`
 		for i := 0; i < n; i++ {
 			key, host, port, ip, site := benchRow(i)
 			d, _ := json.Marshal(map[string]any{"hostname": host, "port": port, "ip": ip, "site": site})
-			if _, err := st.ExecContext(ctx, key, string(d)); err != nil {
+			if err := m.Exec(ctx, insert, key, string(d)); err != nil {
 				return err
 			}
 		}

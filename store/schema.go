@@ -11,16 +11,11 @@ import (
 	"dataservice/store/model"
 )
 
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
 func loadSchema(ctx context.Context, q querier, name string) (*model.Schema, error) {
 	s := &model.Schema{}
 	var opts string
 	var pr, pc, pu, pd, pa sql.NullString
-	err := q.QueryRowContext(ctx, `SELECT id, keyname, displayname, description, keyname_mode, is_enabled,
+	err := q.queryRowContext(ctx, `SELECT id, keyname, displayname, description, keyname_mode, is_enabled,
 		is_builtin, p_read, p_create, p_update, p_delete, p_admin, options FROM schemas WHERE keyname = ?`, name).
 		Scan(&s.ID, &s.Keyname, &s.Displayname, &s.Description, &s.KeynameMode, &s.IsEnabled, &s.IsBuiltin,
 			&pr, &pc, &pu, &pd, &pa, &opts)
@@ -32,7 +27,7 @@ func loadSchema(ctx context.Context, q querier, name string) (*model.Schema, err
 	}
 	s.PRead, s.PCreate, s.PUpdate, s.PDelete, s.PAdmin = pr.String, pc.String, pu.String, pd.String, pa.String
 	_ = json.Unmarshal([]byte(opts), &s.Options)
-	rows, err := q.QueryContext(ctx, `SELECT id, keyname, displayname, description, dataformat, dataformat_ext,
+	rows, err := q.queryContext(ctx, `SELECT id, keyname, displayname, description, dataformat, dataformat_ext,
 		cardinal_min, cardinal_max, default_value, sort_order, is_enabled, options
 		FROM schema_fields WHERE classname = ? ORDER BY sort_order, id`, name)
 	if err != nil {
@@ -73,7 +68,7 @@ func (db *DB) Schema(ctx context.Context, name string) (*model.Schema, error) {
 	if fresh {
 		return s, nil
 	}
-	s, err = loadSchema(ctx, db.r, name)
+	s, err = loadSchema(ctx, db.reader(), name)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +98,7 @@ func (tx *Tx) Schema(ctx context.Context, name string) (*model.Schema, error) {
 	if s, ok := tx.schemas[name]; ok {
 		return s, nil
 	}
-	s, err := loadSchema(ctx, tx.Tx, name)
+	s, err := loadSchema(ctx, tx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +111,7 @@ func (tx *Tx) Schema(ctx context.Context, name string) (*model.Schema, error) {
 // generation, before either has written, see the same schemas.
 func (tx *Tx) SchemaGeneration(ctx context.Context) (int64, error) {
 	var gen int64
-	if err := tx.QueryRowContext(ctx, "SELECT generation FROM schema_generation").Scan(&gen); err != nil {
+	if err := tx.queryRowContext(ctx, "SELECT generation FROM schema_generation").Scan(&gen); err != nil {
 		return 0, fmt.Errorf("read schema generation: %w", err)
 	}
 	return gen, nil
@@ -130,7 +125,7 @@ func (tx *Tx) schemasChanged() {
 
 // SchemaNames lists the keynames of all schemas.
 func (db *DB) SchemaNames(ctx context.Context) ([]string, error) {
-	rows, err := db.r.QueryContext(ctx, "SELECT keyname FROM schemas ORDER BY keyname")
+	rows, err := db.reader().queryContext(ctx, "SELECT keyname FROM schemas ORDER BY keyname")
 	if err != nil {
 		return nil, fmt.Errorf("list schemas: %w", err)
 	}

@@ -130,7 +130,7 @@ func nullable(s string) any {
 }
 
 func (tx *Tx) writeSchema(ctx context.Context, s *model.Schema, drop []string) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO schemas(keyname, displayname, description, keyname_mode, is_enabled,
+	_, err := tx.execContext(ctx, `INSERT INTO schemas(keyname, displayname, description, keyname_mode, is_enabled,
 		is_builtin, p_read, p_create, p_update, p_delete, p_admin, options) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(keyname) DO UPDATE SET displayname = excluded.displayname, description = excluded.description,
 		keyname_mode = excluded.keyname_mode, is_enabled = excluded.is_enabled, p_read = excluded.p_read,
@@ -151,7 +151,7 @@ func (tx *Tx) writeSchema(ctx context.Context, s *model.Schema, drop []string) e
 		if f.Default != nil {
 			def = model.MustJSON(f.Default)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO schema_fields(classname, keyname, displayname, description,
+		_, err := tx.execContext(ctx, `INSERT INTO schema_fields(classname, keyname, displayname, description,
 			dataformat, dataformat_ext, cardinal_min, cardinal_max, default_value, sort_order, is_enabled, options)
 			VALUES(?,?,?,?,?,?,?,?,?,?,?,?)
 			ON CONFLICT(classname, keyname) DO UPDATE SET displayname = excluded.displayname,
@@ -178,13 +178,13 @@ func (tx *Tx) deleteField(ctx context.Context, classname, keyname string) error 
 	if err := tx.classFromSnapshot(ctx, classname); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM schema_fields WHERE classname = ? AND keyname = ?",
+	if _, err := tx.execContext(ctx, "DELETE FROM schema_fields WHERE classname = ? AND keyname = ?",
 		classname, keyname); err != nil {
 		return fmt.Errorf("delete field %s.%s: %w", classname, keyname, err)
 	}
 	path := `$."` + keyname + `"`
-	if _, err := tx.ExecContext(ctx, `UPDATE instances SET data = json_remove(data, ?)
-		WHERE classname = ? AND json_type(data, ?) IS NOT NULL`, path, classname, path); err != nil {
+	if _, err := tx.execContext(ctx, `UPDATE instances SET data = `+tx.db.dia.jsonRemove("data", "?")+`
+		WHERE classname = ? AND `+tx.db.dia.jsonType("data", "?")+` IS NOT NULL`, path, classname, path); err != nil {
 		return fmt.Errorf("delete values of field %s.%s: %w", classname, keyname, err)
 	}
 	tx.schemasChanged()
@@ -199,14 +199,14 @@ func (tx *Tx) deleteSchema(ctx context.Context, s *model.Schema, system bool) er
 		return err
 	}
 	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM instances WHERE classname = ?", s.Keyname).Scan(&n); err != nil {
+	if err := tx.queryRowContext(ctx, "SELECT count(*) FROM instances WHERE classname = ?", s.Keyname).Scan(&n); err != nil {
 		return fmt.Errorf("delete schema %s: %w", s.Keyname, err)
 	}
 	if n > 0 {
 		return model.Errorf(model.EConflict, "schema %s still has %d instances; delete them first", clip.Quote(s.Keyname), n)
 	}
 	before := model.MustJSON(s.Doc())
-	if _, err := tx.ExecContext(ctx, "DELETE FROM schemas WHERE keyname = ?", s.Keyname); err != nil {
+	if _, err := tx.execContext(ctx, "DELETE FROM schemas WHERE keyname = ?", s.Keyname); err != nil {
 		return fmt.Errorf("delete schema %s: %w", s.Keyname, err)
 	}
 	tx.schemasChanged()

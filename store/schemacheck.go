@@ -12,6 +12,9 @@ import (
 	"unicode/utf8"
 )
 
+// The check of a file's schema objects is SQLite's (the SQLite dialect's checkFile):
+// it reads sqlite_schema and rebuilds SQLite's layout in memory.
+//
 // A database file holds code as well as data: triggers run on every write, views and
 // index expressions on reads, DEFAULT and CHECK expressions in a table's own SQL on
 // inserts. A crafted file (a backup handed to restore, a file copied in place) could
@@ -155,11 +158,8 @@ var sqliteOwn = map[string]string{
 	"sqlite_stat4":    "CREATE TABLE sqlite_stat4(tbl,idx,neq,nlt,ndlt,sample)",
 }
 
-// querier runs queries: *sql.DB, *sql.Tx and *sql.Conn.
-type schemaQuerier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+// schemaQuerier runs queries: *sql.DB, *sql.Tx and *sql.Conn.
+type schemaQuerier = sqlRunner
 
 // readSchema reads the file's layout version and its schema objects (main schema:
 // temporary objects are the connection's own) in one read transaction, so that a
@@ -224,7 +224,7 @@ func fileVersion(ctx context.Context, q schemaQuerier, objs []SchemaObject) (lay
 		have := 0
 		if hasVersions {
 			var err error
-			if have, err = ownedVersion(ctx, q, owner); err != nil {
+			if have, err = ownedVersion(ctx, conn{q, sqliteDialect}, owner); err != nil {
 				return v, err
 			}
 		}
@@ -277,8 +277,8 @@ func referenceSchema(ctx context.Context, v layoutVersion) (*reference, error) {
 	if ref, ok := references.Load(key); ok {
 		return ref.(*reference), nil
 	}
-	if v.store > len(layout) {
-		return nil, fmt.Errorf("table layout version %d is newer than this program knows (%d)", v.store, len(layout))
+	if v.store > len(sqliteLayout) {
+		return nil, fmt.Errorf("table layout version %d is newer than this program knows (%d)", v.store, len(sqliteLayout))
 	}
 	mem, err := sql.Open("sqlite", "file:reference?mode=memory")
 	if err != nil {
@@ -312,7 +312,7 @@ func referenceSchema(ctx context.Context, v layoutVersion) (*reference, error) {
 		}
 	}
 	for i := 0; i < v.store; i++ {
-		if err := run(fmt.Sprintf("layout %d", i+1), layout[i]); err != nil {
+		if err := run(fmt.Sprintf("layout %d", i+1), sqliteLayout[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -435,7 +435,7 @@ func checkSchema(ctx context.Context, pool *sql.DB) error {
 // latestVersion is the layout version this program migrates a file to.
 func latestVersion() layoutVersion {
 	owners, steps := ownedLayouts()
-	v := layoutVersion{store: len(layout), owners: map[string]int{}}
+	v := layoutVersion{store: len(sqliteLayout), owners: map[string]int{}}
 	for _, o := range owners {
 		v.owners[o] = len(steps[o])
 	}

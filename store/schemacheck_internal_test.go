@@ -18,7 +18,7 @@ func TestEveryLayoutVersionPassesTheSchemaCheck(t *testing.T) {
 	if len(owners) == 0 {
 		t.Fatal("no owned layouts registered: the test binary must link the tasks package")
 	}
-	for v := 0; v <= len(layout); v++ {
+	for v := 0; v <= len(sqliteLayout); v++ {
 		t.Run(fmt.Sprintf("layout %d", v), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "old.db")
 			raw, err := sql.Open("sqlite", "file:"+path)
@@ -32,7 +32,7 @@ func TestEveryLayoutVersionPassesTheSchemaCheck(t *testing.T) {
 				stmts = append(stmts, steps[owner]...)
 				stmts = append(stmts, fmt.Sprintf("INSERT INTO layout_versions(owner, version) VALUES('%s', %d)", owner, len(steps[owner])))
 			}
-			stmts = append(stmts, layout[:v]...)
+			stmts = append(stmts, sqliteLayout[:v]...)
 			stmts = append(stmts, fmt.Sprintf("PRAGMA user_version = %d", v))
 			for _, q := range stmts {
 				if _, err := raw.Exec(q); err != nil {

@@ -32,7 +32,7 @@ type ListQuery struct {
 }
 
 // sortColumn is the ORDER BY expression of ListQuery.Sort, or "" for id order.
-func sortColumn(s *model.Schema, sort string) (string, error) {
+func sortColumn(dia *dialect, s *model.Schema, sort string) (string, error) {
 	col, desc := strings.CutPrefix(sort, "-")
 	var expr string
 	switch col {
@@ -48,7 +48,7 @@ func sortColumn(s *model.Schema, sort string) (string, error) {
 		if f == nil || f.Dataformat == "secret" || !model.ValidFieldName(col) {
 			return "", model.Errorf(model.EInvalid, "cannot sort by %s", clip.Quote(col))
 		}
-		expr = "json_extract(i.data, '$." + col + "')"
+		expr = dia.jsonValue("i.data", "'$."+col+"'")
 	}
 	if desc {
 		expr += " DESC"
@@ -81,32 +81,31 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 	if q.Limit < 0 || q.Offset < 0 {
 		return nil, model.Errorf(model.EInvalid, "negative page size or offset")
 	}
-	order, err := sortColumn(s, q.Sort)
+	order, err := sortColumn(db.dia, s, q.Sort)
 	if err != nil {
 		return nil, err
 	}
 	res := &ListResult{CountExact: true}
 	from, where, idCol := "instances i", "i.classname = ?", "i.id"
 	args := []any{cls}
-	var rq rquerier = db.r
+	var rq querier = db.reader()
 	snapshot := false // rq is one read transaction (an indexed search)
-	if match, ok := indexQuery(q.Search); ok {
+	if match, ok := db.dia.searchQuery(q.Search); ok {
 		// One read snapshot for the check of the dirty list and every query after it.
-		rtx, err := db.r.BeginTx(ctx, nil)
+		rtx, err := db.r.BeginTx(ctx, db.dia.snapshot)
 		if err != nil {
 			return nil, fmt.Errorf("search %s: %w", cls, err)
 		}
 		defer rtx.Rollback()
-		rq, snapshot = rtx, true
+		rq, snapshot = conn{rtx, db.dia}, true
 		var dirty bool
-		if err := rtx.QueryRowContext(ctx, SearchDirtyCheck).Scan(&dirty); err != nil {
+		if err := rq.queryRowContext(ctx, db.dia.searchDirty).Scan(&dirty); err != nil {
 			return nil, fmt.Errorf("search %s: %w", cls, err)
 		}
 		if !dirty {
 			// The index gives the candidate rows in id order, each joined to its row;
 			// the LIKE below decides, as in a scan.
-			from, idCol = "instances_search CROSS JOIN instances i", "instances_search.rowid"
-			where = "instances_search MATCH ? AND i.id = instances_search.rowid AND i.classname = ?"
+			from, idCol, where = db.dia.searchFrom, db.dia.searchID, db.dia.searchWhere
 			args = []any{match, cls}
 		}
 	}
@@ -118,10 +117,11 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 		res.Count = n
 	} else {
 		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
-		like := `(i.keyname LIKE ? ESCAPE '\' OR i.displayname LIKE ? ESCAPE '\'`
+		op := db.dia.like
+		like := `(i.keyname ` + op + ` ? ESCAPE '\' OR i.displayname ` + op + ` ? ESCAPE '\'`
 		likeArgs := []any{pat, pat}
 		if !s.HasSecrets() {
-			like += ` OR i.data LIKE ? ESCAPE '\'`
+			like += ` OR i.data ` + op + ` ? ESCAPE '\'`
 			likeArgs = append(likeArgs, pat)
 		}
 		like += ")"
@@ -144,12 +144,12 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 	var rows *sql.Rows
 	switch {
 	case snapshot:
-		rows, err = rq.QueryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
+		rows, err = rq.queryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
 	case order == idCol:
 		// Pages in id order (a handful of query texts) use statements prepared once.
 		rows, err = db.rquery(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
 	default:
-		rows, err = db.r.QueryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
+		rows, err = db.reader().queryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", cls, err)
@@ -187,19 +187,13 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 		countQ = "SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?)"
 		countArgs = append(append([]any{}, args...), bound+1)
 	}
-	if err := rq.QueryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {
+	if err := rq.queryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {
 		return nil, fmt.Errorf("search %s: %w", cls, err)
 	}
 	if !q.ExactCount && res.Count > bound {
 		res.Count, res.CountExact = bound, false
 	}
 	return res, nil
-}
-
-// rquerier runs read queries: the read pool, or one snapshot of it.
-type rquerier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // SearchInstances returns a page of instances of s in id order whose keyname,

@@ -29,13 +29,13 @@ func TestSearchIndexSurvivesCanceledCommits(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 300 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO instances(classname, keyname, data, created_at, updated_at)
+			if err := store.ExecInTx(ctx, tx, `INSERT INTO instances(classname, keyname, data, created_at, updated_at)
 				VALUES('note', ?, ?, '', '')`, fmt.Sprintf("r%d-%d", round, i), fmt.Sprintf(`{"text":"round %d item %d %s"}`, round, i, randText(r, 20))); err != nil {
 				break
 			}
 		}
-		tx.ExecContext(ctx, "UPDATE instances SET data = json_set(data, '$.text', 'x' || id) WHERE classname = 'note' AND id % 7 = ?", round%7)
-		tx.ExecContext(ctx, "DELETE FROM instances WHERE classname = 'note' AND id % 13 = ?", round%13)
+		store.ExecInTx(ctx, tx, "UPDATE instances SET data = json_set(data, '$.text', 'x' || id) WHERE classname = 'note' AND id % 7 = ?", round%7)
+		store.ExecInTx(ctx, tx, "DELETE FROM instances WHERE classname = 'note' AND id % 13 = ?", round%13)
 		delay := time.Duration(r.IntN(20000)) * time.Microsecond // up to the commit and past it
 		go func() {
 			time.Sleep(delay)

@@ -163,7 +163,7 @@ func TestSearchIndexEveryWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE instances SET displayname = 'rolled back' WHERE classname = 'note'"); err != nil {
+	if err := store.ExecInTx(ctx, tx, "UPDATE instances SET displayname = 'rolled back' WHERE classname = 'note'"); err != nil {
 		t.Fatal(err)
 	}
 	tx.Rollback()

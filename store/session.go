@@ -58,13 +58,13 @@ func (db *DB) CreateSession(ctx context.Context, userID int64, login, address st
 	now := db.Now().UTC()
 	s := &Session{UserID: userID, Login: login, CSRF: randomToken(), Address: address, CreatedAt: now,
 		LastSeen: now, ExpiresAt: now.Add(lim.Absolute)}
-	res, err := db.execWriter(ctx, `INSERT INTO sessions(token_hash, user_id, login, csrf, address, created_at,
+	id, _, err := db.dia.insertID(ctx, db.execWriter, `INSERT INTO sessions(token_hash, user_id, login, csrf, address, created_at,
 		last_seen, expires_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, tokenHash(token), userID, login, s.CSRF, address,
 		now.Unix(), now.Unix(), s.ExpiresAt.Unix())
 	if err != nil {
 		return "", nil, fmt.Errorf("create session: %w", err)
 	}
-	s.ID, _ = res.LastInsertId()
+	s.ID = id
 	// Expired sessions of everyone go with each new sign-in, so the table stays small.
 	if _, err := db.execWriter(ctx, "DELETE FROM sessions WHERE expires_at <= ? OR last_seen <= ?",
 		now.Unix(), now.Add(-lim.Idle).Unix()); err != nil {
@@ -82,7 +82,7 @@ func (db *DB) Session(ctx context.Context, token string, lim SessionLimits) (*Se
 	}
 	s := &Session{}
 	var created, seen, exp int64
-	err := db.r.QueryRowContext(ctx, `SELECT id, user_id, login, csrf, address, created_at, last_seen, expires_at
+	err := db.reader().queryRowContext(ctx, `SELECT id, user_id, login, csrf, address, created_at, last_seen, expires_at
 		FROM sessions WHERE token_hash = ?`, tokenHash(token)).
 		Scan(&s.ID, &s.UserID, &s.Login, &s.CSRF, &s.Address, &created, &seen, &exp)
 	if errors.Is(err, sql.ErrNoRows) {

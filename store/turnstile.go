@@ -188,7 +188,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // beginWriter begins a plain write transaction (BEGIN IMMEDIATE: the connection's
-// _txlock) through the turnstile. The writer connection is taken from the pool first:
+// _txlock, from the dialect's connection string) through the turnstile. The writer connection is taken from the pool first:
 // goroutines of this process queue for it, not for the turnstile, which is then held
 // only while this process waits for SQLite's lock, never while it waits for itself.
 // done returns the connection; call it after the transaction ends.
@@ -224,7 +224,7 @@ func (db *DB) execWriter(ctx context.Context, query string, args ...any) (sql.Re
 		return nil, err
 	}
 	defer leave()
-	return conn.ExecContext(ctx, query, args...)
+	return conn.ExecContext(ctx, db.dia.rebind(query), args...)
 }
 
 // testHold is the test hold of every database that sets none itself (SetTestHold;

@@ -91,7 +91,7 @@ func TestTurnstileGivesAWaitingWriterItsTurn(t *testing.T) {
 	if first := <-order; first != "cli" {
 		t.Fatalf("%s began first, want the waiting CLI", first)
 	}
-	if _, err := tx.ExecContext(ctx, "UPDATE schema_generation SET generation = generation"); err != nil {
+	if _, err := tx.execContext(ctx, "UPDATE schema_generation SET generation = generation"); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -250,7 +250,7 @@ func TestTurnstileUnavailableWarns(t *testing.T) {
 	}
 	defer db.Close()
 	if err := db.WithTx(ctx, func(tx *Tx) error {
-		_, err := tx.ExecContext(ctx, "UPDATE schema_generation SET generation = generation + 1")
+		_, err := tx.execContext(ctx, "UPDATE schema_generation SET generation = generation + 1")
 		return err
 	}); err != nil {
 		t.Fatal(err)
@@ -283,7 +283,7 @@ func touch(db *DB, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	return db.WithTx(ctx, func(tx *Tx) error {
-		_, err := tx.ExecContext(ctx, "UPDATE schema_generation SET generation = generation + 1")
+		_, err := tx.execContext(ctx, "UPDATE schema_generation SET generation = generation + 1")
 		return err
 	})
 }

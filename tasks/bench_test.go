@@ -2,7 +2,6 @@ package tasks_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -85,15 +84,11 @@ func benchDB(b *testing.B, n int) string {
 	mustLoad(b, db, benchSchema)
 	addPipeline(b, db, "bench", benchPipeline, "")
 	start := time.Now()
-	err = db.WithTx(ctx, func(tx *store.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
-			created_at, updated_at) VALUES('item', ?, '', 1, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
+	err = db.Migrate(ctx, func(m *store.Migration) error {
+		const insert = `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
+			created_at, updated_at) VALUES('item', ?, '', 1, ?, ?, ?)`
 		for i := 0; i < n; i++ {
-			if _, err := st.ExecContext(ctx, fmt.Sprintf("item-%07d", i), benchData(i), testkit.OldTime, testkit.OldTime); err != nil {
+			if err := m.Exec(ctx, insert, fmt.Sprintf("item-%07d", i), benchData(i), testkit.OldTime, testkit.OldTime); err != nil {
 				return err
 			}
 		}
@@ -142,12 +137,13 @@ func benchSizes() []int {
 
 // BenchmarkPipeline runs the five-rule pipeline over every item (real run and dry
 // run, batches of the product's default 1000) and its floors, which do the same SQL
-// on the same bytes without the product's bookkeeping ("floor": read the 8 columns,
-// decode the data as the store does, apply the same compiled rules, encode as the store does, the same
-// UPDATE, the same full revision row with before and after documents, and the same
-// checkpoint UPDATE per batch; "floor-dry": read in a read transaction, decode and
-// apply the rules, then the same checkpoint UPDATE in a write transaction of its own,
-// as a dry run records its progress).
+// on the same bytes without the product's bookkeeping ("floor": read the 8 columns
+// on the read pool, decode the data as the store does, apply the same compiled rules,
+// encode as the store does, the same UPDATE, the same full revision row with before
+// and after documents, and the same checkpoint UPDATE per batch, in one write
+// transaction; "floor-dry": read on the read pool, decode and apply the rules, then
+// the same checkpoint UPDATE in a write transaction of its own, as a dry run records
+// its progress).
 func BenchmarkPipeline(b *testing.B) {
 	const batch = 1000
 	for _, n := range benchSizes() {
@@ -245,45 +241,47 @@ func floorDoc(key, display string, enabled bool, data string) string {
 }
 
 // floorPass is the floor of a pipeline run (see BenchmarkPipeline); it returns the
-// number of instances the rules changed. Its SQL is the product's: a real pass reads,
+// number of instances the rules changed. Its SQL is the product's: a real pass
 // writes and records its checkpoint in one write transaction per batch; a dry pass
-// reads in a read transaction and records the checkpoint in a write transaction of
-// its own.
+// records the checkpoint in a write transaction of its own. The floor reads each
+// batch on the read pool (the store hands out no raw statements in a transaction;
+// the rows read are the same, the batch before having committed) and writes
+// through the migration door's raw statements.
 func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write bool) int {
 	ctx := context.Background()
 	var after int64
 	changed := 0
 	now := time.Now().UTC()
 	stamp := now.Format(time.RFC3339)
+	const checkpointSQL = `UPDATE tasks SET checkpoint = ?, result = ?, progress_done = ?, lease_until = ?
+			WHERE handle = 'floor' AND lease_owner = 'floor' AND status = 'running' RETURNING cancel_requested`
+	checkpointArgs := func() []any {
+		return []any{fmt.Sprintf(`{"schema":0,"after":%d}`, after), fmt.Sprintf(`{"scanned":%d,"updated":%d}`, changed, changed),
+			changed, stamp}
+	}
 	checkpoint := func(tx *store.Tx) error {
 		var flag int
-		return tx.QueryRowContext(ctx, `UPDATE tasks SET checkpoint = ?, result = ?, progress_done = ?, lease_until = ?
-			WHERE handle = 'floor' AND lease_owner = 'floor' AND status = 'running' RETURNING cancel_requested`,
-			fmt.Sprintf(`{"schema":0,"after":%d}`, after), fmt.Sprintf(`{"scanned":%d,"updated":%d}`, changed, changed),
-			changed, stamp).Scan(&flag)
+		return tasks.QueueTable.QueryRow(ctx, tx, checkpointSQL, checkpointArgs()...).Scan(&flag)
 	}
 	for done := false; !done; {
-		begin := db.BeginRead
+		var n int
+		var err error
 		if write {
-			begin = db.Begin
+			err = db.Migrate(ctx, func(m *store.Migration) error {
+				var err error
+				if n, err = floorBatch(ctx, db, m, p, batch, now, stamp, &after); err != nil {
+					return err
+				}
+				changed += n
+				return m.Exec(ctx, checkpointSQL, checkpointArgs()...)
+			})
+		} else {
+			if n, err = floorBatch(ctx, db, nil, p, batch, now, stamp, &after); err == nil {
+				changed += n
+				err = db.WithTx(ctx, checkpoint)
+			}
 		}
-		tx, err := begin(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, err := floorBatch(ctx, tx, p, batch, write, now, stamp, &after)
-		changed += n
 		done = n < batch
-		if err == nil && write {
-			err = checkpoint(tx)
-		}
-		if err == nil && write {
-			err = tx.Commit()
-		}
-		tx.Rollback()
-		if err == nil && !write {
-			err = db.WithTx(ctx, checkpoint)
-		}
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -292,9 +290,10 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write b
 }
 
 // floorBatch reads up to batch instances after *after, applies the rules and, with
-// write, stores each result with its revision; it returns how many it processed.
-func floorBatch(ctx context.Context, tx *store.Tx, p *rules.Pipeline, batch int, write bool, now time.Time, stamp string, after *int64) (int, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, classname, keyname, displayname, is_enabled, data, created_at,
+// m, stores each result with its revision; it returns how many it processed.
+func floorBatch(ctx context.Context, db *store.DB, m *store.Migration, p *rules.Pipeline, batch int, now time.Time, stamp string, after *int64) (int, error) {
+	write := m != nil
+	rows, err := db.Reader().QueryContext(ctx, `SELECT id, classname, keyname, displayname, is_enabled, data, created_at,
 		updated_at FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?`, "item", *after, batch)
 	if err != nil {
 		return 0, err
@@ -322,18 +321,9 @@ func floorBatch(ctx context.Context, tx *store.Tx, p *rules.Pipeline, batch int,
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	var st, rev *sql.Stmt
-	if write {
-		if st, err = tx.PrepareContext(ctx, "UPDATE instances SET displayname = ?, is_enabled = ?, data = ?, updated_at = ? WHERE id = ?"); err != nil {
-			return 0, err
-		}
-		defer st.Close()
-		if rev, err = tx.PrepareContext(ctx, `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
-			VALUES(?, ?, ?, ?, ?, ?, ?)`); err != nil {
-			return 0, err
-		}
-		defer rev.Close()
-	}
+	const update = "UPDATE instances SET displayname = ?, is_enabled = ?, data = ?, updated_at = ? WHERE id = ?"
+	const revision = `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
+			VALUES(?, ?, ?, ?, ?, ?, ?)`
 	for _, it := range items {
 		e := make(rules.Entry, len(it.data)+4)
 		e["classname"], e["keyname"], e["displayname"], e["is_enabled"] = it.cls, it.key, it.display, it.enabled
@@ -351,10 +341,10 @@ func floorBatch(ctx context.Context, tx *store.Tx, p *rules.Pipeline, batch int,
 			delete(e, k)
 		}
 		data := model.EncodeData(map[string]any(e))
-		if _, err := st.ExecContext(ctx, it.display, it.enabled, data, stamp, it.id); err != nil {
+		if err := m.Exec(ctx, update, it.display, it.enabled, data, stamp, it.id); err != nil {
 			return 0, err
 		}
-		if _, err := rev.ExecContext(ctx, it.cls, it.key, "update", floorDoc(it.key, it.display, it.enabled, it.raw),
+		if err := m.Exec(ctx, revision, it.cls, it.key, "update", floorDoc(it.key, it.display, it.enabled, it.raw),
 			floorDoc(it.key, it.display, it.enabled, data), "task:floor", stamp); err != nil {
 			return 0, err
 		}

@@ -4,11 +4,12 @@ import "dataservice/store"
 
 // The queue owns its table: these are the tasks table's layout steps, registered with
 // store so every program that links this package gets the table when it opens a
-// file. Append-only: never edit a released step, append a new one.
-var _ = registerLayout()
+// file. Append-only: never edit a released step, append a new one. table is the
+// door every statement of the queue goes through (store.Table): the tasks table only.
+var table = registerLayout()
 
-func registerLayout() bool {
-	store.RegisterLayout("tasks",
+func registerLayout() *store.Table {
+	return store.RegisterLayout("tasks",
 		// 1: the tasks table as the first released layout made it (files made then
 		// already have it and are left untouched; new files get it here).
 		`
@@ -37,5 +38,4 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_status ON tasks(status, created_at);
 CREATE INDEX IF NOT EXISTS tasks_owner ON tasks(owner_type, owner_id, created_at);
 `)
-	return true
 }

@@ -329,7 +329,7 @@ func TestPurge(t *testing.T) {
 		h := submit(t, r, tasks.Params{Pipeline: "marker", Schemas: []string{"host"}})
 		handles[s.name] = h
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
-			_, err := tx.ExecContext(ctx, "UPDATE tasks SET status = ?, finished_at = ?, created_at = ? WHERE handle = ?",
+			_, err := tasks.QueueTable.Exec(ctx, tx, "UPDATE tasks SET status = ?, finished_at = ?, created_at = ? WHERE handle = ?",
 				s.status, s.finished, ago(40*day), h)
 			return err
 		})

@@ -122,7 +122,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *mo
 	}
 	var cp checkpoint
 	var cpText string
-	if err := r.db.Reader().QueryRowContext(ctx, "SELECT checkpoint FROM tasks WHERE handle = ?", t.Handle).Scan(&cpText); err != nil {
+	if err := table.ReadRow(ctx, r.db, "SELECT checkpoint FROM tasks WHERE handle = ?", t.Handle).Scan(&cpText); err != nil {
 		return StatusFailed, "internal error"
 	}
 	_ = json.Unmarshal([]byte(cpText), &cp)
@@ -136,7 +136,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *mo
 			total += int64(n)
 		}
 		err := r.db.WithTx(ctx, func(tx *store.Tx) error {
-			_, err := tx.ExecContext(ctx, "UPDATE tasks SET progress_total = ? WHERE handle = ?", total, t.Handle)
+			_, err := table.Exec(ctx, tx, "UPDATE tasks SET progress_total = ? WHERE handle = ?", total, t.Handle)
 			return err
 		})
 		if store.ErrorCode(err) == model.EDiskFull {
@@ -245,7 +245,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 	cpj, _ := json.Marshal(cp)
 	rj := x.resultJSON()
 	var flag int
-	err = tx.QueryRowContext(ctx, `UPDATE tasks SET checkpoint = ?, result = ?, progress_done = ?, lease_until = ?
+	err = table.QueryRow(ctx, tx, `UPDATE tasks SET checkpoint = ?, result = ?, progress_done = ?, lease_until = ?
 		WHERE handle = ? AND lease_owner = ? AND status = 'running' RETURNING cancel_requested`,
 		string(cpj), string(rj), x.res.Scanned, leaseTime(r.db.Now().Add(r.o.Lease)), x.handle, x.lease).Scan(&flag)
 	if err != nil {

@@ -101,9 +101,9 @@ func (r *Runner) claim(ctx context.Context, only string) (handle, lease string, 
 		q += " AND handle = ?"
 		args = append(args, only)
 	}
-	q += " ORDER BY created_at, rowid LIMIT 1) RETURNING handle"
+	q += " ORDER BY created_at, " + table.RowOrder(r.db) + " LIMIT 1) RETURNING handle"
 	err = r.db.WithTx(ctx, func(tx *store.Tx) error {
-		return tx.QueryRowContext(ctx, q, args...).Scan(&handle)
+		return table.QueryRow(ctx, tx, q, args...).Scan(&handle)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", "", nil
@@ -142,7 +142,7 @@ func (r *Runner) execute(ctx context.Context, handle, lease string) {
 }
 
 func (r *Runner) load(ctx context.Context, handle string) (*Task, *params, *model.Auth, error) {
-	return scanTask(r.db.Reader().QueryRowContext(ctx, "SELECT "+taskCols+" FROM tasks WHERE handle = ?", handle))
+	return scanTask(table.ReadRow(ctx, r.db, "SELECT "+taskCols+" FROM tasks WHERE handle = ?", handle))
 }
 
 // finish records a final status, if the task is still held under lease.
@@ -152,7 +152,7 @@ func (r *Runner) finish(ctx context.Context, handle, lease, status, msg string) 
 		errText = msg
 	}
 	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = ?, error = ?, finished_at = ?, lease_owner = '',
+		_, err := table.Exec(ctx, tx, `UPDATE tasks SET status = ?, error = ?, finished_at = ?, lease_owner = '',
 			lease_until = '' WHERE handle = ? AND lease_owner = ? AND status = 'running'`, status, errText, r.now(), handle, lease)
 		return err
 	})
@@ -164,7 +164,7 @@ func (r *Runner) finish(ctx context.Context, handle, lease, status, msg string) 
 // release hands a running task back to the queue (graceful shutdown).
 func (r *Runner) release(ctx context.Context, handle, lease string) {
 	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'queued', lease_owner = '', lease_until = ''
+		_, err := table.Exec(ctx, tx, `UPDATE tasks SET status = 'queued', lease_owner = '', lease_until = ''
 			WHERE handle = ? AND lease_owner = ? AND status = 'running'`, handle, lease)
 		return err
 	})

@@ -11,7 +11,7 @@ func (r *Runner) CountByStatus(ctx context.Context) (map[string]int64, error) {
 	for _, st := range Statuses {
 		out[st] = 0
 	}
-	rows, err := r.db.Reader().QueryContext(ctx, "SELECT status, COUNT(*) FROM tasks GROUP BY status")
+	rows, err := table.Read(ctx, r.db, "SELECT status, COUNT(*) FROM tasks GROUP BY status")
 	if err != nil {
 		return nil, err
 	}

@@ -230,7 +230,7 @@ func (r *Runner) insert(ctx context.Context, tx *store.Tx, sub *submission) erro
 	max := r.db.ConfigInt(ctx, store.ConfigQueueMax)
 	perOwner := r.db.ConfigInt(ctx, store.ConfigQueueMaxPerOwner)
 	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").Scan(&n); err != nil {
+	if err := table.QueryRow(ctx, tx, "SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')").Scan(&n); err != nil {
 		return fmt.Errorf("count tasks: %w", err)
 	}
 	if n >= max {
@@ -239,15 +239,15 @@ func (r *Runner) insert(ctx context.Context, tx *store.Tx, sub *submission) erro
 	// The owner is the submitting credential (the stored authorisation context's key
 	// id, or kind and name): keys without a user all own tasks as "system" otherwise.
 	var mine int
-	cond, args := submittedBy(sub.submitter)
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')
+	cond, args := r.submittedBy(sub.submitter)
+	if err := table.QueryRow(ctx, tx, `SELECT count(*) FROM tasks WHERE status IN ('queued', 'running')
 		AND `+cond, args...).Scan(&mine); err != nil {
 		return fmt.Errorf("count tasks: %w", err)
 	}
 	if perOwner > 0 && mine >= perOwner {
 		return model.Errorf(model.EInvalid, "task queue is full for this owner (%d unfinished tasks, QUEUE_MAX_PER_OWNER %d)", mine, perOwner)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO tasks(handle, kind, params, auth, owner_type, owner_id, status, created_at)
+	_, err := table.Exec(ctx, tx, `INSERT INTO tasks(handle, kind, params, auth, owner_type, owner_id, status, created_at)
 		VALUES(?, 'pipeline', ?, ?, ?, ?, 'queued', ?)`, sub.handle, sub.params, sub.auth, sub.ownerType, sub.ownerID, r.now())
 	if err != nil {
 		return fmt.Errorf("insert task: %w", err)
@@ -342,7 +342,7 @@ const taskCols = `handle, kind, params, auth, owner_type, owner_id, status, prog
 
 // Get returns a task by handle.
 func (r *Runner) Get(ctx context.Context, handle string) (*Task, error) {
-	t, _, _, err := scanTask(r.db.Reader().QueryRowContext(ctx, "SELECT "+taskCols+" FROM tasks WHERE handle = ?", handle))
+	t, _, _, err := scanTask(table.ReadRow(ctx, r.db, "SELECT "+taskCols+" FROM tasks WHERE handle = ?", handle))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, model.Errorf(model.ENotFound, "task not found")
 	}
@@ -367,14 +367,15 @@ func SubmitterOf(a *model.Auth) string {
 // submittedBy is the SQL condition on a task's stored authorisation context (the
 // auth column) that SubmitterOf(a) names: the same key id, or, for a context without
 // one, the same kind and name and no key id.
-func submittedBy(a *model.Auth) (string, []any) {
+func (r *Runner) submittedBy(a *model.Auth) (string, []any) {
+	field := func(name string) string { return table.JSONValue(r.db, "auth", "'$."+name+"'") }
 	switch {
 	case SubmitterOf(a) == "system":
-		return "coalesce(json_extract(auth, '$.kind'), 'system') = 'system'", nil
+		return "coalesce(" + field("kind") + ", 'system') = 'system'", nil
 	case a.Kind == model.AuthAPIKey && a.KeyID != 0:
-		return "json_extract(auth, '$.kind') = 'apikey' AND json_extract(auth, '$.key_id') = ?", []any{a.KeyID}
+		return field("kind") + " = 'apikey' AND " + field("key_id") + " = ?", []any{a.KeyID}
 	}
-	return "json_extract(auth, '$.kind') = ? AND json_extract(auth, '$.name') = ? AND json_extract(auth, '$.key_id') IS NULL",
+	return field("kind") + " = ? AND " + field("name") + " = ? AND " + field("key_id") + " IS NULL",
 		[]any{a.Kind, a.Name}
 }
 
@@ -406,7 +407,7 @@ func (r *Runner) list(ctx context.Context, ownerTypes []string, ownerID string, 
 		args = append(args, ownerID)
 	}
 	if submitter != nil {
-		cond, more := submittedBy(submitter)
+		cond, more := r.submittedBy(submitter)
 		q += " AND " + cond
 		args = append(args, more...)
 	}
@@ -414,9 +415,9 @@ func (r *Runner) list(ctx context.Context, ownerTypes []string, ownerID string, 
 		q += " AND status = ?"
 		args = append(args, status)
 	}
-	q += " ORDER BY created_at DESC, rowid DESC LIMIT ?"
+	q += " ORDER BY created_at DESC, " + table.RowOrder(r.db) + " DESC LIMIT ?"
 	args = append(args, limit)
-	rows, err := r.db.Reader().QueryContext(ctx, q, args...)
+	rows, err := table.Read(ctx, r.db, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
@@ -436,11 +437,11 @@ func (r *Runner) list(ctx context.Context, ownerTypes []string, ownerID string, 
 // current batch. Finished tasks are left as they are.
 func (r *Runner) Cancel(ctx context.Context, handle string) (*Task, error) {
 	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'cancelled', finished_at = ?
+		if _, err := table.Exec(ctx, tx, `UPDATE tasks SET status = 'cancelled', finished_at = ?
 			WHERE handle = ? AND status = 'queued'`, r.now(), handle); err != nil {
 			return fmt.Errorf("cancel task: %w", err)
 		}
-		_, err := tx.ExecContext(ctx, "UPDATE tasks SET cancel_requested = 1 WHERE handle = ? AND status = 'running'", handle)
+		_, err := table.Exec(ctx, tx, "UPDATE tasks SET cancel_requested = 1 WHERE handle = ? AND status = 'running'", handle)
 		if err != nil {
 			return fmt.Errorf("cancel task: %w", err)
 		}
@@ -458,7 +459,7 @@ func (r *Runner) Purge(ctx context.Context) (int64, error) {
 	cutoff := r.db.Now().UTC().AddDate(0, 0, -days).Format(time.RFC3339)
 	var n int64
 	err := r.db.WithTx(ctx, func(tx *store.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE status IN ('succeeded', 'failed', 'cancelled')
+		res, err := table.Exec(ctx, tx, `DELETE FROM tasks WHERE status IN ('succeeded', 'failed', 'cancelled')
 			AND finished_at < ?`, cutoff)
 		if err != nil {
 			return fmt.Errorf("purge tasks: %w", err)

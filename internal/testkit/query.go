@@ -15,15 +15,15 @@ import (
 // Querier is what the query helpers read through: a *store.DB (its read pool), or
 // Pool(r) for a read-only *sql.DB opened beside a running process.
 type Querier interface {
-	Reader() *sql.DB
+	Reader() store.Reader
 }
 
-// Pool makes a plain read pool a Querier.
-func Pool(r *sql.DB) Querier { return pool{r} }
+// Pool makes a plain read pool (a *sql.DB) a Querier.
+func Pool(r store.Reader) Querier { return pool{r} }
 
-type pool struct{ r *sql.DB }
+type pool struct{ r store.Reader }
 
-func (p pool) Reader() *sql.DB { return p.r }
+func (p pool) Reader() store.Reader { return p.r }
 
 // QueryInt runs a query returning one integer.
 func QueryInt(tb testing.TB, q Querier, query string, args ...any) int {
@@ -83,14 +83,12 @@ func Rows(tb testing.TB, q Querier, query string, args ...any) (cols []string, r
 	return cols, rows
 }
 
-// Exec runs one statement in a write transaction (to set up states loads cannot).
+// Exec runs one statement in a write transaction (to set up states loads cannot):
+// the migration door's raw statement, the only one the store offers.
 func Exec(tb testing.TB, db *store.DB, query string, args ...any) {
 	tb.Helper()
 	ctx := context.Background()
-	err := db.WithTx(ctx, func(tx *store.Tx) error {
-		_, err := tx.ExecContext(ctx, query, args...)
-		return err
-	})
+	err := db.Migrate(ctx, func(m *store.Migration) error { return m.Exec(ctx, query, args...) })
 	if err != nil {
 		tb.Fatalf("%s: %v", query, err)
 	}
@@ -100,9 +98,9 @@ func Exec(tb testing.TB, db *store.DB, query string, args ...any) {
 func ExecAll(tb testing.TB, db *store.DB, stmts ...string) {
 	tb.Helper()
 	ctx := context.Background()
-	err := db.WithTx(ctx, func(tx *store.Tx) error {
+	err := db.Migrate(ctx, func(m *store.Migration) error {
 		for _, q := range stmts {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
+			if err := m.Exec(ctx, q); err != nil {
 				return fmt.Errorf("%s: %w", q, err)
 			}
 		}
@@ -143,20 +141,16 @@ type Row struct {
 func InsertInstances(tb testing.TB, db *store.DB, cls string, rows []Row) {
 	tb.Helper()
 	ctx := context.Background()
-	err := db.WithTx(ctx, func(tx *store.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data,
+	const insert = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data,
 			created_at, updated_at) VALUES((SELECT max(high, coalesce((SELECT max(id) FROM instances), 0)) + 1
-			FROM instance_ids), ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
+			FROM instance_ids), ?, ?, ?, ?, ?, ?, ?)`
+	err := db.Migrate(ctx, func(m *store.Migration) error {
 		for _, r := range rows {
 			data, err := json.Marshal(r.Data)
 			if err != nil {
 				return err
 			}
-			if _, err := st.ExecContext(ctx, cls, r.Keyname, r.Displayname, r.Enabled, string(data), OldTime, OldTime); err != nil {
+			if err := m.Exec(ctx, insert, cls, r.Keyname, r.Displayname, r.Enabled, string(data), OldTime, OldTime); err != nil {
 				return err
 			}
 		}

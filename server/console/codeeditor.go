@@ -41,7 +41,7 @@ type editorData struct {
 // codeEditor: /data/private/code_editor/ — GET ?schema=&keys=&format= opens objects
 // in the load format (YAML or JSON); POST do=validate|dryrun|save checks, dry-runs or
 // loads the edited document with the user's permissions (p_code_editor).
-func (c *Console) codeEditor(w http.ResponseWriter, r *http.Request, q *req, _ string) {
+func (c *Console) codeEditor(w http.ResponseWriter, r *http.Request, q *req) {
 	ctx := r.Context()
 	qs := r.URL.Query()
 	d := &editorData{Schema: strings.TrimSpace(qs.Get("schema")), Keys: strings.TrimSpace(qs.Get("keys")),
@@ -57,20 +57,17 @@ func (c *Console) codeEditor(w http.ResponseWriter, r *http.Request, q *req, _ s
 	}
 	v := url.Values{"schema": {d.Schema}, "keys": {d.Keys}, "format": {d.Format}}
 	d.Action = "/data/private/code_editor/?" + v.Encode()
-	switch r.Method {
-	case http.MethodGet:
-		if d.Schema != "" {
-			if status, msg := c.openObjects(ctx, q.auth, d); msg != "" {
-				c.errorPage(w, r, q, status, msg)
-				return
-			}
-		}
-		c.render(w, r, q, http.StatusOK, "code_editor", "Code editor", d)
-	case http.MethodPost:
+	if r.Method == http.MethodPost {
 		c.editorPost(w, r, q, d)
-	default:
-		c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
+		return
 	}
+	if d.Schema != "" {
+		if status, msg := c.openObjects(ctx, q.auth, d); msg != "" {
+			c.errorPage(w, r, q, status, msg)
+			return
+		}
+	}
+	c.render(w, r, q, http.StatusOK, "code_editor", "Code editor", d)
 }
 
 // openObjects fills d.Doc with the chosen objects in the load format: those named by

@@ -27,7 +27,7 @@ type configurationData struct {
 // configurationTool: /data/private/configuration/ — every entry with its description,
 // default and value; with p_conf_admin a form changes them, validated as the API does:
 // one invalid value refuses the whole form, naming the reason next to the field.
-func (c *Console) configurationTool(w http.ResponseWriter, r *http.Request, q *req, _ string) {
+func (c *Console) configurationTool(w http.ResponseWriter, r *http.Request, q *req) {
 	ctx := r.Context()
 	d := configurationData{CanAdmin: q.auth.Has("p_conf_admin")}
 	if r.Method == http.MethodPost && !d.CanAdmin {

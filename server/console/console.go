@@ -21,6 +21,7 @@ import (
 	"github.com/julienschmidt/httprouter"
 
 	"dataservice/internal/clientaddr"
+	"dataservice/server/httperror"
 	"dataservice/store"
 	"dataservice/store/model"
 	"dataservice/tasks"
@@ -135,7 +136,9 @@ type req struct {
 	sess *store.Session
 	user *store.Instance
 	auth *model.Auth
-	ps   httprouter.Params
+	// ps are the path's named segments: the router's ("rest" below /data/private/),
+	// then, on a tool's or schema's page, those of its route (pick).
+	ps httprouter.Params
 }
 
 type pageHandler func(w http.ResponseWriter, r *http.Request, q *req)
@@ -346,16 +349,15 @@ func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, q *req) {
 	c.errorPage(w, r, q, http.StatusForbidden, "You do not have the permission to use this page.")
 }
 
-// fail shows a store error: internal errors are logged and shown only as "internal error".
+// fail shows a store error with the API's status for its code (httperror.Status):
+// internal errors are logged and shown only as "internal error".
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, q *req, err error) {
-	code := store.ErrorCode(err)
-	status := map[string]int{model.ENotFound: 404, model.EInvalid: 400, model.EConflict: 409,
-		model.EUnauthorized: 401, model.EForbidden: 403, model.EDiskFull: 507}[code]
-	if code == model.EDiskFull {
+	status := httperror.Status(err)
+	if store.ErrorCode(err) == model.EDiskFull {
 		// Logged once per episode by the store; the page names the file.
 		err = c.db.NoSpace(err)
 	}
-	if status == 0 {
+	if status == http.StatusInternalServerError {
 		c.log.Error("console request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		c.errorPage(w, r, q, http.StatusInternalServerError, "internal error")
 		return

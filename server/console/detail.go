@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"dataservice/server/httperror"
 	"dataservice/store"
 	"dataservice/store/model"
 )
@@ -43,9 +44,9 @@ type detailData struct {
 }
 
 // instancePage dispatches /data/private/<schema>/<keyname>/ by ?do=.
-func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, key string) {
+func (c *Console) instancePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema) {
 	ctx := r.Context()
-	in, err := c.db.Instance(ctx, sch.Keyname, key)
+	in, err := c.db.Instance(ctx, sch.Keyname, q.ps.ByName("key"))
 	if err != nil {
 		c.fail(w, r, q, err)
 		return
@@ -279,18 +280,10 @@ func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch
 		return
 	}
 	if _, err := c.apply(ctx, q.auth, sch, in, nil, model.ActionDelete); err != nil {
-		c.render(w, r, q, statusOf(err), "delete", "Delete "+in.Keyname, confirmData{Schema: sch, Instance: in, Self: self, Error: store.ErrorMessage(err)})
+		c.render(w, r, q, httperror.Status(err), "delete", "Delete "+in.Keyname, confirmData{Schema: sch, Instance: in, Self: self, Error: store.ErrorMessage(err)})
 		return
 	}
 	http.Redirect(w, r, "/data/private/"+url.PathEscape(sch.Keyname)+"/?done=deleted", http.StatusSeeOther)
-}
-
-func statusOf(err error) int {
-	if s := map[string]int{model.ENotFound: 404, model.EInvalid: 400, model.EConflict: 409, model.EForbidden: 403,
-		model.EDiskFull: 507}[store.ErrorCode(err)]; s != 0 {
-		return s
-	}
-	return http.StatusInternalServerError
 }
 
 // renamePage: GET ?do=rename asks for the new keyname (showing what refers here), POST
@@ -322,7 +315,7 @@ func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch
 			return
 		}
 		d.Error = store.ErrorMessage(err)
-		c.render(w, r, q, statusOf(err), "rename", "Rename "+in.Keyname, d)
+		c.render(w, r, q, httperror.Status(err), "rename", "Rename "+in.Keyname, d)
 		return
 	}
 	// What refers to the new keyname now: the references that followed.
@@ -370,7 +363,7 @@ func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, s
 	next := wanted(sch, in, in.Keyname, in.Displayname, in.IsEnabled, map[string]any{"password": p1})
 	if _, err := c.apply(r.Context(), q.auth, sch, in, next, model.ActionUpdate); err != nil {
 		d.Error = store.ErrorMessage(err)
-		c.render(w, r, q, statusOf(err), "password", "Password of "+in.Keyname, d)
+		c.render(w, r, q, httperror.Status(err), "password", "Password of "+in.Keyname, d)
 		return
 	}
 	http.Redirect(w, r, d.Self+"?done=password", http.StatusSeeOther)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"dataservice/server/httperror"
 	"dataservice/store"
 	"dataservice/store/model"
 )
@@ -226,7 +227,8 @@ func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch
 	http.Redirect(w, r, link(sch.Keyname, key)+"?done=created", http.StatusSeeOther)
 }
 
-// formError re-renders a form with the store's error next to its field.
+// formError re-renders a form with the store's error next to its field, with the
+// API's status for its code.
 func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *formData, title string, err error) {
 	if store.Aborts(err) {
 		c.fail(w, r, q, err)
@@ -240,11 +242,7 @@ func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *f
 			d.Error = msg
 		}
 	}
-	status := map[string]int{model.EForbidden: 403, model.EConflict: 409, model.ENotFound: 404}[store.ErrorCode(err)]
-	if status == 0 {
-		status = http.StatusBadRequest
-	}
-	c.render(w, r, q, status, "form", title, d)
+	c.render(w, r, q, httperror.Status(err), "form", title, d)
 }
 
 // checked reads a checkbox that follows a hidden "false" input of the same name.

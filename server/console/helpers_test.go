@@ -177,9 +177,8 @@ func (e *env) queryInt(q string, args ...any) int {
 
 func (e *env) exec(q string, args ...any) {
 	e.t.Helper()
-	if err := e.db.WithTx(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.Exec(q, args...)
-		return err
+	if err := e.db.Migrate(context.Background(), func(m *store.Migration) error {
+		return m.Exec(context.Background(), q, args...)
 	}); err != nil {
 		e.t.Fatalf("%s: %v", q, err)
 	}

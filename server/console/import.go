@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"dataservice/internal/clip"
+	"dataservice/server/httperror"
 	"dataservice/store"
 	"dataservice/store/codec"
 	"dataservice/store/model"
@@ -122,7 +123,7 @@ type importData struct {
 
 // importTool: /data/private/import/ — paste or upload YAML, JSON or CSV; Check runs
 // it as a dry run, Import loads it, both with the user's permissions (p_data_import).
-func (c *Console) importTool(w http.ResponseWriter, r *http.Request, q *req, _ string) {
+func (c *Console) importTool(w http.ResponseWriter, r *http.Request, q *req) {
 	ctx := r.Context()
 	d := &importData{Format: "yaml", Keyfield: "keyname", Encoding: "utf-8", MaxSize: sizeText(c.maxBody),
 		Delimiter: c.db.ConfigValue(ctx, store.ConfigCSVDelimiter)}
@@ -134,13 +135,8 @@ func (c *Console) importTool(w http.ResponseWriter, r *http.Request, q *req, _ s
 		c.fail(w, r, q, err)
 		return
 	}
-	switch r.Method {
-	case http.MethodGet:
+	if r.Method == http.MethodGet {
 		c.render(w, r, q, http.StatusOK, "import", "Import", d)
-		return
-	case http.MethodPost:
-	default:
-		c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
 	get := r.PostFormValue
@@ -239,13 +235,11 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 // refusal is the status and message of a store error; internal errors are logged and
 // shown only as "internal error".
 func (c *Console) refusal(r *http.Request, err error) (int, *loadReport, string) {
-	code := store.ErrorCode(err)
-	status := map[string]int{model.ENotFound: 404, model.EInvalid: 400, model.EConflict: 409,
-		model.EUnauthorized: 401, model.EForbidden: 403, model.ETooLarge: 413, model.EDiskFull: 507}[code]
-	if code == model.EDiskFull {
+	status := httperror.Status(err)
+	if store.ErrorCode(err) == model.EDiskFull {
 		err = c.db.NoSpace(err) // logged once per episode by the store, naming the file
 	}
-	if status == 0 {
+	if status == http.StatusInternalServerError {
 		if !errors.Is(err, context.Canceled) && r.Context().Err() == nil {
 			c.log.Error("console load failed", "path", r.URL.Path, "error", err)
 		}

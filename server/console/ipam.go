@@ -105,12 +105,20 @@ type holderRow struct {
 	Schema, Keyname, Displayname, Field, Link string
 }
 
-// ipamTool: /data/private/ipam/... — dispatches to the tool's pages.
-func (c *Console) ipamTool(w http.ResponseWriter, r *http.Request, q *req, rest string) {
-	if r.Method != http.MethodGet {
-		c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
-		return
+// ipamPage makes a page of the IPAM tool (/data/private/ipam/...): every page reads the
+// IPAM schemas first (404 when they are not installed, 403 without read on the subnets
+// and addresses) and gets what they give (ipamData).
+func ipamPage(serve func(c *Console, w http.ResponseWriter, r *http.Request, q *req, d *ipamData)) pageFunc {
+	return func(c *Console, w http.ResponseWriter, r *http.Request, q *req) {
+		if d, ok := c.ipamSchemas(w, r, q); ok {
+			serve(c, w, r, q, d)
+		}
 	}
+}
+
+// ipamSchemas reads the IPAM schemas the user may read; it answers the request itself
+// when they are missing or the user may not read them.
+func (c *Console) ipamSchemas(w http.ResponseWriter, r *http.Request, q *req) (*ipamData, bool) {
 	ctx := r.Context()
 	d := &ipamData{}
 	for _, name := range []string{"ipam_subnet", "ipam_ip", "ipam_vlan"} {
@@ -120,38 +128,25 @@ func (c *Console) ipamTool(w http.ResponseWriter, r *http.Request, q *req, rest 
 		}
 		if store.IsNotFound(err) {
 			c.errorPage(w, r, q, http.StatusNotFound, "The IPAM schemas are not installed (schema "+name+" does not exist).")
-			return
+			return nil, false
 		}
 		if err != nil {
 			c.fail(w, r, q, err)
-			return
+			return nil, false
 		}
 		if !model.CanRead(q.auth, sch) {
 			if name == "ipam_vlan" {
 				continue
 			}
 			c.errorPage(w, r, q, http.StatusForbidden, "The IPAM pages need read permission on ipam_subnet and ipam_ip.")
-			return
+			return nil, false
 		}
 		if name == "ipam_vlan" {
 			d.VLANs = true
 		}
 		d.Lists = append(d.Lists, ipamLink{Title: sch.Displayname, URL: "/data/private/" + name + "/"})
 	}
-	switch rest {
-	case "":
-		c.ipamSubnets(w, r, q, d)
-	case "vlan":
-		if !d.VLANs {
-			c.errorPage(w, r, q, http.StatusForbidden, "The VLAN page needs read permission on ipam_vlan.")
-			return
-		}
-		c.ipamVLANs(w, r, q, d)
-	case "find":
-		c.ipamFind(w, r, q, d)
-	default:
-		c.ipamSubnet(w, r, q, d, rest)
-	}
+	return d, true
 }
 
 // subnetRowOf describes a subnet with its usage.
@@ -228,7 +223,8 @@ func (c *Console) ipamSubnets(w http.ResponseWriter, r *http.Request, q *req, d 
 // ipamSubnet: GET /data/private/ipam/<CIDR>/ — a subnet: its usage, the subnets around
 // and inside it, its VLANs, and its addresses with the free ranges between them, a
 // page at a time (?from=<address>).
-func (c *Console) ipamSubnet(w http.ResponseWriter, r *http.Request, q *req, d *ipamData, cidr string) {
+func (c *Console) ipamSubnet(w http.ResponseWriter, r *http.Request, q *req, d *ipamData) {
+	cidr := q.ps.ByName("cidr")
 	ctx := r.Context()
 	p, err := store.ParseSubnet(cidr)
 	if err != nil {

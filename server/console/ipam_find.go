@@ -15,6 +15,10 @@ const vlanSubnetsMax = 100
 // ipamVLANs: GET /data/private/ipam/vlan/ — VLANs by VLAN id, a page at a time, each
 // with its subnets and their usage.
 func (c *Console) ipamVLANs(w http.ResponseWriter, r *http.Request, q *req, d *ipamData) {
+	if !d.VLANs {
+		c.errorPage(w, r, q, http.StatusForbidden, "The VLAN page needs read permission on ipam_vlan.")
+		return
+	}
 	ctx := r.Context()
 	sch, err := c.db.Schema(ctx, "ipam_vlan")
 	if err != nil {

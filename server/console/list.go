@@ -17,15 +17,11 @@ import (
 	"dataservice/store/model"
 )
 
-// schemaPage dispatches /data/private/<schema>/ by its query: the create form
-// (do=new), the type-ahead lookup (do=lookup), an export, else the list.
+// schemaPage: GET /data/private/<schema>/ — by its query the type-ahead lookup
+// (do=lookup), an export, else the list (the create form, do=new, is a route of its own).
 func (c *Console) schemaPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema) {
 	qs := r.URL.Query()
 	switch {
-	case qs.Get("do") == "new":
-		c.createPage(w, r, q, sch)
-	case r.Method != http.MethodGet:
-		c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
 	case qs.Get("do") == "lookup":
 		c.lookup(w, r, q, sch)
 	case qs.Get("export") != "":

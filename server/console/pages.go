@@ -206,9 +206,11 @@ func (c *Console) schemaGroups(ctx context.Context, auth *model.Auth, only strin
 	return out, nil
 }
 
-// data dispatches /data/private/...: "/" the schemas, "/<page>/" a page of schemas,
-// "/<schema>/" the list, "/<schema>/<keyname>/" the detail. Every page needs
-// p_data_access, as the data API does.
+// data dispatches /data/private/...: "/" the schemas, "/<tool>/..." a tool's routes,
+// "/<page>/" a page of schemas (dataRoutes), "/<schema>/..." the schema's routes (the
+// list, the create form, an instance's pages: schemaRoutes). Every page needs
+// p_data_access, as the data API does; a tool's or schema's permission is checked
+// before its route's method.
 func (c *Console) data(w http.ResponseWriter, r *http.Request, q *req) {
 	rest := q.ps.ByName("rest")
 	if !strings.HasSuffix(rest, "/") {
@@ -226,26 +228,26 @@ func (c *Console) data(w http.ResponseWriter, r *http.Request, q *req) {
 		return
 	}
 	path := strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/")
+	name, key, _ := strings.Cut(path, "/")
 	if path == "" {
-		c.schemas(w, r, q, "")
+		if serve, ok := pick(c, w, r, q, dataRoutes, path); ok {
+			serve(c, w, r, q)
+		}
 		return
 	}
-	name, key, _ := strings.Cut(path, "/")
 	if t := toolNamed(name); t != nil {
 		if !t.allowed(q.auth) {
 			c.forbidden(w, r, q)
 			return
 		}
-		if t.OnePage && key != "" {
-			c.errorPage(w, r, q, http.StatusNotFound, "not found")
-			return
-		}
-		t.Serve(c, w, r, q, key)
+		t.serve(c, w, r, q, key)
 		return
 	}
 	sch, err := c.db.Schema(r.Context(), name)
 	if store.IsNotFound(err) && key == "" {
-		c.schemas(w, r, q, name)
+		if serve, ok := pick(c, w, r, q, dataRoutes, path); ok {
+			serve(c, w, r, q)
+		}
 		return
 	}
 	if err != nil {
@@ -256,19 +258,15 @@ func (c *Console) data(w http.ResponseWriter, r *http.Request, q *req) {
 		c.forbidden(w, r, q)
 		return
 	}
-	if key == "" {
-		c.schemaPage(w, r, q, sch)
-		return
+	if serve, ok := pick(c, w, r, q, schemaRoutes, key); ok {
+		serve(c, w, r, q, sch)
 	}
-	c.instancePage(w, r, q, sch, key)
 }
 
-// schemas: GET /data/private/ (or a page of it) — schemas grouped by page with counts.
-func (c *Console) schemas(w http.ResponseWriter, r *http.Request, q *req, page string) {
-	if r.Method != http.MethodGet {
-		c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
-		return
-	}
+// schemas: GET /data/private/ (or a page of it, /data/private/<page>/) — schemas
+// grouped by page with counts.
+func (c *Console) schemas(w http.ResponseWriter, r *http.Request, q *req) {
+	page := q.ps.ByName("page")
 	groups, err := c.schemaGroups(r.Context(), q.auth, page, true)
 	if err != nil {
 		c.fail(w, r, q, err)

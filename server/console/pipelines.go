@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"dataservice/server/httperror"
 	"dataservice/store"
 	"dataservice/store/model"
 	"dataservice/tasks"
@@ -62,27 +63,6 @@ type pipelineData struct {
 	RunErr     string
 }
 
-// pipelineTool: /data/private/pipeline/ and /data/private/pipeline/<name>/.
-func (c *Console) pipelineTool(w http.ResponseWriter, r *http.Request, q *req, rest string) {
-	if c.runner == nil {
-		c.errorPage(w, r, q, http.StatusServiceUnavailable, "Pipelines cannot run here: the task runner is not available.")
-		return
-	}
-	if rest == "" {
-		if r.Method != http.MethodGet {
-			c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
-			return
-		}
-		c.pipelineList(w, r, q)
-		return
-	}
-	if strings.Contains(rest, "/") {
-		c.errorPage(w, r, q, http.StatusNotFound, "not found")
-		return
-	}
-	c.pipelinePage(w, r, q, rest)
-}
-
 // pipelineSchema is the `_pipeline` class, whose permissions decide what the pages show.
 func (c *Console) pipelineSchema(ctx context.Context) (*model.Schema, error) {
 	return c.db.Schema(ctx, "_pipeline")
@@ -130,8 +110,9 @@ func (c *Console) pipelineList(w http.ResponseWriter, r *http.Request, q *req) {
 
 // pipelinePage: /data/private/pipeline/<name>/ — GET shows it; POST ?do=edit saves the
 // content, POST ?do=run runs it.
-func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, q *req, name string) {
+func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, q *req) {
 	ctx := r.Context()
+	name := q.ps.ByName("name")
 	sch, err := c.pipelineSchema(ctx)
 	if err != nil {
 		c.fail(w, r, q, err)
@@ -207,7 +188,7 @@ func (c *Console) savePipeline(ctx context.Context, w http.ResponseWriter, r *ht
 			return 0
 		}
 		d.ContentErr = store.ErrorMessage(err)
-		return statusOf(err)
+		return httperror.Status(err)
 	}
 	http.Redirect(w, r, d.Self+"?done=updated", http.StatusSeeOther)
 	return 0
@@ -225,7 +206,7 @@ func (c *Console) runPipeline(ctx context.Context, w http.ResponseWriter, r *htt
 			return 0
 		}
 		d.RunErr = store.ErrorMessage(err)
-		return statusOf(err)
+		return httperror.Status(err)
 	}
 	http.Redirect(w, r, taskURL(handle), http.StatusSeeOther)
 	return 0

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 
+	"dataservice/server/httperror"
 	"dataservice/store"
 	"dataservice/store/model"
 )
@@ -63,7 +65,12 @@ func parseRevisionDoc(s string) (*revisionDoc, error) {
 
 // revisionDiff: GET /data/private/revision/<id>/ shows the revision old → new per field
 // and the versions that may be restored; POST restores one (form field version).
-func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, id int64) {
+func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req) {
+	id, err := strconv.ParseInt(q.ps.ByName("id"), 10, 64)
+	if err != nil || id <= 0 {
+		c.errorPage(w, r, q, http.StatusNotFound, "not found")
+		return
+	}
 	ctx := r.Context()
 	rev, err := c.db.RevisionByID(ctx, id)
 	if err == nil && !c.revisionReader(ctx, q.auth)(rev.Classname) {
@@ -116,7 +123,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req, i
 				c.fail(w, r, q, err)
 				return
 			}
-			refused, status = "The store refused it: "+store.ErrorMessage(err), statusOf(err)
+			refused, status = "The store refused it: "+store.ErrorMessage(err), httperror.Status(err)
 		} else {
 			status = http.StatusConflict
 		}

@@ -79,25 +79,6 @@ func (c *Console) revisionReader(ctx context.Context, auth *model.Auth) func(cls
 	}
 }
 
-// revisionTool: /data/private/revision/ — the history; /data/private/revision/<id>/ —
-// one revision's diff, where a POST restores a version.
-func (c *Console) revisionTool(w http.ResponseWriter, r *http.Request, q *req, rest string) {
-	if rest == "" {
-		if r.Method != http.MethodGet {
-			c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
-			return
-		}
-		c.revisions(w, r, q)
-		return
-	}
-	id, err := strconv.ParseInt(rest, 10, 64)
-	if err != nil || id <= 0 {
-		c.errorPage(w, r, q, http.StatusNotFound, "not found")
-		return
-	}
-	c.revisionDiff(w, r, q, id)
-}
-
 // revisions: GET /data/private/revision/?class=&keyname=&author=&action=&from=&to=&before=
 // — the newest revisions the user may read, filtered, revisionPage a page, keyset by id.
 func (c *Console) revisions(w http.ResponseWriter, r *http.Request, q *req) {

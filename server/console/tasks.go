@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"dataservice/server/httperror"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -21,29 +22,6 @@ import (
 
 // taskURL is the console page of the task handle.
 func taskURL(handle string) string { return "/data/private/task/" + url.PathEscape(handle) + "/" }
-
-// taskTool: /data/private/task/...
-func (c *Console) taskTool(w http.ResponseWriter, r *http.Request, q *req, rest string) {
-	if c.runner == nil {
-		c.errorPage(w, r, q, http.StatusServiceUnavailable, "Tasks cannot be shown here: the task runner is not available.")
-		return
-	}
-	handle, sub, _ := strings.Cut(rest, "/")
-	switch {
-	case rest == "" && r.Method == http.MethodGet:
-		c.taskList(w, r, q)
-	case handle != "" && sub == "" && r.Method == http.MethodGet:
-		c.taskPage(w, r, q, handle)
-	case handle != "" && sub == "progress" && r.Method == http.MethodGet:
-		c.taskProgress(w, r, q, handle)
-	case handle != "" && sub == "cancel" && r.Method == http.MethodPost:
-		c.taskCancel(w, r, q, handle)
-	case rest == "" || sub == "" || sub == "progress" || sub == "cancel":
-		c.errorPage(w, r, q, http.StatusMethodNotAllowed, "method not allowed")
-	default:
-		c.errorPage(w, r, q, http.StatusNotFound, "not found")
-	}
-}
 
 type taskRow struct {
 	*tasks.Task
@@ -184,7 +162,8 @@ type counter struct {
 }
 
 // taskPage: GET /data/private/task/<handle>/ — the task the user may see (else 404).
-func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, q *req, handle string) {
+func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, q *req) {
+	handle := q.ps.ByName("handle")
 	t, err := c.runner.GetFor(r.Context(), handle, q.auth)
 	if err != nil {
 		c.fail(w, r, q, err)
@@ -218,11 +197,12 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, q *req, handl
 
 // taskProgress: GET /data/private/task/<handle>/progress/ — the live part of the page as
 // JSON, with the same visibility as the page.
-func (c *Console) taskProgress(w http.ResponseWriter, r *http.Request, q *req, handle string) {
+func (c *Console) taskProgress(w http.ResponseWriter, r *http.Request, q *req) {
+	handle := q.ps.ByName("handle")
 	w.Header().Set("Content-Type", "application/json")
 	t, err := c.runner.GetFor(r.Context(), handle, q.auth)
 	if err != nil {
-		status := statusOf(err)
+		status := httperror.Status(err)
 		msg := store.ErrorMessage(err)
 		if status == http.StatusInternalServerError {
 			c.log.Error("read task", "handle", handle, "error", err)
@@ -237,7 +217,8 @@ func (c *Console) taskProgress(w http.ResponseWriter, r *http.Request, q *req, h
 
 // taskCancel: POST /data/private/task/<handle>/cancel/ — as the API's cancel: a queued
 // task is cancelled at once, a running one after its current batch.
-func (c *Console) taskCancel(w http.ResponseWriter, r *http.Request, q *req, handle string) {
+func (c *Console) taskCancel(w http.ResponseWriter, r *http.Request, q *req) {
+	handle := q.ps.ByName("handle")
 	t, err := c.runner.CancelFor(r.Context(), handle, q.auth)
 	if err != nil {
 		c.fail(w, r, q, err)

@@ -21,11 +21,12 @@ type tool struct {
 	// Documents marks a tool whose forms carry load documents: its requests may be as
 	// large as the API's (Options.MaxBody) instead of 1 MiB.
 	Documents bool
-	// OnePage marks a tool with no pages below its own: any longer path is 404.
-	OnePage bool
-	// Serve answers the tool's pages; rest is the path after the tool's name, without
-	// its leading and trailing slashes ("" for the tool's own page).
-	Serve func(c *Console, w http.ResponseWriter, r *http.Request, q *req, rest string)
+	// NoRunner is the message of the 503 the tool answers, on every path, when the
+	// console has no task runner; "" for a tool that needs none.
+	NoRunner string
+	// Routes are the tool's pages, below /data/private/<Name>/; a path no route has
+	// is 404, a method no route of the path answers is 405 (pick).
+	Routes []route[pageFunc]
 }
 
 // tools are the console's tools, in sidebar order. A tool adds itself to the list in
@@ -34,17 +35,39 @@ var tools []tool
 
 func init() {
 	tools = []tool{
-		{Name: "revision", Title: "Revisions", Icon: "fa-history", Serve: (*Console).revisionTool},
-		{Name: "ipam", Title: "IPAM", Icon: "fa-sitemap", Serve: (*Console).ipamTool},
-		{Name: "pipeline", Title: "Pipelines", Icon: "fa-cogs", Serve: (*Console).pipelineTool},
-		{Name: "task", Title: "Tasks", Icon: "fa-tasks", Serve: (*Console).taskTool,
-			Allowed: func(a *model.Auth) bool { return a.Has(tasks.PermRun) }},
-		{Name: "import", Title: "Import", Icon: "fa-upload", Documents: true, OnePage: true, Serve: (*Console).importTool,
-			Allowed: func(a *model.Auth) bool { return a.Has("p_data_import") }},
-		{Name: "code_editor", Title: "Code editor", Icon: "fa-code", Documents: true, OnePage: true, Serve: (*Console).codeEditor,
-			Allowed: func(a *model.Auth) bool { return a.Has("p_code_editor") }},
-		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, OnePage: true,
-			Serve: (*Console).configurationTool},
+		{Name: "revision", Title: "Revisions", Icon: "fa-history", Routes: []route[pageFunc]{
+			{Path: "", Methods: get, Serve: (*Console).revisions},
+			{Path: ":id", Methods: getPost, Serve: (*Console).revisionDiff},
+		}},
+		{Name: "ipam", Title: "IPAM", Icon: "fa-sitemap", Routes: []route[pageFunc]{
+			{Path: "", Methods: get, Serve: ipamPage((*Console).ipamSubnets)},
+			{Path: "vlan", Methods: get, Serve: ipamPage((*Console).ipamVLANs)},
+			{Path: "find", Methods: get, Serve: ipamPage((*Console).ipamFind)},
+			{Path: "*cidr", Methods: get, Serve: ipamPage((*Console).ipamSubnet)},
+		}},
+		{Name: "pipeline", Title: "Pipelines", Icon: "fa-cogs",
+			NoRunner: "Pipelines cannot run here: the task runner is not available.", Routes: []route[pageFunc]{
+				{Path: "", Methods: get, Serve: (*Console).pipelineList},
+				{Path: ":name", Methods: getPost, Serve: (*Console).pipelinePage},
+			}},
+		{Name: "task", Title: "Tasks", Icon: "fa-tasks", Allowed: func(a *model.Auth) bool { return a.Has(tasks.PermRun) },
+			NoRunner: "Tasks cannot be shown here: the task runner is not available.", Routes: []route[pageFunc]{
+				{Path: "", Methods: get, Serve: (*Console).taskList},
+				{Path: ":handle", Methods: get, Serve: (*Console).taskPage},
+				{Path: ":handle/progress", Methods: get, Serve: (*Console).taskProgress},
+				{Path: ":handle/cancel", Methods: post, Serve: (*Console).taskCancel},
+			}},
+		{Name: "import", Title: "Import", Icon: "fa-upload", Documents: true,
+			Allowed: func(a *model.Auth) bool { return a.Has("p_data_import") }, Routes: []route[pageFunc]{
+				{Path: "", Methods: getPost, Serve: (*Console).importTool},
+			}},
+		{Name: "code_editor", Title: "Code editor", Icon: "fa-code", Documents: true,
+			Allowed: func(a *model.Auth) bool { return a.Has("p_code_editor") }, Routes: []route[pageFunc]{
+				{Path: "", Methods: getPost, Serve: (*Console).codeEditor},
+			}},
+		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, Routes: []route[pageFunc]{
+			{Path: "", Methods: getPost, Serve: (*Console).configurationTool},
+		}},
 	}
 }
 
@@ -75,6 +98,18 @@ func toolNamed(name string) *tool {
 		}
 	}
 	return nil
+}
+
+// serve answers /data/private/<Name>/<rest>/ once the user may open the tool: 503
+// without the task runner the tool needs, else the route of rest (pick).
+func (t *tool) serve(c *Console, w http.ResponseWriter, r *http.Request, q *req, rest string) {
+	if t.NoRunner != "" && c.runner == nil {
+		c.errorPage(w, r, q, http.StatusServiceUnavailable, t.NoRunner)
+		return
+	}
+	if serve, ok := pick(c, w, r, q, t.Routes, rest); ok {
+		serve(c, w, r, q)
+	}
 }
 
 func (t *tool) allowed(auth *model.Auth) bool {

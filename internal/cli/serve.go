@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"dataservice/bootstrap"
+	"dataservice/server"
+	"dataservice/store"
+	"dataservice/tasks"
+)
+
+func setupServe(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
+	c.dbFlags(fs, true)
+	fs.StringVar(&c.sf.listen, "listen", "", "HTTP listen address (SERVICE_LISTEN, default 127.0.0.1:8080)")
+	fs.StringVar(&c.sf.baseURL, "base-url", "", "absolute URL prefix of returned URLs (SERVICE_BASE_URL)")
+	fs.StringVar(&c.sf.workers, "workers", "", "concurrent task workers (SERVICE_WORKERS, default 2)")
+	fs.StringVar(&c.sf.diskWarn, "disk-warn", "", "warn below this free space on the database's filesystem: a size or a percentage (SERVICE_DISK_WARN, default 1GiB)")
+	fs.StringVar(&c.sf.trustedProxies, "trusted-proxies", "", "reverse proxies whose X-Forwarded-For gives the client address: comma-separated CIDRs or addresses (SERVICE_TRUSTED_PROXIES, default none)")
+	return c.serve
+}
+
+func (c *cli) serve(ctx context.Context, _ []string) error {
+	s, err := loadSettings(c.getenv, &c.sf)
+	if err != nil {
+		return err
+	}
+	log := c.logger(s)
+	if err := checkDBPath(s.DB); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", s.Listen, err)
+	}
+	db, err := store.Open(ctx, s.DB, store.Options{Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer db.Close()
+	var ready atomic.Bool
+	m, err := c.startMetrics(ctx, s, db, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	go watchDisk(ctx, db, s.DiskWarn, diskCheckEvery, log)
+	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease,
+		OnProcessed: m.processedHook(), AfterBatch: afterBatch})
+	m.setRunner(runner)
+	srv := &http.Server{
+		Handler: server.New(server.Options{DB: db, Runner: runner, Logger: log, BaseURL: s.BaseURL,
+			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load, AccessLog: s.AccessLog,
+			OnRequest: m.requestHook(), OnLoad: m.loadHook(), TrustedProxies: s.TrustedProxies}),
+		ReadHeaderTimeout: s.ReadHeaderTimeout,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      5 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "db", s.DB, "version", s.Version)
+	if exposedWithoutBaseURL(ln.Addr(), s.BaseURL) {
+		log.Warn("listening on a non-loopback address without SERVICE_BASE_URL: task_url is built from each request's Host header; set SERVICE_BASE_URL to the address clients use",
+			"addr", ln.Addr().String())
+	}
+
+	started, blocks := time.Now(), []string(nil)
+	if err := startUpWith(ctx, db, s, log, func(b string) { blocks = append(blocks, b) }); err != nil {
+		srv.Close()
+		return err
+	}
+	m.startedUp(time.Since(started), blocks)
+	ready.Store(true)
+	runCtx, stopRunner := context.WithCancel(context.WithoutCancel(ctx))
+	go bootstrap.BackupLoop(runCtx, db, backupTick, log, m.backupHook())
+	runnerDone := make(chan struct{})
+	go func() {
+		defer close(runnerDone)
+		runner.Run(runCtx)
+	}()
+	log.Info("ready")
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		stopRunner()
+		<-runnerDone
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		log.Warn("http shutdown", "error", err)
+	}
+	stopRunner()
+	<-runnerDone
+	log.Info("stopped")
+	return nil
+}
+
+// exposedWithoutBaseURL reports whether the server listens on an address other
+// machines can reach (not loopback) while SERVICE_BASE_URL is unset, so the URLs it
+// returns come from a header clients control.
+func exposedWithoutBaseURL(addr net.Addr, baseURL string) bool {
+	if baseURL != "" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
+}
+
+// backupTick is how often serve checks whether a scheduled backup is due.
+const backupTick = time.Minute

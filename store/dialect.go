@@ -1,0 +1,211 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"syscall"
+)
+
+// dialect is the SQL of one database engine, for every statement whose text differs
+// between engines. The store's statements are written once, inline next to their
+// Scan; where engines differ, they take the text (a whole statement, or a fragment
+// such as a JSON access) from the dialect chosen at Open, as goqite picks its SQL
+// flavour per statement and River keeps one driver per engine. Callers never branch
+// on the engine: a new engine is a new dialect value, not an edit of its callers.
+//
+// Placeholders: every statement is written with SQLite's `?` (and `?N` where one
+// argument is used twice); rebind turns it into the engine's form inside the one set
+// of exec/query helpers (conn, Tx) every statement runs through, so no caller
+// rebinds.
+//
+// Upserts: `INSERT ... ON CONFLICT(...) DO UPDATE SET c = excluded.c` and `ON
+// CONFLICT(...) DO NOTHING` mean the same on the engines this store targets and are
+// written inline; SQLite's own forms (UPDATE OR IGNORE, INSERT OR REPLACE) appear only
+// in the SQLite dialect's files.
+//
+// JSON: data is stored as JSON text; its access goes through the json* fragments,
+// whose paths are SQL/JSON path text ($.name, $."name"), given as an argument or a
+// literal.
+//
+// Bookkeeping (instance counts, per-/16 address counts, the id high-water mark, the
+// search index's list of rows to re-index) is kept by triggers in SQLite's layout
+// steps, so every write path keeps it; it is part of an engine's layout.
+//
+// SQLite (dialect_sqlite.go) is the only engine; its file-level machinery (the
+// turnstile, the in-use lock, the schema-object check, dry runs' private files) stays
+// SQLite's, reached through the fields below.
+type dialect struct {
+	// driver is the database/sql driver name.
+	driver string
+	// dsn is the connection string of the database at path: the settings every
+	// connection applies (the PRAGMAs, for SQLite) and how a write transaction starts
+	// (BEGIN IMMEDIATE, SQLite's _txlock), for the writer pool or the read pool.
+	dsn func(path string, readOnly bool) string
+	// readOnlyDSN is the connection string of a database this process may not write
+	// (Options.ReadOnly).
+	readOnlyDSN func(path string) string
+
+	// turnstile tells whether write transactions of every process pass the file's
+	// turnstile (turnstile.go) before they start: SQLite has one writer per file and
+	// no queue of its own for it. An engine with row locks needs none.
+	turnstile bool
+
+	// snapshot are the options of a read transaction that sees one snapshot of the
+	// database from its first read to its end (BeginRead, an indexed search, a dry
+	// run's snapshot); nil for SQLite, where every read transaction does.
+	snapshot *sql.TxOptions
+
+	// rebind turns a statement written with `?` placeholders into the engine's.
+	rebind func(query string) string
+
+	// isUnique reports a UNIQUE or PRIMARY KEY violation; isBusy a lock the engine
+	// refused at once (try again shortly); isDiskFull a write refused for lack of
+	// space. Each classifies by the engine's error codes, never by message text.
+	isUnique, isBusy, isDiskFull func(error) bool
+
+	// insertID runs an INSERT of one row and returns the row's id, with inserted
+	// false when the statement wrote no row (ON CONFLICT DO NOTHING).
+	insertID func(ctx context.Context, exec execFunc, query string, args ...any) (id int64, inserted bool, err error)
+	// insertInstance inserts an instance (args: classname, keyname, displayname,
+	// is_enabled, data, created_at, updated_at) under an id above every id ever given
+	// out (the layout's instance_ids); insertInstanceIfAbsent writes nothing when
+	// the class holds the keyname already.
+	insertInstance, insertInstanceIfAbsent string
+	// convertKeyname is the statement changing an instance's keyname, displayname
+	// and updated_at (args in that order, then the id) that changes nothing, without
+	// error, when another instance of the class holds the keyname.
+	convertKeyname string
+
+	// JSON access, each a SQL expression over the text of a JSON document doc (a
+	// column) and a path expression (a `?` or a quoted literal such as '$.name'):
+	// jsonValue is the value at path as SQL (NULL when missing); jsonText the value
+	// as text when it is text, the JSON text otherwise; jsonType its JSON type name
+	// (NULL when missing); jsonHolds is a condition true when the value at path is
+	// value or is a list holding value; jsonSet and jsonRemove are doc with the
+	// value at path set or removed.
+	jsonValue, jsonText, jsonType func(doc, path string) string
+	jsonHolds                     func(doc, path, value string) string
+	jsonSet                       func(doc, path, value string) string
+	jsonRemove                    func(doc, path string) string
+
+	// contains is a condition true when text holds sub (a cheap filter before an
+	// exact test); like is the pattern-match operator that ignores ASCII case (a
+	// search's LIKE, with ESCAPE '\'); hexKeyname is a condition true when the
+	// keyname column col holds 8 lowercase hex digits (ipam_ip keynames); rowOrder is
+	// the column giving a table's rows in insertion order.
+	contains   func(text, sub string) string
+	like       string
+	hexKeyname func(col string) string
+	rowOrder   string
+
+	// Full-text search (search.go, searchindex.go). searchDirty reads whether
+	// written rows wait for the index; reindexAll are the statements bringing the
+	// index up to date with every listed row, the last of them flushing the index;
+	// reindexUpTo the same for the listed rows with ids up to `?` (the re-indexing at
+	// open works a chunk at a time). searchFrom and searchWhere replace a scan's FROM
+	// and class condition by the index's candidates (args: the index query, then the
+	// class); searchID is the id column of those candidates.
+	searchDirty             string
+	reindexAll, reindexUpTo []string
+	searchFrom, searchWhere string
+	searchID                string
+	// searchQuery is the index's query for a search, ok false where the index
+	// cannot narrow it exactly as LIKE would.
+	searchQuery func(search string) (q string, ok bool)
+
+	// layout is the engine's append-only list of table-layout steps (tables,
+	// indexes, and the triggers that keep the counts, the id high-water mark and the
+	// search index's dirty list). readLayoutVersion and setLayoutVersion read and
+	// record how many of layout's steps the file has run.
+	layout            []string
+	readLayoutVersion func(ctx context.Context, q querier) (int, error)
+	setLayoutVersion  func(n int) string
+	// layoutVersionsTable creates, where missing, the table of the registered
+	// owners' layout versions; hasLayoutVersions reads whether it exists.
+	layoutVersionsTable, hasLayoutVersions string
+	// checkFile refuses a file holding schema objects the layout does not create
+	// (schemacheck.go), before anything writes to it.
+	checkFile func(ctx context.Context, pool *sql.DB) error
+
+	// backup writes a consistent copy of the database, as it is now, to the empty
+	// file path (an online backup: writers go on meanwhile).
+	backup func(ctx context.Context, c conn, path string) error
+}
+
+// execFunc runs one statement: a transaction's exec, or a pool's.
+type execFunc func(ctx context.Context, query string, args ...any) (sql.Result, error)
+
+// dialects are the engines this program knows. Error classification goes through all
+// of them: an error carries the driver's own type, so no database is needed at hand.
+var dialects = []*dialect{sqliteDialect}
+
+// isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
+func isUnique(err error) bool {
+	return anyDialect(err, func(d *dialect) func(error) bool { return d.isUnique })
+}
+
+// isBusy reports whether err is a lock the engine refused at once.
+func isBusy(err error) bool {
+	return anyDialect(err, func(d *dialect) func(error) bool { return d.isBusy })
+}
+
+// isDiskFull reports whether err is a write refused for lack of space: the engine's
+// code or the system's ENOSPC.
+func isDiskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || anyDialect(err, func(d *dialect) func(error) bool { return d.isDiskFull })
+}
+
+func anyDialect(err error, test func(*dialect) func(error) bool) bool {
+	if err == nil {
+		return false
+	}
+	for _, d := range dialects {
+		if test(d)(err) {
+			return true
+		}
+	}
+	return false
+}
+
+// sqlRunner is what *sql.DB, *sql.Tx and *sql.Conn share.
+type sqlRunner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+// querier runs read statements written with `?` placeholders: a conn or a *Tx.
+type querier interface {
+	queryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	queryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// conn runs the store's statements on a pool, transaction or connection: each passes
+// the dialect's rebind first. It is the one place a statement meets database/sql.
+type conn struct {
+	raw sqlRunner
+	dia *dialect
+}
+
+func (c conn) execContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return c.raw.ExecContext(ctx, c.dia.rebind(query), args...)
+}
+
+func (c conn) queryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return c.raw.QueryContext(ctx, c.dia.rebind(query), args...)
+}
+
+func (c conn) queryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return c.raw.QueryRowContext(ctx, c.dia.rebind(query), args...)
+}
+
+func (c conn) prepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return c.raw.PrepareContext(ctx, c.dia.rebind(query))
+}
+
+// reader runs statements on the read pool; writer on the writer pool (outside any
+// transaction: a statement there is a transaction of its own).
+func (db *DB) reader() conn { return conn{db.r, db.dia} }
+func (db *DB) writer() conn { return conn{db.w, db.dia} }

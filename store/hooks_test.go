@@ -1,0 +1,11 @@
+package store
+
+import "context"
+
+// ExecInTx runs one statement in tx as written, for tests of package store_test that
+// must hold a transaction of their own open around raw writes (a commit canceled
+// midway). Only the store's tests see it.
+func ExecInTx(ctx context.Context, tx *Tx, query string, args ...any) error {
+	_, err := tx.execContext(ctx, query, args...)
+	return err
+}

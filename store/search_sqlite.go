@@ -1,0 +1,65 @@
+package store
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// SQLite's search index (layout 10) is a trigram FTS5 index; these are its statements
+// and its query syntax, which the SQLite dialect gives the search (search.go) and the
+// re-indexing (searchindex.go).
+
+// SearchDirtyCheck and SearchReindex are the statements a write transaction runs last
+// (reindexDirty): the check whether any written row awaits indexing, then the index's
+// update from the listed rows. Exported so that benchmark floors run the same SQL.
+const SearchDirtyCheck = `SELECT EXISTS (SELECT 1 FROM instances_search_dirty)`
+
+var SearchReindex = sqliteReindex("")
+
+// sqliteReindex are the re-indexing statements over the listed rows that satisfy
+// cond (a condition on d.id; "" for all of them).
+func sqliteReindex(cond string) []string {
+	and, where := "", ""
+	if cond != "" {
+		and, where = " AND "+cond, " WHERE "+cond
+	}
+	return []string{
+		`DELETE FROM instances_search WHERE rowid IN (SELECT d.id FROM instances_search_dirty d
+		WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = d.id)` + and + `)`,
+		`INSERT OR REPLACE INTO instances_search(rowid, keyname, displayname, data)
+		SELECT i.id, i.keyname, i.displayname, i.data
+		FROM instances_search_dirty d JOIN instances i ON i.id = d.id` + where + ` ORDER BY d.id`,
+		`DELETE FROM instances_search_dirty AS d` + where,
+		`INSERT INTO instances_search(instances_search) VALUES('flush')`,
+	}
+}
+
+// maxTrigrams bounds the trigrams a search asks the index for: a long search is
+// narrowed by its first ones (the LIKE check sees the whole search).
+const maxTrigrams = 32
+
+// indexQuery is the FTS5 query for a search: every distinct trigram of it (at most
+// maxTrigrams), each a quoted string, joined by AND (the index keeps no positions; the LIKE check that
+// follows does the rest). ok is false where the index cannot narrow a search
+// exactly as LIKE would: fewer than three characters (no trigram), text that is not
+// valid UTF-8, or a NUL character.
+func indexQuery(search string) (q string, ok bool) {
+	if utf8.RuneCountInString(search) < 3 || !utf8.ValidString(search) || strings.ContainsRune(search, 0) {
+		return "", false
+	}
+	r := []rune(search)
+	seen := map[string]bool{}
+	var b strings.Builder
+	for i := 0; i+3 <= len(r) && len(seen) < maxTrigrams; i++ {
+		tri := string(r[i : i+3])
+		if seen[tri] {
+			continue
+		}
+		seen[tri] = true
+		if b.Len() > 0 {
+			b.WriteString(" AND ")
+		}
+		b.WriteString(`"` + strings.ReplaceAll(tri, `"`, `""`) + `"`)
+	}
+	return b.String(), true
+}
