@@ -140,8 +140,8 @@ var allocated = testkit.Allocated
 
 const argonBytes = 19 << 20
 
+// Serial: it counts the process's allocations, which parallel tests would add to.
 func TestVerifySecretCached(t *testing.T) {
-	t.Parallel()
 	db := newTestDB(t)
 	h1 := model.HashSecret("key-secret")
 	var ok bool
@@ -249,8 +249,9 @@ func TestHeavyHashRefusedAtLoad(t *testing.T) {
 // TestCheckCredentialRefusalCostsTheSame: a correct secret on a credential that may not
 // be used (disabled, expired, filtered) costs a full derivation, like a wrong secret,
 // even right after the same secret was verified and cached.
+//
+// Serial: it counts the process's allocations, which parallel tests would add to.
 func TestCheckCredentialRefusalCostsTheSame(t *testing.T) {
-	t.Parallel()
 	db := newTestDB(t)
 	h := model.HashSecret("right")
 	if ok, err := db.CheckCredential("k", "right", h, true); !ok || err != nil {

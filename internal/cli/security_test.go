@@ -497,8 +497,9 @@ const argonBytes = 19 << 20
 // key whose hash is the cheap legacy $sha256$ form, and the same for Basic logins.
 // Asserted structurally: each refused request pays exactly one argon2id run (its
 // 19 MiB are allocated once), while an accepted repeat is a cache hit.
+//
+// Serial: it counts the process's allocations, which parallel tests would add to.
 func TestRefusalCostsOneArgon2Run(t *testing.T) {
-	t.Parallel()
 	env := secEnv(t)
 	fixture := writeFile(t, "keys.yml", `
 - {classname: _user, keyname: bob, password: B0b-Pl41n-Passw0rd}
