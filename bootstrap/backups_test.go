@@ -28,6 +28,7 @@ func scheduledFiles(t *testing.T, dbPath string) []string {
 }
 
 func TestScheduledBackupIntervalKeepAndNaming(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	ctx := context.Background()
 	log := rec.Logger(t)
@@ -99,6 +100,7 @@ func TestScheduledBackupIntervalKeepAndNaming(t *testing.T) {
 }
 
 func TestBackupLoopReportsSuccessAndFailure(t *testing.T) {
+	t.Parallel()
 	sub := filepath.Join(t.TempDir(), "sub")
 	if err := os.Mkdir(sub, 0o700); err != nil {
 		t.Fatal(err)

@@ -48,6 +48,7 @@ func builtinEntries(t *testing.T) []*model.Entry {
 const bulkDeleteContent = "- set_condition: [disabled, is_false, is_enabled]\n- field_set: [disabled, _action, delete]\n"
 
 func TestRunEmptyDatabase(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	rec := &testkit.Recorder{}
 	// LAST_START is read from the database's clock (a ticking clock here).
@@ -282,6 +283,7 @@ func TestRunEmptyDatabase(t *testing.T) {
 }
 
 func TestRunBootstrapsDBVersionZero(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	setRegistry(t, db, store.RegDBVersion, "0")
 	rec := &testkit.Recorder{}
@@ -301,6 +303,7 @@ func TestRunBootstrapsDBVersionZero(t *testing.T) {
 }
 
 func TestRunFailedBootstrapLeavesNothing(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	// The role is loaded after the permissions, schemas and admin, in the same
 	// transaction: its failure must take them all back.
@@ -407,6 +410,7 @@ func initDir(t *testing.T) string {
 }
 
 func TestInitFiles(t *testing.T) {
+	t.Parallel()
 	builtinFiles := []string{"01_schema.yml", "10_user.yml", "20_home.yml", "30_dataview.yml", "40_pipeline.yml",
 		"50_apikey.yml", "60_ipam.yml"}
 	tests := []struct {
@@ -439,6 +443,7 @@ func TestInitFiles(t *testing.T) {
 }
 
 func TestRunBootstrapFromDirectory(t *testing.T) {
+	t.Parallel()
 	dir := initDir(t)
 	db := newDB(t)
 	rec := &testkit.Recorder{}

@@ -24,6 +24,7 @@ func renameInstance(t *testing.T, db *store.DB, cls, from, to string) {
 // A 4.9.0 release candidate re-runs block 4.9.0 at every start: it must not read the
 // deleted `subnet` values back and undo a rename a user made since the first run.
 func TestMigrate490RerunKeepsUserRenames(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	shape48(t, db)
 	ipamRow(t, db, "ipam_subnet", "office-lan", "Office LAN", map[string]any{"subnet": "10.10.0.0/16"})
@@ -59,6 +60,7 @@ func TestMigrate490RerunKeepsUserRenames(t *testing.T) {
 // values in the data: a re-run ignores those values (no field, nothing to read) and
 // removes them.
 func TestMigrate490RerunIgnoresLeftoverValues(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	ipamRow(t, db, "ipam_subnet", "10.11.0.0/16", "", map[string]any{"subnet": "10.10.0.0/16", "site": "hq"})
 	ipamRow(t, db, "ipam_vlan", "v1", "", map[string]any{"vlan_id": 1, "subnet": []any{"10.11.0.0/16"}})
@@ -83,6 +85,7 @@ func TestMigrate490RerunIgnoresLeftoverValues(t *testing.T) {
 // Block 4.9.0: a `subnet` value that is not text is warned about, left, and counted
 // as skipped.
 func TestMigrate490NonTextSubnetIsWarnedAndSkipped(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	shape48(t, db)
 	ipamRow(t, db, "ipam_subnet", "list-net", "", map[string]any{"subnet": []any{"10.5.0.0/16"}})
@@ -112,6 +115,7 @@ func TestMigrate490NonTextSubnetIsWarnedAndSkipped(t *testing.T) {
 // p_code_editor only when missing, and sets the url of _home:code_editor without
 // touching its other fields.
 func TestMigrate460RerunKeepsUserChanges(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	execSQL(t, db,
 		`UPDATE instances SET data = json_set(data, '$.is_readonly', json('true'), '$.permissions', json('["p_data_access"]'),
@@ -164,6 +168,7 @@ func TestMigrate460RerunKeepsUserChanges(t *testing.T) {
 // The "add" steps of blocks 4.4.0 and 4.5.0 leave an existing object as users left it
 // when the blocks run again (a version that sorts below 4.4.0 as text).
 func TestMigrateAddStepsKeepExistingObjects(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	execSQL(t, db,
 		`UPDATE instances SET is_enabled = 0, data = json_set(data, '$.description', 'off for now')
@@ -190,6 +195,7 @@ func TestMigrateAddStepsKeepExistingObjects(t *testing.T) {
 // Block 4.6.0 on a 4.5.0 database without the `_pipeline` schema: the pipeline
 // rewrite has nothing to do, the three other steps run.
 func TestMigrate460WithoutPipelineSchema(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	execSQL(t, db,
 		"DELETE FROM instances WHERE classname = '_pipeline'",
@@ -216,6 +222,7 @@ func TestMigrate460WithoutPipelineSchema(t *testing.T) {
 // The seed's order: step 3 (configuration sync) runs before step 4, whose first row
 // refuses data older than 4.0.0. The registry stays as it was.
 func TestRunRefusalAfterConfigurationSync(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	setRegistry(t, db, store.RegDBVersion, "3.9.0")
 	execSQL(t, db,
@@ -249,6 +256,7 @@ func TestRunRefusalAfterConfigurationSync(t *testing.T) {
 // code version, or the code version and a block's version, order differently as
 // numbers.
 func TestRunWarnsWhenVersionsOrderDifferentlyAsText(t *testing.T) {
+	t.Parallel()
 	const msgStored = "stored and code versions order differently as text and as numbers; migrations compare them as text"
 	const msgBlocks = "code version orders differently from migration blocks as text and as numbers; once stored, those blocks re-run at every start"
 	cases := []struct {
@@ -288,6 +296,7 @@ func TestRunWarnsWhenVersionsOrderDifferentlyAsText(t *testing.T) {
 // SERVICE_VERSION is MAJOR.MINOR.PATCH, alone or followed by "-" and a suffix of 1 to
 // 64 printable ASCII characters without spaces (it is stored in DB_VERSION).
 func TestCheckVersion(t *testing.T) {
+	t.Parallel()
 	suffix64 := strings.Repeat("x", 64)
 	for _, v := range []string{"4.9.0", "4.9.0-RC1", "4.10.0", "5.0.0-RC12", "4.0.0", "4.9.0-RC", "4.9.0-rc1",
 		"4.9.0-RC1-hotfix", "4.9.0-beta", "4.9.0-" + suffix64, "4.9.0-a+b~c!"} {

@@ -275,6 +275,7 @@ func checkIPAMBuiltins(t *testing.T, db *store.DB) {
 }
 
 func TestMigrate480(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	ipamLoadSchemas(t, db, ipamHostSchemas)
 	shape47(t, db)
@@ -402,6 +403,7 @@ func ipamCases48() []*ipamCase {
 }
 
 func TestMigrate490(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	shape48(t, db)
 	cases := ipamCases48()
@@ -485,6 +487,7 @@ func TestMigrate490(t *testing.T) {
 }
 
 func TestMigrateChainFrom410(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	// The 4.1 shape: what 4.2.0 deletes is present, what 4.2.0-4.6.0 add is absent,
 	// ipam_ip is keyed by dotted addresses and ipam_subnet by free text.

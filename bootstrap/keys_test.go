@@ -12,6 +12,7 @@ import (
 )
 
 func TestRunSeedsAPIKeySecret(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	rec := &testkit.Recorder{}
 	o := options(t, rec)
@@ -77,6 +78,7 @@ func TestRunSeedsAPIKeySecret(t *testing.T) {
 }
 
 func TestRunForcesAdminPassword(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	rec := &testkit.Recorder{}
 	o := options(t, rec)
@@ -185,6 +187,7 @@ func TestRunForcesAdminPassword(t *testing.T) {
 // system mode: only what they change is validated (a value of another field that the
 // schema now refuses does not stop the start), and no revision is written.
 func TestStartupWritesGoThroughTheApplyPath(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	o := options(t, rec)
 	// A field added to _user and _pipeline after the values were stored: the stored

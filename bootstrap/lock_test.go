@@ -72,6 +72,7 @@ func jsonRecords(t *testing.T, out []byte) []map[string]any {
 }
 
 func TestConcurrentStartsBootstrapOnce(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "shared.db")
 	const n = 3
 	cmds := make([]*exec.Cmd, n)
@@ -204,6 +205,7 @@ func TestConcurrentStartsBootstrapOnce(t *testing.T) {
 }
 
 func TestRunWaitsForTheLock(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	f, err := os.OpenFile(db.Path()+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {

@@ -22,6 +22,7 @@ var removedIn420 = []string{"p_schema_create", "p_schema_update", "p_schema_dele
 const userDefaultContent = "columns:\n  - keyname\n  - displayname\n  - email\n  - firstname\n  - lastname\n  - is_enabled\n"
 
 func TestMigrate420(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	setRegistry(t, db, store.RegDBVersion, "4.1.0")
 	for _, p := range removedIn420 {
@@ -123,6 +124,7 @@ func TestMigrate420(t *testing.T) {
 }
 
 func TestMigrate440(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	setRegistry(t, db, store.RegDBVersion, "4.3.0")
 	execSQL(t, db,
@@ -172,6 +174,7 @@ func TestMigrate440(t *testing.T) {
 }
 
 func TestMigrate450(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	setRegistry(t, db, store.RegDBVersion, "4.4.0")
 	execSQL(t, db,
@@ -242,6 +245,7 @@ func mustNormalize(t *testing.T, content string) string {
 }
 
 func TestMigrate460(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	setRegistry(t, db, store.RegDBVersion, "4.5.0")
 	pipelines := []struct {
@@ -358,6 +362,7 @@ func TestMigrate460(t *testing.T) {
 }
 
 func TestMigrateReleaseCandidateRerunsItsBlock(t *testing.T) {
+	t.Parallel()
 	db := newDB(t)
 	rec := &testkit.Recorder{}
 	o := options(t, rec)
@@ -414,6 +419,7 @@ func failRegistryWrite(t *testing.T, db *store.DB, version string) {
 }
 
 func TestMigrateFailingBlockRollsBackAndStops(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	setRegistry(t, db, store.RegDBVersion, "4.1.0")
 	setRegistry(t, db, store.RegDBVersionDate, "2020-01-01")
@@ -495,6 +501,7 @@ func TestMigrateFailingBlockRollsBackAndStops(t *testing.T) {
 }
 
 func TestMigrateRejectedPipelineFailsBlock460(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	setRegistry(t, db, store.RegDBVersion, "4.5.0")
 	// The content field now only takes JSON: "[]" passes, a rewritten YAML list does not.

@@ -36,6 +36,7 @@ func reloadFS(t *testing.T, db *store.DB, rec *testkit.Recorder, fsys fs.FS, fil
 }
 
 func TestReload(t *testing.T) {
+	t.Parallel()
 	t.Run("item missing from the file is an error, the found ones load", func(t *testing.T) {
 		db, rec := migratedDB(t)
 		execSQL(t, db, "DELETE FROM instances WHERE classname = '_home' AND keyname IN ('code_editor', 'ipam')")

@@ -18,6 +18,7 @@ import (
 )
 
 func TestPending(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		stored  string // "" = new database; "0" = new database with DB_VERSION 0; else set on a migrated one
@@ -73,6 +74,7 @@ func TestPending(t *testing.T) {
 }
 
 func TestRunRefusesDataOlderThan400(t *testing.T) {
+	t.Parallel()
 	db, rec := migratedDB(t)
 	setRegistry(t, db, store.RegDBVersion, "3.9.0")
 	execSQL(t, db, "DELETE FROM registry WHERE key IN ('LAST_START', 'LAST_START_FAILED')")
@@ -140,6 +142,7 @@ func TestRunRefusesDataOlderThan400(t *testing.T) {
 }
 
 func TestRunBackup(t *testing.T) {
+	t.Parallel()
 	// The timestamp is the database's clock (the tests' ticking clock starts 2026-02-03).
 	bakName := regexp.MustCompile(`^data\.db\.4\.5\.0\.20260203T\d{6}\.\d{3}Z\.bak$`)
 
@@ -224,6 +227,7 @@ func fileNames(t *testing.T, dir, pattern string) []string {
 // TestRunReloadFailureDoesNotStopStartup: an entry missing from a built-in file is
 // logged and the start goes on (seed Migrations rule 2).
 func TestRunReloadFailureDoesNotStopStartup(t *testing.T) {
+	t.Parallel()
 	dir := initDir(t)
 	home, err := os.ReadFile(filepath.Join(dir, "20_home.yml"))
 	if err != nil {

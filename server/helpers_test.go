@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -20,6 +21,13 @@ import (
 	"dataservice/store"
 	"dataservice/tasks"
 )
+
+// TestMain removes the kit's template databases after the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testkit.Cleanup()
+	os.Exit(code)
+}
 
 // fixedNow is the store clock of every test database (API key expiry is judged by it).
 var fixedNow = testkit.Now

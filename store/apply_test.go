@@ -11,6 +11,7 @@ import (
 // TestApply drives the apply path the console uses: one instance at a time, each in
 // its own transaction, with the user's authorisation.
 func TestApply(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema+`
@@ -117,6 +118,7 @@ func TestApply(t *testing.T) {
 // does): the rename still renames the stored instance, found by the old state's ID,
 // and rewrites the references to it.
 func TestApplyRenameWithoutNewID(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema+`
@@ -166,6 +168,7 @@ func TestApplyRenameWithoutNewID(t *testing.T) {
 // unchanged and writes nothing, even where the decoded value compares unequal to the
 // new one (a float -0 is stored as -0 and reads back as the integer 0).
 func TestApplyUnchangedByStoredText(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
 	mustLoad(t, db, `

@@ -33,6 +33,7 @@ func userVersion(t *testing.T, path string) int {
 // table layout step: a file with steps pending is refused with ErrLayoutPending and
 // left exactly as it was; a current file opens and reads.
 func TestOpenAsIs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("a missing file is not created", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "none.db")

@@ -34,6 +34,7 @@ const membershipDoc = `
 `
 
 func TestUserAuth(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, membershipDoc, store.LoadOptions{})
 	ctx := context.Background()
@@ -122,6 +123,7 @@ func TestUserAuth(t *testing.T) {
 }
 
 func TestKeyPermissions(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, membershipDoc, store.LoadOptions{})
 	tests := []struct {
@@ -170,6 +172,7 @@ func TestKeyPermissions(t *testing.T) {
 }
 
 func TestAuthBasics(t *testing.T) {
+	t.Parallel()
 	var none *model.Auth
 	if none.Has("p_data_access") || none.HasAll() {
 		t.Fatal("nil Auth holds a permission")

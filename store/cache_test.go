@@ -12,6 +12,7 @@ import (
 // on the same file (another process, e.g. a CLI load next to the server) is seen by a
 // handle that cached the schema before.
 func TestSchemaCacheSeesOtherProcesses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db1 := newTestDB(t)
 	mustLoad(t, db1, "- {classname: _schema, keyname: rack, height: {dataformat: int}}", store.LoadOptions{})
@@ -41,6 +42,7 @@ func TestSchemaCacheSeesOtherProcesses(t *testing.T) {
 // once, so another process's schema change made during the request is seen from the
 // next request on; a change this process commits (the request's own) is seen at once.
 func TestRequestScopeGeneration(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db1 := newTestDB(t)
 	mustLoad(t, db1, "- {classname: _schema, keyname: rack, height: {dataformat: int}}", store.LoadOptions{})

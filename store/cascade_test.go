@@ -88,6 +88,7 @@ func cascadeField(t *testing.T, db *store.DB, cls, key, field string) string {
 }
 
 func TestCascadingRename(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("every reference in every schema follows the new keyname", func(t *testing.T) {
 		db := cascadeDB(t)
@@ -442,6 +443,7 @@ func collectedIPs(t *testing.T, db *store.DB) string {
 }
 
 func TestCollectIPsOnWrite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
 	mustLoad(t, db, collectDoc, store.LoadOptions{})
@@ -519,6 +521,7 @@ func TestCollectIPsOnWrite(t *testing.T) {
 }
 
 func TestCollectIPsOverStoredData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
 	mustLoad(t, db, collectDoc, store.LoadOptions{})
@@ -600,6 +603,7 @@ func TestCollectIPsOverStoredData(t *testing.T) {
 }
 
 func TestConvertKeyname(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := cascadeDB(t)
 	revs := queryInt(t, db, "SELECT count(*) FROM revisions")

@@ -35,6 +35,7 @@ func configText(tb testing.TB, db *store.DB) string {
 }
 
 func TestSyncConfig(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	syncConfig(t, db)
 	want := strings.Join([]string{
@@ -89,6 +90,7 @@ func TestSyncConfig(t *testing.T) {
 }
 
 func TestConfigValueFallsBackToDefault(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	ctx := context.Background()
 	if got, want := db.ConfigValue(ctx, "CSV_DELIMITER"), ";"; got != want {
@@ -102,6 +104,7 @@ func TestConfigValueFallsBackToDefault(t *testing.T) {
 }
 
 func TestSetConfig(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("valid values are stored", func(t *testing.T) {
 		db := newTestDB(t)
@@ -155,6 +158,7 @@ func TestSetConfig(t *testing.T) {
 // Configuration is cached in memory, and a change made through this handle or by
 // another process (another handle on the file) is seen by the next read.
 func TestConfigCacheSeesChanges(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
 	if err := db.WithTx(ctx, func(tx *store.Tx) error { return tx.SyncConfig(ctx) }); err != nil {
@@ -187,6 +191,7 @@ func TestConfigCacheSeesChanges(t *testing.T) {
 }
 
 func TestConfigKeysAreDefined(t *testing.T) {
+	t.Parallel()
 	defined := map[string]bool{}
 	for _, d := range store.ConfigDefs {
 		defined[d.Keyname] = true
@@ -205,6 +210,7 @@ func TestConfigKeysAreDefined(t *testing.T) {
 }
 
 func TestUnknownConfigKeyIsLogged(t *testing.T) {
+	t.Parallel()
 	var buf strings.Builder
 	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "c.db"),
 		store.Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})

@@ -14,6 +14,7 @@ import (
 )
 
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("a new file gets every table of the documented layout", func(t *testing.T) {
 		db := openEmptyDB(t)
@@ -117,6 +118,7 @@ func TestOpen(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
+	t.Parallel()
 	db := openEmptyDB(t)
 	ctx := context.Background()
 	_, err := db.Registry(ctx, store.RegInstanceUUID)
@@ -156,6 +158,7 @@ func TestRegistry(t *testing.T) {
 }
 
 func TestBackup(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	ctx := context.Background()
 	mustLoad(t, db, serverSchema+`- {classname: server, keyname: kept}`, store.LoadOptions{})
@@ -183,6 +186,7 @@ func TestBackup(t *testing.T) {
 }
 
 func TestErrorHelpers(t *testing.T) {
+	t.Parallel()
 	wrapped := errors.Join(errors.New("context"), model.Errorf(model.EConflict, "taken %d", 7))
 	if got, want := store.ErrorCode(wrapped), model.EConflict; got != want {
 		t.Fatalf("code: got %q, want %q", got, want)

@@ -24,6 +24,7 @@ func openDialectDB(t *testing.T) *DB {
 // SQLite's statement text is what the store wrote inline before the dialect: the
 // prepared-statement caches and the query plans see the same SQL.
 func TestSQLiteDialectText(t *testing.T) {
+	t.Parallel()
 	d := sqliteDialect
 	for _, c := range []struct{ got, want string }{
 		{d.rebind("SELECT ?1 WHERE x = ? AND y = ?2"), "SELECT ?1 WHERE x = ? AND y = ?2"},
@@ -52,6 +53,7 @@ func TestSQLiteDialectText(t *testing.T) {
 // The JSON fragments mean on a real file what the statements need: a value, a value
 // as text, a type, a scalar or a list holding a value, a set and a removal.
 func TestSQLiteDialectJSON(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openDialectDB(t)
 	d, c := db.dia, db.reader()
@@ -80,6 +82,7 @@ func TestSQLiteDialectJSON(t *testing.T) {
 
 // Error classification reads SQLite's result codes on real errors.
 func TestSQLiteDialectErrors(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openDialectDB(t)
 	ins := "INSERT INTO permissions(keyname) VALUES('p_dup')"
@@ -116,6 +119,7 @@ func TestSQLiteDialectErrors(t *testing.T) {
 // insertID returns the new row's id, and no row for an insert the conflict clause
 // skipped.
 func TestSQLiteDialectInsertID(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openDialectDB(t)
 	w := db.writer()
@@ -138,6 +142,7 @@ func TestSQLiteDialectInsertID(t *testing.T) {
 
 // The online backup is a copy a store opens with the same rows.
 func TestSQLiteDialectBackup(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openDialectDB(t)
 	if _, err := db.writer().execContext(ctx, "INSERT INTO registry(key, value) VALUES('k', 'v')"); err != nil {
@@ -161,6 +166,7 @@ func TestSQLiteDialectBackup(t *testing.T) {
 // other table, several statements at once, and anything but SELECT, INSERT, UPDATE
 // and DELETE.
 func TestTableDoor(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openDialectDB(t)
 	own := &Table{name: "sessions"}
@@ -207,6 +213,7 @@ func TestTableDoor(t *testing.T) {
 
 // The fragments that replaced inline SQLite text give it back unchanged.
 func TestSQLiteDialectFragments(t *testing.T) {
+	t.Parallel()
 	d := sqliteDialect
 	db := &DB{dia: d}
 	for _, c := range []struct{ got, want string }{

@@ -55,6 +55,7 @@ var doors = map[string]string{
 // or DeleteField on any transaction, ...) are gone, and a new one fails here until it is
 // justified.
 func TestStoreHasNoSideEntrance(t *testing.T) {
+	t.Parallel()
 	var found []string
 	for _, f := range storeFiles(t, token.NewFileSet()) {
 		for _, d := range f.Decls {
@@ -146,6 +147,7 @@ func writes(body *ast.BlockStmt) bool {
 // (the root package, internal/cli) acts for the operator as the system identity, but
 // it too reaches migrations only through bootstrap.
 func TestSystemIdentityIsNotReachableFromRequests(t *testing.T) {
+	t.Parallel()
 	cli := map[string]bool{"..": true, "../internal/cli": true}
 	allowed := map[string]bool{"../bootstrap": true, "../store": true, "../internal/testkit": true}
 	var dirs []string
@@ -218,6 +220,7 @@ var rawSQL = []string{"DB", "Tx", "Conn", "Stmt"}
 // through a door (Apply, a table owner's Table, the query-only Reader, Migration),
 // and the compiler holds everyone else to them.
 func TestStoreHandsOutNoRawSQL(t *testing.T) {
+	t.Parallel()
 	fset := token.NewFileSet()
 	isRaw := func(e ast.Expr) bool {
 		found := false

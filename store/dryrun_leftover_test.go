@@ -22,6 +22,7 @@ import (
 // run running in another process), a fresh one without its lock file yet, and the
 // directory of a dry run running in this process are left alone.
 func TestDryRunLeftoversRemovedAtOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dryShapeDB(t)
 	path := db.Path()
@@ -111,6 +112,7 @@ func TestDryRunLeftoversRemovedAtOpen(t *testing.T) {
 // episode is not begun (nothing was written to it; /readyz must not say it is full).
 // The disk is a small filesystem made for the test.
 func TestDryRunDiskFullIsItsOwn(t *testing.T) {
+	t.Parallel()
 	dir := testkit.SmallFS(t, 16<<20)
 	db := testkit.Open(t, filepath.Join(dir, "full.db"), testkit.Options{})
 	mustLoad(t, db, dryShapeSchema, store.LoadOptions{})

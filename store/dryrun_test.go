@@ -49,6 +49,7 @@ const dependentLoad = serverSchema + `
 // reports (on a copy of the file), whatever the batch size it is given (it runs as one
 // transaction in its private database), and writes nothing.
 func TestDryRunLoadInBatches(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
 	before := queryInt(t, db, "SELECT count(*) FROM instances")
@@ -79,6 +80,7 @@ func TestDryRunLoadInBatches(t *testing.T) {
 // real load of the same entries gives on a copy, and it leaves nothing behind: no
 // instance in the file, no directory beside it.
 func TestDryRunLoadTakesNoWriter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dryShapeDB(t)
 	var during []string // the database's directory while the dry run is held
@@ -138,6 +140,7 @@ func TestDryRunLoadTakesNoWriter(t *testing.T) {
 // number of entries, for every shape; rolled-back batches carrying their changes
 // forward made it grow with the entries sharing a word.
 func TestDryRunLoadWorkIsProportional(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, shape := range dryShapes {
 		var per [2]float64
@@ -163,6 +166,7 @@ func TestDryRunLoadWorkIsProportional(t *testing.T) {
 // randomDryLoad), a dry run's counts, error messages and reported changes are those of
 // a real load of the same entries on a copy, committed in batches of several sizes.
 func TestDryRunLoadMatchesRealLoad(t *testing.T) {
+	t.Parallel()
 	compareRandomDryRuns(t, 12, 0)
 }
 
@@ -170,6 +174,7 @@ func TestDryRunLoadMatchesRealLoad(t *testing.T) {
 // (which then asks its private database what it has seen) still reports what the real
 // load reports.
 func TestDryRunLoadKeyBound(t *testing.T) {
+	t.Parallel()
 	compareRandomDryRuns(t, 6, 3)
 	db := newTestDB(t)
 	store.SetMaxDryKeys(db, 3)
@@ -217,6 +222,7 @@ func compareRandomDryRuns(t *testing.T, rounds, keyBound int) {
 // TestDryRunLoadLeavesReadPool: a dry run reads its snapshot on a connection of its
 // own, so held mid-run it leaves a one-connection read pool to other readers.
 func TestDryRunLoadLeavesReadPool(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "one.db"), store.Options{ReadConns: 1})
 	if err != nil {
@@ -256,6 +262,7 @@ func TestDryRunLoadLeavesReadPool(t *testing.T) {
 // file opened read-only it reports what a real load reports and leaves the file's
 // bytes as they were.
 func TestDryRunLoadOnReadOnlyFile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := dryShapeDB(t)
 	want := testkit.LoadEntries(t, copyOf(t, db), dryShapeEntries(t, "forward_refs", 300), store.LoadOptions{})
@@ -288,6 +295,7 @@ func TestDryRunLoadOnReadOnlyFile(t *testing.T) {
 // rewrites references to stored objects and deletes some entries) reports what the
 // real load through it reports.
 func TestDryRunLoadWithPipeline(t *testing.T) {
+	t.Parallel()
 	db := dryShapeDB(t)
 	mustLoad(t, db, "- {classname: dnode, keyname: hub, n: 1}\n- {classname: dnode, keyname: a1, n: 1}\n", store.LoadOptions{})
 	tr, err := rules.LoadTransform(`
@@ -322,6 +330,7 @@ func TestDryRunLoadWithPipeline(t *testing.T) {
 // (a load's entries never rename today; the apply path they share does). Also with
 // the keys a dry run remembers bounded to one.
 func TestDryRunRenameSeesSnapshotReferences(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	db := newTestDB(t)
 	mustLoad(t, db, `

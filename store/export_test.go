@@ -102,6 +102,7 @@ func schemaText(tb testing.TB, db *store.DB, cls string) string {
 }
 
 func TestExportRoundTrip(t *testing.T) {
+	t.Parallel()
 	src := newTestDB(t)
 	mustLoad(t, src, exportDoc, store.LoadOptions{})
 	names := []string{"_enumerate", "site", "host", "ipam_ip"}
@@ -175,6 +176,7 @@ func TestExportRoundTrip(t *testing.T) {
 }
 
 func TestExportErrors(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	ctx := context.Background()
 	var buf bytes.Buffer

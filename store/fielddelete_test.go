@@ -12,6 +12,7 @@ import (
 // the same transaction: a search no longer finds them, and a field defined again under
 // the same name starts empty instead of reading the old values back.
 func TestDeletedFieldValuesAreRemoved(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema, store.LoadOptions{})
 	mustLoad(t, db, `
@@ -48,6 +49,7 @@ func TestDeletedFieldValuesAreRemoved(t *testing.T) {
 // The direct deletion used by start-up migrations removes the values too, and is
 // rolled back with its transaction.
 func TestDeleteFieldDirectRemovesValues(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema, store.LoadOptions{})

@@ -12,6 +12,7 @@ import (
 // rewrite references held by instances of a schema the caller may not update is
 // refused and changes nothing; without such references it goes through.
 func TestRenameRefusedWhenItRewritesUnwritableSchemas(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, `
 - {classname: _permission, keyname: p_locked_update}

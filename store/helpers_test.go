@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -10,6 +11,13 @@ import (
 	"dataservice/store"
 	"dataservice/store/model"
 )
+
+// TestMain removes the kit's template databases after the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testkit.Cleanup()
+	os.Exit(code)
+}
 
 // The shared helpers of the test kit, under the names these tests use.
 var (

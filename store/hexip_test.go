@@ -9,6 +9,7 @@ import (
 // TestHexipKeynameOnlyDerivesTheAddress: an ipam_ip entry naming only its hex keyname
 // gets the dotted address as displayname, created or updated alike.
 func TestHexipKeynameOnlyDerivesTheAddress(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	res := mustLoad(t, db, "- {classname: ipam_ip, keyname: c0a8010a, hostname: gw}", store.LoadOptions{})
 	if got, want := counts(res), "created=1 updated=0 unchanged=0 deleted=0 enabled=0 disabled=0 skipped=0 errors=0"; got != want {

@@ -14,6 +14,7 @@ import (
 // the file, and in a file made before ids were tracked whose tasks still name the
 // deleted user's id.
 func TestInstanceIDsNeverReused(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ids.db")
 	db := testkit.Open(t, path, testkit.Options{IgnoreCloseError: true})
 	testkit.LoadBuiltins(t, db)

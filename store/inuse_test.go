@@ -10,6 +10,7 @@ import (
 )
 
 func TestInUseLock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "inuse.db")
 	a, err := store.Open(ctx, path, store.Options{})

@@ -12,6 +12,7 @@ import (
 // against the ipam_ip schema as a schema admin left it. An address the schema refuses
 // is not written; the write holding it succeeds and the load report says why.
 func TestCollectedIPsFollowTheIPAMIPSchema(t *testing.T) {
+	t.Parallel()
 	const hosts = `{classname: _schema, keyname: nic, ip: {dataformat: ipv4}}`
 
 	t.Run("a required field without default: the address is skipped with a warning", func(t *testing.T) {

@@ -36,6 +36,7 @@ func checkCounts(t *testing.T, db *store.DB, ranges []store.IPRange) {
 // creates, renames (a hexip displayname change moves the keyname), deletes, and a
 // class change made by hand.
 func TestCountIPsAgreesWithTheIndex(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	rng := rand.New(rand.NewPCG(testkit.Seed(t, "IPAM_SEED", 15), 0))
 	addr := func() uint32 {
@@ -97,6 +98,7 @@ func TestCountIPsAgreesWithTheIndex(t *testing.T) {
 // A file made before the block counts gets them built from its addresses when it is
 // opened.
 func TestIPBlocksBuiltForExistingFiles(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "old.db")
 	db, err := store.Open(context.Background(), path, store.Options{})
 	if err != nil {

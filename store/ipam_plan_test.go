@@ -10,6 +10,7 @@ import (
 // The address queries of the IPAM pages must stay index range scans on the hex
 // keynames, whatever the number of addresses: their query plans say so.
 func TestIPRangeQueriesUseTheKeynameIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "plan.db"), Options{})
 	if err != nil {

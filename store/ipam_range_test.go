@@ -12,6 +12,7 @@ import (
 )
 
 func TestParseSubnetAndRanges(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, prefix, hosts string
 	}{
@@ -120,6 +121,7 @@ func ipamDB(t *testing.T) *store.DB {
 }
 
 func TestCountAndListIPs(t *testing.T) {
+	t.Parallel()
 	db := ipamDB(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -159,6 +161,7 @@ func TestCountAndListIPs(t *testing.T) {
 }
 
 func TestSubnetsOrderAndContainment(t *testing.T) {
+	t.Parallel()
 	db := ipamDB(t)
 	ctx := context.Background()
 	list, skipped, err := db.Subnets(ctx)
@@ -198,6 +201,7 @@ func subnetText(list []store.Subnet) string {
 }
 
 func TestSubnetAddresses(t *testing.T) {
+	t.Parallel()
 	db := ipamDB(t)
 	ctx := context.Background()
 	page := func(subnet, from string, limit int) string {
@@ -256,6 +260,7 @@ func TestSubnetAddresses(t *testing.T) {
 }
 
 func TestFindIPv4Holders(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	ctx := context.Background()
 	mustLoad(t, db, `
@@ -314,6 +319,7 @@ func TestFindIPv4Holders(t *testing.T) {
 }
 
 func TestInstancesReferencing(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, `
 - {classname: ipam_subnet, keyname: 10.0.0.0/24}

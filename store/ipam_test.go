@@ -8,6 +8,7 @@ import (
 )
 
 func TestIPCollection(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, `
 - classname: _schema

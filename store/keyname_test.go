@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheckKeyname(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, key string
 		ok        bool
@@ -47,6 +48,7 @@ func TestCheckKeyname(t *testing.T) {
 }
 
 func TestLoadRefusesBadKeynames(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema, store.LoadOptions{})
 	tests := []struct{ name, doc string }{
@@ -80,6 +82,7 @@ func TestLoadRefusesBadKeynames(t *testing.T) {
 }
 
 func TestHexIP(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"10.0.0.1", "0a000001"},
 		{"192.168.1.10", "c0a8010a"},
@@ -114,6 +117,7 @@ func TestHexIP(t *testing.T) {
 }
 
 func TestKeynameModeHexip(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, doc      string
 		key, display   string // stored; key "" means refused
@@ -174,6 +178,7 @@ func TestKeynameModeHexip(t *testing.T) {
 }
 
 func TestKeynameModeDataformat(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		key string
 		ok  bool

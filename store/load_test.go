@@ -20,6 +20,7 @@ func seedServers(tb testing.TB, db *store.DB) {
 }
 
 func TestLoadActions(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		doc   string
@@ -229,6 +230,7 @@ func TestLoadActions(t *testing.T) {
 }
 
 func TestLoadResultCountsEveryOutcome(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	seedServers(t, db)
 	mustLoad(t, db, `
@@ -270,6 +272,7 @@ func TestLoadResultCountsEveryOutcome(t *testing.T) {
 }
 
 func TestLoadEntryIsAtomic(t *testing.T) {
+	t.Parallel()
 	t.Run("bad entry between good ones leaves no row and no revision", func(t *testing.T) {
 		db := newTestDB(t)
 		seedServers(t, db)
@@ -342,6 +345,7 @@ func TestLoadEntryIsAtomic(t *testing.T) {
 }
 
 func TestLoadSecondPass(t *testing.T) {
+	t.Parallel()
 	t.Run("reference to an instance defined later in the same load resolves", func(t *testing.T) {
 		db := newTestDB(t)
 		mustLoad(t, db, serverSchema, store.LoadOptions{})
@@ -472,6 +476,7 @@ func TestLoadSecondPass(t *testing.T) {
 }
 
 func TestLoadPermissions(t *testing.T) {
+	t.Parallel()
 	// Each case loads one entry with exactly the permissions given. The stored setup
 	// has srv1 (server) and v1 (vault, a schema with its own permissions).
 	setup := serverSchema + `
@@ -600,6 +605,7 @@ func objectState(tb testing.TB, db *store.DB, cls, key string) string {
 }
 
 func TestLoadBuiltinPermissionCannotBeDeleted(t *testing.T) {
+	t.Parallel()
 	for _, system := range []bool{false, true} {
 		name := "by a user load"
 		if system {
@@ -642,6 +648,7 @@ func TestLoadBuiltinPermissionCannotBeDeleted(t *testing.T) {
 }
 
 func TestLoadActionOverride(t *testing.T) {
+	t.Parallel()
 	doc := `
 - {classname: server, keyname: srv1, hostname: changed, _action: create}
 - {classname: server, keyname: srv2, hostname: new}
@@ -679,6 +686,7 @@ func TestLoadActionOverride(t *testing.T) {
 }
 
 func TestLoadDryRun(t *testing.T) {
+	t.Parallel()
 	doc := `
 - {classname: _schema, keyname: rack, height: {dataformat: int}}
 - {classname: rack, keyname: r1, height: 42}
@@ -727,6 +735,7 @@ func TestLoadDryRun(t *testing.T) {
 }
 
 func TestLoadIgnoresScratchAndUnknownKeys(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	seedServers(t, db)
 	mustLoad(t, db, `{classname: server, keyname: srv2, hostname: h, _scratch: x, _note: {a: 1}, unknown: y, created_at: z}`, store.LoadOptions{})
@@ -745,6 +754,7 @@ func TestLoadIgnoresScratchAndUnknownKeys(t *testing.T) {
 }
 
 func TestLoadUserByLogin(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	res := mustLoad(t, db, `{classname: _user, login: jdoe, email: j@example.org, firstname: J}`, store.LoadOptions{})
 	if got, want := res.Created, 1; got != want {
@@ -771,6 +781,7 @@ func TestLoadUserByLogin(t *testing.T) {
 }
 
 func TestLoadPipelineContent(t *testing.T) {
+	t.Parallel()
 	t.Run("old tasks form is converted to a flat list", func(t *testing.T) {
 		db := newTestDB(t)
 		mustLoad(t, db, `

@@ -8,6 +8,7 @@ import (
 )
 
 func TestLoadOnChangeReportsDryRunChanges(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	seedServers(t, db)
 	mustLoad(t, db, `- {classname: _user, keyname: olivia, password: first-pass-1, email: o@example.org}`, store.LoadOptions{})

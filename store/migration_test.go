@@ -11,6 +11,7 @@ import (
 // A start-up write goes through the apply path in its system mode: validated, as the
 // system identity, and without a revision row even in a transaction that records them.
 func TestMigrationApplyWritesNoRevision(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema+"\n---\n"+`{classname: _schema, keyname: nic, ip: {dataformat: ipv4}}`, store.LoadOptions{})

@@ -11,6 +11,7 @@ import (
 // blocks' "add") that already exists as a user's becomes built-in, so the normal
 // delete refuses it; its texts stay as the user wrote them.
 func TestSystemInitMakesAUsersPermissionBuiltin(t *testing.T) {
+	t.Parallel()
 	db := openEmptyDB(t)
 	mustLoad(t, db, `- {classname: _permission, keyname: p_api_conf, description: mine}`, store.LoadOptions{})
 	if got := queryInt(t, db, "SELECT is_builtin FROM permissions WHERE keyname = 'p_api_conf'"); got != 0 {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestPipelineLookups(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	ctx := context.Background()
 	mustLoad(t, db, `
@@ -62,6 +63,7 @@ func TestPipelineLookups(t *testing.T) {
 // a pipeline's content as a load does: an invalid rule list is refused naming the
 // rule's position and nothing changes; the older `tasks:` form is stored unwrapped.
 func TestPipelineContentOnUpdate(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	ctx := context.Background()
 	mustLoad(t, db, `

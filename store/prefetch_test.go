@@ -14,6 +14,7 @@ import (
 // request that arrived a moment earlier), a write committed by this process in
 // between is, and the row answers once.
 func TestPrefetch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
 	mustLoad(t, db, `

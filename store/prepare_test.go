@@ -14,6 +14,7 @@ import (
 // data's encoding does differ from the stored one's, over random old and new values
 // that include values normalizing to the stored ones and invalid UTF-8.
 func TestPrepareDiffersOnlyWhenEncodingsDiffer(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "prepare.db"), Options{})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 // TestOpenReadOnly: ReadOnly reads an existing file, refuses writes, creates nothing
 // for a missing path and leaves the file's bytes as they were.
 func TestOpenReadOnly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ro.db")
 	db, err := store.Open(ctx, path, store.Options{})

@@ -25,6 +25,7 @@ func rename(tb testing.TB, db *store.DB, cls, from, to string) (*store.RenameRep
 }
 
 func TestRename(t *testing.T) {
+	t.Parallel()
 	t.Run("references in every schema follow the new keyname", func(t *testing.T) {
 		db := newTestDB(t)
 		mustLoad(t, db, renameDoc, store.LoadOptions{})

@@ -60,6 +60,7 @@ func fileCount(t *testing.T, path, query string) int {
 }
 
 func TestCopyFileIncludesTheWALAndChecksTheVersion(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src.db")
@@ -84,6 +85,7 @@ func TestCopyFileIncludesTheWALAndChecksTheVersion(t *testing.T) {
 }
 
 func TestCheckFileVersionRefuses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	t.Run("no DB_VERSION", func(t *testing.T) {
@@ -116,6 +118,7 @@ func TestCheckFileVersionRefuses(t *testing.T) {
 }
 
 func TestClearStatisticsEmptiesThePlannerTables(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "stats.db")
 	db := rawFile(t, path, "4.9.0", 20)
@@ -147,6 +150,7 @@ func TestClearStatisticsEmptiesThePlannerTables(t *testing.T) {
 }
 
 func TestCheckpointFileLeavesTheFileCompleteOnItsOwn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cur.db")

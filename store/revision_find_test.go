@@ -18,6 +18,7 @@ func revKeys(revs []store.Revision) string {
 }
 
 func TestFindRevisionsFilters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema, store.LoadOptions{})
@@ -122,6 +123,7 @@ func TestFindRevisionsFilters(t *testing.T) {
 
 // A class filter reads its index in id order: no sort of the class's rows.
 func TestFindRevisionsClassIndex(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	for _, c := range []struct{ where, index string }{
 		{"classname = 'x' AND id < 10", "revisions_class"},

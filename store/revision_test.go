@@ -46,6 +46,7 @@ func actions(revs []revision) string {
 }
 
 func TestRevisionsOnePerChange(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema, store.LoadOptions{})
 	alice := userAuth("p_data_admin")
@@ -111,6 +112,7 @@ func TestRevisionsOnePerChange(t *testing.T) {
 }
 
 func TestRevisionAuthor(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		opts store.LoadOptions
@@ -145,6 +147,7 @@ func TestRevisionAuthor(t *testing.T) {
 }
 
 func TestNoRevisions(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	if got, want := queryInt(t, db, "SELECT count(*) FROM revisions"), 0; got != want {
 		t.Fatalf("revisions after built-ins without revisions: got %d, want %d", got, want)
@@ -166,6 +169,7 @@ func TestNoRevisions(t *testing.T) {
 }
 
 func TestRevisionsMaskSecrets(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, `{classname: _user, login: sam, password: first-pass, email: s@example.org}`, store.LoadOptions{})
 	mustLoad(t, db, `{classname: _user, login: sam, password: second-pass}`, store.LoadOptions{})

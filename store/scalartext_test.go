@@ -21,6 +21,7 @@ const scalarSchema = `
 // An unquoted scalar in a text-valued field keeps its source text; typed fields get
 // the value the text spells.
 func TestLoadKeepsScalarSourceText(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		field, yaml, want string
 	}{
@@ -86,6 +87,7 @@ func TestLoadKeepsScalarSourceText(t *testing.T) {
 
 // A load-time pipeline's values keep their source text too.
 func TestLoadPipelineValuesKeepSourceText(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, scalarSchema, store.LoadOptions{})
 	tr, err := rules.LoadTransform(`

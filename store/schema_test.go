@@ -28,6 +28,7 @@ func fieldNames(s *model.Schema) string {
 }
 
 func TestSchemaLoadForm(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	res := mustLoad(t, db, `
 - classname: _schema
@@ -133,6 +134,7 @@ func TestSchemaLoadForm(t *testing.T) {
 }
 
 func TestSchemaDuplicateKeysKeepTheLastValue(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, `
 - classname: _schema
@@ -155,6 +157,7 @@ func TestSchemaDuplicateKeysKeepTheLastValue(t *testing.T) {
 }
 
 func TestSchemaFieldDelete(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema, store.LoadOptions{})
 	before := schema(t, db, "server")
@@ -184,6 +187,7 @@ func TestSchemaFieldDelete(t *testing.T) {
 }
 
 func TestSchemaInvalidDefinitions(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, doc, want string }{
 		{"unknown dataformat", `{classname: _schema, keyname: x, f: {dataformat: colour}}`, `unknown dataformat "colour"`},
 		{"schema field without target", `{classname: _schema, keyname: x, f: {dataformat: schema}}`, "dataformat_ext"},
@@ -224,6 +228,7 @@ func TestSchemaInvalidDefinitions(t *testing.T) {
 }
 
 func TestSchemaDelete(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema+`- {classname: server, keyname: s1}`, store.LoadOptions{})
 	t.Run("schema with instances is refused", func(t *testing.T) {
@@ -268,6 +273,7 @@ func TestSchemaDelete(t *testing.T) {
 }
 
 func TestSchemaCacheFollowsChanges(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema, store.LoadOptions{})
 	if schema(t, db, "server").Field("rack") != nil {
@@ -303,6 +309,7 @@ func TestSchemaCacheFollowsChanges(t *testing.T) {
 // TestSecretFieldKeepsItsDataformat: a secret field cannot become another dataformat
 // (its stored hashes would become readable values); the schema is left unchanged.
 func TestSecretFieldKeepsItsDataformat(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, `{classname: _schema, keyname: vault, token: {dataformat: secret}}`, store.LoadOptions{})
 	mustLoad(t, db, `{classname: vault, keyname: v1, token: hunter2}`, store.LoadOptions{})

@@ -12,6 +12,7 @@ import (
 // program of that version did (owners' steps first), opens: the check accepts it
 // before migrating, and the migrated file is accepted at the next open.
 func TestEveryLayoutVersionPassesTheSchemaCheck(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	owners, steps := ownedLayouts()
 	if len(owners) == 0 {

@@ -16,6 +16,7 @@ import (
 // other SQL, is refused by every open before anything is written, with a message
 // naming it; CheckFileSchema with repair fixes what can be fixed.
 func TestOpenRefusesSchemaObjectsTheLayoutDoesNotCreate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	long := strings.Repeat("x", 5000)
 	cases := []struct {
@@ -101,6 +102,7 @@ func TestOpenRefusesSchemaObjectsTheLayoutDoesNotCreate(t *testing.T) {
 
 // What SQLite creates itself is accepted: the statistics ANALYZE writes.
 func TestOpenAcceptsSQLiteStatistics(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "analyzed.db")
 	db := testkit.Open(t, path, testkit.Options{})
 	db.Close()

@@ -26,6 +26,7 @@ var sqliteFiles = []string{"schemacheck.go", "dryrun.go", "restore.go"}
 // statements through the store's Table) holds SQLite's own SQL, so a new engine is a
 // new dialect, not an edit of the statements' callers.
 func TestEngineSQLOnlyInTheDialect(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{".", "../tasks"} {
 		names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 
 // The trigram tokenizer (substring search) must be compiled into the SQLite driver.
 func TestTrigramTokenizerAvailable(t *testing.T) {
+	t.Parallel()
 	sdb, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "fts.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +97,7 @@ func listIDs(t *testing.T, db *store.DB, s *model.Schema, q store.ListQuery) ([]
 // data and random searches (substrings of stored values and random strings, short and long), in a
 // schema with and one without secret fields; and after updates and deletes.
 func TestSearchMatchesLike(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, `
 - {classname: _schema, keyname: note, text: {dataformat: string}, more: {dataformat: string, cardinal_max: 0}}
@@ -135,6 +137,7 @@ func TestSearchMatchesLike(t *testing.T) {
 // Counts are maintained by inserts, deletes and schema renames; keyset pages walk
 // every instance once; a search's count stops at its bound unless asked for exactly.
 func TestCountsAndKeysetPaging(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	ctx := context.Background()
 	mustLoad(t, db, `- {classname: _schema, keyname: item, n: {dataformat: int}}`, store.LoadOptions{System: true})
@@ -212,6 +215,7 @@ func TestCountsAndKeysetPaging(t *testing.T) {
 
 // A file written before the counts existed gets them built when it is opened.
 func TestCountsBuiltForExistingFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "old.db")
 	db, err := store.Open(context.Background(), path, store.Options{})
@@ -239,6 +243,7 @@ func TestCountsBuiltForExistingFiles(t *testing.T) {
 // The count of a search is the same whether it comes from the last page or from
 // counting: on every page, with page numbers past the end too.
 func TestSearchCountOnEveryPage(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, `- {classname: _schema, keyname: item, n: {dataformat: int}}`, store.LoadOptions{System: true})
 	var b strings.Builder

@@ -16,6 +16,7 @@ import (
 // away mid-request), including in the middle of the commit's re-indexing, leave the
 // search index intact and equal to a rebuilt one.
 func TestSearchIndexSurvivesCanceledCommits(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, `- {classname: _schema, keyname: note, text: {dataformat: string}}`, store.LoadOptions{System: true})
 	r := rand.New(rand.NewPCG(16, 3))
@@ -56,6 +57,7 @@ func TestSearchIndexSurvivesCanceledCommits(t *testing.T) {
 // on such a connection it reports a checksum mismatch in a sound file (logged here),
 // which is why the integrity checks of the tests run on fresh connections.
 func TestSearchIndexFreshOnPooledReaders(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "pool.db"), store.Options{ReadConns: 1})
 	if err != nil {

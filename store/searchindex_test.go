@@ -50,6 +50,7 @@ func compareSearch(t *testing.T, db *store.DB, r *rand.Rand, stored []string, ro
 // store transaction, a rolled-back transaction, a dry-run load, and SQL run outside
 // the store (searched by reading rows until the file is next opened for writing).
 func TestSearchIndexEveryWriter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
 	path := db.Path()
@@ -195,6 +196,7 @@ func TestSearchIndexEveryWriter(t *testing.T) {
 // A search of three characters or more is answered by the index (an emptied index
 // finds nothing), a shorter one by reading rows.
 func TestSearchUsesIndex(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, `
 - {classname: _schema, keyname: note, text: {dataformat: string}}
@@ -236,6 +238,7 @@ func TestSearchUsesIndex(t *testing.T) {
 
 // A file written before the search index (layout 10) gets it built when it is opened.
 func TestSearchIndexBuiltForExistingFiles(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	path := db.Path()
 	mustLoad(t, db, `

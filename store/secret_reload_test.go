@@ -10,6 +10,7 @@ import (
 // TestReloadingTheSameSecretChangesNothing: a plain password or key secret that
 // verifies against the stored hash keeps the hash; a different one replaces it.
 func TestReloadingTheSameSecretChangesNothing(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	doc := "- {classname: _user, login: carol, email: c@example.com, password: first-pass}\n"
 	mustLoad(t, db, doc, store.LoadOptions{})

@@ -13,6 +13,7 @@ import (
 )
 
 func TestHashSecretRoundTrip(t *testing.T) {
+	t.Parallel()
 	h := model.HashSecret("correct horse")
 	if got, want := strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$"), true; got != want {
 		t.Fatalf("hash %q: not in the expected argon2id PHC form", h)
@@ -62,6 +63,7 @@ func sha256Hash(salt []byte, secret string) string {
 }
 
 func TestVerifySHA256Form(t *testing.T) {
+	t.Parallel()
 	salt := []byte("0123456789abcdef")
 	h := sha256Hash(salt, "legacy-secret")
 	if got, want := model.IsSecretHash(h), true; got != want {
@@ -89,6 +91,7 @@ func TestVerifySHA256Form(t *testing.T) {
 }
 
 func TestMalformedHashesNeverVerify(t *testing.T) {
+	t.Parallel()
 	good := model.HashSecret("s")
 	parts := strings.Split(good, "$") // "", argon2id, v=19, params, salt, key
 	argon := func(v, params, salt, key string) string {
@@ -137,6 +140,7 @@ var allocated = testkit.Allocated
 
 const argonBytes = 19 << 20
 
+// Serial: it counts the process's allocations, which parallel tests would add to.
 func TestVerifySecretCached(t *testing.T) {
 	db := newTestDB(t)
 	h1 := model.HashSecret("key-secret")
@@ -191,6 +195,7 @@ func TestVerifySecretCached(t *testing.T) {
 }
 
 func TestPasswordsAndKeySecretsAreHashedOnLoad(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	legacy := sha256Hash([]byte("abc"), "old-secret")
 	entries := parse(t, `
@@ -219,6 +224,7 @@ func TestPasswordsAndKeySecretsAreHashedOnLoad(t *testing.T) {
 // bounds is refused at load with a clear error that does not quote it; nothing is
 // written, and it is not hashed as if it were a plain secret.
 func TestHeavyHashRefusedAtLoad(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	parts := strings.Split(model.HashSecret("x"), "$")
 	heavy := strings.Join([]string{"", "argon2id", "v=19", "m=1048576,t=16,p=1", parts[4], parts[5]}, "$")
@@ -243,6 +249,8 @@ func TestHeavyHashRefusedAtLoad(t *testing.T) {
 // TestCheckCredentialRefusalCostsTheSame: a correct secret on a credential that may not
 // be used (disabled, expired, filtered) costs a full derivation, like a wrong secret,
 // even right after the same secret was verified and cached.
+//
+// Serial: it counts the process's allocations, which parallel tests would add to.
 func TestCheckCredentialRefusalCostsTheSame(t *testing.T) {
 	db := newTestDB(t)
 	h := model.HashSecret("right")

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSessions(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	ctx := context.Background()
 	lim := store.SessionLimits{Idle: 30 * time.Minute, Absolute: 2 * time.Hour}
@@ -68,6 +69,7 @@ func TestSessions(t *testing.T) {
 }
 
 func TestPermissionOriginsAndReferences(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	ctx := context.Background()
 	mustLoad(t, db, `
@@ -111,6 +113,7 @@ func TestPermissionOriginsAndReferences(t *testing.T) {
 }
 
 func TestListInstancesSort(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	ctx := context.Background()
 	mustLoad(t, db, `

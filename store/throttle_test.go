@@ -11,6 +11,7 @@ import (
 // the tables within their bound, and an address refused after such a flood is still
 // counted and throttled.
 func TestThrottleTableIsBounded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	th := newThrottle(func() time.Time { return now })
@@ -36,6 +37,7 @@ func TestThrottleTableIsBounded(t *testing.T) {
 
 // TestThrottleAddress: the port goes, IPv4-mapped IPv6 is IPv4, IPv6 counts per /64.
 func TestThrottleAddress(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"127.0.0.1:5000":             "127.0.0.1",
 		"[::ffff:10.0.0.1]:80":       "10.0.0.1",
@@ -54,6 +56,7 @@ func TestThrottleAddress(t *testing.T) {
 // cannot get more than ThrottlePerAddress credentials checked; a success or a release
 // gives the place back, a failure keeps it for the window.
 func TestThrottleCountsAttemptsInFlight(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	th := newThrottle(func() time.Time { return now })
@@ -112,6 +115,7 @@ func TestThrottleCountsAttemptsInFlight(t *testing.T) {
 // An attempt whose outcome is never reported (a panic between Wait and it) holds its
 // address's place for throttlePendingMax at most.
 func TestThrottleAttemptInFlightExpires(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	th := newThrottle(func() time.Time { return now })

@@ -32,6 +32,7 @@ func heldByOther(t *testing.T, path string) bool {
 // transaction: the holder, back at BEGIN, waits at the turnstile. Two handles on one
 // file stand for two processes (each has its own turnstile file and connection).
 func TestTurnstileGivesAWaitingWriterItsTurn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "turn.db")
 	server, err := Open(ctx, path, Options{})
@@ -109,6 +110,7 @@ func TestTurnstileGivesAWaitingWriterItsTurn(t *testing.T) {
 // The kernel releases a turnstile whose holder is gone (a process that died): closing
 // the file stands for the exit.
 func TestTurnstileReleasedWithItsHolder(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "gone.db")
 	a := openTurnstile(path, nil)
 	if _, err := a.enter(context.Background()); err != nil {
@@ -175,6 +177,8 @@ func BenchmarkTurnstile(b *testing.B) {
 // A process whose goroutines queue for its writer connection without pause still lets
 // another process's writer in: a goroutine takes the turnstile only once it has the
 // connection, so the turnstile is free while the process waits for itself.
+//
+// Serial: its wait is bounded by wall time, which parallel tests would stretch.
 func TestTurnstileNotHeldWhileQueuedInProcess(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "busy.db")
@@ -233,6 +237,7 @@ func TestTurnstileNotHeldWhileQueuedInProcess(t *testing.T) {
 // its place) does not stop the database from opening or writing: the process writes
 // without the turnstile and warns.
 func TestTurnstileUnavailableWarns(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "odd.db")
 	if err := os.Mkdir(path+"-wait", 0o700); err != nil {
@@ -316,6 +321,8 @@ func heldTurnstile(t *testing.T, name string) (db *DB, logs *lockedBuffer, hold,
 // ten times it), with one warning, until the turnstile is free again; a new stop is a
 // new episode. A second open file in this process holds the flock (flock locks
 // belong to the open file).
+//
+// Serial: its wait is bounded by wall time, which parallel tests would stretch.
 func TestTurnstileStuckHolderWaitedForOncePerEpisode(t *testing.T) {
 	db, logs, hold, release := heldTurnstile(t, "stuck.db")
 	const short = 100 * time.Millisecond
@@ -370,6 +377,7 @@ func TestTurnstileStuckHolderWaitedForOncePerEpisode(t *testing.T) {
 // which kept the waiter out and the turnstile stuck for good. The stuck wait is made
 // long here so that the release, 50 ms later, always falls within it.
 func TestTurnstileStuckWaitsForALiveWaiter(t *testing.T) {
+	t.Parallel()
 	db, logs, hold, release := heldTurnstile(t, "live.db")
 	hold()
 	db.turn.wait = 100 * time.Millisecond
@@ -403,6 +411,7 @@ func TestTurnstileStuckWaitsForALiveWaiter(t *testing.T) {
 // lock a file elsewhere). The database opens and writes without the turnstile, and
 // warns.
 func TestTurnstileFileNotRegularIsNotUsed(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		make func(t *testing.T, wait, dir string) (check func())

@@ -7,6 +7,7 @@ import (
 )
 
 func TestIsUnique(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "u.db"), Options{})
 	if err != nil {

@@ -52,6 +52,7 @@ const formatsSchema = `
 `
 
 func TestDataformats(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, formatsSchema, store.LoadOptions{})
 	// value is a YAML flow value; want is the stored JSON of the field in the data
@@ -210,6 +211,7 @@ func TestDataformats(t *testing.T) {
 }
 
 func TestExternalIsComputed(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, formatsSchema+`
 - {classname: t, keyname: e1, ref: paris, city: Ignored}
@@ -242,6 +244,7 @@ func TestExternalIsComputed(t *testing.T) {
 }
 
 func TestSecretField(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, formatsSchema, store.LoadOptions{})
 	ctx := context.Background()
@@ -295,6 +298,7 @@ func TestSecretField(t *testing.T) {
 }
 
 func TestCardinalMin(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, `
 - classname: _schema
@@ -342,6 +346,7 @@ func TestCardinalMin(t *testing.T) {
 }
 
 func TestDefaultsOnCreate(t *testing.T) {
+	t.Parallel()
 	db := newTestDB(t)
 	mustLoad(t, db, `
 - classname: _schema

@@ -19,6 +19,8 @@ import (
 // write, then restores each into a fresh location, starts a newer code version on it
 // (so the start migrates), and serves it until the interrupted task is taken over and
 // finishes: every copy must open, pass integrity_check, migrate and run cleanly.
+//
+// Serial: it sets serve's afterBatch hook, which the whole package shares.
 func TestRestoreOfABackupTakenWhileWriting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: serves three restored copies")

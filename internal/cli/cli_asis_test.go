@@ -109,6 +109,7 @@ func shellEnv(env map[string]string) map[string]string {
 // running server, a shell without SERVICE_ADMIN_PASSWORD neither locks admin out of the
 // API nor writes LAST_START or a backup.
 func TestCommandsBesideARunningServerLeaveStartUpStateAlone(t *testing.T) {
+	t.Parallel()
 	env := secEnv(t)
 	s := startServe(t, env)
 	admin := basicAuth("admin", "Adm1n-Pl41n-S3cret")
@@ -145,6 +146,7 @@ func TestCommandsBesideARunningServerLeaveStartUpStateAlone(t *testing.T) {
 // says so instead. A release candidate's re-run blocks do not count once its version
 // is stored.
 func TestCommandsRefuseADatabaseTheStartUpMustChange(t *testing.T) {
+	t.Parallel()
 	entry := writeFile(t, "e.yml", "- {classname: _schema, keyname: vm, ram: {dataformat: int}}\n")
 	commands := [][]string{{"user", "list"}, {"load", entry}, {"apikey", "create", "k", "--permissions", "p_data_access"},
 		{"task", "list"}, {"export", "--all"}}
@@ -266,6 +268,7 @@ func TestCommandsRefuseADatabaseTheStartUpMustChange(t *testing.T) {
 // info lines would break the --wait progress line. --log-level and SERVICE_LOG_LEVEL
 // still win; serve and migrate keep info.
 func TestNonServingCommandsLogAtWarnByDefault(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	delete(env, "SERVICE_LOG_LEVEL")
 	if code, _, stderr := runCLI(t, env, "load", writeFile(t, "vm.yml",
@@ -302,6 +305,7 @@ func TestNonServingCommandsLogAtWarnByDefault(t *testing.T) {
 // pipeline is refused with the API's message and nothing is loaded; enabled, its
 // rules run.
 func TestLoadPipelineRefusesADisabledPipelineAsTheAPIDoes(t *testing.T) {
+	t.Parallel()
 	env := secEnv(t)
 	defs := writeFile(t, "defs.yml", `- {classname: _schema, keyname: box, word: {dataformat: string}}
 - classname: _pipeline
@@ -353,6 +357,7 @@ const layout9 = "DROP TRIGGER instances_search_insert; DROP TRIGGER instances_se
 // migrate --status reports and writes nothing: an empty file stays empty, and a file
 // with table layout steps pending keeps its layout (it says the steps are pending).
 func TestMigrateStatusWritesNoFileAndNoLayout(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	path := env["SERVICE_DB"]
 	if err := os.WriteFile(path, nil, 0o600); err != nil {

@@ -14,6 +14,7 @@ import (
 // TestTaskCommands: a run whose instances all fail exits 3 with the errors first; task
 // list, show, wait and cancel see it; a queued task is cancelled at once.
 func TestTaskCommands(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	if code, _, stderr := runCLI(t, env, "load", examplesDir); code != 0 {
 		t.Fatalf("load: %s", stderr)
@@ -79,6 +80,7 @@ func TestTaskCommands(t *testing.T) {
 // TestUserAndPermissionCommands: user add/list/passwd/disable, with the password read
 // from a file or stdin, and permission list.
 func TestUserAndPermissionCommands(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	pw := filepath.Join(t.TempDir(), "pw")
 	if err := os.WriteFile(pw, []byte("Correct-Horse-1\nignored\n"), 0o600); err != nil {
@@ -154,6 +156,7 @@ func TestUserAndPermissionCommands(t *testing.T) {
 // Ctrl-C) while waiting cancels the task, says so, and exits 1; the task is cancelled,
 // not left queued for the next serve.
 func TestPipelineRunWaitInterrupt(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	// Several batches of 1000, so the task cannot finish before the interrupt lands.
 	var doc strings.Builder

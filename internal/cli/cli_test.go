@@ -13,6 +13,7 @@ import (
 // TestHelpListsEveryCommand: no arguments, "help", --help and -h (also after other
 // flags) list every command of the table with one line each, exit 0.
 func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	for _, args := range [][]string{nil, {"help"}, {"--help"}, {"-h"}, {"--db", "x.db", "--help"}} {
 		code, out, stderr := runCLI(t, env, args...)
@@ -38,6 +39,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 // TestCommandHelp: "help CMD" and "CMD --help" show the usage line with the positional
 // arguments and the command's own flags, exit 0, and open nothing.
 func TestCommandHelp(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	for _, cmd := range commandList() {
 		words := strings.Fields(cmd.name)
@@ -101,6 +103,7 @@ func TestCommandHelp(t *testing.T) {
 // commands; with --help it is that list, exit 0; mistakes in the command line exit 2
 // and name the problem; --version prints the version.
 func TestGroupHelpAndUsageErrors(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	for _, g := range []string{"apikey", "pipeline", "ipam", "task", "user", "permission"} {
 		if code, out, _ := runCLI(t, env, g, "--help"); code != 0 || !strings.Contains(out, "dataservice "+g+" COMMAND") {
@@ -146,6 +149,7 @@ func TestGroupHelpAndUsageErrors(t *testing.T) {
 
 // TestFlagsBeforeOrAfterTheCommand: the settings flags work on either side.
 func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	other := filepath.Join(t.TempDir(), "other.db")
 	migrateDB(t, env, "--db", other)
@@ -166,6 +170,7 @@ func TestFlagsBeforeOrAfterTheCommand(t *testing.T) {
 // TestAPIKeyPermissionNames: unknown permission names are refused with the closest
 // name; a key without permissions is created with a warning.
 func TestAPIKeyPermissionNames(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	code, out, stderr := runCLI(t, env, "apikey", "create", "x", "--permissions", "p_data_access,p_pipline_run")
 	if code != 1 || out != "" || !strings.Contains(stderr, `unknown permission "p_pipline_run"; did you mean "p_pipeline_run"?`) {
@@ -189,6 +194,7 @@ func TestAPIKeyPermissionNames(t *testing.T) {
 // TestDatabasePathProblems: a missing path under migrate --status creates nothing; a
 // missing directory and a directory given as the file are named.
 func TestDatabasePathProblems(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	code, out, _ := runCLI(t, env, "migrate", "--status")
 	if code != 0 || !strings.Contains(out, "no database at") || !strings.Contains(out, "pending: bootstrap") {
@@ -218,6 +224,7 @@ func TestDatabasePathProblems(t *testing.T) {
 // write name the problem. As root (who may write any file) the commands run in a
 // child process as uid/gid 65534.
 func TestReadOnlyDatabaseReads(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	if code, _, stderr := runCLI(t, env, "load", examplesDir); code != 0 {
 		t.Fatalf("load: %s", stderr)

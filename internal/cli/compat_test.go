@@ -36,6 +36,7 @@ func requireCompatDir(t *testing.T) {
 // created except the _sirene_* entries (one error each, naming the class), the exit
 // status is 1, and a second load changes nothing.
 func TestCompatDemoLoads(t *testing.T) {
+	t.Parallel()
 	requireCompatDir(t)
 	env := migratedEnv(t)
 	code, out, stderr := runCLI(t, env, "load", compatDir)

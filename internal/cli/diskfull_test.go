@@ -24,6 +24,7 @@ import (
 // it committed and that loading the same file again completes it; once space is freed
 // writes work again, the reload completes the load and integrity_check is ok.
 func TestDiskFullIsAnOperatorsMessage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: fills a 24 MB filesystem")
 	}
@@ -184,6 +185,7 @@ func statfsFree(t *testing.T, path string) float64 {
 // TestDiskWarnSetting: SERVICE_DISK_WARN takes a size or a percentage, --disk-warn wins,
 // and anything else is refused naming the variable.
 func TestDiskWarnSetting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		value string
 		want  diskWarn

@@ -34,6 +34,7 @@ const (
 // the turnstile it waits for the whole operation, and past the 15 s busy timeout fails.
 // The figures (BENCHMARKS.md) are logged.
 func TestCLIWriteBesideServerWork(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: six operations of at least 20 s each")
 	}

@@ -54,6 +54,7 @@ func cpuTime(t *testing.T, pid int) time.Duration {
 // requests that took it down before: each costs it < 15 s of CPU time and the process's
 // peak RSS stays < 400 MB.
 func TestHostileLoadsBounded(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	env := reliabilityEnv(t)
 	migrateDB(t, quiet(env))

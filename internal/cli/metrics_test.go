@@ -83,6 +83,7 @@ func servingProcess(t *testing.T, env map[string]string) (api, metricsURL string
 }
 
 func TestMetricsCountRequestsLoadsPipelinesAndState(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	// A first start creates the database; scheduled backups are then switched on so
 	// the serving process takes one at once.
@@ -206,6 +207,7 @@ func TestMetricsCountRequestsLoadsPipelinesAndState(t *testing.T) {
 }
 
 func TestMetricsStartupBlocksOnAFreshDatabase(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	_, metricsURL, stop := servingProcess(t, env)
 	m := scrape(t, metricsURL)
@@ -225,6 +227,7 @@ func TestMetricsStartupBlocksOnAFreshDatabase(t *testing.T) {
 }
 
 func TestMetricsOffByDefault(t *testing.T) {
+	t.Parallel()
 	s, err := loadSettings(envOf(testEnv(t)), &settingFlags{})
 	if err != nil {
 		t.Fatal(err)

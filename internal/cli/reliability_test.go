@@ -30,6 +30,7 @@ import (
 // task runs over 50k instances, restarting it each time; the task resumes from its
 // checkpoint and every instance is transformed exactly once.
 func TestCrashDuringPipelineRun(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	const total, kills = 50000, 3
 	rng := reliabilitySeed(t, 1)
@@ -128,6 +129,7 @@ func TestCrashDuringPipelineRun(t *testing.T) {
 // TestReliabilityTaskLeaseSetting checks the hidden SERVICE_TASK_LEASE setting the
 // crash tests shorten the lease with: a duration from 1s to 1h, named when invalid.
 func TestReliabilityTaskLeaseSetting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		value string
 		ok    bool
@@ -168,6 +170,7 @@ var backupNameRE = regexp.MustCompile(`\.(\d+\.\d+\.\d+)\.\d{8}T[\d.]+Z(-\d+)?\.
 // kill every block is wholly applied or wholly absent, as DB_VERSION says, and a last
 // `migrate` completes the upgrade.
 func TestCrashDuringMigration(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	const pipelines, ips, kills = 6000, 20000, 6
 	rng := reliabilitySeed(t, 2)
@@ -353,6 +356,7 @@ func TestCrashDuringMigration(t *testing.T) {
 // 30k entries: after each kill every entry is wholly loaded (its row, complete, and
 // its one revision) or wholly absent; posting the body again completes the load.
 func TestCrashDuringLoad(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	const entries, kills = 30000, 2
 	rng := reliabilitySeed(t, 3)
@@ -423,6 +427,7 @@ func TestCrashDuringLoad(t *testing.T) {
 // file, three times: each time exactly one bootstraps, all three succeed and agree on
 // the one INSTANCE_UUID, and the file holds what a single start makes.
 func TestConcurrentMigrateProcesses(t *testing.T) {
+	t.Parallel()
 	single := reliabilityEnv(t)
 	if code, _, stderr := runCLI(t, quiet(single), "migrate"); code != 0 {
 		t.Fatalf("migrate: exit %d: %s", code, stderr)
@@ -470,6 +475,7 @@ func TestConcurrentMigrateProcesses(t *testing.T) {
 // mentions a locked database, every submitted task is found and ends in a final
 // status, and the counts add up.
 func TestConcurrentClientsAndLoads(t *testing.T) {
+	t.Parallel()
 	testkit.Slow(t)
 	const clients, requests, existing = 50, 2000, 300
 	rng := reliabilitySeed(t, 4)

@@ -64,6 +64,7 @@ func ordinaryLoad(t *testing.T, env map[string]string) (int, string) {
 }
 
 func TestRestoreRefusesABackupCarryingTriggers(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
 	backup := craftedBackup(t, env)
@@ -110,6 +111,7 @@ func TestRestoreRefusesABackupCarryingTriggers(t *testing.T) {
 }
 
 func TestRestoreForceDropsForeignObjects(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
 	backup := craftedBackup(t, env)
@@ -141,6 +143,7 @@ func TestRestoreForceDropsForeignObjects(t *testing.T) {
 // A backup taken by the service restores as it always did, with or without --force,
 // and reports nothing dropped.
 func TestRestoreOfAPlainBackupDropsNothing(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	loadVMs(t, env, "a", 5)
 	backup := filepath.Join(t.TempDir(), "plain.bak")
@@ -184,6 +187,7 @@ func backupWith(t *testing.T, env map[string]string, stmts ...string) string {
 // dropping them all would swap an empty database in. It is refused, naming the
 // lowered version, and the database is left as it was.
 func TestRestoreForceNeverDropsTables(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
 	loadVMs(t, env, "a", 3)
@@ -228,6 +232,7 @@ func TestRestoreForceNeverDropsTables(t *testing.T) {
 // The query planner's statistics in a restored file are cleared: a crafted
 // sqlite_stat1 could steer every query into full scans. The backup is not changed.
 func TestRestoreClearsPlannerStatistics(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
 	loadVMs(t, env, "a", 3)

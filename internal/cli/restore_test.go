@@ -52,6 +52,7 @@ func leftovers(t *testing.T, dbPath string) []string {
 }
 
 func TestRestoreSwapsKeepsTheCurrentFileAndMigratesAtNextStart(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
 	loadVMs(t, env, "a", 10)
@@ -107,6 +108,7 @@ func TestRestoreSwapsKeepsTheCurrentFileAndMigratesAtNextStart(t *testing.T) {
 }
 
 func TestRestoreRefusesWhileTheDatabaseIsOpen(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
 	loadVMs(t, env, "a", 3)
@@ -143,6 +145,7 @@ func TestRestoreRefusesWhileTheDatabaseIsOpen(t *testing.T) {
 }
 
 func TestRestoreRefusesBadCopies(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
 	loadVMs(t, env, "a", 200)

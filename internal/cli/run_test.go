@@ -65,6 +65,7 @@ func migrateDB(t *testing.T, env map[string]string, args ...string) {
 }
 
 func TestSettingsErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	env["SERVICE_WORKERS"] = "zero"
 	env["SERVICE_LOG_FORMAT"] = "xml"
@@ -83,6 +84,7 @@ func TestSettingsErrorsNameTheVariable(t *testing.T) {
 }
 
 func TestLoadExportRoundTrip(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	code, out, stderr := runCLI(t, env, "load", examplesDir)
 	if code != 0 {
@@ -122,6 +124,7 @@ func TestLoadExportRoundTrip(t *testing.T) {
 }
 
 func TestLoadReportsBadEntriesAndExits1(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	dir := t.TempDir()
 	doc := `
@@ -170,6 +173,7 @@ func TestLoadReportsBadEntriesAndExits1(t *testing.T) {
 }
 
 func TestAPIKeyCreateListRevoke(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	code, out, stderr := runCLI(t, env, "apikey", "create", "ops", "--permissions", "p_data_access, p_pipeline_run", "--readonly")
 	if code != 0 {
@@ -195,6 +199,7 @@ func TestAPIKeyCreateListRevoke(t *testing.T) {
 }
 
 func TestMigrateStatusChangesNothing(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	code, out, _ := runCLI(t, env, "migrate", "--status")
 	if code != 0 || !strings.Contains(out, "pending: bootstrap, 4.4.0, 4.5.0, 4.6.0") {
@@ -215,6 +220,7 @@ func TestMigrateStatusChangesNothing(t *testing.T) {
 // bulk_delete_disabled, polls task_url to succeeded, checks the instances, then stops
 // the server and expects a clean exit.
 func TestServeEndToEnd(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	env["SERVICE_LISTEN"] = "127.0.0.1:0"
 	env["SERVICE_LOG_LEVEL"] = "info"
@@ -324,6 +330,7 @@ func TestServeEndToEnd(t *testing.T) {
 }
 
 func TestPipelineCommands(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	if code, _, stderr := runCLI(t, env, "load", examplesDir); code != 0 {
 		t.Fatalf("load: %s", stderr)
@@ -371,6 +378,7 @@ func TestPipelineCommands(t *testing.T) {
 }
 
 func TestIPAMCollect(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	if code, _, stderr := runCLI(t, env, "load", examplesDir); code != 0 {
 		t.Fatalf("load: %s", stderr)
@@ -409,6 +417,7 @@ func TestIPAMCollect(t *testing.T) {
 // TestRunReadsTheStdinItIsGiven: a command reads the stdin Run is given (here the
 // password of "user add" and "user passwd"), and a nil stdin is empty input.
 func TestRunReadsTheStdinItIsGiven(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	var out, errb bytes.Buffer
 	code := Run(t.Context(), []string{"user", "add", "carol"}, envOf(env), strings.NewReader("Given-Stdin-1\nignored\n"), &out, &errb)

@@ -264,6 +264,7 @@ func hashPieces(h string) []string {
 // and tasks tables, every other stored value, and the raw database file for the plain
 // secrets — for each plain secret and each stored hash.
 func TestSecretsNeverLeave(t *testing.T) {
+	t.Parallel()
 	env := secEnv(t)
 	env["SERVICE_LOG_LEVEL"] = "debug"
 	env["SERVICE_APIKEY_SECRET"] = "Bu1ltin-Pl41n-S3cret"
@@ -496,6 +497,8 @@ const argonBytes = 19 << 20
 // key whose hash is the cheap legacy $sha256$ form, and the same for Basic logins.
 // Asserted structurally: each refused request pays exactly one argon2id run (its
 // 19 MiB are allocated once), while an accepted repeat is a cache hit.
+//
+// Serial: it counts the process's allocations, which parallel tests would add to.
 func TestRefusalCostsOneArgon2Run(t *testing.T) {
 	env := secEnv(t)
 	fixture := writeFile(t, "keys.yml", `
@@ -597,6 +600,7 @@ const accessFixture = `
 // disabled and IP-filtered keys are refused; built-in permissions cannot be deleted
 // by a CLI load nor by /api/load/.
 func TestAccessControl(t *testing.T) {
+	t.Parallel()
 	env := secEnv(t)
 	if code, out, errOut := runCLI(t, env, "load", writeFile(t, "access.yml", accessFixture)); code != 0 {
 		t.Fatalf("load: exit %d: %s %s", code, out, errOut)
@@ -732,6 +736,7 @@ func TestAccessControl(t *testing.T) {
 // time are disconnected by the server's read-header deadline (shortened here with the
 // hidden SERVICE_READ_HEADER_TIMEOUT), and a normal client is served meanwhile.
 func TestSlowHeaderClientIsCutOff(t *testing.T) {
+	t.Parallel()
 	env := secEnv(t)
 	env["SERVICE_READ_HEADER_TIMEOUT"] = "300ms"
 	s := startServe(t, env)
@@ -797,6 +802,7 @@ func TestSlowHeaderClientIsCutOff(t *testing.T) {
 
 // TestSettingsReadHeaderTimeout: the hidden setting is validated and names itself.
 func TestSettingsReadHeaderTimeout(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"0", "50ms", "1h", "soon", "-1s"} {
 		env := testEnv(t)
 		env["SERVICE_READ_HEADER_TIMEOUT"] = v
@@ -865,6 +871,7 @@ func rawPost(t *testing.T, addr, path, authz string, n int64, chunked bool) (*ht
 // on /api/load/, /api/rawfile/ and /api/conf/, with or without a Content-Length, and
 // load nothing.
 func TestBodyOverLimit(t *testing.T) {
+	t.Parallel()
 	env := secEnv(t)
 	s := startServe(t, env)
 	db := openDB(t, env)

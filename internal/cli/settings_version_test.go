@@ -12,6 +12,7 @@ import (
 // 4.0.0, is refused before the database is opened, naming the variable: it would be
 // written to DB_VERSION and the next start refused.
 func TestServiceVersionIsCheckedBeforeOpening(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{" 4.9.0", "4.9.0 ", "   ", "3.0.0", "4.9", "v4.9.0", "4.9.0-", "4.9.0-RC 1",
 		"4.9.0-" + strings.Repeat("x", 65)} {
 		t.Run(v, func(t *testing.T) {
@@ -46,6 +47,7 @@ func TestServiceVersionIsCheckedBeforeOpening(t *testing.T) {
 // SERVICE_VERSION starts with "<block>-RC". 4.9.0-RC1-hotfix is a release candidate of
 // 4.9.0; 4.9.0-rc1 is not (case matters), so it only sets its version.
 func TestReleaseCandidateRuleAsTheSeedWritesIt(t *testing.T) {
+	t.Parallel()
 	env := migratedEnv(t)
 	for v, want := range map[string]string{
 		"4.9.0-RC1-hotfix": "pending: 4.9.0, set DB_VERSION 4.9.0-RC1-hotfix\n",
@@ -60,6 +62,7 @@ func TestReleaseCandidateRuleAsTheSeedWritesIt(t *testing.T) {
 }
 
 func TestExposedWithoutBaseURL(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		addr, base string
 		want       bool

@@ -9,6 +9,7 @@ import (
 // addresses (default none), --trusted-proxies wins, and anything else is refused
 // naming the variable and the bad item.
 func TestTrustedProxiesSetting(t *testing.T) {
+	t.Parallel()
 	s, err := loadSettings(envOf(map[string]string{}), &settingFlags{})
 	if err != nil || len(s.TrustedProxies) != 0 {
 		t.Fatalf("default: %v, %v; want none", s.TrustedProxies, err)

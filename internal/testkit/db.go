@@ -60,12 +60,20 @@ func OpenEmpty(tb testing.TB, o Options) *store.DB {
 }
 
 // NewBuiltinDB opens a new database file in tb.TempDir() with the built-in definitions
-// loaded (LoadBuiltins), the fixed clock and a t.Log logger.
+// loaded (LoadBuiltins), the fixed clock and a t.Log logger. The file is a copy of a
+// template loaded once per test binary.
 func NewBuiltinDB(tb testing.TB) *store.DB {
 	tb.Helper()
-	db := OpenEmpty(tb, Options{})
-	LoadBuiltins(tb, db)
-	return db
+	src, err := templateOf("builtin", func(db *store.DB) error {
+		db.Now = FixedClock
+		return loadBuiltins(db)
+	})
+	if err != nil {
+		tb.Fatalf("load built-ins: %v", err)
+	}
+	path := filepath.Join(tb.TempDir(), "test.db")
+	copyTemplate(tb, src, path, 0o600)
+	return Open(tb, path, Options{})
 }
 
 // LoadBuiltins loads the built-in definitions as the start-up sequence loads them:
@@ -73,10 +81,17 @@ func NewBuiltinDB(tb testing.TB) *store.DB {
 // permission and without revisions.
 func LoadBuiltins(tb testing.TB, db *store.DB) {
 	tb.Helper()
+	if err := loadBuiltins(db); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// loadBuiltins is LoadBuiltins, returning the first error.
+func loadBuiltins(db *store.DB) error {
 	fsys := builtin.Init()
 	names, err := fs.Glob(fsys, "*.yml")
 	if err != nil {
-		tb.Fatalf("list built-ins: %v", err)
+		return fmt.Errorf("list built-ins: %w", err)
 	}
 	sort.Strings(names)
 	order := []string{"00_permission.yml"}
@@ -88,20 +103,21 @@ func LoadBuiltins(tb testing.TB, db *store.DB) {
 	for _, n := range order {
 		data, err := fs.ReadFile(fsys, n)
 		if err != nil {
-			tb.Fatalf("read %s: %v", n, err)
+			return fmt.Errorf("read %s: %w", n, err)
 		}
 		entries, err := codec.ParseDocument(n, data)
 		if err != nil {
-			tb.Fatalf("parse %s: %v", n, err)
+			return fmt.Errorf("parse %s: %w", n, err)
 		}
 		res, err := db.Load(context.Background(), entries, store.LoadOptions{System: true, NoRevisions: true})
 		if err != nil {
-			tb.Fatalf("load %s: %v", n, err)
+			return fmt.Errorf("load %s: %w", n, err)
 		}
 		if res.Errors != 0 {
-			tb.Fatalf("load %s: %d errors: %v", n, res.Errors, res.Messages)
+			return fmt.Errorf("load %s: %d errors: %v", n, res.Errors, res.Messages)
 		}
 	}
+	return nil
 }
 
 // Bootstrap runs the start-up sequence on db with o, filling the test version and the
@@ -119,29 +135,35 @@ func Bootstrap(tb testing.TB, db *store.DB, o bootstrap.Options) {
 	}
 }
 
-// template is a database file migrated by the start-up sequence once per test
-// binary; MigratedFile copies it, which is much faster than a start each time.
-var template struct {
+// templates are database files made once per test binary and copied for each test,
+// which is much faster than making each anew: by key, a *templateFile.
+var templates sync.Map
+
+// templateFile is one template: made by the first test that needs it.
+type templateFile struct {
 	once sync.Once
 	path string
 	err  error
 }
 
-func templatePath() (string, error) {
-	template.once.Do(func() {
+// templateOf returns the path of the template named key, made by fill on a new
+// database the first time (with the real clock: fill sets another).
+func templateOf(key string, fill func(db *store.DB) error) (string, error) {
+	v, _ := templates.LoadOrStore(key, &templateFile{})
+	tf := v.(*templateFile)
+	tf.once.Do(func() {
 		dir, err := os.MkdirTemp("", "testkit-template-")
 		if err != nil {
-			template.err = err
+			tf.err = err
 			return
 		}
 		path := filepath.Join(dir, "template.db")
-		ctx := context.Background()
-		db, err := store.Open(ctx, path, store.Options{})
+		db, err := store.Open(context.Background(), path, store.Options{})
 		if err != nil {
-			template.err = err
+			tf.path, tf.err = path, err
 			return
 		}
-		err = bootstrap.Run(ctx, db, bootstrap.Options{Version: Version, VersionDate: VersionDate, Init: builtin.Init()})
+		err = fill(db)
 		// Closing the last connection folds the WAL into the main file, so copying
 		// that one file is enough.
 		if cerr := db.Close(); err == nil {
@@ -150,17 +172,52 @@ func templatePath() (string, error) {
 		if _, serr := os.Stat(path + "-wal"); err == nil && serr == nil {
 			err = fmt.Errorf("%s-wal left after close", path)
 		}
-		template.path, template.err = path, err
+		tf.path, tf.err = path, err
 	})
-	return template.path, template.err
+	if tf.err != nil {
+		return "", fmt.Errorf("template %s: %w", key, tf.err)
+	}
+	return tf.path, nil
+}
+
+// templatePath is the template of MigratedFile: one start with the test version.
+func templatePath() (string, error) {
+	return templateOf("migrated", func(db *store.DB) error {
+		return bootstrap.Run(context.Background(), db, bootstrap.Options{Version: Version, VersionDate: VersionDate, Init: builtin.Init()})
+	})
+}
+
+// copyTemplate copies the template file src to dst, created with perm (before the
+// umask) or truncated.
+func copyTemplate(tb testing.TB, src, dst string, perm os.FileMode) {
+	tb.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		tb.Fatalf("copy template: %v", err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		tb.Fatalf("copy template: %v", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		tb.Fatalf("copy template: %v", err)
+	}
+	if err := out.Close(); err != nil {
+		tb.Fatalf("copy template: %v", err)
+	}
 }
 
 // Cleanup removes the files the kit made for the whole test binary; a TestMain calls
 // it after m.Run().
 func Cleanup() {
-	if template.path != "" {
-		os.RemoveAll(filepath.Dir(template.path))
-	}
+	templates.Range(func(_, v any) bool {
+		if tf := v.(*templateFile); tf.path != "" {
+			os.RemoveAll(filepath.Dir(tf.path))
+		}
+		return true
+	})
 }
 
 // MigratedFile returns the path of a new database file in tb.TempDir() after one
@@ -179,21 +236,7 @@ func MigratedFileIn(tb testing.TB, dir string) string {
 		tb.Fatalf("bootstrap template database: %v", err)
 	}
 	dst := filepath.Join(dir, "data.db")
-	in, err := os.Open(src)
-	if err != nil {
-		tb.Fatalf("copy template: %v", err)
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		tb.Fatalf("copy template: %v", err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		tb.Fatalf("copy template: %v", err)
-	}
-	if err := out.Close(); err != nil {
-		tb.Fatalf("copy template: %v", err)
-	}
+	copyTemplate(tb, src, dst, 0o666)
 	return dst
 }
 

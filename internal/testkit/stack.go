@@ -5,12 +5,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"dataservice/bootstrap"
+	"dataservice/builtin"
 	"dataservice/store"
 	"dataservice/tasks"
 )
@@ -107,14 +109,22 @@ type Stack struct {
 // NewStack starts a Stack; everything stops when the test ends, the runner first.
 func NewStack(tb testing.TB, o StackOptions) *Stack {
 	tb.Helper()
-	if o.Logger == nil {
-		o.Logger = Logger(tb, slog.LevelWarn)
-	}
 	if o.Dir == "" {
 		o.Dir = tb.TempDir()
 	}
-	db := Open(tb, filepath.Join(o.Dir, "server.db"), Options{Logger: o.Logger})
-	Bootstrap(tb, db, bootstrap.Options{AdminPassword: o.AdminPassword, Logger: o.Logger})
+	path := filepath.Join(o.Dir, "server.db")
+	var db *store.DB
+	if o.Logger == nil {
+		// The start's log would only go to tb.Log: copy a template that had the same
+		// start (made once per test binary for each admin password).
+		o.Logger = Logger(tb, slog.LevelWarn)
+		copyStarted(tb, path, o.AdminPassword)
+		db = Open(tb, path, Options{Logger: o.Logger})
+	} else {
+		// The test reads the start's log: the start runs here.
+		db = Open(tb, path, Options{Logger: o.Logger})
+		Bootstrap(tb, db, bootstrap.Options{AdminPassword: o.AdminPassword, Logger: o.Logger})
+	}
 	runner := tasks.New(db, tasks.Options{Poll: 20 * time.Millisecond, Logger: o.Logger})
 	s := &Stack{DB: db, Runner: runner, Server: Serve(tb, o.Handler(db, runner), o.Configure)}
 	s.Loop = NewLoop(tb, runner)
@@ -122,4 +132,25 @@ func NewStack(tb testing.TB, o StackOptions) *Stack {
 		s.Loop.Start()
 	}
 	return s
+}
+
+// copyStarted writes at path the database file of a start with the test version and
+// adminPassword on a new file with the fixed clock, as NewStack starts it, and the
+// lock file that start leaves beside it.
+func copyStarted(tb testing.TB, path, adminPassword string) {
+	tb.Helper()
+	src, err := templateOf("started\x00"+adminPassword, func(db *store.DB) error {
+		db.Now = FixedClock
+		return bootstrap.Run(context.Background(), db, bootstrap.Options{Version: Version, VersionDate: VersionDate,
+			Init: builtin.Init(), AdminPassword: adminPassword})
+	})
+	if err != nil {
+		tb.Fatalf("bootstrap: %v", err)
+	}
+	copyTemplate(tb, src, path, 0o600)
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	lock.Close()
 }

@@ -52,6 +52,7 @@ const browserData = `
 `
 
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	bin := chromium(t)
 	e := newEnv(t, "")
 	e.load(browserData)

@@ -21,6 +21,7 @@ func editorDoc(t *testing.T, p page) string {
 }
 
 func TestCodeEditorOpenHidesSecretsAndUnreadable(t *testing.T) {
+	t.Parallel()
 	e := toolEnv(t)
 	b, _ := signedIn(e, "editor")
 	p := b.get("/data/private/code_editor/?schema=_user&keys=victim,nosuch")
@@ -54,6 +55,7 @@ func TestCodeEditorOpenHidesSecretsAndUnreadable(t *testing.T) {
 }
 
 func TestCodeEditorWholeSchemaIsBounded(t *testing.T) {
+	t.Parallel()
 	e := toolEnv(t)
 	var sb strings.Builder
 	for i := 0; i < 505; i++ {
@@ -75,6 +77,7 @@ func TestCodeEditorWholeSchemaIsBounded(t *testing.T) {
 }
 
 func TestCodeEditorValidateDryRunSave(t *testing.T) {
+	t.Parallel()
 	e := toolEnv(t)
 	b, tok := signedIn(e, "editor")
 	doc := editorDoc(t, b.get("/data/private/code_editor/?schema=_user&keys=victim"))

@@ -17,6 +17,7 @@ const confData = `
 `
 
 func TestConfigurationPage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t, "")
 	e.load(confData)

@@ -31,6 +31,7 @@ const people = `
 `
 
 func TestSignInAndOut(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	b := e.browser()
 	p := b.get("/")
@@ -75,6 +76,7 @@ func TestSignInAndOut(t *testing.T) {
 }
 
 func TestSecureCookieWithHTTPSBaseURL(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "https://data.example.org")
 	b := e.browser()
 	b.origin = "https://data.example.org"
@@ -88,6 +90,7 @@ func TestSecureCookieWithHTTPSBaseURL(t *testing.T) {
 }
 
 func TestSignInThrottle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(people)
 	b := e.browser()
@@ -102,6 +105,7 @@ func TestSignInThrottle(t *testing.T) {
 }
 
 func TestDisabledUserSessionEnds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(people)
 	b := e.browser()
@@ -118,6 +122,7 @@ func TestDisabledUserSessionEnds(t *testing.T) {
 }
 
 func TestIdleTimeoutFromConfiguration(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	b := e.browser()
 	b.signIn("admin", adminPassword)
@@ -131,6 +136,7 @@ func TestIdleTimeoutFromConfiguration(t *testing.T) {
 }
 
 func TestPermissionsOnPages(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(people)
 	nodata := e.browser()
@@ -167,6 +173,7 @@ func TestPermissionsOnPages(t *testing.T) {
 }
 
 func TestCSRFAndOrigin(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(people)
 	b := e.browser()
@@ -196,6 +203,7 @@ func TestCSRFAndOrigin(t *testing.T) {
 // is refused with 403 and changes nothing, the sign-in form included, even with the
 // session's CSRF token; a same-origin Referer alone still passes.
 func TestPostWithoutOriginIsRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(people)
 	b := e.browser()
@@ -232,6 +240,7 @@ func TestPostWithoutOriginIsRefused(t *testing.T) {
 }
 
 func TestSessionCookieNeverAuthenticatesAPI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	b := e.browser()
 	b.signIn("admin", adminPassword)
@@ -248,6 +257,7 @@ func TestSessionCookieNeverAuthenticatesAPI(t *testing.T) {
 }
 
 func TestBrowseAndEdit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(people)
 	b := e.browser()
@@ -362,6 +372,7 @@ func TestBrowseAndEdit(t *testing.T) {
 }
 
 func TestUsersPasswordAndEffectivePermissions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(people)
 	admin := e.browser()

@@ -18,6 +18,7 @@ import (
 // works. The disk is a small filesystem made for the test (the test is skipped, saying
 // why, where one cannot be mounted).
 func TestDiskFullPage(t *testing.T) {
+	t.Parallel()
 	dir := testkit.SmallFS(t, 16<<20)
 	e := newEnvIn(t, dir, "", nil)
 	e.load(people)

@@ -8,6 +8,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,6 +19,13 @@ import (
 	"dataservice/store"
 	"dataservice/tasks"
 )
+
+// TestMain removes the kit's template databases after the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testkit.Cleanup()
+	os.Exit(code)
+}
 
 const adminPassword = "admin-pass-1"
 

@@ -21,6 +21,7 @@ const importFile = `# the Marseille site and its racks
 // TestBrowserImport: Check then Import a YAML file with one bad entry, as a person
 // would: the sidebar link, the file chooser, the report.
 func TestBrowserImport(t *testing.T) {
+	t.Parallel()
 	bin := chromium(t)
 	e := newEnv(t, "")
 	e.load(browserData)
@@ -93,6 +94,7 @@ func TestBrowserImport(t *testing.T) {
 // TestBrowserCodeEditor: open an instance in the code editor, change a field, dry-run
 // (the field's diff), save, and see the new revision.
 func TestBrowserCodeEditor(t *testing.T) {
+	t.Parallel()
 	bin := chromium(t)
 	e := newEnv(t, "")
 	e.load(browserData)

@@ -84,6 +84,7 @@ func count(t *testing.T, p page, name string) string {
 }
 
 func TestToolGates(t *testing.T) {
+	t.Parallel()
 	e := toolEnv(t)
 	plain, _ := signedIn(e, "plain")
 	dash := plain.get("/")
@@ -126,6 +127,7 @@ func TestToolGates(t *testing.T) {
 }
 
 func TestImportNeedsCSRF(t *testing.T) {
+	t.Parallel()
 	e := toolEnv(t)
 	b, tok := signedIn(e, "importer")
 	doc := "- {classname: site, keyname: lyon}"
@@ -145,6 +147,7 @@ const importDoc = `
 `
 
 func TestImportCheckChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := toolEnv(t)
 	b, tok := signedIn(e, "importer")
 	inst, revs := e.queryInt("SELECT count(*) FROM instances"), e.queryInt("SELECT count(*) FROM revisions")
@@ -185,6 +188,7 @@ func TestImportCheckChangesNothing(t *testing.T) {
 }
 
 func TestImportRefusesPerEntryWhatTheUserLacks(t *testing.T) {
+	t.Parallel()
 	e := toolEnv(t)
 	b, tok := signedIn(e, "importer")
 	doc := `[
@@ -218,6 +222,7 @@ func TestImportRefusesPerEntryWhatTheUserLacks(t *testing.T) {
 }
 
 func TestImportCSVAndPipeline(t *testing.T) {
+	t.Parallel()
 	e := toolEnv(t)
 	b, tok := signedIn(e, "importer")
 	csv := "name|units|tags\nc1|10|a\nc2|70|b\n"
@@ -254,6 +259,7 @@ func TestImportCSVAndPipeline(t *testing.T) {
 
 // The import tool takes documents as large as the API does, not the 1 MiB of forms.
 func TestImportTakesLargeDocuments(t *testing.T) {
+	t.Parallel()
 	e := toolEnv(t)
 	b, tok := signedIn(e, "importer")
 	var sb strings.Builder
@@ -278,6 +284,7 @@ func TestImportTakesLargeDocuments(t *testing.T) {
 // The import tool's body limit is the API's (MaxBody), named when exceeded; a body is
 // read only for a signed-in session.
 func TestImportBodyLimit(t *testing.T) {
+	t.Parallel()
 	st := testkit.NewStack(t, testkit.StackOptions{AdminPassword: adminPassword, NoRunner: true,
 		Handler: func(db *store.DB, _ *tasks.Runner) http.Handler {
 			return server.New(server.Options{DB: db, Logger: testkit.Logger(t, slog.LevelWarn), MaxBody: 256 << 10,

@@ -11,6 +11,7 @@ import (
 // TestIPAMBrowser opens the subnets from the dashboard tile, opens a subnet, and finds
 // an address: its subnet and its holder. It takes the subnet page's screenshot.
 func TestIPAMBrowser(t *testing.T) {
+	t.Parallel()
 	bin := chromium(t)
 	e := ipamEnv(t)
 	// A few more hosts in the servers' subnet, so the page looks like one in use.

@@ -82,6 +82,7 @@ func wantRow(t *testing.T, p page, key string, parts ...string) {
 }
 
 func TestIPAMSubnetsPage(t *testing.T) {
+	t.Parallel()
 	e := ipamEnv(t)
 	b := e.browser()
 	b.signIn("netops", "netops-pass-1")
@@ -126,6 +127,7 @@ func TestIPAMSubnetsPage(t *testing.T) {
 }
 
 func TestIPAMSubnetPage(t *testing.T) {
+	t.Parallel()
 	e := ipamEnv(t)
 	b := e.browser()
 	b.signIn("netops", "netops-pass-1")
@@ -201,6 +203,7 @@ func TestIPAMSubnetPage(t *testing.T) {
 }
 
 func TestIPAMBadInput(t *testing.T) {
+	t.Parallel()
 	e := ipamEnv(t)
 	b := e.browser()
 	b.signIn("netops", "netops-pass-1")
@@ -235,6 +238,7 @@ func TestIPAMBadInput(t *testing.T) {
 }
 
 func TestIPAMFindAnIP(t *testing.T) {
+	t.Parallel()
 	e := ipamEnv(t)
 	b := e.browser()
 	b.signIn("netops", "netops-pass-1")
@@ -277,6 +281,7 @@ func TestIPAMFindAnIP(t *testing.T) {
 }
 
 func TestIPAMVLANs(t *testing.T) {
+	t.Parallel()
 	e := ipamEnv(t)
 	b := e.browser()
 	b.signIn("netops", "netops-pass-1")
@@ -298,6 +303,7 @@ func TestIPAMVLANs(t *testing.T) {
 }
 
 func TestIPAMGates(t *testing.T) {
+	t.Parallel()
 	e := ipamEnv(t)
 	// No p_data_access: no IPAM at all.
 	nd := e.browser()

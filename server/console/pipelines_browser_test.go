@@ -93,6 +93,7 @@ func hosts(n int) string {
 // batch for a screenshot mid-run) until the bar reaches 100%, and check the counters
 // against the task's result read from the runner; then cancel a running task.
 func TestBrowserPipelineRun(t *testing.T) {
+	t.Parallel()
 	bin := chromium(t)
 	gate := newBatchGate()
 	e := newRunEnv(t, 500, gate.afterBatch)

@@ -83,6 +83,7 @@ func started(t testing.TB, p page) string {
 }
 
 func TestPipelineListAndDetail(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, 0, nil)
 	e.load(pipelinePeople)
 	ops := e.browser()
@@ -128,6 +129,7 @@ func TestPipelineListAndDetail(t *testing.T) {
 }
 
 func TestPipelineContentEdit(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, 0, nil)
 	e.load(pipelinePeople)
 	stored := func() string {
@@ -183,6 +185,7 @@ func TestPipelineContentEdit(t *testing.T) {
 }
 
 func TestPipelineRunForm(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, 0, nil) // the runner stays stopped: tasks stay queued
 	e.load(pipelinePeople)
 	ops := e.browser()
@@ -255,6 +258,7 @@ func (b *browser) progress(handle string) (int, progressReply) {
 }
 
 func TestTaskPages(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, 0, nil)
 	e.load(pipelinePeople)
 	ctx := context.Background()
@@ -359,6 +363,7 @@ func TestTaskPages(t *testing.T) {
 // TestTaskErrorsShown: a run whose entries fail shows the messages, and a secret never
 // appears on the task page.
 func TestTaskErrorsShown(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, 0, nil)
 	e.load(pipelinePeople + `
 - {classname: _schema, keyname: vault, note: {displayname: Note, dataformat: string}, code: {displayname: Code, dataformat: int}, pin: {displayname: PIN, dataformat: secret}}

@@ -11,6 +11,7 @@ import (
 // name (any length in a multipart header) and a revision filter's values are cut in
 // the messages that name them.
 func TestPagesQuoteHugeInputBounded(t *testing.T) {
+	t.Parallel()
 	e := toolEnv(t)
 	b, tok := signedIn(e, "importer")
 	name := strings.Repeat("N", 200_000) + ".csv"

@@ -21,6 +21,7 @@ var garbage = []string{"", "%", "'\"<x>", "-1", "0", "99999999999999999999", "92
 // No tool page fails (500) or panics on garbage in its query or form, for an
 // administrator and for a modest user.
 func TestToolsGarbageInput(t *testing.T) {
+	t.Parallel()
 	re := newRunEnv(t, 0, nil) // the runner stays stopped: tasks stay queued
 	e := re.env
 	e.load(ipamPeople)
@@ -81,6 +82,7 @@ func TestToolsGarbageInput(t *testing.T) {
 // by user id, so ids must not be reused; the new user neither lists, opens nor
 // cancels them.
 func TestDeletedUserTasksNotInherited(t *testing.T) {
+	t.Parallel()
 	re := newRunEnv(t, 0, nil) // the runner stays stopped: tasks stay queued
 	e := re.env
 	e.load(`
@@ -117,6 +119,7 @@ func TestDeletedUserTasksNotInherited(t *testing.T) {
 // pipelines list and a pipeline's page show it only to users who may read `_pipeline`
 // (GET /api/pipelines/ gives id, keyname and run_permission).
 func TestPipelineDisplaynameNeedsRead(t *testing.T) {
+	t.Parallel()
 	re := newRunEnv(t, 0, nil)
 	e := re.env
 	e.load(pipelinePeople)
@@ -142,6 +145,7 @@ func TestPipelineDisplaynameNeedsRead(t *testing.T) {
 // Every tool's POST is refused without the session's CSRF token or from another
 // origin, and changes nothing.
 func TestToolPostsNeedCSRFAndOrigin(t *testing.T) {
+	t.Parallel()
 	re := newRunEnv(t, 0, nil)
 	e := re.env
 	e.load(pipelinePeople)
@@ -187,6 +191,7 @@ func TestToolPostsNeedCSRFAndOrigin(t *testing.T) {
 // columns) with 413 naming the bound, before loading anything (a 32 MiB CSV of empty
 // cells took over 4 GiB).
 func TestImportCSVCellsBounded(t *testing.T) {
+	t.Parallel()
 	e := toolEnv(t)
 	b, csrf := signedIn(e, "importer")
 	p := b.postMultipart("/data/private/import/", map[string]string{"csrf": csrf, "format": "csv", "schema": "site", "do": "import"}, "wide.csv", testkit.WideCSV())
@@ -206,6 +211,7 @@ func TestImportCSVCellsBounded(t *testing.T) {
 // Markup in stored values (keynames, display names, descriptions, rule arguments,
 // subnet fields) is shown as text on every tool page, never as markup.
 func TestToolPagesEscapeStoredMarkup(t *testing.T) {
+	t.Parallel()
 	e := newRunEnv(t, 0, nil).env
 	e.load(ipamPeople)
 	e.load(ipamNet)
@@ -238,6 +244,7 @@ func TestToolPagesEscapeStoredMarkup(t *testing.T) {
 // a filter that matches nothing recent ends the page early with a link to search
 // older, and does not read the whole history in one request.
 func TestRevisionFilterScanBounded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(people)
 	// 110,000 recent revisions of site by one author, and one older by another.

@@ -11,6 +11,7 @@ import (
 // schemas the user may read: a referrer's keyname and displayname are data of its
 // schema.
 func TestReferencedByHidesUnreadableSchemas(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(people)
 	e.load(`
@@ -40,6 +41,7 @@ func TestReferencedByHidesUnreadableSchemas(t *testing.T) {
 // would read as another host (tabs and newlines are dropped by browsers' URL parsers,
 // backslashes read as slashes) goes to the dashboard.
 func TestSignInNextStaysLocal(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	for _, next := range []string{"/\t/evil.example/", "/\n/evil.example/", "/\r\n/evil.example/", "/\t\\evil.example/",
 		"/x\\..\\\\evil.example", "//evil.example/", "/\\evil.example/", "https://evil.example/"} {
@@ -68,6 +70,7 @@ func TestSignInNextStaysLocal(t *testing.T) {
 // A deleted user's sessions end with it: a user created afterwards (who may get the
 // same row id) never inherits them.
 func TestDeletedUserSessionNotInherited(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(people)
 	e.load(`- {classname: _user, keyname: eve, password: eve-pass-12}`)
@@ -88,6 +91,7 @@ func TestDeletedUserSessionNotInherited(t *testing.T) {
 // Setting a user's password (console, load or CLI: the one write path) ends the
 // sessions opened with the old one.
 func TestPasswordChangeEndsSessions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(people)
 	w := e.browser()
@@ -117,6 +121,7 @@ func TestPasswordChangeEndsSessions(t *testing.T) {
 // A form larger than the console accepts (1 MiB) is refused as too large, not as a
 // CSRF failure, and changes nothing.
 func TestOversizeFormNamesTheProblem(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(people)
 	w := e.browser()

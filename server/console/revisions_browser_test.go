@@ -22,6 +22,7 @@ const revisionBrowserData = `
 `
 
 func TestBrowserRevisionsAndConfiguration(t *testing.T) {
+	t.Parallel()
 	bin := chromium(t)
 	ctx := context.Background()
 	e := newEnv(t, "")

@@ -53,6 +53,7 @@ func revRows(p page) []string {
 func revURL(id int) string { return fmt.Sprintf("/data/private/revision/%d/", id) }
 
 func TestRevisionsPageFiltersAndReadability(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(revisionData)
 	e.loadAs("user:alice", `[{classname: site, keyname: paris, location: "Rue B"}, {classname: rack, keyname: r1, units: 40}]`)
@@ -120,6 +121,7 @@ func TestRevisionsPageFiltersAndReadability(t *testing.T) {
 }
 
 func TestRevisionsPaging(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(revisionData)
 	var doc strings.Builder
@@ -167,6 +169,7 @@ func atoi(t *testing.T, s string) int {
 }
 
 func TestRevisionRestore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t, "")
 	e.load(revisionData)
@@ -283,6 +286,7 @@ func TestRevisionRestore(t *testing.T) {
 // Secrets: never shown in a diff, never taken from history; restoring keeps the
 // current one.
 func TestRevisionRestoreKeepsSecrets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, "")
 	e.load(revisionData)
 	adm := e.browser()
