@@ -83,7 +83,7 @@ func sqliteDSN(path string, readOnly bool) string {
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Set("_txlock", "immediate")
 	}
-	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	return fileDSN(path, q.Encode())
 }
 
 // sqliteReadOnlyDSN opens the file with mode=ro, or immutable. A WAL database read

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 )
 
@@ -29,15 +28,7 @@ func CopyFile(ctx context.Context, src, dest string) error {
 		return err
 	}
 	defer db.Close()
-	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", dest); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(dest, os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
+	return sqliteBackup(ctx, conn{db, sqliteDialect}, dest)
 }
 
 // CheckFileVersion checks the database file at path, read-only: PRAGMA integrity_check

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -460,7 +459,7 @@ func CheckFileSchema(ctx context.Context, path string, repair bool) ([]string, e
 	if repair {
 		mode = "mode=rw"
 	}
-	pool, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+mode+"&_pragma=busy_timeout(15000)")
+	pool, err := sql.Open("sqlite", fileDSN(path, mode+"&_pragma=busy_timeout(15000)"))
 	if err != nil {
 		return nil, err
 	}
