@@ -75,7 +75,7 @@ func options(t *testing.T, rec *testkit.Recorder) bootstrap.Options {
 // run runs the start-up sequence and fails the test on an error.
 func run(t *testing.T, db *store.DB, o bootstrap.Options) {
 	t.Helper()
-	if err := bootstrap.Run(context.Background(), db, o); err != nil {
+	if err := bootstrap.Run(context.Background(), testkit.Migrator(t, db), o); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 }

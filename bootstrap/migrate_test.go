@@ -431,7 +431,7 @@ func TestMigrateFailingBlockRollsBackAndStops(t *testing.T) {
 	)
 	failRegistryWrite(t, db, "4.4.0")
 	o := options(t, rec)
-	err := bootstrap.Run(context.Background(), db, o)
+	err := bootstrap.Run(context.Background(), testkit.Migrator(t, db), o)
 
 	t.Run("Run returns an error naming the block", func(t *testing.T) {
 		if err == nil {
@@ -509,7 +509,7 @@ func TestMigrateRejectedPipelineFailsBlock460(t *testing.T) {
 		"DELETE FROM permissions WHERE keyname = 'p_code_editor'")
 	insertInstance(t, db, "_pipeline", "a_first", map[string]any{"content": "not: a list"})
 	insertInstance(t, db, "_pipeline", "b_second", map[string]any{"content": wrapContent})
-	err := bootstrap.Run(context.Background(), db, options(t, rec))
+	err := bootstrap.Run(context.Background(), testkit.Migrator(t, db), options(t, rec))
 
 	if err == nil {
 		t.Fatal("Run succeeded")
