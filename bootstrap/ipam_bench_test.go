@@ -123,7 +123,7 @@ const benchInsertInstance = `INSERT INTO instances(classname, keyname, displayna
 func benchCount(b *testing.B, db *store.DB, query string) int {
 	b.Helper()
 	var n int
-	if err := db.Reader().QueryRow(query).Scan(&n); err != nil {
+	if err := db.Reader().QueryRowContext(context.Background(), query).Scan(&n); err != nil {
 		b.Fatal(err)
 	}
 	return n

@@ -86,7 +86,7 @@ func TestMigrate420(t *testing.T) {
 	})
 	t.Run("schema ipam_ip is reloaded with hexip and collected", func(t *testing.T) {
 		var mode, name string
-		if err := db.Reader().QueryRow("SELECT keyname_mode, displayname FROM schemas WHERE keyname = 'ipam_ip'").Scan(&mode, &name); err != nil {
+		if err := db.Reader().QueryRowContext(context.Background(), "SELECT keyname_mode, displayname FROM schemas WHERE keyname = 'ipam_ip'").Scan(&mode, &name); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := mode, "hexip"; got != want {
@@ -96,7 +96,7 @@ func TestMigrate420(t *testing.T) {
 			t.Fatalf("displayname = %q, want %q", got, want)
 		}
 		var format, def string
-		if err := db.Reader().QueryRow("SELECT dataformat, default_value FROM schema_fields WHERE classname = 'ipam_ip' AND keyname = 'collected'").
+		if err := db.Reader().QueryRowContext(context.Background(), "SELECT dataformat, default_value FROM schema_fields WHERE classname = 'ipam_ip' AND keyname = 'collected'").
 			Scan(&format, &def); err != nil {
 			t.Fatalf("field collected: %v", err)
 		}

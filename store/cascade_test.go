@@ -144,7 +144,7 @@ func TestCascadingRename(t *testing.T) {
 			t.Fatalf("rows written = %s, want %s", got, want)
 		}
 		t.Run("revision rows record the rename and each rewritten instance", func(t *testing.T) {
-			rows, err := db.Reader().Query(`SELECT classname || ':' || keyname || ':' || action || ':' || author
+			rows, err := db.Reader().QueryContext(context.Background(), `SELECT classname || ':' || keyname || ':' || action || ':' || author
 				FROM revisions WHERE id > ?`, lastRev)
 			if err != nil {
 				t.Fatal(err)

@@ -87,7 +87,7 @@ func TestSearchIndexFreshOnPooledReaders(t *testing.T) {
 		}
 	}
 	var stale string
-	if err := db.Reader().QueryRow("PRAGMA integrity_check").Scan(&stale); err != nil {
+	if err := db.Reader().QueryRowContext(context.Background(), "PRAGMA integrity_check").Scan(&stale); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("integrity_check on the reader that searched before the writes: %s", stale)
