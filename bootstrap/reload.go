@@ -20,9 +20,9 @@ var ErrReloadEntries = errors.New("reload failed")
 
 // Reload loads the entries named by items ("classname:keyname", or the single item
 // "*" for all) from one built-in file, with every permission and without revisions,
-// inside tx. action is model.ActionCreate (the default) or model.ActionUpdate. Items missing from the file
-// and entries that fail are logged and make Reload return an error; the caller logs it
-// and start-up goes on.
+// inside tx. action is model.ActionCreate (the default) or model.ActionUpdate. Items
+// missing from the file and entries that fail are logged and make Reload return an
+// error; the caller logs it and start-up goes on.
 func Reload(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, items []string, action model.Action, log *slog.Logger) error {
 	if action == "" {
 		action = model.ActionCreate
