@@ -33,8 +33,9 @@ const (
 // (the aim is about a second: it waits for the server's batch in progress); without
 // the turnstile it waits for the whole operation, and past the 15 s busy timeout fails.
 // The figures (BENCHMARKS.md) are logged.
+//
+// Serial: its writes are bounded by wall time and its figures feed BENCHMARKS.md; parallel tests would stretch both.
 func TestCLIWriteBesideServerWork(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: six operations of at least 20 s each")
 	}
