@@ -34,8 +34,12 @@ const (
 // the turnstile it waits for the whole operation, and past the 15 s busy timeout fails.
 // The figures (BENCHMARKS.md) are logged.
 //
-// Serial: its writes are bounded by wall time and its figures feed BENCHMARKS.md; parallel tests would stretch both.
+// It runs beside the package's other tests: it mostly waits, and alone it would add two
+// minutes to the suite. The 10 s bound is ten times the aim, and the slowest write seen
+// beside the other tests took 0.37 s. The figures BENCHMARKS.md gives come from running
+// it alone (-run TestCLIWriteBesideServerWork).
 func TestCLIWriteBesideServerWork(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: six operations of at least 20 s each")
 	}
