@@ -114,9 +114,9 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 
 // reload runs Reload: missing or failing entries are logged and start-up goes on
 // (seed rule 2); any other error is returned and fails the block.
-func (s *starter) reload(ctx context.Context, tx *store.Migration, file string, items []string, action string) error {
+func (s *starter) reload(ctx context.Context, tx *store.Migration, file string, items []string, action model.Action) error {
 	var err error
-	if action == "init" {
+	if action == model.ActionInit {
 		err = loadBuiltins(ctx, tx.Tx(), s.o.Init, file, items, action, s.log)
 	} else {
 		err = Reload(ctx, tx.Tx(), s.o.Init, file, items, action, s.log)
@@ -141,7 +141,7 @@ func (s *starter) reloads(ctx context.Context, tx *store.Migration, steps ...rel
 type reloadStep struct {
 	file   string
 	items  []string
-	action string
+	action model.Action
 }
 
 func (s *starter) block420(ctx context.Context, tx *store.Migration) error {
@@ -168,12 +168,12 @@ func (s *starter) block420(ctx context.Context, tx *store.Migration) error {
 
 func (s *starter) block440(ctx context.Context, tx *store.Migration) error {
 	return s.reloads(ctx, tx,
-		reloadStep{"40_pipeline.yml", []string{"_pipeline:bulk_delete_disabled"}, "init"},
-		reloadStep{"00_permission.yml", []string{"_permission:p_api_load", "_permission:p_api_rawfile"}, "init"})
+		reloadStep{"40_pipeline.yml", []string{"_pipeline:bulk_delete_disabled"}, model.ActionInit},
+		reloadStep{"00_permission.yml", []string{"_permission:p_api_load", "_permission:p_api_rawfile"}, model.ActionInit})
 }
 
 func (s *starter) block450(ctx context.Context, tx *store.Migration) error {
-	return s.reload(ctx, tx, "00_permission.yml", []string{"_permission:p_api_conf"}, "init")
+	return s.reload(ctx, tx, "00_permission.yml", []string{"_permission:p_api_conf"}, model.ActionInit)
 }
 
 // block460 runs its four steps independently: a missing `_pipeline` schema skips the
@@ -186,15 +186,15 @@ func (s *starter) block460(ctx context.Context, tx *store.Migration) error {
 		return err
 	}
 	return s.reloads(ctx, tx,
-		reloadStep{"00_permission.yml", []string{"_permission:p_code_editor"}, "init"},
-		reloadStep{"50_apikey.yml", []string{"_apikey:api_builtin"}, "init"})
+		reloadStep{"00_permission.yml", []string{"_permission:p_code_editor"}, model.ActionInit},
+		reloadStep{"50_apikey.yml", []string{"_apikey:api_builtin"}, model.ActionInit})
 }
 
 // setCodeEditorURL updates the built-in `_home:code_editor` entry from its built-in
 // file, the url only: users may have changed its other fields. A missing entry is
 // logged as a failed reload (seed rule 2) and start-up goes on.
 func (s *starter) setCodeEditorURL(ctx context.Context, tx *store.Migration) error {
-	err := loadBuiltins(ctx, tx.Tx(), s.o.Init, "20_home.yml", []string{"_home:code_editor"}, "update", s.log, "url")
+	err := loadBuiltins(ctx, tx.Tx(), s.o.Init, "20_home.yml", []string{"_home:code_editor"}, model.ActionUpdate, s.log, "url")
 	if errors.Is(err, ErrReloadEntries) {
 		s.log.Error("reload failed", "file", "20_home.yml", "error", err)
 		return nil

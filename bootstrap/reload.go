@@ -20,24 +20,24 @@ var ErrReloadEntries = errors.New("reload failed")
 
 // Reload loads the entries named by items ("classname:keyname", or the single item
 // "*" for all) from one built-in file, with every permission and without revisions,
-// inside tx. action is "create" (the default) or "update". Items missing from the file
-// and entries that fail are logged and make Reload return an error; the caller logs it
-// and start-up goes on.
-func Reload(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, items []string, action string, log *slog.Logger) error {
+// inside tx. action is model.ActionCreate (the default) or model.ActionUpdate. Items
+// missing from the file and entries that fail are logged and make Reload return an
+// error; the caller logs it and start-up goes on.
+func Reload(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, items []string, action model.Action, log *slog.Logger) error {
 	if action == "" {
-		action = "create"
+		action = model.ActionCreate
 	}
-	if action != "create" && action != "update" {
+	if action != model.ActionCreate && action != model.ActionUpdate {
 		return fmt.Errorf("reload %s: action %q is not create or update", file, action)
 	}
 	return loadBuiltins(ctx, tx, fsys, file, items, action, log)
 }
 
-// loadBuiltins is Reload with any load action; the blocks' "add" steps use "init"
+// loadBuiltins is Reload with any load action; the blocks' "add" steps use init
 // (create when missing, leave an existing object as it is). When fields are given,
 // only those fields of each entry are loaded (with its classname and keyname), so an
 // update touches nothing else.
-func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, items []string, action string, log *slog.Logger, fields ...string) error {
+func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, items []string, action model.Action, log *slog.Logger, fields ...string) error {
 	data, err := fs.ReadFile(fsys, file)
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
@@ -74,7 +74,7 @@ func loadBuiltins(ctx context.Context, tx *store.Tx, fsys fs.FS, file string, it
 			missing = append(missing, it)
 		}
 	}
-	res, err := tx.Load(ctx, pick, store.LoadOptions{Action: model.Action(action), System: true, NoRevisions: true})
+	res, err := tx.Load(ctx, pick, store.LoadOptions{Action: action, System: true, NoRevisions: true})
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", file, err)
 	}

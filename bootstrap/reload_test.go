@@ -12,16 +12,17 @@ import (
 	"dataservice/builtin"
 	"dataservice/internal/testkit"
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // reload runs bootstrap.Reload in one committed transaction and returns its error.
-func reload(t *testing.T, db *store.DB, rec *testkit.Recorder, file string, items []string, action string) error {
+func reload(t *testing.T, db *store.DB, rec *testkit.Recorder, file string, items []string, action model.Action) error {
 	t.Helper()
 	return reloadFS(t, db, rec, builtin.Init(), file, items, action)
 }
 
 // reloadFS is reload from another init directory.
-func reloadFS(t *testing.T, db *store.DB, rec *testkit.Recorder, fsys fs.FS, file string, items []string, action string) error {
+func reloadFS(t *testing.T, db *store.DB, rec *testkit.Recorder, fsys fs.FS, file string, items []string, action model.Action) error {
 	ctx := context.Background()
 	t.Helper()
 	var rerr error
@@ -138,7 +139,7 @@ func TestReload(t *testing.T) {
 			{builtin.Init(), "99_missing.yml", "", "reload 99_missing.yml"},
 			{os.DirFS(dir), "20_home.yml", "", "reload 20_home.yml: 20_home.yml: invalid YAML/JSON"},
 		} {
-			err := reloadFS(t, db, rec, c.fsys, c.file, []string{"*"}, c.action)
+			err := reloadFS(t, db, rec, c.fsys, c.file, []string{"*"}, model.Action(c.action))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Reload(%s, %q) err = %v, want %q", c.file, c.action, err, c.want)
 			}

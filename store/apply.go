@@ -12,7 +12,7 @@ import (
 // Write is one change asked of an instance: the input of the apply path, which the
 // loader, the pipeline task and the console all go through.
 type Write struct {
-	// model.Schema is the instance's schema.
+	// Schema is the instance's schema.
 	Schema *model.Schema
 	// Old is the stored state; nil when the instance does not exist.
 	Old *Instance
@@ -33,12 +33,12 @@ type Write struct {
 
 // ApplyOptions are who applies a Write and how.
 type ApplyOptions struct {
-	// model.Auth decides what may be written; nil acts with every permission.
+	// Auth decides what may be written; nil acts with every permission.
 	Auth *model.Auth
 	// System allows what only the start-up sequence may do (delete the admin account).
 	System bool
 	// Migration marks a write of the start-up sequence (bootstrap, migration blocks,
-	// the keys-and-admin step): it needs System and the system identity (model.Auth nil or
+	// the keys-and-admin step): it needs System and the system identity (Auth nil or
 	// model.SystemAuth), and it writes no revision row whatever the transaction records
 	// otherwise, as start-up migrations write none. No request of the API or the
 	// console sets it: only a Migration transaction does.

@@ -34,7 +34,8 @@ import (
 //
 // SQLite (dialect_sqlite.go) is the only engine; its file-level machinery (the
 // turnstile, the in-use lock, the schema-object check, dry runs' private files) stays
-// SQLite's, reached through the fields below.
+// SQLite's, reached through the fields below; the files holding SQLite's own SQL are
+// named *_sqlite.go.
 type dialect struct {
 	// driver is the database/sql driver name.
 	driver string
@@ -98,6 +99,9 @@ type dialect struct {
 	like       string
 	hexKeyname func(col string) string
 	rowOrder   string
+	// greatest is the larger of the values of two SQL expressions (a scalar, not
+	// the aggregate max).
+	greatest func(a, b string) string
 
 	// Full-text search (search.go, searchindex.go). searchDirty reads whether
 	// written rows wait for the index; reindexAll are the statements bringing the
@@ -128,7 +132,7 @@ type dialect struct {
 	// table owner may take one (RegisterLayout).
 	reservedPrefix string
 	// checkFile refuses a file holding schema objects the layout does not create
-	// (schemacheck.go), before anything writes to it.
+	// (schemacheck_sqlite.go), before anything writes to it.
 	checkFile func(ctx context.Context, pool *sql.DB) error
 
 	// backup writes a consistent copy of the database, as it is now, to the empty

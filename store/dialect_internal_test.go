@@ -35,6 +35,7 @@ func TestSQLiteDialectText(t *testing.T) {
 		{d.jsonRemove("data", "?"), "json_remove(data, ?)"},
 		{d.jsonHolds("instances.data", "?", "?"), "EXISTS (SELECT 1 FROM json_each(instances.data, ?) WHERE json_each.value = ?)"},
 		{d.setLayoutVersion(10), "PRAGMA user_version = 10"},
+		{d.greatest("high", "?"), "max(high, ?)"},
 		{d.insertInstanceIfAbsent, d.insertInstance + " ON CONFLICT(classname, keyname) DO NOTHING"},
 	} {
 		if c.got != c.want {

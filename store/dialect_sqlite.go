@@ -44,6 +44,8 @@ var sqliteDialect = &dialect{
 		return "length(" + col + ") = 8 AND " + col + " NOT GLOB '*[^0-9a-f]*'"
 	},
 	rowOrder: "rowid",
+	// SQLite's max with two arguments is the scalar one.
+	greatest: func(a, b string) string { return "max(" + a + ", " + b + ")" },
 
 	searchDirty: SearchDirtyCheck,
 	reindexAll:  SearchReindex,

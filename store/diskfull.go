@@ -29,8 +29,8 @@ func Aborts(err error) bool {
 	return code == model.EInternal || code == model.EDiskFull
 }
 
-// NoSpace returns err as an model.EDiskFull error naming the database file when err is a
-// full disk, and err unchanged otherwise (or when it already is an model.EDiskFull error).
+// NoSpace returns err as an EDiskFull error naming the database file when err is a
+// full disk, and err unchanged otherwise (or when it already is an EDiskFull error).
 // Every write transaction's failure passes through it (WithTx, Commit, LoadStream);
 // a caller holding a full-disk error from elsewhere (a spooled body) passes it too, so
 // the episode is logged. The first full-disk failure after a successful commit is

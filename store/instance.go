@@ -278,19 +278,19 @@ func instanceDoc(s *model.Schema, in *Instance, dataJSON string) string {
 }
 
 // revision writes one revisions row unless the transaction suppresses them.
-func (tx *Tx) revision(ctx context.Context, cls, key, action, before, after string) error {
+func (tx *Tx) revision(ctx context.Context, cls, key string, action model.Action, before, after string) error {
 	author := tx.rev.Author
 	if author == "" {
 		author = "system"
 	}
 	if tx.rev.Observe != nil {
-		tx.rev.Observe(Revision{Classname: cls, Keyname: key, Action: action, Before: before, After: after, Author: author})
+		tx.rev.Observe(Revision{Classname: cls, Keyname: key, Action: string(action), Before: before, After: after, Author: author})
 	}
 	if tx.rev.Off {
 		return nil
 	}
 	_, err := tx.exec(ctx, `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
-		VALUES(?, ?, ?, ?, ?, ?, ?)`, cls, key, action, nullable(before), nullable(after), author, tx.db.now())
+		VALUES(?, ?, ?, ?, ?, ?, ?)`, cls, key, string(action), nullable(before), nullable(after), author, tx.db.now())
 	if err != nil {
 		return fmt.Errorf("write revision: %w", err)
 	}
@@ -440,7 +440,7 @@ func (tx *Tx) write(ctx context.Context, s *model.Schema, old, in *Instance, act
 	if old != nil {
 		before = instanceDoc(s, old, old.raw)
 	}
-	if err := tx.revision(ctx, in.Classname, in.Keyname, string(action), before, instanceDoc(s, in, data)); err != nil {
+	if err := tx.revision(ctx, in.Classname, in.Keyname, action, before, instanceDoc(s, in, data)); err != nil {
 		return false, nil, err
 	}
 	if _, warnings, err = tx.collectIPs(ctx, s, in); err != nil {
@@ -462,7 +462,7 @@ func (tx *Tx) deleteInstance(ctx context.Context, s *model.Schema, in *Instance)
 		}
 	}
 	tx.forget()
-	return tx.revision(ctx, in.Classname, in.Keyname, "delete", instanceDoc(s, in, in.raw), "")
+	return tx.revision(ctx, in.Classname, in.Keyname, model.ActionDelete, instanceDoc(s, in, in.raw), "")
 }
 
 // jsonString is s as a JSON string, escaped as encoding/json escapes it.

@@ -29,7 +29,7 @@ type IPv4Search struct {
 const ipv4ScanBatch = 5000
 
 // FindIPv4Holders finds the instances that hold the dotted address addr in an ipv4
-// field (single addresses, not subnets), in the schemas may accepts. model.Field values are
+// field (single addresses, not subnets), in the schemas may accepts. Field values are
 // not indexed: it reads the schemas' rows in id order, at most budget of them in all,
 // testing each row's JSON text for the quoted address in SQL (only matching rows are
 // decoded), and stops at limit holders.

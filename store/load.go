@@ -26,9 +26,9 @@ const (
 
 // LoadOptions tune a load.
 type LoadOptions struct {
-	// model.Auth decides what may be written; nil acts with every permission (the CLI).
+	// Auth decides what may be written; nil acts with every permission (the CLI).
 	Auth *model.Auth
-	// Author overrides the revisions' author (default: model.Auth.Author()).
+	// Author overrides the revisions' author (default: Auth.Author()).
 	Author string
 	// Action, when set, replaces every entry's _action.
 	Action model.Action

@@ -73,11 +73,11 @@ func (tx *Tx) putPermission(ctx context.Context, e *model.Entry, system bool) (s
 	}
 	exists := old != nil
 	switch e.Action {
-	case "noop":
+	case model.ActionNoop:
 		return OutSkipped, nil
-	case "enable", "disable":
+	case model.ActionEnable, model.ActionDisable:
 		return "", model.Errorf(model.EInvalid, "permissions cannot be enabled or disabled")
-	case "delete":
+	case model.ActionDelete:
 		if !exists {
 			return OutUnchanged, nil
 		}
@@ -87,8 +87,8 @@ func (tx *Tx) putPermission(ctx context.Context, e *model.Entry, system bool) (s
 		if _, err := tx.exec(ctx, "DELETE FROM permissions WHERE id = ?", old.ID); err != nil {
 			return "", fmt.Errorf("delete permission %s: %w", e.Keyname, err)
 		}
-		return OutDeleted, tx.revision(ctx, "_permission", e.Keyname, "delete", model.MustJSON(old), "")
-	case "init":
+		return OutDeleted, tx.revision(ctx, "_permission", e.Keyname, model.ActionDelete, model.MustJSON(old), "")
+	case model.ActionInit:
 		if exists && system && !old.IsBuiltin {
 			// A permission the built-in definitions add already exists as a user's: it
 			// becomes built-in (so the normal delete refuses it), its texts stay.
@@ -97,12 +97,12 @@ func (tx *Tx) putPermission(ctx context.Context, e *model.Entry, system bool) (s
 			if _, err := tx.exec(ctx, "UPDATE permissions SET is_builtin = 1 WHERE id = ?", old.ID); err != nil {
 				return "", fmt.Errorf("write permission %s: %w", e.Keyname, err)
 			}
-			return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, "update", model.MustJSON(old), model.MustJSON(next))
+			return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, model.ActionUpdate, model.MustJSON(old), model.MustJSON(next))
 		}
 		if exists {
 			return OutUnchanged, nil
 		}
-	case "update":
+	case model.ActionUpdate:
 		if !exists {
 			return "", model.Errorf(model.ENotFound, "permission %s not found", clip.Quote(e.Keyname))
 		}
@@ -132,9 +132,9 @@ func (tx *Tx) putPermission(ctx context.Context, e *model.Entry, system bool) (s
 		return "", fmt.Errorf("write permission %s: %w", e.Keyname, err)
 	}
 	if exists {
-		return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, "update", model.MustJSON(old), model.MustJSON(next))
+		return OutUpdated, tx.revision(ctx, "_permission", e.Keyname, model.ActionUpdate, model.MustJSON(old), model.MustJSON(next))
 	}
-	return OutCreated, tx.revision(ctx, "_permission", e.Keyname, "create", "", model.MustJSON(next))
+	return OutCreated, tx.revision(ctx, "_permission", e.Keyname, model.ActionCreate, "", model.MustJSON(next))
 }
 
 // codePermissions are built-in permissions the code defines beyond the seed's

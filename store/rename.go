@@ -90,7 +90,7 @@ func (tx *Tx) rename(ctx context.Context, s *model.Schema, in *Instance, newKey 
 	}
 	in.Keyname, in.UpdatedAt = newKey, now
 	tx.forget() // the existence cache may hold the old keyname
-	if err := tx.revision(ctx, s.Keyname, newKey, "rename", before, instanceDoc(s, in, "")); err != nil {
+	if err := tx.revision(ctx, s.Keyname, newKey, model.ActionRename, before, instanceDoc(s, in, "")); err != nil {
 		return err
 	}
 	n, err := tx.rewriteAllReferences(ctx, s.Keyname, map[string]string{old: newKey})
@@ -359,7 +359,7 @@ func (tx *Tx) rewriteInstance(ctx context.Context, sch *model.Schema, in *Instan
 	if tx.rev.Off { // skip building the revision documents (migrations rewrite many)
 		return n, nil
 	}
-	if err := tx.revision(ctx, in.Classname, in.Keyname, "update", instanceDoc(sch, in, ""), instanceDoc(sch, &next, "")); err != nil {
+	if err := tx.revision(ctx, in.Classname, in.Keyname, model.ActionUpdate, instanceDoc(sch, in, ""), instanceDoc(sch, &next, "")); err != nil {
 		return 0, err
 	}
 	return n, nil

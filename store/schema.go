@@ -52,7 +52,7 @@ func loadSchema(ctx context.Context, q querier, name string) (*model.Schema, err
 	return s, rows.Err()
 }
 
-// model.Schema returns the schema named name from the read cache.
+// Schema returns the schema named name from the read cache.
 // The cache is keyed by the schema_generation counter, which every transaction
 // that changes schemas bumps, so a change made by another process is seen at once.
 func (db *DB) Schema(ctx context.Context, name string) (*model.Schema, error) {
@@ -93,7 +93,7 @@ func (db *DB) dropSchemaCache() {
 	db.mu.Unlock()
 }
 
-// model.Schema returns the schema named name as the transaction sees it.
+// Schema returns the schema named name as the transaction sees it.
 func (tx *Tx) Schema(ctx context.Context, name string) (*model.Schema, error) {
 	if s, ok := tx.schemas[name]; ok {
 		return s, nil

@@ -24,26 +24,26 @@ func (tx *Tx) putSchema(ctx context.Context, e *model.Entry, action model.Action
 	}
 	exists := old != nil
 	switch action {
-	case "noop":
+	case model.ActionNoop:
 		return OutSkipped, nil
-	case "init":
+	case model.ActionInit:
 		if exists {
 			return OutUnchanged, nil
 		}
-	case "update":
+	case model.ActionUpdate:
 		if !exists {
 			return "", model.Errorf(model.ENotFound, "schema %s not found", clip.Quote(name))
 		}
-	case "delete":
+	case model.ActionDelete:
 		if !exists {
 			return OutUnchanged, nil
 		}
 		return OutDeleted, tx.deleteSchema(ctx, old, system)
-	case "enable", "disable":
+	case model.ActionEnable, model.ActionDisable:
 		if !exists {
 			return "", model.Errorf(model.ENotFound, "schema %s not found", clip.Quote(name))
 		}
-		want := action == "enable"
+		want := action == model.ActionEnable
 		if old.IsEnabled == want {
 			return OutUnchanged, nil
 		}
@@ -112,9 +112,9 @@ func (tx *Tx) putSchema(ctx context.Context, e *model.Entry, action model.Action
 	if err := tx.writeSchema(ctx, next, drop); err != nil {
 		return "", err
 	}
-	outcome, rev := OutCreated, "create"
+	outcome, rev := OutCreated, model.ActionCreate
 	if exists {
-		outcome, rev = OutUpdated, "update"
+		outcome, rev = OutUpdated, model.ActionUpdate
 	}
 	if err := tx.revision(ctx, "_schema", name, rev, before, model.MustJSON(next.Doc())); err != nil {
 		return "", err
@@ -210,5 +210,5 @@ func (tx *Tx) deleteSchema(ctx context.Context, s *model.Schema, system bool) er
 		return fmt.Errorf("delete schema %s: %w", s.Keyname, err)
 	}
 	tx.schemasChanged()
-	return tx.revision(ctx, "_schema", s.Keyname, "delete", before, "")
+	return tx.revision(ctx, "_schema", s.Keyname, model.ActionDelete, before, "")
 }

@@ -42,7 +42,7 @@ func setupAPIKeyRevoke(c *cli, fs *pflag.FlagSet) func(context.Context, []string
 		if _, err := db.Instance(ctx, "_apikey", args[0]); err != nil {
 			return fmt.Errorf("API key %q not found", args[0])
 		}
-		return c.loadOne(ctx, db, map[string]any{"classname": "_apikey", "keyname": args[0], "_action": "delete"},
+		return c.loadOne(ctx, db, map[string]any{"classname": "_apikey", "keyname": args[0], "_action": string(model.ActionDelete)},
 			"revoked")
 	}
 }
@@ -94,7 +94,7 @@ func (c *cli) apikeyCreate(ctx context.Context, key string, perms []string, read
 	}
 	secret := newSecret()
 	entry := map[string]any{"classname": "_apikey", "keyname": key, "secret": secret, "is_readonly": readonly,
-		"_action": "init"}
+		"_action": string(model.ActionInit)}
 	if len(perms) > 0 {
 		items := make([]any, len(perms))
 		for i, p := range perms {

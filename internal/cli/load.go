@@ -136,8 +136,8 @@ func setupLoad(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error 
 }
 
 func (c *cli) load(ctx context.Context, args []string, action string, dryrun bool, pipe string) error {
-	switch action {
-	case "", "create", "update", "init", "delete", "enable", "disable", "noop":
+	switch model.Action(action) {
+	case "", model.ActionCreate, model.ActionUpdate, model.ActionInit, model.ActionDelete, model.ActionEnable, model.ActionDisable, model.ActionNoop:
 	default:
 		return &usageError{c.find("load"), fmt.Sprintf("--action %q: not create, update, init, delete, enable, disable or noop", action)}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"dataservice/store"
+	"dataservice/store/model"
 )
 
 // readPassword reads the first line of file ("-": stdin) as a password.
@@ -49,7 +50,7 @@ func setupUserAdd(c *cli, fs *pflag.FlagSet) func(context.Context, []string) err
 	disabled := fs.Bool("disabled", false, "create the account disabled")
 	return func(ctx context.Context, args []string) error {
 		login := args[0]
-		entry := map[string]any{"classname": "_user", "keyname": login, "is_enabled": !*disabled, "_action": "init"}
+		entry := map[string]any{"classname": "_user", "keyname": login, "is_enabled": !*disabled, "_action": string(model.ActionInit)}
 		for k, v := range map[string]string{"email": *email, "firstname": *first, "lastname": *last} {
 			if v != "" {
 				entry[k] = v
@@ -100,7 +101,7 @@ func setupUserPasswd(c *cli, fs *pflag.FlagSet) func(context.Context, []string) 
 			return fmt.Errorf("user %q not found", login)
 		}
 		if err := c.loadOne(ctx, db, map[string]any{"classname": "_user", "keyname": login, "password": pw,
-			"_action": "update"}, ""); err != nil {
+			"_action": string(model.ActionUpdate)}, ""); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "password of %s set\n", login)
@@ -135,9 +136,9 @@ func setupUserDisable(c *cli, fs *pflag.FlagSet) func(context.Context, []string)
 	enable := fs.Bool("enable", false, "enable the account instead")
 	return func(ctx context.Context, args []string) error {
 		login := args[0]
-		action := "disable"
+		action := string(model.ActionDisable)
 		if *enable {
-			action = "enable"
+			action = string(model.ActionEnable)
 		} else if login == "admin" {
 			return fmt.Errorf("the admin account is locked by leaving SERVICE_ADMIN_PASSWORD unset, not disabled")
 		}

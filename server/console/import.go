@@ -85,7 +85,7 @@ func (cr *changeRecorder) add(rv store.Revision) {
 		return
 	}
 	oc := objectChange{Classname: rv.Classname, Keyname: rv.Keyname, Action: rv.Action, Fields: changes(rv.Before, rv.After)}
-	if rv.Action != "delete" && rv.Classname != "_schema" && rv.Classname != "_permission" {
+	if rv.Action != string(model.ActionDelete) && rv.Classname != "_schema" && rv.Classname != "_permission" {
 		oc.Link = link(rv.Classname, rv.Keyname)
 	}
 	cr.list = append(cr.list, oc)

@@ -340,8 +340,8 @@ func (c *Console) restorePlan(ctx context.Context, rev store.Revision, sch *mode
 		return nil, "", err
 	}
 	if since != "" {
-		what := map[string]string{"create": "deleted and created again", "delete": "deleted and created again",
-			"rename": "replaced by another instance renamed to this keyname"}[since]
+		what := map[string]string{string(model.ActionCreate): "deleted and created again", string(model.ActionDelete): "deleted and created again",
+			string(model.ActionRename): "replaced by another instance renamed to this keyname"}[since]
 		return nil, fmt.Sprintf("%s %s was %s since this revision: the instance under this keyname now is another object.", rev.Classname, rev.Keyname, what), nil
 	}
 	doc, err := parseRevisionDoc(raw)

@@ -23,7 +23,8 @@ const (
 )
 
 // revisionActions are the actions a revision records, as the filter offers them.
-var revisionActions = []string{"create", "update", "delete", "rename", "enable", "disable"}
+var revisionActions = []string{string(model.ActionCreate), string(model.ActionUpdate), string(model.ActionDelete),
+	string(model.ActionRename), string(model.ActionEnable), string(model.ActionDisable)}
 
 type revisionFilterForm struct {
 	Class, Keyname, Author, Action, From, To string
@@ -128,7 +129,7 @@ func (c *Console) revisions(w http.ResponseWriter, r *http.Request, q *req) {
 				row.Changes = append(row.Changes, dr)
 			}
 		}
-		if rv.Action != "delete" && rv.Classname != "_schema" && rv.Classname != "_permission" {
+		if rv.Action != string(model.ActionDelete) && rv.Classname != "_schema" && rv.Classname != "_permission" {
 			row.ObjectURL = link(rv.Classname, rv.Keyname)
 		}
 		d.Rows = append(d.Rows, row)

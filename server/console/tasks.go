@@ -11,6 +11,7 @@ import (
 
 	"dataservice/server/httperror"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -178,7 +179,7 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, q *req) {
 		d.Errors = res.ErrorMessages
 		for _, ch := range res.Changes {
 			row := changeRow{Classname: ch.Classname, Keyname: ch.Keyname, NewKey: ch.NewKey, Action: ch.Action}
-			if ch.Action != "delete" && !t.DryRun {
+			if ch.Action != string(model.ActionDelete) && !t.DryRun {
 				key := ch.Keyname
 				if ch.NewKey != "" {
 					key = ch.NewKey

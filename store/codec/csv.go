@@ -13,7 +13,7 @@ import (
 )
 
 // CSVOptions say how a CSV document becomes load entries: every row is an entry of
-// model.Schema, the Keyfield column (default "keyname") its keyname, the other columns its
+// Schema, the Keyfield column (default "keyname") its keyname, the other columns its
 // fields. The API's raw-file endpoint and the console's import tool share them.
 type CSVOptions struct {
 	Schema string
@@ -24,9 +24,9 @@ type CSVOptions struct {
 	Delimiter string
 	// Encoding is utf-8 (default) or iso-8859-1 (latin1).
 	Encoding string
-	// MaxRows bounds the rows (0: none); more is an model.ETooLarge error.
+	// MaxRows bounds the rows (0: none); more is an ETooLarge error.
 	MaxRows int
-	// MaxCells bounds the cells, rows × columns (0: none); more is an model.ETooLarge error.
+	// MaxCells bounds the cells, rows × columns (0: none); more is an ETooLarge error.
 	// A request's CSV needs it: a cell costs one delimiter in the body but a field of
 	// an entry in memory.
 	MaxCells int

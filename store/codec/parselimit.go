@@ -17,9 +17,9 @@ const MaxYAMLBody = 8 << 20
 
 // ParseBody parses a load body as ParseDocumentLenient does, with bounded memory: a
 // JSON body (starting with '[' or '{') is decoded one entry at a time, and more than
-// maxEntries entries (0: no bound) is an model.ETooLarge error, raised as soon as the entry
+// maxEntries entries (0: no bound) is an ETooLarge error, raised as soon as the entry
 // after the last allowed one has been read. Bodies that are not JSON and larger than
-// MaxYAMLBody are refused with model.ETooLarge.
+// MaxYAMLBody are refused with ETooLarge.
 func ParseBody(name string, body []byte, maxEntries int) ([]*model.Entry, []string, error) {
 	t := bytes.TrimLeft(body, " \t\r\n\ufeff")
 	if len(t) > 0 && (t[0] == '[' || t[0] == '{') {

@@ -44,7 +44,7 @@ func (e *BodyReadError) Unwrap() error { return e.Err }
 // keeping none: JSON lists object by object, YAML block sequences item by item. The
 // bytes are kept in memory up to spoolInMemory, beyond it in a temporary file in dir
 // (the system's temporary directory when dir is empty or not writable), unlinked at
-// once. More than maxEntries entries (0: no bound) is an model.ETooLarge error as soon as
+// once. More than maxEntries entries (0: no bound) is an ETooLarge error as soon as
 // the entry after the last allowed one has been read; a body that does not stream is
 // parsed whole under ParseBody's rules (at most MaxYAMLBody). Errors are ParseBody's,
 // or a *BodyReadError. The caller closes the Body.

@@ -118,7 +118,7 @@ func (e *Entry) Prepare(action Action) error {
 	}
 	switch e.Action {
 	case ActionCreate, ActionUpdate, ActionInit, ActionDelete, ActionEnable, ActionDisable, ActionNoop:
-	case "create_or_update":
+	case actionCreateOrUpdate:
 		e.Action = ActionCreate
 	default:
 		return Errorf(EInvalid, "unknown _action %s", clip.Quote(string(e.Action)))

@@ -124,16 +124,17 @@ func (s *Schema) ApplyField(name string, attrs map[string]any, pos int) (bool, e
 		return false, Errorf(EInvalid, "schema %s: %s is not a valid field name", s.Keyname, clip.Quote(name))
 	}
 	f := s.byName[name]
-	action, _ := ScalarText(attrs["_action"])
+	text, _ := ScalarText(attrs["_action"])
+	action := Action(text)
 	switch action {
-	case "", "create", "update", "init", "noop", "delete", "create_or_update":
+	case "", ActionCreate, ActionUpdate, ActionInit, ActionNoop, ActionDelete, actionCreateOrUpdate:
 	default:
-		return false, Errorf(EInvalid, "schema %s: field %s: unknown _action %s", s.Keyname, name, clip.Quote(action))
+		return false, Errorf(EInvalid, "schema %s: field %s: unknown _action %s", s.Keyname, name, clip.Quote(text))
 	}
 	switch {
-	case action == "noop":
+	case action == ActionNoop:
 		return false, nil
-	case action == "delete":
+	case action == ActionDelete:
 		if f != nil {
 			delete(s.byName, name)
 			for i, x := range s.Fields {
@@ -145,9 +146,9 @@ func (s *Schema) ApplyField(name string, attrs map[string]any, pos int) (bool, e
 			return true, nil
 		}
 		return false, nil
-	case action == "init" && f != nil:
+	case action == ActionInit && f != nil:
 		return false, nil
-	case action == "update" && f == nil:
+	case action == ActionUpdate && f == nil:
 		return false, Errorf(ENotFound, "schema %s: field %s not found", s.Keyname, name)
 	}
 	existed := f != nil
