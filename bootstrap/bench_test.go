@@ -9,6 +9,7 @@ import (
 
 	"dataservice/bootstrap"
 	"dataservice/builtin"
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -27,11 +28,11 @@ func BenchmarkStartupEmpty(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		n++
-		db, err := store.Open(ctx, filepath.Join(dir, fmt.Sprintf("empty-%d.db", n)), store.Options{})
+		db, err := testkit.OpenStore(b, filepath.Join(dir, fmt.Sprintf("empty-%d.db", n)), store.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := bootstrap.Run(ctx, db, o); err != nil {
+		if err := bootstrap.Run(ctx, testkit.Migrator(b, db), o); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -52,17 +53,17 @@ func BenchmarkStartupUpToDate(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
-			db, err := store.Open(ctx, filepath.Join(b.TempDir(), "data.db"), store.Options{})
+			db, err := testkit.OpenStore(b, filepath.Join(b.TempDir(), "data.db"), store.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer db.Close()
 			o := benchOptions(c.password)
-			if err := bootstrap.Run(ctx, db, o); err != nil {
+			if err := bootstrap.Run(ctx, testkit.Migrator(b, db), o); err != nil {
 				b.Fatal(err)
 			}
 			for b.Loop() {
-				if err := bootstrap.Run(ctx, db, o); err != nil {
+				if err := bootstrap.Run(ctx, testkit.Migrator(b, db), o); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -75,12 +76,12 @@ func BenchmarkStartupUpToDate(b *testing.B) {
 // configuration), each one query on the same file, in one read transaction.
 func BenchmarkStartupFloor(b *testing.B) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(b.TempDir(), "data.db"), store.Options{})
+	db, err := testkit.OpenStore(b, filepath.Join(b.TempDir(), "data.db"), store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	if err := bootstrap.Run(ctx, db, benchOptions("")); err != nil {
+	if err := bootstrap.Run(ctx, testkit.Migrator(b, db), benchOptions("")); err != nil {
 		b.Fatal(err)
 	}
 	// The store hands out no raw pool: the floor reads through a read-only pool of

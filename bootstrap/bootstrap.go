@@ -66,12 +66,16 @@ func (o *Options) defaults() {
 
 type starter struct {
 	db  *store.DB
+	mg  *store.Migrator
 	o   Options
 	log *slog.Logger
 }
 
-// Run runs the whole start-up sequence of the seed, in order, under the lock.
-func Run(ctx context.Context, db *store.DB, o Options) error {
+// Run runs the whole start-up sequence of the seed, in order, under the lock, on the
+// database of mg. The Migrator is the migration door: the opener hands it here, and
+// nothing else that holds the database can migrate.
+func Run(ctx context.Context, mg *store.Migrator, o Options) error {
+	db := mg.DB()
 	o.defaults()
 	if o.Init == nil {
 		return errors.New("start-up: no init directory")
@@ -81,7 +85,7 @@ func Run(ctx context.Context, db *store.DB, o Options) error {
 		return err
 	}
 	defer unlock()
-	s := &starter{db: db, o: o, log: o.Logger}
+	s := &starter{db: db, mg: mg, o: o, log: o.Logger}
 	return s.run(ctx)
 }
 
@@ -121,7 +125,7 @@ func (s *starter) run(ctx context.Context) error {
 		return err
 	}
 	// 5. Built-in API key secret, then the administrator account.
-	if err := s.db.Migrate(ctx, func(tx *store.Migration) error {
+	if err := s.mg.Migrate(ctx, func(tx *store.Migration) error {
 		if err := s.seedAPIKey(ctx, tx); err != nil {
 			return err
 		}
@@ -164,7 +168,7 @@ func (s *starter) failed(ctx context.Context, step string, err error) error {
 // order, and sets DB_VERSION and a new INSTANCE_UUID, in one transaction.
 func (s *starter) bootstrap(ctx context.Context) error {
 	s.log.Info("bootstrap: empty database, loading built-in definitions")
-	return s.db.Migrate(ctx, func(tx *store.Migration) error {
+	return s.mg.Migrate(ctx, func(tx *store.Migration) error {
 		if err := s.loadFile(ctx, tx.Tx(), "00_permission.yml", "_permission"); err != nil {
 			return err
 		}

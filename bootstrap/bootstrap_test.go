@@ -311,7 +311,7 @@ func TestRunFailedBootstrapLeavesNothing(t *testing.T) {
 		BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
 	rec := &testkit.Recorder{}
 	o := options(t, rec)
-	err := bootstrap.Run(context.Background(), db, o)
+	err := bootstrap.Run(context.Background(), testkit.Migrator(t, db), o)
 
 	t.Run("Run returns the bootstrap error", func(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "bootstrap: load 10_user.yml") || !strings.Contains(err.Error(), "injected failure") {

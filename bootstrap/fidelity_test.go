@@ -231,7 +231,7 @@ func TestRunRefusalAfterConfigurationSync(t *testing.T) {
 	before := registry(t, db)
 	o := options(t, rec)
 	o.Sleep = func(context.Context, time.Duration) {}
-	err := bootstrap.Run(context.Background(), db, o)
+	err := bootstrap.Run(context.Background(), testkit.Migrator(t, db), o)
 	if !errors.Is(err, bootstrap.ErrRefused) {
 		t.Fatalf("err = %v, want ErrRefused", err)
 	}

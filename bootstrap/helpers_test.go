@@ -75,7 +75,7 @@ func options(t *testing.T, rec *testkit.Recorder) bootstrap.Options {
 // run runs the start-up sequence and fails the test on an error.
 func run(t *testing.T, db *store.DB, o bootstrap.Options) {
 	t.Helper()
-	if err := bootstrap.Run(context.Background(), db, o); err != nil {
+	if err := bootstrap.Run(context.Background(), testkit.Migrator(t, db), o); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 }
@@ -134,7 +134,7 @@ func dbVersion(t *testing.T, db *store.DB) string {
 // permission reads one permission row; ok is false when it is missing.
 func permission(t *testing.T, db *store.DB, key string) (p store.Permission, ok bool) {
 	t.Helper()
-	err := db.Reader().QueryRow("SELECT id, keyname, displayname, description, is_builtin FROM permissions WHERE keyname = ?", key).
+	err := db.Reader().QueryRowContext(context.Background(), "SELECT id, keyname, displayname, description, is_builtin FROM permissions WHERE keyname = ?", key).
 		Scan(&p.ID, &p.Keyname, &p.Displayname, &p.Description, &p.IsBuiltin)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, false

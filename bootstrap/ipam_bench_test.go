@@ -61,7 +61,7 @@ func timeRun(b *testing.B, db *store.DB, instances int) benchIPAMRun {
 	r.rssBefore = procStatusKB("VmRSS") / 1024
 	start := time.Now()
 	b.StartTimer()
-	err := bootstrap.Run(context.Background(), db, benchOptions(""))
+	err := bootstrap.Run(context.Background(), testkit.Migrator(b, db), benchOptions(""))
 	b.StopTimer()
 	r.elapsed = time.Since(start)
 	if err != nil {
@@ -83,11 +83,11 @@ func (r benchIPAMRun) report(b *testing.B) {
 // benchDB opens a new database in dir and runs a first start (bootstrap and every block).
 func benchDB(b *testing.B, dir string) *store.DB {
 	b.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(dir, "data.db"), store.Options{})
+	db, err := testkit.OpenStore(b, filepath.Join(dir, "data.db"), store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := bootstrap.Run(context.Background(), db, benchOptions("")); err != nil {
+	if err := bootstrap.Run(context.Background(), testkit.Migrator(b, db), benchOptions("")); err != nil {
 		b.Fatal(err)
 	}
 	return db
@@ -98,7 +98,7 @@ func benchDB(b *testing.B, dir string) *store.DB {
 func benchFill(b *testing.B, db *store.DB, stmts []string, insert string, rows int, row func(i int) []any) {
 	b.Helper()
 	ctx := context.Background()
-	err := db.Migrate(ctx, func(m *store.Migration) error {
+	err := testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
 		for _, q := range stmts {
 			if err := m.Exec(ctx, q); err != nil {
 				return fmt.Errorf("%s: %w", q, err)
@@ -123,7 +123,7 @@ const benchInsertInstance = `INSERT INTO instances(classname, keyname, displayna
 func benchCount(b *testing.B, db *store.DB, query string) int {
 	b.Helper()
 	var n int
-	if err := db.Reader().QueryRow(query).Scan(&n); err != nil {
+	if err := db.Reader().QueryRowContext(context.Background(), query).Scan(&n); err != nil {
 		b.Fatal(err)
 	}
 	return n

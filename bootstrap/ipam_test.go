@@ -60,7 +60,7 @@ func (r ipamRowState) String() string {
 func ipamRowByID(t *testing.T, db *store.DB, id int64) ipamRowState {
 	t.Helper()
 	var r ipamRowState
-	if err := db.Reader().QueryRow("SELECT classname, keyname, displayname, data, updated_at FROM instances WHERE id = ?", id).
+	if err := db.Reader().QueryRowContext(context.Background(), "SELECT classname, keyname, displayname, data, updated_at FROM instances WHERE id = ?", id).
 		Scan(&r.Classname, &r.Keyname, &r.Displayname, &r.Data, &r.UpdatedAt); err != nil {
 		t.Fatalf("row %d: %v", id, err)
 	}
@@ -100,11 +100,11 @@ func checkAttrs(t *testing.T, e testkit.Record, want map[string]string) {
 // schemaRow reads keyname_mode and the ordered field keynames of a schema from its tables.
 func schemaRow(t *testing.T, db *store.DB, name string) (mode, fields string) {
 	t.Helper()
-	if err := db.Reader().QueryRow("SELECT keyname_mode FROM schemas WHERE keyname = ?", name).Scan(&mode); err != nil {
+	if err := db.Reader().QueryRowContext(context.Background(), "SELECT keyname_mode FROM schemas WHERE keyname = ?", name).Scan(&mode); err != nil {
 		t.Fatalf("schema %s: %v", name, err)
 	}
 	var f string
-	if err := db.Reader().QueryRow(`SELECT coalesce(group_concat(keyname, ','), '') FROM
+	if err := db.Reader().QueryRowContext(context.Background(), `SELECT coalesce(group_concat(keyname, ','), '') FROM
 		(SELECT keyname FROM schema_fields WHERE classname = ? ORDER BY sort_order, id)`, name).Scan(&f); err != nil {
 		t.Fatalf("fields of %s: %v", name, err)
 	}
@@ -247,7 +247,7 @@ func checkIPAMBuiltins(t *testing.T, db *store.DB) {
 		t.Fatalf("ipam_ip: mode %q fields %s, want hexip with description,hostname,subnet,collected", mode, fields)
 	}
 	var format, def string
-	if err := db.Reader().QueryRow("SELECT dataformat, default_value FROM schema_fields WHERE classname = 'ipam_ip' AND keyname = 'collected'").
+	if err := db.Reader().QueryRowContext(context.Background(), "SELECT dataformat, default_value FROM schema_fields WHERE classname = 'ipam_ip' AND keyname = 'collected'").
 		Scan(&format, &def); err != nil {
 		t.Fatal(err)
 	}

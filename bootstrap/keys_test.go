@@ -205,7 +205,7 @@ func TestStartupWritesGoThroughTheApplyPath(t *testing.T) {
 	revs := count(t, db, "SELECT count(*) FROM revisions")
 	o.AdminPassword = "pw-apply"
 	o.Version = "4.6.0-RC1"
-	if err := bootstrap.Run(t.Context(), db, o); err != nil {
+	if err := bootstrap.Run(t.Context(), testkit.Migrator(t, db), o); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	a := mustInstance(t, db, "_user", "admin")

@@ -35,14 +35,14 @@ func TestHelperProcess(t *testing.T) {
 	}
 	ctx := context.Background()
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	db, err := store.Open(ctx, path, store.Options{Logger: logger})
+	db, err := testkit.OpenStore(t, path, store.Options{Logger: logger})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		os.Exit(2)
 	}
 	fmt.Fprintln(os.Stdout, "ready")
 	io.Copy(io.Discard, os.Stdin)
-	err = bootstrap.Run(ctx, db, bootstrap.Options{Version: testVersion, VersionDate: testVersionDate,
+	err = bootstrap.Run(ctx, testkit.Migrator(t, db), bootstrap.Options{Version: testVersion, VersionDate: testVersionDate,
 		Init: builtin.Init(), Logger: logger})
 	db.Close()
 	if err != nil {
@@ -220,7 +220,7 @@ func TestRunWaitsForTheLock(t *testing.T) {
 	t.Run("start gives up when its context ends while another holds the lock", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		err := bootstrap.Run(ctx, db, options(t, rec))
+		err := bootstrap.Run(ctx, testkit.Migrator(t, db), options(t, rec))
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}

@@ -88,7 +88,7 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 			continue
 		}
 		s.log.Info("migration block start", "block", b.version, "db_version", cur)
-		err = s.db.Migrate(ctx, func(tx *store.Migration) error {
+		err = s.mg.Migrate(ctx, func(tx *store.Migration) error {
 			if err := b.run(s, ctx, tx); err != nil {
 				return err
 			}

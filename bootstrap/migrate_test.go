@@ -86,7 +86,7 @@ func TestMigrate420(t *testing.T) {
 	})
 	t.Run("schema ipam_ip is reloaded with hexip and collected", func(t *testing.T) {
 		var mode, name string
-		if err := db.Reader().QueryRow("SELECT keyname_mode, displayname FROM schemas WHERE keyname = 'ipam_ip'").Scan(&mode, &name); err != nil {
+		if err := db.Reader().QueryRowContext(context.Background(), "SELECT keyname_mode, displayname FROM schemas WHERE keyname = 'ipam_ip'").Scan(&mode, &name); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := mode, "hexip"; got != want {
@@ -96,7 +96,7 @@ func TestMigrate420(t *testing.T) {
 			t.Fatalf("displayname = %q, want %q", got, want)
 		}
 		var format, def string
-		if err := db.Reader().QueryRow("SELECT dataformat, default_value FROM schema_fields WHERE classname = 'ipam_ip' AND keyname = 'collected'").
+		if err := db.Reader().QueryRowContext(context.Background(), "SELECT dataformat, default_value FROM schema_fields WHERE classname = 'ipam_ip' AND keyname = 'collected'").
 			Scan(&format, &def); err != nil {
 			t.Fatalf("field collected: %v", err)
 		}
@@ -431,7 +431,7 @@ func TestMigrateFailingBlockRollsBackAndStops(t *testing.T) {
 	)
 	failRegistryWrite(t, db, "4.4.0")
 	o := options(t, rec)
-	err := bootstrap.Run(context.Background(), db, o)
+	err := bootstrap.Run(context.Background(), testkit.Migrator(t, db), o)
 
 	t.Run("Run returns an error naming the block", func(t *testing.T) {
 		if err == nil {
@@ -509,7 +509,7 @@ func TestMigrateRejectedPipelineFailsBlock460(t *testing.T) {
 		"DELETE FROM permissions WHERE keyname = 'p_code_editor'")
 	insertInstance(t, db, "_pipeline", "a_first", map[string]any{"content": "not: a list"})
 	insertInstance(t, db, "_pipeline", "b_second", map[string]any{"content": wrapContent})
-	err := bootstrap.Run(context.Background(), db, options(t, rec))
+	err := bootstrap.Run(context.Background(), testkit.Migrator(t, db), options(t, rec))
 
 	if err == nil {
 		t.Fatal("Run succeeded")

@@ -88,7 +88,7 @@ func TestRunRefusesDataOlderThan400(t *testing.T) {
 		slept = append(slept, d)
 		criticalBeforeSleep = len(rec.AtLeast(bootstrap.LevelCritical))
 	}
-	err := bootstrap.Run(context.Background(), db, o)
+	err := bootstrap.Run(context.Background(), testkit.Migrator(t, db), o)
 
 	t.Run("Run returns ErrRefused after waiting 10s", func(t *testing.T) {
 		if !errors.Is(err, bootstrap.ErrRefused) {

@@ -139,11 +139,11 @@ func BenchmarkAPILoad(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				db, err := store.Open(ctx, filepath.Join(b.TempDir(), "load.db"), store.Options{})
+				db, err := testkit.OpenStore(b, filepath.Join(b.TempDir(), "load.db"), store.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := bootstrap.Run(ctx, db, bootstrap.Options{Version: "4.9.0", VersionDate: "2026-11-22",
+				if err := bootstrap.Run(ctx, testkit.Migrator(b, db), bootstrap.Options{Version: "4.9.0", VersionDate: "2026-11-22",
 					Init: builtin.Init(), AdminPassword: adminPassword}); err != nil {
 					b.Fatal(err)
 				}

@@ -20,6 +20,7 @@ import (
 
 	"dataservice/bootstrap"
 	"dataservice/builtin"
+	"dataservice/internal/testkit"
 	"dataservice/server"
 	"dataservice/store"
 	"dataservice/store/codec"
@@ -46,12 +47,12 @@ func scaleData(i int) string {
 func scaleDB(b *testing.B, n int) *store.DB {
 	b.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(b.TempDir(), "scale.db"), store.Options{})
+	db, err := testkit.OpenStore(b, filepath.Join(b.TempDir(), "scale.db"), store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	if err := bootstrap.Run(ctx, db, bootstrap.Options{Version: "4.9.0", VersionDate: "2026-11-22",
+	if err := bootstrap.Run(ctx, testkit.Migrator(b, db), bootstrap.Options{Version: "4.9.0", VersionDate: "2026-11-22",
 		Init: builtin.Init(), AdminPassword: adminPassword}); err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func scaleDB(b *testing.B, n int) *store.DB {
 	}
 	start := time.Now()
 	for from := 0; from < n; from += 50_000 {
-		err = db.Migrate(ctx, func(m *store.Migration) error {
+		err = testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
 			const insert = `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
 				created_at, updated_at) VALUES('item', ?, '', 1, ?, '2026-11-22T10:00:00Z', '2026-11-22T10:00:00Z')`
 			for i := from; i < min(from+50_000, n); i++ {

@@ -280,7 +280,7 @@ func (tx *Tx) applyRename(ctx context.Context, s *model.Schema, old, next *Insta
 				return err
 			}
 		}
-		_, err := tx.Rename(ctx, s, &at, newKey)
+		_, err := tx.cascadeRename(ctx, s, &at, newKey)
 		return err
 	}()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/store/model"
 )
@@ -67,8 +68,9 @@ func cascadeDump(t *testing.T, db *store.DB) string {
 		ORDER BY 1)`)
 }
 
-// cascadeRenameIn renames cls/from to to inside tx and returns the report.
-func cascadeRenameIn(ctx context.Context, tx *store.Tx, cls, from, to string) (*store.Instance, *store.RenameReport, error) {
+// cascadeRenameIn renames cls/from to to inside tx through the migration door mg
+// (the cascading rename outside Apply) and returns the report.
+func cascadeRenameIn(ctx context.Context, mg *store.Migrator, tx *store.Tx, cls, from, to string) (*store.Instance, *store.RenameReport, error) {
 	s, err := tx.Schema(ctx, cls)
 	if err != nil {
 		return nil, nil, err
@@ -77,7 +79,7 @@ func cascadeRenameIn(ctx context.Context, tx *store.Tx, cls, from, to string) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	rep, err := tx.Rename(ctx, s, in, to)
+	rep, err := mg.Rename(ctx, tx, s, in, to)
 	return in, rep, err
 }
 
@@ -98,7 +100,7 @@ func TestCascadingRename(t *testing.T) {
 		var renamed *store.Instance
 		err := db.WithTxAs(ctx, store.Revisions{Author: "user:renamer"}, func(tx *store.Tx) error {
 			var err error
-			renamed, rep, err = cascadeRenameIn(ctx, tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
+			renamed, rep, err = cascadeRenameIn(ctx, testkit.Migrator(t, db), tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
 			return err
 		})
 		if err != nil {
@@ -142,7 +144,7 @@ func TestCascadingRename(t *testing.T) {
 			t.Fatalf("rows written = %s, want %s", got, want)
 		}
 		t.Run("revision rows record the rename and each rewritten instance", func(t *testing.T) {
-			rows, err := db.Reader().Query(`SELECT classname || ':' || keyname || ':' || action || ':' || author
+			rows, err := db.Reader().QueryContext(context.Background(), `SELECT classname || ':' || keyname || ':' || action || ':' || author
 				FROM revisions WHERE id > ?`, lastRev)
 			if err != nil {
 				t.Fatal(err)
@@ -190,7 +192,7 @@ func TestCascadingRename(t *testing.T) {
 		before := cascadeDump(t, db)
 		errAbort := errors.New("abort")
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
-			if _, _, err := cascadeRenameIn(ctx, tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16"); err != nil {
+			if _, _, err := cascadeRenameIn(ctx, testkit.Migrator(t, db), tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16"); err != nil {
 				return err
 			}
 			r1, err := tx.Instance(ctx, "rack", "r1")
@@ -231,7 +233,7 @@ func TestCascadingRename(t *testing.T) {
 			var in *store.Instance
 			err := db.WithTx(ctx, func(tx *store.Tx) error {
 				var err error
-				in, _, err = cascadeRenameIn(ctx, tx, tt.cls, tt.from, tt.to)
+				in, _, err = cascadeRenameIn(ctx, testkit.Migrator(t, db), tx, tt.cls, tt.from, tt.to)
 				return err
 			})
 			if got, want := store.ErrorCode(err), tt.code; got != want {
@@ -255,12 +257,12 @@ func TestCascadingRename(t *testing.T) {
 		var second *store.RenameReport
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
 			var err error
-			failed, _, err = cascadeRenameIn(ctx, tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
+			failed, _, err = cascadeRenameIn(ctx, testkit.Migrator(t, db), tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
 			if err == nil || !strings.Contains(err.Error(), "injected failure") {
 				return fmt.Errorf("first rename: got %v, want the injected failure", err)
 			}
 			// ipam_vlan does not reference 10.2.0.0/16: this rename goes through.
-			_, second, err = cascadeRenameIn(ctx, tx, "ipam_subnet", "10.2.0.0/16", "10.8.0.0/16")
+			_, second, err = cascadeRenameIn(ctx, testkit.Migrator(t, db), tx, "ipam_subnet", "10.2.0.0/16", "10.8.0.0/16")
 			return err
 		})
 		if err != nil {
@@ -299,7 +301,7 @@ func TestCascadingRename(t *testing.T) {
 		var rep *store.RenameReport
 		err := db.WithTxAs(ctx, store.Revisions{Off: true}, func(tx *store.Tx) error {
 			var err error
-			_, rep, err = cascadeRenameIn(ctx, tx, "ipam_subnet", "10.3.0.0/16", "10.7.0.0/16")
+			_, rep, err = cascadeRenameIn(ctx, testkit.Migrator(t, db), tx, "ipam_subnet", "10.3.0.0/16", "10.7.0.0/16")
 			return err
 		})
 		if err != nil {
@@ -329,7 +331,7 @@ func TestCascadingRename(t *testing.T) {
 				Keyname: "r8", IsEnabled: true, Data: map[string]any{"uplink": "10.1.0.0/16"}}}, store.ApplyOptions{}); err != nil {
 				return err
 			}
-			if _, _, err := cascadeRenameIn(ctx, tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16"); err != nil {
+			if _, _, err := cascadeRenameIn(ctx, testkit.Migrator(t, db), tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16"); err != nil {
 				return err
 			}
 			_, late = tx.Apply(ctx, store.Write{Schema: rack, Action: model.ActionCreate, New: &store.Instance{Classname: "rack",
@@ -356,7 +358,7 @@ func TestCascadingRename(t *testing.T) {
 			VALUES('nic', 'n1', '', 1, '{"ip":"10.66.0.1","net":"10.1.0.0/16"}', 'old', 'old')`)
 		ips := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'ipam_ip'")
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
-			_, _, err := cascadeRenameIn(ctx, tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
+			_, _, err := cascadeRenameIn(ctx, testkit.Migrator(t, db), tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
 			return err
 		})
 		if err != nil {
@@ -373,7 +375,7 @@ func TestCascadingRename(t *testing.T) {
 	t.Run("RewriteAllReferences applies many renames at once, a chain included", func(t *testing.T) {
 		db := cascadeDB(t)
 		var n int
-		err := db.Migrate(ctx, func(tx *store.Migration) error {
+		err := testkit.Migrator(t, db).Migrate(ctx, func(tx *store.Migration) error {
 			var err error
 			n, err = tx.RewriteAllReferences(ctx, "ipam_subnet", map[string]string{"10.1.0.0/16": "10.2.0.0/16", "10.2.0.0/16": "10.4.0.0/16"})
 			return err
@@ -405,7 +407,7 @@ func TestCascadingRename(t *testing.T) {
 		var rep *store.RenameReport
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
 			var err error
-			_, rep, err = cascadeRenameIn(ctx, tx, "ipam_subnet", "192.168.0.0/24", "192.168.1.0/24")
+			_, rep, err = cascadeRenameIn(ctx, testkit.Migrator(t, db), tx, "ipam_subnet", "192.168.0.0/24", "192.168.1.0/24")
 			return err
 		})
 		if err != nil {
@@ -494,7 +496,7 @@ func TestCollectIPsOnWrite(t *testing.T) {
 		}
 	})
 	t.Run("an instance saved by a pipeline or migration is collected too", func(t *testing.T) {
-		err := db.Migrate(context.Background(), func(tx *store.Migration) error {
+		err := testkit.Migrator(t, db).Migrate(context.Background(), func(tx *store.Migration) error {
 			s, err := tx.Schema(ctx, "printer")
 			if err != nil {
 				return err
@@ -527,7 +529,7 @@ func TestCollectIPsOverStoredData(t *testing.T) {
 	mustLoad(t, db, collectDoc, store.LoadOptions{})
 	// 1,205 hosts (more than one batch of 1,000) stored without collection: a unique
 	// mgmt address each, the known address 10.0.0.2 and garbage in addrs, a subnet.
-	err := db.Migrate(ctx, func(m *store.Migration) error {
+	err := testkit.Migrator(t, db).Migrate(ctx, func(m *store.Migration) error {
 		for i := 0; i < 1205; i++ {
 			data := fmt.Sprintf(`{"mgmt":"10.1.%d.%d","addrs":["10.0.0.2","garbage","10.0.0.300"],"net":"10.3.0.0/16","nets":["10.4.0.0/16"]}`,
 				i/256, i%256)
@@ -610,7 +612,7 @@ func TestConvertKeyname(t *testing.T) {
 	var conflict error
 	var in *store.Instance
 	var keys []*store.Instance
-	err := db.Migrate(ctx, func(tx *store.Migration) error {
+	err := testkit.Migrator(t, db).Migrate(ctx, func(tx *store.Migration) error {
 		var err error
 		if in, err = tx.Instance(ctx, "ipam_subnet", "10.1.0.0/16"); err != nil {
 			return err

@@ -278,8 +278,6 @@ func (db *DB) Close() error {
 type Reader interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	Query(query string, args ...any) (*sql.Rows, error)
-	QueryRow(query string, args ...any) *sql.Row
 }
 
 // Reader is the read pool's query functions (no writes, no raw pool).
@@ -294,14 +292,6 @@ func (p readPool) QueryContext(ctx context.Context, query string, args ...any) (
 
 func (p readPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	return p.c.queryRowContext(ctx, query, args...)
-}
-
-func (p readPool) Query(query string, args ...any) (*sql.Rows, error) {
-	return p.c.queryContext(context.Background(), query, args...)
-}
-
-func (p readPool) QueryRow(query string, args ...any) *sql.Row {
-	return p.c.queryRowContext(context.Background(), query, args...)
 }
 
 // now returns the current UTC time as stored: RFC 3339 text.

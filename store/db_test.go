@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/store/model"
 )
@@ -102,7 +103,7 @@ func TestOpen(t *testing.T) {
 	})
 	t.Run("a newer table layout is refused", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "new.db")
-		db, err := store.Open(ctx, path, store.Options{})
+		db, err := testkit.OpenStore(t, path, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -128,6 +128,9 @@ type dialect struct {
 	// layoutVersionsTable creates, where missing, the table of the registered
 	// owners' layout versions; hasLayoutVersions reads whether it exists.
 	layoutVersionsTable, hasLayoutVersions string
+	// reservedPrefix starts the names of the tables the engine keeps for itself: no
+	// table owner may take one (RegisterLayout).
+	reservedPrefix string
 	// checkFile refuses a file holding schema objects the layout does not create
 	// (schemacheck_sqlite.go), before anything writes to it.
 	checkFile func(ctx context.Context, pool *sql.DB) error

@@ -62,6 +62,7 @@ var sqliteDialect = &dialect{
 	setLayoutVersion:       func(n int) string { return fmt.Sprintf("PRAGMA user_version = %d", n) },
 	layoutVersionsTable:    layoutVersionsTable,
 	hasLayoutVersions:      "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'layout_versions')",
+	reservedPrefix:         "sqlite_",
 
 	backup: sqliteBackup,
 }

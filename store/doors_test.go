@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -17,7 +18,8 @@ import (
 var writerCalls = []string{"write", "deleteInstance", "revision", "rename", "convertKeyname", "rewriteAll",
 	"rewriteAllReferences", "rewriteReferences", "rewriteInstance", "deleteField", "deletePermission",
 	"collectIPs", "putSchema", "putPermission", "writeSchema", "deleteSchema", "putInstance", "loadEntry", "writeInstance",
-	"applyCreate", "applyUpdate", "applyDelete", "applyEnabled", "applyRename", "Apply", "loadStream", "execAny"}
+	"applyCreate", "applyUpdate", "applyDelete", "applyEnabled", "applyRename", "Apply", "loadStream", "execAny",
+	"cascadeRename"}
 
 // writerSQL are the statements that change instances, revisions, schemas, fields and
 // permissions.
@@ -39,7 +41,7 @@ var doors = map[string]string{
 	"DB.LoadStream":                      "a load: instances through the apply path, schemas and permissions through their load writers",
 	"Tx.Load":                            "a load inside the caller's transaction (start-up reloads)",
 	"DB.CollectIPs":                      "IP collection over stored data, through the apply path",
-	"Tx.Rename":                          "the apply path's cascading rename (with its revision)",
+	"Migrator.Rename":                    "migration door only: the apply path's cascading rename without its permission checks (tests' set-up)",
 	"DB.TouchAPIKey":                     "an API key's last_used timestamp, not its data: no revision by design",
 	"Migration.ConvertKeyname":           "migration-only bulk conversion",
 	"Migration.RewriteAllReferences":     "migration-only reference rewrite",
@@ -141,15 +143,70 @@ func writes(body *ast.BlockStmt) bool {
 }
 
 // The system mode of the apply path (System, Migration, SystemAuth), writing without
-// revisions (Off, NoRevisions) and the migration transaction are the start-up
-// sequence's: no code outside bootstrap (and store itself, and the tests' kit) names
-// them, so no request, task or command reaches them but through bootstrap. The CLI
-// (the root package, internal/cli) acts for the operator as the system identity, but
-// it too reaches migrations only through bootstrap.
+// revisions (Off, NoRevisions) and the migration door (Migrator, Migrate, Migration)
+// are the start-up sequence's: no code outside bootstrap (and store itself, and the
+// tests' kit) names them, so no request, task or command reaches them but through
+// bootstrap. The compiler already keeps the server, the console and the tasks from
+// migrating (they hold a DB, which has no migration method); this keeps them from
+// the system identity too. The CLI (the root package, internal/cli) acts for the
+// operator as the system identity and opens the Migrator it hands to bootstrap, but
+// it too migrates only through bootstrap.
 func TestSystemIdentityIsNotReachableFromRequests(t *testing.T) {
 	t.Parallel()
 	cli := map[string]bool{"..": true, "../internal/cli": true}
 	allowed := map[string]bool{"../bootstrap": true, "../store": true, "../internal/testkit": true}
+	dirs := repoDirs(t, allowed)
+	for _, must := range []string{"../server", "../server/console", "../tasks", "../store/model", "../store/codec"} {
+		if !slices.Contains(dirs, must) {
+			t.Fatalf("%s is not scanned", must)
+		}
+	}
+	for _, dir := range dirs {
+		forbidden := []string{"Migrate", "Migration", "Migrator", "OpenMigrator", "SystemAuth", "AuthSystem"}
+		keys := []string{"System", "Migration", "Off", "NoRevisions"}
+		if cli[dir] {
+			forbidden = []string{"Migrate", "Migration"}
+		}
+		for _, v := range namedIn(t, dir, false, forbidden, keys) {
+			t.Error(v)
+		}
+	}
+}
+
+// migratorOpeners are the packages that may open the migration door (name
+// store.OpenMigrator), tests included: the CLI, the start-up sequence and the tests'
+// kit, besides store itself.
+var migratorOpeners = map[string]bool{"../internal/cli": true, "../bootstrap": true, "../internal/testkit": true, "../store": true}
+
+// Only the openers name the Migrator's constructor, in code or tests: every other
+// package, tests included, gets a DB and, in tests, the kit's Migrator of it.
+func TestMigratorOpenedOnlyByTheOpeners(t *testing.T) {
+	t.Parallel()
+	for _, dir := range repoDirs(t, migratorOpeners) {
+		for _, v := range namedIn(t, dir, true, []string{"OpenMigrator"}, nil) {
+			t.Error(v)
+		}
+	}
+	t.Run("a package naming it is found", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		src := "package server\n\nimport \"dataservice/store\"\n\nvar _ = store.OpenMigrator\n"
+		if err := os.WriteFile(filepath.Join(dir, "open_test.go"), []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := namedIn(t, dir, true, []string{"OpenMigrator"}, nil); len(got) != 1 || !strings.Contains(got[0], "names OpenMigrator") {
+			t.Fatalf("violations = %q, want one naming OpenMigrator", got)
+		}
+		if got := namedIn(t, dir, false, []string{"OpenMigrator"}, nil); len(got) != 0 {
+			t.Fatalf("violations without tests = %q, want none", got)
+		}
+	})
+}
+
+// repoDirs lists the repository's directories (hidden and testdata left out) but
+// those in skip; the directories below a skipped one are listed.
+func repoDirs(t *testing.T, skip map[string]bool) []string {
+	t.Helper()
 	var dirs []string
 	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -158,57 +215,57 @@ func TestSystemIdentityIsNotReachableFromRequests(t *testing.T) {
 		if !d.IsDir() {
 			return nil
 		}
-		if name := d.Name(); path != ".." && (strings.HasPrefix(name, ".") || name == "testdata" || allowed[path]) {
+		if name := d.Name(); path != ".." && (strings.HasPrefix(name, ".") || name == "testdata") {
 			return filepath.SkipDir
 		}
-		dirs = append(dirs, path)
+		if !skip[path] { // its subpackages (store/model, store/codec) are scanned
+			dirs = append(dirs, path)
+		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, must := range []string{"../server", "../server/console", "../tasks"} {
-		if !slices.Contains(dirs, must) {
-			t.Fatalf("%s is not scanned", must)
-		}
+	return dirs
+}
+
+// namedIn returns a line for each selector of dir's Go files (tests too when tests)
+// whose name is in names, and each key of a composite literal in keys.
+func namedIn(t *testing.T, dir string, tests bool, names, keys []string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, dir := range dirs {
-		entries, err := os.ReadDir(dir)
+	var found []string
+	fset := token.NewFileSet()
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || (!tests && strings.HasSuffix(name, "_test.go")) {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		f, err := parser.ParseFile(fset, path, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		forbidden := []string{"Migrate", "Migration", "SystemAuth", "AuthSystem"}
-		if cli[dir] {
-			forbidden = []string{"Migrate", "Migration"}
-		}
-		fset := token.NewFileSet()
-		for _, e := range entries {
-			name := e.Name()
-			if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-				continue
-			}
-			path := filepath.Join(dir, name)
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				switch x := n.(type) {
-				case *ast.SelectorExpr:
-					if slices.Contains(forbidden, x.Sel.Name) {
-						t.Errorf("%s: names %s", fset.Position(x.Pos()), x.Sel.Name)
-					}
-				case *ast.KeyValueExpr:
-					// System or Migration in a store.LoadOptions or store.ApplyOptions
-					// literal; Off or NoRevisions in store.Revisions or store.LoadOptions.
-					if k, ok := x.Key.(*ast.Ident); ok && slices.Contains([]string{"System", "Migration", "Off", "NoRevisions"}, k.Name) {
-						t.Errorf("%s: sets %s", fset.Position(x.Pos()), k.Name)
-					}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.SelectorExpr:
+				if slices.Contains(names, x.Sel.Name) {
+					found = append(found, fmt.Sprintf("%s: names %s", fset.Position(x.Pos()), x.Sel.Name))
 				}
-				return true
-			})
-		}
+			case *ast.KeyValueExpr:
+				// System or Migration in a store.LoadOptions or store.ApplyOptions
+				// literal; Off or NoRevisions in store.Revisions or store.LoadOptions.
+				if k, ok := x.Key.(*ast.Ident); ok && slices.Contains(keys, k.Name) {
+					found = append(found, fmt.Sprintf("%s: sets %s", fset.Position(x.Pos()), k.Name))
+				}
+			}
+			return true
+		})
 	}
+	return found
 }
 
 // rawSQL are database/sql's handles: a pool, a transaction, a connection, a prepared

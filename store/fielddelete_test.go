@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/store/model"
 )
@@ -54,7 +55,7 @@ func TestDeleteFieldDirectRemovesValues(t *testing.T) {
 	db := newTestDB(t)
 	mustLoad(t, db, serverSchema, store.LoadOptions{})
 	mustLoad(t, db, `{classname: server, keyname: s1, hostname: h1}`, store.LoadOptions{})
-	err := db.Migrate(context.Background(), func(tx *store.Migration) error {
+	err := testkit.Migrator(t, db).Migrate(context.Background(), func(tx *store.Migration) error {
 		if err := tx.DeleteField(ctx, "server", "hostname"); err != nil {
 			return err
 		}
@@ -66,7 +67,7 @@ func TestDeleteFieldDirectRemovesValues(t *testing.T) {
 	if got, want := queryString(t, db, "SELECT json_extract(data, '$.hostname') FROM instances WHERE keyname = 's1'"), "h1"; got != want {
 		t.Fatalf("hostname after a rolled-back delete: got %s, want %s", got, want)
 	}
-	if err := db.Migrate(context.Background(), func(tx *store.Migration) error { return tx.DeleteField(ctx, "server", "hostname") }); err != nil {
+	if err := testkit.Migrator(t, db).Migrate(context.Background(), func(tx *store.Migration) error { return tx.DeleteField(ctx, "server", "hostname") }); err != nil {
 		t.Fatalf("delete field: %v", err)
 	}
 	if got, want := queryString(t, db, "SELECT json_extract(data, '$.hostname') FROM instances WHERE keyname = 's1'"), "<null>"; got != want {

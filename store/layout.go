@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -20,7 +23,10 @@ var owned = struct {
 
 // RegisterLayout registers the table-layout steps of a package that owns tables of its
 // own (the task queue owns the tasks table), so that Open brings them up to date after
-// store's own layout, each step in its own transaction with its version bump. Steps
+// store's own layout, each step in its own transaction with its version bump. The
+// owner names its table: a plain SQL name that is none of store's own tables (nor an
+// engine's shadow table of one, nor a name the engine reserves), since the Table it
+// gets writes that table and no other. Steps
 // are SQL scripts in order, written in SQL every engine runs (plain tables and
 // indexes: engine-specific objects belong to store's own layout, per dialect); the
 // list only ever grows (never edit a released step: append one). A package calls it once, from a package-level variable or init, so
@@ -33,11 +39,49 @@ func RegisterLayout(owner string, steps ...string) *Table {
 	if owner == "" || len(steps) == 0 {
 		panic("store: RegisterLayout needs an owner and at least one step")
 	}
+	if err := checkOwner(owner); err != nil {
+		panic("store: RegisterLayout: " + err.Error())
+	}
 	if _, dup := owned.steps[owner]; dup {
 		panic("store: RegisterLayout called twice for " + owner)
 	}
 	owned.steps[owner] = steps
 	return &Table{name: owner}
+}
+
+// createTable finds the tables a layout step creates, virtual ones marked.
+var createTable = regexp.MustCompile(`(?i)\bCREATE\s+(VIRTUAL\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)`)
+
+// plainName is a table name a table owner may take: letters, digits and underscores.
+var plainName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// checkOwner refuses an owner name that is not a plain name, that an engine reserves
+// (a dialect's reservedPrefix), or that names a table store's own layout creates in
+// any dialect (the layout_versions table included) or a shadow table an engine keeps
+// for a virtual one (instances_search_...): a Table of that name would write store's
+// data past Apply.
+func checkOwner(owner string) error {
+	if !plainName.MatchString(owner) {
+		return fmt.Errorf("owner %q is not a plain table name (letters, digits, underscores)", owner)
+	}
+	name := strings.ToLower(owner)
+	for _, d := range dialects {
+		if d.reservedPrefix != "" && strings.HasPrefix(name, d.reservedPrefix) {
+			return fmt.Errorf("owner %q: the name is reserved by the database engine", owner)
+		}
+		for _, step := range append(slices.Clip(d.layout), d.layoutVersionsTable) {
+			for _, m := range createTable.FindAllStringSubmatch(step, -1) {
+				table := strings.ToLower(m[2])
+				if name == table {
+					return fmt.Errorf("owner %q: %s is a table of the store's own layout, written through Apply only", owner, m[2])
+				}
+				if m[1] != "" && strings.HasPrefix(name, table+"_") {
+					return fmt.Errorf("owner %q: the name is reserved for the engine's tables of the store's %s", owner, m[2])
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // ownedLayouts returns the registered owners in name order (a stable order for

@@ -2,9 +2,50 @@ package store
 
 import (
 	"context"
+	"errors"
 
 	"dataservice/store/model"
 )
+
+// Migrator is the migration door: the one value that begins Migrations. It is no
+// method of DB: the program that opens the file (the CLI, and the tests' kit) gets it
+// from OpenMigrator alongside the DB and hands it to bootstrap, whose start-up
+// sequence alone migrates. The server, the console and the task runner hold only the
+// DB, so the compiler keeps them from every migration-only writer.
+type Migrator struct {
+	db *DB
+}
+
+// OpenMigrator is Open, returning besides the DB the Migrator of that DB. Only the
+// programs that run the start-up sequence call it (the CLI, the tests' kit); every
+// other holder of a DB cannot migrate.
+func OpenMigrator(ctx context.Context, path string, o Options) (*DB, *Migrator, error) {
+	db, err := Open(ctx, path, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, &Migrator{db: db}, nil
+}
+
+// DB is the database the Migrator migrates.
+func (mg *Migrator) DB() *DB { return mg.db }
+
+// Migrate runs fn in one migration transaction, committed when fn returns nil and
+// rolled back otherwise.
+func (mg *Migrator) Migrate(ctx context.Context, fn func(m *Migration) error) error {
+	return mg.db.WithTxAs(ctx, Revisions{Off: true}, func(tx *Tx) error { return fn(&Migration{tx}) })
+}
+
+// Rename is the cascading rename of in (of schema s) to newKey inside tx, any write
+// transaction of the Migrator's DB, recording revisions as tx does: the apply path's
+// rename without its permission checks. Tests set up renames with it
+// (internal/testkit); nothing the API, the console or a task runs reaches it.
+func (mg *Migrator) Rename(ctx context.Context, tx *Tx, s *model.Schema, in *Instance, newKey string) (*RenameReport, error) {
+	if tx.db != mg.db {
+		return nil, errors.New("rename: the transaction is not of the migrator's database")
+	}
+	return tx.cascadeRename(ctx, s, in, newKey)
+}
 
 // Migration is a write transaction of the start-up sequence: the bootstrap of an empty
 // file, the migration blocks, and the keys-and-admin step. It writes as the system
@@ -20,19 +61,13 @@ import (
 //
 // Its transaction is embedded under an unexported name: the Tx methods are promoted,
 // but no code outside store can make a Migration of another transaction. Only
-// Migrate makes one.
+// Migrator.Migrate makes one.
 type Migration struct {
 	*migrationTx
 }
 
 // migrationTx names the embedded transaction of a Migration (unexported).
 type migrationTx = Tx
-
-// Migrate runs fn in one migration transaction, committed when fn returns nil and
-// rolled back otherwise.
-func (db *DB) Migrate(ctx context.Context, fn func(m *Migration) error) error {
-	return db.WithTxAs(ctx, Revisions{Off: true}, func(tx *Tx) error { return fn(&Migration{tx}) })
-}
 
 // Tx is the migration's transaction, for the start-up sequence's loads (Tx.Load with
 // System and NoRevisions). A Tx cannot be made back into a Migration.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 	"dataservice/store/model"
 )
@@ -56,7 +57,7 @@ func TestMigrationApplyWritesNoRevision(t *testing.T) {
 	t.Run("a Migration transaction applies through the apply path, validated, without revision", func(t *testing.T) {
 		before := revs()
 		var invalid error
-		err := db.Migrate(ctx, func(m *store.Migration) error {
+		err := testkit.Migrator(t, db).Migrate(ctx, func(m *store.Migration) error {
 			w := update(m.Tx(), "h4")
 			if _, err := m.Apply(ctx, w); err != nil {
 				return err

@@ -51,12 +51,13 @@ func (tx *Tx) CheckRename(ctx context.Context, s *model.Schema, in *Instance, ne
 	return nil
 }
 
-// Rename changes the keyname of in to newKey and rewrites, in the same transaction,
-// every value of a `schema` field targeting s that holds the old keyname, in every
-// instance of every schema. A target that exists or that the keyname mode rejects
-// fails with an error and changes nothing. in is updated in place (and left as it was
-// when the rename fails).
-func (tx *Tx) Rename(ctx context.Context, s *model.Schema, in *Instance, newKey string) (*RenameReport, error) {
+// cascadeRename changes the keyname of in to newKey and rewrites, in the same
+// transaction, every value of a `schema` field targeting s that holds the old keyname,
+// in every instance of every schema. A target that exists or that the keyname mode
+// rejects fails with an error and changes nothing. in is updated in place (and left as
+// it was when the rename fails). It checks no permission: the apply path (applyRename)
+// checks them first; Migrator.Rename is its only other caller.
+func (tx *Tx) cascadeRename(ctx context.Context, s *model.Schema, in *Instance, newKey string) (*RenameReport, error) {
 	rep := &RenameReport{From: in.Keyname, To: newKey}
 	if newKey == in.Keyname {
 		return rep, nil

@@ -129,7 +129,7 @@ func TestFindRevisionsClassIndex(t *testing.T) {
 		{"classname = 'x' AND id < 10", "revisions_class"},
 		{"classname = 'x' AND keyname = 'k' AND id < 10", "revisions_object"},
 	} {
-		rows, err := db.Reader().Query("EXPLAIN QUERY PLAN SELECT id FROM revisions WHERE " + c.where + " ORDER BY id DESC LIMIT 50")
+		rows, err := db.Reader().QueryContext(context.Background(), "EXPLAIN QUERY PLAN SELECT id FROM revisions WHERE "+c.where+" ORDER BY id DESC LIMIT 50")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -176,7 +176,7 @@ func BenchmarkExportScale(b *testing.B) {
 	ctx := context.Background()
 	db := newTestDB(b)
 	mustLoad(b, db, benchSchema+benchSites(), store.LoadOptions{})
-	err := db.Migrate(ctx, func(m *store.Migration) error {
+	err := testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
 		const insert = `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
 			created_at, updated_at) VALUES('bplain', ?, '', 1, ?, '2026-11-22T10:00:00Z', '2026-11-22T10:00:00Z')`
 		for i := 0; i < n; i++ {

@@ -64,7 +64,7 @@ func likeIDs(t *testing.T, db *store.DB, cls, search string, withData bool) []in
 		q += ` OR data LIKE ? ESCAPE '\'`
 		args = append(args, pat)
 	}
-	rows, err := db.Reader().Query(q+") ORDER BY id", args...)
+	rows, err := db.Reader().QueryContext(context.Background(), q+") ORDER BY id", args...)
 	if err != nil {
 		t.Fatal(err)
 	}

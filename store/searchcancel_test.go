@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -59,7 +60,7 @@ func TestSearchIndexSurvivesCanceledCommits(t *testing.T) {
 func TestSearchIndexFreshOnPooledReaders(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "pool.db"), store.Options{ReadConns: 1})
+	db, err := testkit.OpenStore(t, filepath.Join(t.TempDir(), "pool.db"), store.Options{ReadConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestSearchIndexFreshOnPooledReaders(t *testing.T) {
 		}
 	}
 	var stale string
-	if err := db.Reader().QueryRow("PRAGMA integrity_check").Scan(&stale); err != nil {
+	if err := db.Reader().QueryRowContext(context.Background(), "PRAGMA integrity_check").Scan(&stale); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("integrity_check on the reader that searched before the writes: %s", stale)

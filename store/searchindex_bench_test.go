@@ -68,11 +68,11 @@ func BenchmarkSearchIndexLayout(b *testing.B) {
 		b.StopTimer()
 		b.ReportMetric(time.Since(t0).Seconds(), "open-s")
 		var size int64
-		if err := db.Reader().QueryRow("SELECT page_count * page_size FROM pragma_page_count, pragma_page_size").Scan(&size); err != nil {
+		if err := db.Reader().QueryRowContext(context.Background(), "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size").Scan(&size); err != nil {
 			b.Fatal(err)
 		}
 		var index int64
-		db.Reader().QueryRow("SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'instances_search%'").Scan(&index)
+		db.Reader().QueryRowContext(context.Background(), "SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'instances_search%'").Scan(&index)
 		b.ReportMetric(float64(size)/(1<<20), "file-MB")
 		b.ReportMetric(float64(index)/(1<<20), "index-MB")
 		db.Close()

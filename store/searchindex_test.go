@@ -144,7 +144,7 @@ func TestSearchIndexEveryWriter(t *testing.T) {
 	}
 
 	// A field's deletion rewrites the data of every instance of the class.
-	if err := db.Migrate(ctx, func(tx *store.Migration) error { return tx.DeleteField(ctx, "note", "gone") }); err != nil {
+	if err := testkit.Migrator(t, db).Migrate(ctx, func(tx *store.Migration) error { return tx.DeleteField(ctx, "note", "gone") }); err != nil {
 		t.Fatal(err)
 	}
 	checkSearchIndex(t, path, "field delete")

@@ -77,14 +77,14 @@ func benchDB(b *testing.B, n int) string {
 	path := filepath.Join(benchFiles.dir, fmt.Sprintf("items-%d.db", n))
 	copyFile(b, newDBFile(b), path)
 	ctx := context.Background()
-	db, err := store.Open(ctx, path, store.Options{})
+	db, err := testkit.OpenStore(b, path, store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	mustLoad(b, db, benchSchema)
 	addPipeline(b, db, "bench", benchPipeline, "")
 	start := time.Now()
-	err = db.Migrate(ctx, func(m *store.Migration) error {
+	err = testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
 		const insert = `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
 			created_at, updated_at) VALUES('item', ?, '', 1, ?, ?, ?)`
 		for i := 0; i < n; i++ {
@@ -166,7 +166,7 @@ func BenchmarkPipeline(b *testing.B) {
 					b.StopTimer()
 					path := filepath.Join(b.TempDir(), "run.db")
 					copyFile(b, src, path)
-					db, err := store.Open(context.Background(), path, store.Options{})
+					db, err := testkit.OpenStore(b, path, store.Options{})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -267,7 +267,7 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write b
 		var n int
 		var err error
 		if write {
-			err = db.Migrate(ctx, func(m *store.Migration) error {
+			err = testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
 				var err error
 				if n, err = floorBatch(ctx, db, m, p, batch, now, stamp, &after); err != nil {
 					return err

@@ -125,7 +125,7 @@ func TestTasksTableLayout(t *testing.T) {
 	})
 	t.Run("a newer tasks layout is refused, also read-only", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "newer.db")
-		db, err := store.Open(ctx, path, store.Options{})
+		db, err := testkit.OpenStore(t, path, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -66,11 +66,11 @@ func TestHostileLoadsBounded(t *testing.T) {
 - {classname: _user, keyname: heavy, password: "plain"}
 `)
 	// A heavy hash already stored (written before the load-time check existed).
-	db, err := store.Open(t.Context(), env["SERVICE_DB"], store.Options{})
+	db, err := testkit.OpenStore(t, env["SERVICE_DB"], store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Migrate(t.Context(), func(m *store.Migration) error {
+	if err := testkit.Migrator(t, db).Migrate(t.Context(), func(m *store.Migration) error {
 		return m.Exec(t.Context(), `UPDATE instances SET data = json_set(data, '$.password', ?)
 			WHERE classname = '_user' AND keyname = 'heavy'`, heavy)
 	}); err != nil {

@@ -51,11 +51,11 @@ func (c *cli) openStartUp(ctx context.Context) (*store.DB, *settings, *slog.Logg
 	if err := checkDBPath(s.DB); err != nil {
 		return nil, nil, nil, err
 	}
-	db, err := store.Open(ctx, s.DB, store.Options{Logger: log})
+	db, mg, err := store.OpenMigrator(ctx, s.DB, store.Options{Logger: log})
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := startUp(ctx, db, s, log); err != nil {
+	if err := startUp(ctx, mg, s, log); err != nil {
 		db.Close()
 		return nil, nil, nil, err
 	}
@@ -211,14 +211,15 @@ func reading(c *cli, fn func(ctx context.Context, db *store.DB) error) func(cont
 	}
 }
 
-// startUp runs the start-up sequence with the settings; a refusal is returned as is.
-func startUp(ctx context.Context, db *store.DB, s *settings, log *slog.Logger) error {
-	return startUpWith(ctx, db, s, log, nil)
+// startUp runs the start-up sequence with the settings on the database of mg (the
+// migration door OpenMigrator gave); a refusal is returned as is.
+func startUp(ctx context.Context, mg *store.Migrator, s *settings, log *slog.Logger) error {
+	return startUpWith(ctx, mg, s, log, nil)
 }
 
 // startUpWith is startUp telling onBlock each step that changed the data version.
-func startUpWith(ctx context.Context, db *store.DB, s *settings, log *slog.Logger, onBlock func(string)) error {
-	err := bootstrap.Run(ctx, db, bootstrap.Options{Version: s.Version, VersionDate: s.VersionDate,
+func startUpWith(ctx context.Context, mg *store.Migrator, s *settings, log *slog.Logger, onBlock func(string)) error {
+	err := bootstrap.Run(ctx, mg, bootstrap.Options{Version: s.Version, VersionDate: s.VersionDate,
 		APIKeySecret: s.APIKeySecret, AdminPassword: s.AdminPassword, Backup: s.Backup,
 		Init: builtin.Init(), Logger: log, OnBlock: onBlock})
 	if err != nil && !errors.Is(err, bootstrap.ErrRefused) {

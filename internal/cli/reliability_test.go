@@ -193,7 +193,7 @@ func TestCrashDuringMigration(t *testing.T) {
 		`UPDATE instances SET data = json_set(data, '$.url', '/code_editor/') WHERE classname = '_home' AND keyname = 'code_editor'`,
 		`UPDATE instances SET data = json_set(data, '$.url', '/ipam/') WHERE classname = '_home' AND keyname = 'ipam'`,
 	} {
-		if err := db.Migrate(ctx, func(m *store.Migration) error { return m.Exec(ctx, q) }); err != nil {
+		if err := testkit.Migrator(t, db).Migrate(ctx, func(m *store.Migration) error { return m.Exec(ctx, q) }); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
@@ -201,7 +201,7 @@ func TestCrashDuringMigration(t *testing.T) {
 		return map[string]any{"content": legacyPipeline, "description": "legacy"}
 	})
 	dotted := func(i int) string { return fmt.Sprintf("10.%d.%d.%d", i/62500, i/250%250, i%250+1) }
-	err := db.Migrate(ctx, func(m *store.Migration) error {
+	err := testkit.Migrator(t, db).Migrate(ctx, func(m *store.Migration) error {
 		for i := 0; i < ips; i++ {
 			for _, q := range []struct{ cls, key, data string }{
 				{"ipam_ip", dotted(i), `{"hostname": "h` + strconv.Itoa(i) + `"}`},

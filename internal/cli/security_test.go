@@ -428,7 +428,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 	corpus["instances, secret fields removed"] = dumpTable(t, db, `SELECT id, classname, keyname, displayname,
 		json_remove(data, '$.secret', '$.password') FROM instances`)
 	var hashes []string
-	rows, err := db.Reader().Query(`SELECT json_extract(data, '$.secret') FROM instances WHERE classname = '_apikey'
+	rows, err := db.Reader().QueryContext(context.Background(), `SELECT json_extract(data, '$.secret') FROM instances WHERE classname = '_apikey'
 		AND json_extract(data, '$.secret') IS NOT NULL UNION ALL SELECT json_extract(data, '$.password') FROM instances
 		WHERE classname = '_user' AND json_extract(data, '$.password') IS NOT NULL`)
 	if err != nil {

@@ -40,7 +40,9 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", s.Listen, err)
 	}
-	db, err := store.Open(ctx, s.DB, store.Options{Logger: log})
+	// The Migrator goes to the start-up sequence alone: the server, the console and
+	// the task runner get the DB, which cannot migrate.
+	db, mg, err := store.OpenMigrator(ctx, s.DB, store.Options{Logger: log})
 	if err != nil {
 		ln.Close()
 		return err
@@ -76,7 +78,7 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	}
 
 	started, blocks := time.Now(), []string(nil)
-	if err := startUpWith(ctx, db, s, log, func(b string) { blocks = append(blocks, b) }); err != nil {
+	if err := startUpWith(ctx, mg, s, log, func(b string) { blocks = append(blocks, b) }); err != nil {
 		srv.Close()
 		return err
 	}

@@ -36,10 +36,11 @@ func Open(tb testing.TB, path string, o Options) *store.DB {
 	if o.Logger == nil {
 		o.Logger = Logger(tb, slog.LevelWarn)
 	}
-	db, err := store.Open(context.Background(), path, store.Options{Logger: o.Logger})
+	db, err := openMigrator(path, store.Options{Logger: o.Logger})
 	if err != nil {
 		tb.Fatalf("open %s: %v", path, err)
 	}
+	tb.Cleanup(func() { migrators.Delete(db) })
 	if o.Clock != nil {
 		db.Now = o.Clock
 	} else {
@@ -51,6 +52,54 @@ func Open(tb testing.TB, path string, o Options) *store.DB {
 		}
 	})
 	return db
+}
+
+// migrators holds the migration door of every database the kit opened, by its
+// *store.DB: tests hold the DB, as the server does, and reach the door through the
+// kit (Migrator), as the program reaches it through its opener.
+var migrators sync.Map
+
+// openMigrator opens the file at path with its Migrator, which it keeps in migrators
+// (the caller deletes it when it closes the DB).
+func openMigrator(path string, o store.Options) (*store.DB, error) {
+	db, mg, err := store.OpenMigrator(context.Background(), path, o)
+	if err != nil {
+		return nil, err
+	}
+	migrators.Store(db, mg)
+	return db, nil
+}
+
+// migratorOf is the Migrator of db, nil when the kit did not open db.
+func migratorOf(db *store.DB) *store.Migrator {
+	mg, _ := migrators.Load(db)
+	m, _ := mg.(*store.Migrator)
+	return m
+}
+
+// Migrator is the migration door of db, which the kit opened (Open and the functions
+// built on it); the test fails for a database the kit did not open.
+func Migrator(tb testing.TB, db *store.DB) *store.Migrator {
+	tb.Helper()
+	mg := migratorOf(db)
+	if mg == nil {
+		tb.Fatalf("testkit: %s was not opened by the kit: no migrator", db.Path())
+	}
+	return mg
+}
+
+// OpenStore opens the file at path with o exactly as store.Open does (the store's
+// clock, no cleanup: the caller closes it), keeping its Migrator for Migrator. Tests
+// that run the start-up sequence or migrate on a database they open themselves open
+// it here.
+func OpenStore(tb testing.TB, path string, o store.Options) (*store.DB, error) {
+	tb.Helper()
+	db, err := openMigrator(path, o)
+	if err != nil {
+		return nil, err
+	}
+	tb.Cleanup(func() { migrators.Delete(db) })
+	return db, nil
 }
 
 // OpenEmpty opens a new database file in tb.TempDir() without any definitions.
@@ -130,7 +179,7 @@ func Bootstrap(tb testing.TB, db *store.DB, o bootstrap.Options) {
 	if o.Init == nil {
 		o.Init = builtin.Init()
 	}
-	if err := bootstrap.Run(context.Background(), db, o); err != nil {
+	if err := bootstrap.Run(context.Background(), Migrator(tb, db), o); err != nil {
 		tb.Fatalf("bootstrap: %v", err)
 	}
 }
@@ -158,12 +207,13 @@ func templateOf(key string, fill func(db *store.DB) error) (string, error) {
 			return
 		}
 		path := filepath.Join(dir, "template.db")
-		db, err := store.Open(context.Background(), path, store.Options{})
+		db, err := openMigrator(path, store.Options{})
 		if err != nil {
 			tf.path, tf.err = path, err
 			return
 		}
 		err = fill(db)
+		migrators.Delete(db)
 		// Closing the last connection folds the WAL into the main file, so copying
 		// that one file is enough.
 		if cerr := db.Close(); err == nil {
@@ -183,7 +233,7 @@ func templateOf(key string, fill func(db *store.DB) error) (string, error) {
 // templatePath is the template of MigratedFile: one start with the test version.
 func templatePath() (string, error) {
 	return templateOf("migrated", func(db *store.DB) error {
-		return bootstrap.Run(context.Background(), db, bootstrap.Options{Version: Version, VersionDate: VersionDate, Init: builtin.Init()})
+		return bootstrap.Run(context.Background(), migratorOf(db), bootstrap.Options{Version: Version, VersionDate: VersionDate, Init: builtin.Init()})
 	})
 }
 

@@ -88,7 +88,7 @@ func Rows(tb testing.TB, q Querier, query string, args ...any) (cols []string, r
 func Exec(tb testing.TB, db *store.DB, query string, args ...any) {
 	tb.Helper()
 	ctx := context.Background()
-	err := db.Migrate(ctx, func(m *store.Migration) error { return m.Exec(ctx, query, args...) })
+	err := Migrator(tb, db).Migrate(ctx, func(m *store.Migration) error { return m.Exec(ctx, query, args...) })
 	if err != nil {
 		tb.Fatalf("%s: %v", query, err)
 	}
@@ -98,7 +98,7 @@ func Exec(tb testing.TB, db *store.DB, query string, args ...any) {
 func ExecAll(tb testing.TB, db *store.DB, stmts ...string) {
 	tb.Helper()
 	ctx := context.Background()
-	err := db.Migrate(ctx, func(m *store.Migration) error {
+	err := Migrator(tb, db).Migrate(ctx, func(m *store.Migration) error {
 		for _, q := range stmts {
 			if err := m.Exec(ctx, q); err != nil {
 				return fmt.Errorf("%s: %w", q, err)
@@ -144,7 +144,7 @@ func InsertInstances(tb testing.TB, db *store.DB, cls string, rows []Row) {
 	const insert = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data,
 			created_at, updated_at) VALUES((SELECT max(high, coalesce((SELECT max(id) FROM instances), 0)) + 1
 			FROM instance_ids), ?, ?, ?, ?, ?, ?, ?)`
-	err := db.Migrate(ctx, func(m *store.Migration) error {
+	err := Migrator(tb, db).Migrate(ctx, func(m *store.Migration) error {
 		for _, r := range rows {
 			data, err := json.Marshal(r.Data)
 			if err != nil {
@@ -178,6 +178,7 @@ func Rename(tb testing.TB, db *store.DB, author, cls, from, to string) (*store.R
 	tb.Helper()
 	var rep *store.RenameReport
 	ctx := context.Background()
+	mg := Migrator(tb, db)
 	err := db.WithTxAs(ctx, store.Revisions{Author: author}, func(tx *store.Tx) error {
 		s, err := tx.Schema(ctx, cls)
 		if err != nil {
@@ -187,7 +188,7 @@ func Rename(tb testing.TB, db *store.DB, author, cls, from, to string) (*store.R
 		if err != nil {
 			return err
 		}
-		rep, err = tx.Rename(ctx, s, in, to)
+		rep, err = mg.Rename(ctx, tx, s, in, to)
 		return err
 	})
 	return rep, err

@@ -141,7 +141,7 @@ func copyStarted(tb testing.TB, path, adminPassword string) {
 	tb.Helper()
 	src, err := templateOf("started\x00"+adminPassword, func(db *store.DB) error {
 		db.Now = FixedClock
-		return bootstrap.Run(context.Background(), db, bootstrap.Options{Version: Version, VersionDate: VersionDate,
+		return bootstrap.Run(context.Background(), migratorOf(db), bootstrap.Options{Version: Version, VersionDate: VersionDate,
 			Init: builtin.Init(), AdminPassword: adminPassword})
 	})
 	if err != nil {

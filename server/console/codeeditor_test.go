@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"fmt"
 	"html"
 	"net/http"
@@ -83,7 +84,7 @@ func TestCodeEditorValidateDryRunSave(t *testing.T) {
 	doc := editorDoc(t, b.get("/data/private/code_editor/?schema=_user&keys=victim"))
 	hash := func() string {
 		var h string
-		e.db.Reader().QueryRow("SELECT json_extract(data, '$.password') FROM instances WHERE classname = '_user' AND keyname = 'victim'").Scan(&h)
+		e.db.Reader().QueryRowContext(context.Background(), "SELECT json_extract(data, '$.password') FROM instances WHERE classname = '_user' AND keyname = 'victim'").Scan(&h)
 		return h
 	}
 	before := hash()

@@ -177,7 +177,7 @@ func lacks(t testing.TB, p page, s ...string) {
 func (e *env) queryInt(q string, args ...any) int {
 	e.t.Helper()
 	var n int
-	if err := e.db.Reader().QueryRow(q, args...).Scan(&n); err != nil {
+	if err := e.db.Reader().QueryRowContext(context.Background(), q, args...).Scan(&n); err != nil {
 		e.t.Fatalf("%s: %v", q, err)
 	}
 	return n
@@ -185,7 +185,7 @@ func (e *env) queryInt(q string, args ...any) int {
 
 func (e *env) exec(q string, args ...any) {
 	e.t.Helper()
-	if err := e.db.Migrate(context.Background(), func(m *store.Migration) error {
+	if err := testkit.Migrator(e.t, e.db).Migrate(context.Background(), func(m *store.Migration) error {
 		return m.Exec(context.Background(), q, args...)
 	}); err != nil {
 		e.t.Fatalf("%s: %v", q, err)

@@ -208,7 +208,7 @@ func TestBrowserPipelineRun(t *testing.T) {
 	)
 	var status string
 	var requested int
-	if err := e.db.Reader().QueryRow("SELECT status, cancel_requested FROM tasks WHERE handle = ?", handle).Scan(&status, &requested); err != nil {
+	if err := e.db.Reader().QueryRowContext(context.Background(), "SELECT status, cancel_requested FROM tasks WHERE handle = ?", handle).Scan(&status, &requested); err != nil {
 		t.Fatal(err)
 	}
 	if status != tasks.StatusRunning || requested != 1 {

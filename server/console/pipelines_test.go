@@ -227,7 +227,7 @@ func TestPipelineRunForm(t *testing.T) {
 func (e *env) queryIntRow(q string, args ...any) int64 {
 	e.t.Helper()
 	var n int64
-	if err := e.db.Reader().QueryRow(q, args...).Scan(&n); err != nil {
+	if err := e.db.Reader().QueryRowContext(context.Background(), q, args...).Scan(&n); err != nil {
 		e.t.Fatalf("%s: %v", q, err)
 	}
 	return n

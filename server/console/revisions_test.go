@@ -208,7 +208,7 @@ func TestRevisionRestore(t *testing.T) {
 	}
 	restored := e.lastRevision("rack", "r1")
 	var author, action string
-	if err := e.db.Reader().QueryRow("SELECT author, action FROM revisions WHERE id = ?", restored).Scan(&author, &action); err != nil || restored <= edit || author != "user:writer" || action != "update" {
+	if err := e.db.Reader().QueryRowContext(context.Background(), "SELECT author, action FROM revisions WHERE id = ?", restored).Scan(&author, &action); err != nil || restored <= edit || author != "user:writer" || action != "update" {
 		t.Fatalf("restore revision %d (after %d): %s %s %v", restored, edit, author, action, err)
 	}
 	// The detail page links each of its revisions to its diff.
