@@ -283,6 +283,18 @@ type Reader interface {
 // Reader is the read pool's query functions (no writes, no raw pool).
 func (db *DB) Reader() Reader { return readPool{db.reader()} }
 
+// WithRead runs fn with the queries of one read transaction of the read pool: every
+// query fn makes sees the same snapshot of the database, as a dry run's reads do. The
+// read pool is query-only, so fn cannot write through it.
+func (db *DB) WithRead(ctx context.Context, fn func(r Reader) error) error {
+	tx, err := db.r.BeginTx(ctx, db.dia.snapshot)
+	if err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	defer tx.Rollback()
+	return fn(readPool{conn{tx, db.dia}})
+}
+
 // readPool is DB.Reader: the read pool behind the dialect.
 type readPool struct{ c conn }
 

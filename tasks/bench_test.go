@@ -141,7 +141,7 @@ func benchSizes() []int {
 // on the read pool, decode the data as the store does, apply the same compiled rules,
 // encode as the store does, the same UPDATE, the same full revision row with before
 // and after documents, and the same checkpoint UPDATE per batch, in one write
-// transaction; "floor-dry": read on the read pool, decode and apply the rules, then
+// transaction; "floor-dry": read in a read transaction, decode and apply the rules, then
 // the same checkpoint UPDATE in a write transaction of its own, as a dry run records
 // its progress).
 func BenchmarkPipeline(b *testing.B) {
@@ -243,10 +243,11 @@ func floorDoc(key, display string, enabled bool, data string) string {
 // floorPass is the floor of a pipeline run (see BenchmarkPipeline); it returns the
 // number of instances the rules changed. Its SQL is the product's: a real pass
 // writes and records its checkpoint in one write transaction per batch; a dry pass
-// records the checkpoint in a write transaction of its own. The floor reads each
-// batch on the read pool (the store hands out no raw statements in a transaction;
-// the rows read are the same, the batch before having committed) and writes
-// through the migration door's raw statements.
+// records the checkpoint in a write transaction of its own. A dry pass reads each
+// batch in a read transaction, as the product does; a real pass reads it on the read
+// pool (the store hands out no raw statements in a write transaction; the rows read
+// are the same, the batch before having committed) and writes through the migration
+// door's raw statements.
 func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write bool) int {
 	ctx := context.Background()
 	var after int64
@@ -269,14 +270,19 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write b
 		if write {
 			err = testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
 				var err error
-				if n, err = floorBatch(ctx, db, m, p, batch, now, stamp, &after); err != nil {
+				if n, err = floorBatch(ctx, db.Reader(), m, p, batch, now, stamp, &after); err != nil {
 					return err
 				}
 				changed += n
 				return m.Exec(ctx, checkpointSQL, checkpointArgs()...)
 			})
 		} else {
-			if n, err = floorBatch(ctx, db, nil, p, batch, now, stamp, &after); err == nil {
+			err = db.WithRead(ctx, func(r store.Reader) error {
+				var err error
+				n, err = floorBatch(ctx, r, nil, p, batch, now, stamp, &after)
+				return err
+			})
+			if err == nil {
 				changed += n
 				err = db.WithTx(ctx, checkpoint)
 			}
@@ -291,9 +297,9 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write b
 
 // floorBatch reads up to batch instances after *after, applies the rules and, with
 // m, stores each result with its revision; it returns how many it processed.
-func floorBatch(ctx context.Context, db *store.DB, m *store.Migration, p *rules.Pipeline, batch int, now time.Time, stamp string, after *int64) (int, error) {
+func floorBatch(ctx context.Context, r store.Reader, m *store.Migration, p *rules.Pipeline, batch int, now time.Time, stamp string, after *int64) (int, error) {
 	write := m != nil
-	rows, err := db.Reader().QueryContext(ctx, `SELECT id, classname, keyname, displayname, is_enabled, data, created_at,
+	rows, err := r.QueryContext(ctx, `SELECT id, classname, keyname, displayname, is_enabled, data, created_at,
 		updated_at FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?`, "item", *after, batch)
 	if err != nil {
 		return 0, err
