@@ -38,9 +38,14 @@ func TestPipelineOnAFullDisk(t *testing.T) {
 	dbFile := filepath.Join(dir, "data.db")
 	ballast := filepath.Join(dir, "ballast")
 
+	// A batch also commits early once it has worked for a while (on a loaded machine
+	// the first one may hold fewer than 200 rows): what it committed is counted when
+	// the disk is filled, and is what must stay.
 	rec := new(testkit.Recorder)
+	committed := -1
 	r := newRunner(t, db, tasks.Options{BatchSize: batch, Logger: rec.Logger(t), AfterBatch: func(_ string, b int) error {
 		if b == 1 {
+			committed = markedCount(t, db, "host")
 			testkit.EmptyWAL(t, dbFile)
 			testkit.FillDisk(t, ballast, 128<<10)
 		}
@@ -58,11 +63,14 @@ func TestPipelineOnAFullDisk(t *testing.T) {
 	if l := rec.Find(slog.LevelError, "pipeline batch"); len(l) != 0 {
 		t.Fatalf("the full disk was logged as a failed batch (an internal error): %v", l)
 	}
-	if got := task.Progress.Done; got != batch {
-		t.Fatalf("progress done %d, want the one batch committed before the disk filled (%d)", got, batch)
+	if committed < 1 || committed > batch {
+		t.Fatalf("the first batch committed %d rows, want 1 to %d", committed, batch)
 	}
-	if got := markedCount(t, db, "host"); got != batch {
-		t.Fatalf("%d hosts marked, want %d (the committed batch only)", got, batch)
+	if got := task.Progress.Done; got != int64(committed) {
+		t.Fatalf("progress done %d, want the one batch committed before the disk filled (%d)", got, committed)
+	}
+	if got := markedCount(t, db, "host"); got != committed {
+		t.Fatalf("%d hosts marked, want %d (the committed batch only)", got, committed)
 	}
 	t.Logf("task error: %s", msg)
 

@@ -233,8 +233,10 @@ func TestResumeAfterKill(t *testing.T) {
 		if got, want := taskColumn(t, db, h, "status"), tasks.StatusRunning; got != want {
 			t.Fatalf("status %q, want %q (the child finished before it was killed?)", got, want)
 		}
-		if done <= 0 || done >= n || done%50 != 0 {
-			t.Fatalf("progress done %d, want a multiple of the batch size in (0, %d)", done, n)
+		// Not necessarily a multiple of the batch size: a batch also commits at its
+		// time bound, which a loaded machine reaches first.
+		if done <= 0 || done >= n {
+			t.Fatalf("progress done %d, want some in (0, %d)", done, n)
 		}
 		if got, want := markedCount(t, db, "host"), done; got != want {
 			t.Fatalf("hosts marked %d, want progress done %d", got, want)
