@@ -25,7 +25,10 @@ import (
 
 // DB is the SQLite file. Writes go through one connection; reads use a small pool.
 type DB struct {
+	// path is the database file's absolute path, or a PostgreSQL database's URL
+	// without its password (for messages); addr is what the pools connect to.
 	path string
+	addr string
 	w    *sql.DB
 	r    *sql.DB
 	// dia is the engine's SQL where engines differ (dialect.go), chosen at Open.
@@ -150,6 +153,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if path == "" {
 		return nil, fmt.Errorf("open database: empty path")
 	}
+	if isPostgresURL(path) {
+		return openPostgres(ctx, path, opts)
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
@@ -192,7 +198,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{path: abs, w: w, dia: dia, log: opts.Logger, Now: time.Now, inUse: inUse, turn: turn}
+	db := &DB{path: abs, addr: abs, w: w, dia: dia, log: opts.Logger, Now: time.Now, inUse: inUse, turn: turn}
 	fail := func(err error) (*DB, error) {
 		w.Close()
 		turn.close()
@@ -243,7 +249,7 @@ func openReadOnly(ctx context.Context, abs, path string, opts Options) (*DB, err
 		r.Close()
 		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
 	}
-	return &DB{path: abs, w: r, r: r, dia: dia, log: opts.Logger, Now: time.Now}, nil
+	return &DB{path: abs, addr: abs, w: r, r: r, dia: dia, log: opts.Logger, Now: time.Now}, nil
 }
 
 // Path is the absolute path of the database file.
@@ -505,6 +511,19 @@ func (tx *Tx) execAny(ctx context.Context, query string, args ...any) (sql.Resul
 
 // conn is the transaction's statements through the dialect.
 func (tx *Tx) conn() conn { return conn{tx.sqlTx, tx.db.dia} }
+
+// counted runs the transaction's statements as cached prepared statements counted
+// in its writes (exec, queryRow): a rowRunner for the dialect's insertID.
+type counted struct{ tx *Tx }
+
+func (c counted) execContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return c.tx.exec(ctx, query, args...)
+}
+
+func (c counted) queryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	c.tx.writes++
+	return c.tx.queryRow(ctx, query, args...)
+}
 
 // execContext runs a statement once (not prepared, not counted in writes).
 func (tx *Tx) execContext(ctx context.Context, query string, args ...any) (sql.Result, error) {

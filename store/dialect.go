@@ -37,6 +37,8 @@ import (
 // SQLite's, reached through the fields below; the files holding SQLite's own SQL are
 // named *_sqlite.go.
 type dialect struct {
+	// name is the engine's name in messages and metrics ("sqlite", "postgres").
+	name string
 	// driver is the database/sql driver name.
 	driver string
 	// dsn is the connection string of the database at path: the settings every
@@ -51,6 +53,9 @@ type dialect struct {
 	// turnstile (turnstile.go) before they start: SQLite has one writer per file and
 	// no queue of its own for it. An engine with row locks needs none.
 	turnstile bool
+	// lockWriter is the statement every write transaction runs first, taking the
+	// engine's writer lock ("" where beginning the transaction takes it).
+	lockWriter string
 
 	// snapshot are the options of a read transaction that sees one snapshot of the
 	// database from its first read to its end (BeginRead, an indexed search, a dry
@@ -67,7 +72,7 @@ type dialect struct {
 
 	// insertID runs an INSERT of one row and returns the row's id, with inserted
 	// false when the statement wrote no row (ON CONFLICT DO NOTHING).
-	insertID func(ctx context.Context, exec execFunc, query string, args ...any) (id int64, inserted bool, err error)
+	insertID func(ctx context.Context, c rowRunner, query string, args ...any) (id int64, inserted bool, err error)
 	// insertInstance inserts an instance (args: classname, keyname, displayname,
 	// is_enabled, data, created_at, updated_at) under an id above every id ever given
 	// out (the layout's instance_ids); insertInstanceIfAbsent writes nothing when
@@ -91,12 +96,13 @@ type dialect struct {
 	jsonRemove                    func(doc, path string) string
 
 	// contains is a condition true when text holds sub (a cheap filter before an
-	// exact test); like is the pattern-match operator that ignores ASCII case (a
-	// search's LIKE, with ESCAPE '\'); hexKeyname is a condition true when the
+	// exact test); like is the condition that col matches the LIKE pattern pat
+	// (ESCAPE '\') ignoring the case of ASCII letters only (a search's test);
+	// hexKeyname is a condition true when the
 	// keyname column col holds 8 lowercase hex digits (ipam_ip keynames); rowOrder is
 	// the column giving a table's rows in insertion order.
 	contains   func(text, sub string) string
-	like       string
+	like       func(col, pat string) string
 	hexKeyname func(col string) string
 	rowOrder   string
 	// greatest is the larger of the values of two SQL expressions (a scalar, not
@@ -140,12 +146,16 @@ type dialect struct {
 	backup func(ctx context.Context, c conn, path string) error
 }
 
-// execFunc runs one statement: a transaction's exec, or a pool's.
-type execFunc func(ctx context.Context, query string, args ...any) (sql.Result, error)
+// rowRunner runs a statement, or a query returning one row: a transaction's or a
+// connection's.
+type rowRunner interface {
+	execContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	queryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
 
 // dialects are the engines this program knows. Error classification goes through all
 // of them: an error carries the driver's own type, so no database is needed at hand.
-var dialects = []*dialect{sqliteDialect}
+var dialects = []*dialect{sqliteDialect, postgresDialect}
 
 // isUnique reports whether err is a UNIQUE or PRIMARY KEY violation.
 func isUnique(err error) bool {

@@ -125,7 +125,7 @@ func TestSQLiteDialectInsertID(t *testing.T) {
 	db := openDialectDB(t)
 	w := db.writer()
 	q := "INSERT INTO permissions(keyname) VALUES(?) ON CONFLICT(keyname) DO NOTHING"
-	id, ok, err := db.dia.insertID(ctx, w.execContext, q, "p_new")
+	id, ok, err := db.dia.insertID(ctx, w, q, "p_new")
 	if err != nil || !ok {
 		t.Fatalf("insert: %d %v %v", id, ok, err)
 	}
@@ -136,7 +136,7 @@ func TestSQLiteDialectInsertID(t *testing.T) {
 	if id != want {
 		t.Errorf("id = %d, want %d", id, want)
 	}
-	if id, ok, err := db.dia.insertID(ctx, w.execContext, q, "p_new"); err != nil || ok || id != 0 {
+	if id, ok, err := db.dia.insertID(ctx, w, q, "p_new"); err != nil || ok || id != 0 {
 		t.Errorf("skipped insert: %d %v %v, want 0 false nil", id, ok, err)
 	}
 }
@@ -220,7 +220,7 @@ func TestSQLiteDialectFragments(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
 		{d.contains("data", "?"), "instr(data, ?) > 0"},
 		{db.ipKeyRange(), "i.classname = 'ipam_ip' AND i.keyname >= ? AND i.keyname <= ?\n\tAND length(i.keyname) = 8 AND i.keyname NOT GLOB '*[^0-9a-f]*'"},
-		{d.like + " " + d.rowOrder, "LIKE rowid"},
+		{d.like("c", "?") + " " + d.rowOrder, `c LIKE ? ESCAPE '\' rowid`},
 		{d.convertKeyname, "UPDATE OR IGNORE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?"},
 	} {
 		if c.got != c.want {
@@ -233,7 +233,7 @@ func TestSQLiteDialectFragments(t *testing.T) {
 // left out would fail at its first use. The read snapshot's options may be nil (the
 // engine's default transaction is one snapshot).
 func TestDialectsAreComplete(t *testing.T) {
-	mayBeZero := map[string]bool{"snapshot": true}
+	mayBeZero := map[string]bool{"snapshot": true, "turnstile": true, "lockWriter": true}
 	for _, d := range dialects {
 		v := reflect.ValueOf(*d)
 		for i := 0; i < v.NumField(); i++ {

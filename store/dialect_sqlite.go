@@ -14,6 +14,7 @@ import (
 // sqliteDialect is SQLite's SQL (the CGO-free modernc.org/sqlite driver): the engine
 // every database of this program uses.
 var sqliteDialect = &dialect{
+	name:        "sqlite",
 	driver:      "sqlite",
 	dsn:         sqliteDSN,
 	readOnlyDSN: sqliteReadOnlyDSN,
@@ -39,7 +40,7 @@ var sqliteDialect = &dialect{
 
 	contains: func(text, sub string) string { return "instr(" + text + ", " + sub + ") > 0" },
 	// SQLite's LIKE ignores the case of ASCII letters.
-	like: "LIKE",
+	like: func(col, pat string) string { return col + " LIKE " + pat + ` ESCAPE '\'` },
 	hexKeyname: func(col string) string {
 		return "length(" + col + ") = 8 AND " + col + " NOT GLOB '*[^0-9a-f]*'"
 	},
@@ -122,8 +123,8 @@ func sqliteIsDiskFull(err error) bool {
 
 // sqliteInsertID runs the INSERT and reads the row's id from the driver
 // (last_insert_rowid): no RETURNING clause is needed.
-func sqliteInsertID(ctx context.Context, exec execFunc, query string, args ...any) (int64, bool, error) {
-	res, err := exec(ctx, query, args...)
+func sqliteInsertID(ctx context.Context, c rowRunner, query string, args ...any) (int64, bool, error) {
+	res, err := c.execContext(ctx, query, args...)
 	if err != nil {
 		return 0, false, err
 	}

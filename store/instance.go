@@ -396,7 +396,7 @@ func (tx *Tx) write(ctx context.Context, s *model.Schema, old, in *Instance, act
 		if ifAbsent {
 			q = tx.db.dia.insertInstanceIfAbsent
 		}
-		id, ok, err := tx.db.dia.insertID(ctx, tx.exec, q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
+		id, ok, err := tx.db.dia.insertID(ctx, counted{tx}, q, in.Classname, in.Keyname, in.Displayname, in.IsEnabled, data, now, now)
 		if err != nil {
 			if isUnique(err) {
 				return false, nil, model.Errorf(model.EConflict, "%s %s already exists", in.Classname, clip.Quote(in.Keyname))

@@ -125,7 +125,7 @@ func (tx *Tx) putPermission(ctx context.Context, e *model.Entry, system bool) (s
 		_, err = tx.exec(ctx, "UPDATE permissions SET displayname = ?, description = ?, is_builtin = ? WHERE id = ?",
 			next.Displayname, next.Description, next.IsBuiltin, old.ID)
 	} else {
-		next.ID, _, err = tx.db.dia.insertID(ctx, tx.exec, "INSERT INTO permissions(keyname, displayname, description, is_builtin) VALUES(?, ?, ?, ?)",
+		next.ID, _, err = tx.db.dia.insertID(ctx, counted{tx}, "INSERT INTO permissions(keyname, displayname, description, is_builtin) VALUES(?, ?, ?, ?)",
 			next.Keyname, next.Displayname, next.Description, next.IsBuiltin)
 	}
 	if err != nil {

@@ -117,11 +117,10 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 		res.Count = n
 	} else {
 		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
-		op := db.dia.like
-		like := `(i.keyname ` + op + ` ? ESCAPE '\' OR i.displayname ` + op + ` ? ESCAPE '\'`
+		like := "(" + db.dia.like("i.keyname", "?") + " OR " + db.dia.like("i.displayname", "?")
 		likeArgs := []any{pat, pat}
 		if !s.HasSecrets() {
-			like += ` OR i.data ` + op + ` ? ESCAPE '\'`
+			like += " OR " + db.dia.like("i.data", "?")
 			likeArgs = append(likeArgs, pat)
 		}
 		like += ")"

@@ -58,9 +58,13 @@ func (db *DB) CreateSession(ctx context.Context, userID int64, login, address st
 	now := db.Now().UTC()
 	s := &Session{UserID: userID, Login: login, CSRF: randomToken(), Address: address, CreatedAt: now,
 		LastSeen: now, ExpiresAt: now.Add(lim.Absolute)}
-	id, _, err := db.dia.insertID(ctx, db.execWriter, `INSERT INTO sessions(token_hash, user_id, login, csrf, address, created_at,
+	var id int64
+	err := db.withWriter(ctx, func(c conn) (err error) {
+		id, _, err = db.dia.insertID(ctx, c, `INSERT INTO sessions(token_hash, user_id, login, csrf, address, created_at,
 		last_seen, expires_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?)`, tokenHash(token), userID, login, s.CSRF, address,
-		now.Unix(), now.Unix(), s.ExpiresAt.Unix())
+			now.Unix(), now.Unix(), s.ExpiresAt.Unix())
+		return err
+	})
 	if err != nil {
 		return "", nil, fmt.Errorf("create session: %w", err)
 	}

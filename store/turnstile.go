@@ -204,6 +204,11 @@ func (db *DB) beginWriter(ctx context.Context) (tx *sql.Tx, done func(), err err
 	}
 	tx, err = conn.BeginTx(ctx, nil)
 	leave()
+	if err == nil && db.dia.lockWriter != "" {
+		if _, err = tx.ExecContext(ctx, db.dia.lockWriter); err != nil {
+			tx.Rollback()
+		}
+	}
 	if err != nil {
 		conn.Close()
 		return nil, nil, err
@@ -211,20 +216,46 @@ func (db *DB) beginWriter(ctx context.Context) (tx *sql.Tx, done func(), err err
 	return tx, func() { conn.Close() }, nil
 }
 
-// execWriter runs one statement in a transaction of its own on the writer connection,
-// through the turnstile as beginWriter does.
-func (db *DB) execWriter(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	conn, err := db.w.Conn(ctx)
+// withWriter runs fn on the writer connection outside any transaction of the
+// store's, through the turnstile as beginWriter does: each statement fn runs is a
+// transaction of its own. Where the engine has a writer lock to take (lockWriter),
+// fn runs in one transaction that takes it first.
+func (db *DB) withWriter(ctx context.Context, fn func(c conn) error) error {
+	raw, err := db.w.Conn(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer conn.Close()
+	defer raw.Close()
 	leave, err := db.turn.enter(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer leave()
-	return conn.ExecContext(ctx, db.dia.rebind(query), args...)
+	if db.dia.lockWriter == "" {
+		return fn(conn{raw, db.dia})
+	}
+	tx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, db.dia.lockWriter); err != nil {
+		return err
+	}
+	if err := fn(conn{tx, db.dia}); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// execWriter runs one statement in a transaction of its own on the writer connection
+// (withWriter).
+func (db *DB) execWriter(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
+	err = db.withWriter(ctx, func(c conn) error {
+		res, err = c.execContext(ctx, query, args...)
+		return err
+	})
+	return res, err
 }
 
 // testHold is the test hold of every database that sets none itself (SetTestHold;

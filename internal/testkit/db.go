@@ -105,7 +105,7 @@ func OpenStore(tb testing.TB, path string, o store.Options) (*store.DB, error) {
 // OpenEmpty opens a new database file in tb.TempDir() without any definitions.
 func OpenEmpty(tb testing.TB, o Options) *store.DB {
 	tb.Helper()
-	return Open(tb, filepath.Join(tb.TempDir(), "test.db"), o)
+	return Open(tb, NewAddress(tb, "test.db"), o)
 }
 
 // NewBuiltinDB opens a new database file in tb.TempDir() with the built-in definitions
@@ -120,9 +120,7 @@ func NewBuiltinDB(tb testing.TB) *store.DB {
 	if err != nil {
 		tb.Fatalf("load built-ins: %v", err)
 	}
-	path := filepath.Join(tb.TempDir(), "test.db")
-	copyTemplate(tb, src, path, 0o600)
-	return Open(tb, path, Options{})
+	return Open(tb, fromTemplate(tb, src, tb.TempDir(), 0o600), Options{})
 }
 
 // LoadBuiltins loads the built-in definitions as the start-up sequence loads them:
@@ -201,6 +199,10 @@ func templateOf(key string, fill func(db *store.DB) error) (string, error) {
 	v, _ := templates.LoadOrStore(key, &templateFile{})
 	tf := v.(*templateFile)
 	tf.once.Do(func() {
+		if Postgres() {
+			tf.path, tf.err = postgresTemplate(fill)
+			return
+		}
 		dir, err := os.MkdirTemp("", "testkit-template-")
 		if err != nil {
 			tf.err = err
@@ -263,7 +265,9 @@ func copyTemplate(tb testing.TB, src, dst string, perm os.FileMode) {
 // it after m.Run().
 func Cleanup() {
 	templates.Range(func(_, v any) bool {
-		if tf := v.(*templateFile); tf.path != "" {
+		if tf := v.(*templateFile); tf.path != "" && Postgres() {
+			dropDatabase(tf.path)
+		} else if tf.path != "" {
 			os.RemoveAll(filepath.Dir(tf.path))
 		}
 		return true
@@ -285,8 +289,19 @@ func MigratedFileIn(tb testing.TB, dir string) string {
 	if err != nil {
 		tb.Fatalf("bootstrap template database: %v", err)
 	}
+	return fromTemplate(tb, src, dir, 0o666)
+}
+
+// fromTemplate is the address of a new database made from the template src: a copy
+// of its file named data.db in dir, created with perm (before the umask), or on the
+// PostgreSQL pass a new database of the cluster made from it.
+func fromTemplate(tb testing.TB, src, dir string, perm os.FileMode) string {
+	tb.Helper()
+	if Postgres() {
+		return newPostgresDatabase(tb, src)
+	}
 	dst := filepath.Join(dir, "data.db")
-	copyTemplate(tb, src, dst, 0o666)
+	copyTemplate(tb, src, dst, perm)
 	return dst
 }
 

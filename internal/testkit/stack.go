@@ -113,12 +113,15 @@ func NewStack(tb testing.TB, o StackOptions) *Stack {
 		o.Dir = tb.TempDir()
 	}
 	path := filepath.Join(o.Dir, "server.db")
+	if Postgres() {
+		path = newPostgresDatabase(tb, "")
+	}
 	var db *store.DB
 	if o.Logger == nil {
 		// The start's log would only go to tb.Log: copy a template that had the same
 		// start (made once per test binary for each admin password).
 		o.Logger = Logger(tb, slog.LevelWarn)
-		copyStarted(tb, path, o.AdminPassword)
+		path = copyStarted(tb, path, o.AdminPassword)
 		db = Open(tb, path, Options{Logger: o.Logger})
 	} else {
 		// The test reads the start's log: the start runs here.
@@ -136,8 +139,9 @@ func NewStack(tb testing.TB, o StackOptions) *Stack {
 
 // copyStarted writes at path the database file of a start with the test version and
 // adminPassword on a new file with the fixed clock, as NewStack starts it, and the
-// lock file that start leaves beside it.
-func copyStarted(tb testing.TB, path, adminPassword string) {
+// lock file that start leaves beside it; it returns path. On the PostgreSQL pass it
+// returns a new database made from such a start instead.
+func copyStarted(tb testing.TB, path, adminPassword string) string {
 	tb.Helper()
 	src, err := templateOf("started\x00"+adminPassword, func(db *store.DB) error {
 		db.Now = FixedClock
@@ -147,10 +151,14 @@ func copyStarted(tb testing.TB, path, adminPassword string) {
 	if err != nil {
 		tb.Fatalf("bootstrap: %v", err)
 	}
+	if Postgres() {
+		return newPostgresDatabase(tb, src)
+	}
 	copyTemplate(tb, src, path, 0o600)
 	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	lock.Close()
+	return path
 }

@@ -1,0 +1,170 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// openPostgres opens the PostgreSQL database at the URL addr: a writer pool of one
+// connection (this process's write transactions queue there; the advisory writer lock
+// orders them with every other node's), a read pool whose transactions are
+// read-only, and the table layout brought up to date (or checked, under AsIs and
+// ReadOnly). An unreachable server or a refused connection fails here, naming the
+// host, before anything is written.
+func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
+	shown := RedactURL(addr)
+	if _, err := url.Parse(addr); err != nil {
+		return nil, fmt.Errorf("open database %s: the URL does not parse", shown)
+	}
+	dia := postgresDialect
+	writeDSN := dia.dsn(addr, false)
+	if opts.ReadOnly {
+		writeDSN = dia.readOnlyDSN(addr)
+	}
+	w, err := openPostgresPool(writeDSN)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", shown, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	fail := func(err error) (*DB, error) {
+		w.Close()
+		return nil, fmt.Errorf("open database %s: %w", shown, redactErr(err, addr))
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = w.PingContext(pctx)
+	cancel()
+	if err != nil {
+		return fail(err)
+	}
+	db := &DB{path: shown, addr: addr, w: w, dia: dia, log: opts.Logger, Now: time.Now}
+	switch {
+	case opts.ReadOnly:
+		if err := dia.checkFile(ctx, w); err != nil {
+			return fail(err)
+		}
+		if err := checkLayout(ctx, db.writer()); err != nil {
+			return fail(err)
+		}
+		db.r = w
+		return db, nil
+	case opts.AsIs:
+		if err := db.requireLayout(ctx); err != nil {
+			return fail(err)
+		}
+	default:
+		if err := db.migrateLayout(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	r, err := openPostgresPool(dia.dsn(addr, true))
+	if err != nil {
+		return fail(err)
+	}
+	r.SetMaxOpenConns(opts.ReadConns)
+	r.SetMaxIdleConns(opts.ReadConns)
+	db.r = r
+	return db, nil
+}
+
+// redactErr is err with the password of addr removed from its text, should the
+// driver have quoted the URL.
+func redactErr(err error, addr string) error {
+	u, perr := url.Parse(addr)
+	if perr != nil || u.User == nil {
+		return err
+	}
+	pw, ok := u.User.Password()
+	if !ok || pw == "" {
+		return err
+	}
+	return redacted{err, pw}
+}
+
+type redacted struct {
+	err error
+	pw  string
+}
+
+func (r redacted) Error() string { return strings.ReplaceAll(r.err.Error(), r.pw, "xxxxx") }
+func (r redacted) Unwrap() error { return r.err }
+
+// Engine is the database engine's name: "sqlite" or "postgres".
+func (db *DB) Engine() string { return db.dia.name }
+
+// IsFile reports whether the database is a file (SQLite): file modes, free disk
+// space, the WAL and backups beside it make sense for it only.
+func (db *DB) IsFile() bool { return db.dia == sqliteDialect }
+
+// TempDir is where the store and its callers spool data for the database (request
+// bodies, dry runs' private files): beside the file for SQLite, so a full disk shows
+// as the database's; the system's temporary directory for PostgreSQL.
+func (db *DB) TempDir() string {
+	if db.IsFile() {
+		return filepath.Dir(db.path)
+	}
+	return os.TempDir()
+}
+
+// postgresCheckSchema refuses a database holding schema objects the service's layout
+// does not create (schemacheck_postgres.go).
+func postgresCheckSchema(ctx context.Context, pool *sql.DB) error {
+	return checkPostgresSchema(ctx, pool)
+}
+
+// openPostgresPool opens a pool on dsn whose connections encode a Go bool as 0 or 1
+// where the column is an integer: the store's flags are integers on every engine (as
+// SQLite keeps them), and its statements pass Go bools for them.
+func openPostgresPool(dsn string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(_ context.Context, c *pgx.Conn) error {
+		m := c.TypeMap()
+		m.TryWrapEncodePlanFuncs = append([]pgtype.TryWrapEncodePlanFunc{wrapBool}, m.TryWrapEncodePlanFuncs...)
+		return nil
+	})), nil
+}
+
+// intBool is a Go bool as an integer (1 or 0) or a boolean, whichever the column is.
+type intBool bool
+
+func (b intBool) Int64Value() (pgtype.Int8, error) {
+	n := int64(0)
+	if b {
+		n = 1
+	}
+	return pgtype.Int8{Int64: n, Valid: true}, nil
+}
+
+func (b intBool) BoolValue() (pgtype.Bool, error) {
+	return pgtype.Bool{Bool: bool(b), Valid: true}, nil
+}
+
+// wrapBool is the encode-plan wrapper turning a bool into an intBool.
+func wrapBool(value any) (pgtype.WrappedEncodePlanNextSetter, any, bool) {
+	if b, ok := value.(bool); ok {
+		return &intBoolPlan{}, intBool(b), true
+	}
+	return nil, nil, false
+}
+
+type intBoolPlan struct{ next pgtype.EncodePlan }
+
+func (p *intBoolPlan) SetNext(next pgtype.EncodePlan) { p.next = next }
+
+func (p *intBoolPlan) Encode(value any, buf []byte) ([]byte, error) {
+	return p.next.Encode(intBool(value.(bool)), buf)
+}

@@ -1,0 +1,308 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+)
+
+// postgresDialect is PostgreSQL's SQL, through pgx's database/sql adapter. Several
+// processes (nodes) share one database; a write transaction takes one
+// transaction-scoped advisory lock first (lockWriter), so writes are serialized
+// across every node exactly as SQLite serializes them in one file, and Apply's
+// bookkeeping (the id high-water mark, counts) needs no further locking.
+var postgresDialect = &dialect{
+	name:        "postgres",
+	driver:      "pgx",
+	dsn:         postgresDSN,
+	readOnlyDSN: func(url string) string { return postgresDSN(url, true) },
+	// PostgreSQL queues the waiters of a lock in arrival order: no turnstile.
+	turnstile:  false,
+	lockWriter: "SELECT pg_advisory_xact_lock(" + writerLockKey + ")",
+	snapshot:   &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+	rebind:     postgresRebind,
+
+	isUnique:   func(err error) bool { return pgCode(err) == "23505" },
+	isBusy:     func(err error) bool { return pgCode(err) == "55P03" },
+	isDiskFull: func(err error) bool { return pgCode(err) == "53100" },
+
+	insertID: postgresInsertID,
+	// A keyname another instance of the class holds: the UPDATE matches no row.
+	convertKeyname: `UPDATE instances SET keyname = ?1, displayname = ?2, updated_at = ?3 WHERE id = ?4
+		AND NOT EXISTS (SELECT 1 FROM instances o WHERE o.classname = instances.classname AND o.keyname = ?1 AND o.id <> ?4)`,
+
+	jsonValue:  postgresJSONValue,
+	jsonText:   func(doc, path string) string { return postgresJSONText(doc, path) },
+	jsonType:   postgresJSONType,
+	jsonHolds:  postgresJSONHolds,
+	jsonSet:    postgresJSONSet,
+	jsonRemove: postgresJSONRemove,
+
+	contains: func(text, sub string) string { return "strpos(CAST(" + text + " AS text), " + sub + ") > 0" },
+	like:     postgresLike,
+	hexKeyname: func(col string) string {
+		return "length(" + col + ") = 8 AND " + col + ` ~ '^[0-9a-f]{8}$'`
+	},
+	rowOrder: "row_order",
+	greatest: func(a, b string) string { return "greatest(" + a + ", " + b + ")" },
+
+	// The engine maintains the trigram index in every write: nothing waits for it.
+	searchDirty: "SELECT false",
+	reindexAll:  []string{},
+	reindexUpTo: []string{},
+	searchFrom:  "instances i",
+	searchWhere: postgresFold("i.keyname || ' ' || i.displayname || ' ' || CAST(i.data AS text)") +
+		` LIKE ? ESCAPE '\' AND i.classname = ?`,
+	searchID:    "i.id",
+	searchQuery: postgresSearchQuery,
+
+	layout:                 postgresLayout,
+	insertInstance:         postgresInsertInstance,
+	insertInstanceIfAbsent: postgresInsertInstance + " ON CONFLICT(classname, keyname) DO NOTHING",
+	readLayoutVersion:      postgresLayoutVersion,
+	setLayoutVersion: func(n int) string {
+		return fmt.Sprintf("UPDATE layout_version SET version = %d", n)
+	},
+	layoutVersionsTable: `CREATE TABLE IF NOT EXISTS layout_versions (
+	owner   TEXT PRIMARY KEY,
+	version INTEGER NOT NULL
+)`,
+	hasLayoutVersions: "SELECT to_regclass('layout_versions') IS NOT NULL",
+	reservedPrefix:    "pg_",
+
+	backup: postgresBackup,
+}
+
+func init() { postgresDialect.checkFile = postgresCheckSchema }
+
+// writerLockKey is the advisory lock every write transaction takes: any number
+// unlikely to collide with another application's locks in the same database.
+const writerLockKey = "7305721195838"
+
+// isPostgresURL reports whether a database address names a PostgreSQL database.
+func isPostgresURL(addr string) bool {
+	return strings.HasPrefix(addr, "postgres://") || strings.HasPrefix(addr, "postgresql://")
+}
+
+// postgresDSN is the URL with the settings every connection applies: the read pool's
+// transactions are read-only.
+func postgresDSN(addr string, readOnly bool) string {
+	u, err := url.Parse(addr)
+	if err != nil {
+		return addr // pgx reports the error at connect, with the address
+	}
+	q := u.Query()
+	if q.Get("application_name") == "" {
+		q.Set("application_name", "dataservice")
+	}
+	if readOnly {
+		q.Set("default_transaction_read_only", "on")
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// RedactURL is a database address for messages: a PostgreSQL URL without its
+// password; a path as it is.
+func RedactURL(addr string) string {
+	if !isPostgresURL(addr) {
+		return addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return "postgres://(an address that does not parse)"
+	}
+	return u.Redacted()
+}
+
+// pgCode is the SQLSTATE of a PostgreSQL error, "" for any other error.
+func pgCode(err error) string {
+	var e *pgconn.PgError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// postgresRebind turns SQLite's `?` and `?N` placeholders into `$N`, outside string
+// literals, quoted identifiers and comments. A bare `?` is one more than the largest
+// number before it, as in SQLite.
+func postgresRebind(query string) string {
+	if !strings.Contains(query, "?") {
+		return query
+	}
+	var b strings.Builder
+	b.Grow(len(query) + 8)
+	n := 0
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := i + 1
+			for j < len(query) {
+				if query[j] == c {
+					if j+1 < len(query) && query[j+1] == c {
+						j += 2
+						continue
+					}
+					break
+				}
+				j++
+			}
+			if j >= len(query) {
+				j = len(query) - 1
+			}
+			b.WriteString(query[i : j+1])
+			i = j
+		case c == '-' && i+1 < len(query) && query[i+1] == '-':
+			j := strings.IndexByte(query[i:], '\n')
+			if j < 0 {
+				j = len(query) - i - 1
+			}
+			b.WriteString(query[i : i+j+1])
+			i += j
+		case c == '?':
+			j := i + 1
+			for j < len(query) && query[j] >= '0' && query[j] <= '9' {
+				j++
+			}
+			k := n + 1
+			if j > i+1 {
+				k, _ = strconv.Atoi(query[i+1 : j])
+			}
+			if k > n {
+				n = k
+			}
+			b.WriteString("$" + strconv.Itoa(k))
+			i = j - 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// postgresInsertID runs the INSERT with RETURNING id.
+func postgresInsertID(ctx context.Context, c rowRunner, query string, args ...any) (int64, bool, error) {
+	var id int64
+	err := c.queryRowContext(ctx, query+" RETURNING id", args...).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	return id, true, nil
+}
+
+// The JSON fragments read a document (a json column or JSON text) as jsonb and the
+// path as a SQL/JSON path ($.name and $."name" mean the same as in SQLite).
+func postgresJSONAt(doc, path string) string {
+	return "jsonb_path_query_first(CAST(" + doc + " AS jsonb), CAST(" + path + " AS jsonpath))"
+}
+
+// postgresJSONValue is the value as SQL: text for a JSON string, the JSON text of a
+// number, boolean, list or object, NULL for null or missing (SQLite's json_extract
+// returns numbers as numbers; compared with a parameter, text compares the same way
+// for the values the store compares, and sorting uses postgresJSONSort).
+func postgresJSONValue(doc, path string) string {
+	return "(" + postgresJSONAt(doc, path) + " #>> '{}')"
+}
+
+// postgresJSONText is the value as text when it is text, its JSON text otherwise.
+func postgresJSONText(doc, path string) string { return postgresJSONValue(doc, path) }
+
+// postgresJSONType is SQLite's json_type name of the value: null, true, false,
+// integer, real, text, array or object; NULL when missing.
+func postgresJSONType(doc, path string) string {
+	v := postgresJSONAt(doc, path)
+	return "(CASE jsonb_typeof(" + v + ") WHEN 'string' THEN 'text' WHEN 'boolean' THEN CAST(" + v + " AS text)" +
+		" WHEN 'number' THEN CASE WHEN CAST(" + v + " AS text) ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END" +
+		" ELSE jsonb_typeof(" + v + ") END)"
+}
+
+// postgresJSONHolds: the value is value (a JSON string compared as text), or a list
+// holding it.
+func postgresJSONHolds(doc, path, value string) string {
+	v := postgresJSONAt(doc, path)
+	return "(CASE jsonb_typeof(" + v + ") WHEN 'array' THEN " + v + " @> jsonb_build_array(" + value + ")" +
+		" ELSE (" + v + " #>> '{}') = CAST(" + value + " AS text) END)"
+}
+
+// postgresJSONObject rebuilds a JSON object from its members (key, value as JSON
+// text) in key order, without spaces, as the store writes objects.
+func postgresJSONObject(members string) string {
+	return "(SELECT CAST(coalesce('{' || string_agg(to_json(m.k)::text || ':' || m.v, ',' ORDER BY m.k COLLATE \"C\") || '}', '{}') AS json) FROM (" +
+		members + ") m(k, v))"
+}
+
+// postgresJSONKey is the member name a top-level path ($.name or $."name") names.
+func postgresJSONKey(path string) string {
+	return `regexp_replace(` + path + `, '^\$\.(?:"(.*)"|(.*))$', '\1\2')`
+}
+
+// postgresJSONSet is doc with the member at path set to value (text, stored as a
+// JSON string).
+func postgresJSONSet(doc, path, value string) string {
+	return postgresJSONObject("SELECT e.key, e.value::text FROM json_each(CAST(" + doc + " AS json)) e WHERE e.key <> " +
+		postgresJSONKey(path) + " UNION ALL SELECT " + postgresJSONKey(path) + ", to_json(CAST(" + value + " AS text))::text")
+}
+
+// postgresJSONRemove is doc without the member at path.
+func postgresJSONRemove(doc, path string) string {
+	return postgresJSONObject("SELECT e.key, e.value::text FROM json_each(CAST(" + doc + " AS json)) e WHERE e.key <> " +
+		postgresJSONKey(path))
+}
+
+// postgresFold lowers ASCII letters only, as SQLite's LIKE compares them (ILIKE and
+// lower would fold every letter).
+func postgresFold(expr string) string {
+	return "translate(" + expr + ", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+}
+
+// postgresLike is col LIKE pat ignoring the case of ASCII letters only.
+func postgresLike(col, pat string) string {
+	return postgresFold("CAST("+col+" AS text)") + " LIKE " + postgresFold(pat) + ` ESCAPE '\'`
+}
+
+// postgresSearchQuery is the pattern the trigram index narrows by: the search's LIKE
+// pattern, ASCII-folded as the indexed text is.
+func postgresSearchQuery(search string) (string, bool) {
+	if search == "" || strings.ContainsRune(search, 0) {
+		return "", false
+	}
+	pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(search) + "%"
+	return strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, pat), true
+}
+
+// postgresLayoutVersion reads how many layout steps have run: 0 before the first.
+func postgresLayoutVersion(ctx context.Context, q querier) (int, error) {
+	var exists bool
+	if err := q.queryRowContext(ctx, "SELECT to_regclass('layout_version') IS NOT NULL").Scan(&exists); err != nil {
+		return 0, err
+	}
+	if !exists {
+		return 0, nil
+	}
+	var have int
+	err := q.queryRowContext(ctx, "SELECT version FROM layout_version").Scan(&have)
+	return have, err
+}
+
+// postgresBackup is not an SQL statement on PostgreSQL: backups are pg_dump's
+// (backup_postgres.go).
+func postgresBackup(ctx context.Context, c conn, path string) error {
+	return errors.New("a PostgreSQL database is backed up with pg_dump (dataservice backup)")
+}
