@@ -77,7 +77,8 @@ var postgresDialect = &dialect{
 	hasLayoutVersions: "SELECT to_regclass('layout_versions') IS NOT NULL",
 	reservedPrefix:    "pg_",
 
-	backup: postgresBackup,
+	backup:      postgresBackup,
+	lockStartup: postgresLockStartup,
 }
 
 func init() { postgresDialect.checkFile = postgresCheckSchema }
