@@ -148,6 +148,9 @@ type dialect struct {
 	// (schemacheck_sqlite.go), before anything writes to it.
 	checkFile func(ctx context.Context, pool *sql.DB) error
 
+	// lockStartup takes the start-up lock of db (DB.LockStartup), waiting until it
+	// is free or ctx ends.
+	lockStartup func(ctx context.Context, db *DB) (unlock func(), err error)
 	// backup writes a consistent copy of the database, as it is now, to the empty
 	// file path (an online backup: writers go on meanwhile).
 	backup func(ctx context.Context, c conn, path string) error
