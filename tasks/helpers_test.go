@@ -45,9 +45,6 @@ const testSchemas = `
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testkit.Cleanup()
-	if benchFiles.dir != "" {
-		os.RemoveAll(benchFiles.dir)
-	}
 	os.Exit(code)
 }
 
