@@ -23,6 +23,7 @@ var postgresDialect = &dialect{
 	driver:      "pgx",
 	dsn:         postgresDSN,
 	readOnlyDSN: func(url string) string { return postgresDSN(url, true) },
+	openPool:    openPostgresPool,
 	// PostgreSQL queues the waiters of a lock in arrival order: no turnstile.
 	turnstile:  false,
 	lockWriter: "SELECT pg_advisory_xact_lock(" + writerLockKey + ")",
@@ -44,6 +45,7 @@ var postgresDialect = &dialect{
 	jsonHolds:  postgresJSONHolds,
 	jsonSet:    postgresJSONSet,
 	jsonRemove: postgresJSONRemove,
+	jsonSort:   postgresJSONSort,
 
 	contains: func(text, sub string) string { return "strpos(CAST(" + text + " AS text), " + sub + ") > 0" },
 	like:     postgresLike,
@@ -77,7 +79,8 @@ var postgresDialect = &dialect{
 	hasLayoutVersions: "SELECT to_regclass('layout_versions') IS NOT NULL",
 	reservedPrefix:    "pg_",
 
-	backup: postgresBackup,
+	backup:      postgresBackup,
+	lockStartup: postgresLockStartup,
 }
 
 func init() { postgresDialect.checkFile = postgresCheckSchema }
@@ -108,6 +111,11 @@ func postgresDSN(addr string, readOnly bool) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// IsFileAddr reports whether the database address addr names a file (SQLite):
+// anything but a postgres:// or postgresql:// URL. Callers that check a database
+// before opening it (the directory exists, the file is writable) check files only.
+func IsFileAddr(addr string) bool { return !isPostgresURL(addr) }
 
 // RedactURL is a database address for messages: a PostgreSQL URL without its
 // password; a path as it is.
@@ -206,7 +214,8 @@ func postgresInsertID(ctx context.Context, c rowRunner, query string, args ...an
 // path as a SQL/JSON path ($.name and $."name" mean the same as in SQLite). Each
 // fragment holds each of its arguments exactly once: an argument may be a `?`, and a
 // `?` written twice would be two parameters. Where a fragment needs a value twice, it
-// names it once in a subquery.
+// names it once in a subquery. jsonSort alone is several ORDER BY keys, each reading
+// the path: its path is a literal.
 func postgresJSONAt(doc, path string) string {
 	return "jsonb_path_query_first(CAST(" + doc + " AS jsonb), CAST(CAST(" + path + " AS text) AS jsonpath))"
 }
@@ -229,12 +238,27 @@ func postgresJSONText(doc, path string) string {
 		" FROM (SELECT CAST(" + path + ` AS text)) p(p), regexp_match(p.p, '^\$\.(?:"([^"\\]*)"|([A-Za-z_][A-Za-z0-9_]*))$') r(r)) m(d, p, k))`
 }
 
+// postgresJSONSort orders by the value as SQLite orders json_extract's: a rank
+// (missing or null first, then numbers and booleans, then everything else), the
+// number's value, then the text by its bytes (COLLATE "C", whatever the database's
+// collation). A rank is never NULL, so missing values come first ascending and last
+// descending, as in SQLite, where PostgreSQL alone would put NULLs last.
+func postgresJSONSort(doc, path string) []string {
+	v := postgresJSONAt(doc, path)
+	return []string{
+		"(CASE coalesce(jsonb_typeof(" + v + "), 'null') WHEN 'null' THEN 0 WHEN 'number' THEN 1 WHEN 'boolean' THEN 1 ELSE 2 END)",
+		"(CASE jsonb_typeof(" + v + ") WHEN 'number' THEN CAST(" + v + " #>> '{}' AS numeric)" +
+			" WHEN 'boolean' THEN CASE WHEN " + v + " = 'true' THEN 1 ELSE 0 END END)",
+		"(" + v + " #>> '{}') COLLATE \"C\"",
+	}
+}
+
 // postgresJSONType is SQLite's json_type name of the value: null, true, false,
 // integer, real, text, array or object; NULL when missing.
 func postgresJSONType(doc, path string) string {
-	return "(SELECT CASE jsonb_typeof(j.v) WHEN 'string' THEN 'text' WHEN 'boolean' THEN CAST(j.v AS text)" +
-		" WHEN 'number' THEN CASE WHEN CAST(j.v AS text) ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END" +
-		" ELSE jsonb_typeof(j.v) END FROM (SELECT " + postgresJSONAt(doc, path) + ") j(v))"
+	return postgresJSONOnce(doc, path, "CASE jsonb_typeof(x.v) WHEN 'string' THEN 'text' WHEN 'boolean' THEN CAST(x.v AS text)"+
+		" WHEN 'number' THEN CASE WHEN CAST(x.v AS text) ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END"+
+		" ELSE jsonb_typeof(x.v) END")
 }
 
 // postgresJSONHolds: the value is value (a JSON string equal to it as text), or a
@@ -243,6 +267,12 @@ func postgresJSONType(doc, path string) string {
 func postgresJSONHolds(doc, path, value string) string {
 	return "jsonb_path_exists(CAST(" + doc + " AS jsonb), CAST(CAST(" + path + " AS text) || ' ? (@ == $v)' AS jsonpath)," +
 		" jsonb_build_object('v', CAST(" + value + " AS text)))"
+}
+
+// postgresJSONOnce is expr over x.v, the value at path, which it reads once: a `?`
+// in path is one argument however often expr names the value.
+func postgresJSONOnce(doc, path, expr string) string {
+	return "(SELECT " + expr + " FROM (SELECT " + postgresJSONAt(doc, path) + " AS v) x)"
 }
 
 // postgresJSONMembers rebuilds a JSON object from the members of doc other than the
