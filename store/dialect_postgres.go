@@ -205,7 +205,7 @@ func postgresInsertID(ctx context.Context, c rowRunner, query string, args ...an
 // The JSON fragments read a document (a json column or JSON text) as jsonb and the
 // path as a SQL/JSON path ($.name and $."name" mean the same as in SQLite).
 func postgresJSONAt(doc, path string) string {
-	return "jsonb_path_query_first(CAST(" + doc + " AS jsonb), CAST(" + path + " AS jsonpath))"
+	return "jsonb_path_query_first(CAST(" + doc + " AS jsonb), CAST(CAST(" + path + " AS text) AS jsonpath))"
 }
 
 // postgresJSONValue is the value as SQL: text for a JSON string, the JSON text of a
@@ -221,19 +221,20 @@ func postgresJSONText(doc, path string) string { return postgresJSONValue(doc, p
 
 // postgresJSONType is SQLite's json_type name of the value: null, true, false,
 // integer, real, text, array or object; NULL when missing.
+//
+// Each fragment names its arguments (doc, path, value: a `?` each, perhaps) once, in a
+// subquery, however often it uses them: a `?` written twice would be two parameters.
 func postgresJSONType(doc, path string) string {
-	v := postgresJSONAt(doc, path)
-	return "(CASE jsonb_typeof(" + v + ") WHEN 'string' THEN 'text' WHEN 'boolean' THEN CAST(" + v + " AS text)" +
-		" WHEN 'number' THEN CASE WHEN CAST(" + v + " AS text) ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END" +
-		" ELSE jsonb_typeof(" + v + ") END)"
+	return "(SELECT CASE jsonb_typeof(x.v) WHEN 'string' THEN 'text' WHEN 'boolean' THEN CAST(x.v AS text)" +
+		" WHEN 'number' THEN CASE WHEN CAST(x.v AS text) ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END" +
+		" ELSE jsonb_typeof(x.v) END FROM (SELECT " + postgresJSONAt(doc, path) + " AS v) x)"
 }
 
 // postgresJSONHolds: the value is value (a JSON string compared as text), or a list
 // holding it.
 func postgresJSONHolds(doc, path, value string) string {
-	v := postgresJSONAt(doc, path)
-	return "(CASE jsonb_typeof(" + v + ") WHEN 'array' THEN " + v + " @> jsonb_build_array(" + value + ")" +
-		" ELSE (" + v + " #>> '{}') = CAST(" + value + " AS text) END)"
+	return "EXISTS (SELECT 1 FROM (SELECT " + postgresJSONAt(doc, path) + " AS v, CAST(" + value + " AS text) AS w) x" +
+		" WHERE CASE jsonb_typeof(x.v) WHEN 'array' THEN x.v @> jsonb_build_array(x.w) ELSE (x.v #>> '{}') = x.w END)"
 }
 
 // postgresJSONObject rebuilds a JSON object from its members (key, value as JSON
@@ -245,14 +246,15 @@ func postgresJSONObject(members string) string {
 
 // postgresJSONKey is the member name a top-level path ($.name or $."name") names.
 func postgresJSONKey(path string) string {
-	return `regexp_replace(` + path + `, '^\$\.(?:"(.*)"|(.*))$', '\1\2')`
+	return `regexp_replace(CAST(` + path + ` AS text), '^\$\.(?:"(.*)"|(.*))$', '\1\2')`
 }
 
 // postgresJSONSet is doc with the member at path set to value (text, stored as a
 // JSON string).
 func postgresJSONSet(doc, path, value string) string {
-	return postgresJSONObject("SELECT e.key, e.value::text FROM json_each(CAST(" + doc + " AS json)) e WHERE e.key <> " +
-		postgresJSONKey(path) + " UNION ALL SELECT " + postgresJSONKey(path) + ", to_json(CAST(" + value + " AS text))::text")
+	return postgresJSONObject("WITH p AS (SELECT " + postgresJSONKey(path) + " AS k, CAST(" + value + " AS text) AS w)" +
+		" SELECT e.key, e.value::text FROM p, json_each(CAST(" + doc + " AS json)) e WHERE e.key <> p.k" +
+		" UNION ALL SELECT p.k, to_json(p.w)::text FROM p")
 }
 
 // postgresJSONRemove is doc without the member at path.

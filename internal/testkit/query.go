@@ -142,8 +142,8 @@ func InsertInstances(tb testing.TB, db *store.DB, cls string, rows []Row) {
 	tb.Helper()
 	ctx := context.Background()
 	const insert = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data,
-			created_at, updated_at) VALUES((SELECT max(high, coalesce((SELECT max(id) FROM instances), 0)) + 1
-			FROM instance_ids), ?, ?, ?, ?, ?, ?, ?)`
+			created_at, updated_at) VALUES((SELECT coalesce(max(v), 0) + 1 FROM (SELECT high AS v FROM instance_ids
+			UNION ALL SELECT max(id) FROM instances) AS ids), ?, ?, ?, ?, ?, ?, ?)`
 	err := Migrator(tb, db).Migrate(ctx, func(m *store.Migration) error {
 		for _, r := range rows {
 			data, err := json.Marshal(r.Data)
