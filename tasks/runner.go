@@ -102,7 +102,9 @@ func (r *Runner) work(ctx context.Context, only string) {
 func (r *Runner) claim(ctx context.Context, only string) (handle, lease string, err error) {
 	lease = r.id + "#" + strconv.FormatUint(r.claims.Add(1), 10)
 	// Leases are instants of the database's clock like every other time a row holds
-	// (in production it is the wall clock, which every process sharing the file reads).
+	// (in production it is the wall clock, which every process sharing the file reads;
+	// nodes sharing a PostgreSQL database each read their own host's, kept in step by
+	// NTP: docs/postgres.md).
 	ts := r.db.Now().UTC()
 	cond := "(status = 'queued' OR (status = 'running' AND lease_until < ?))"
 	args := []any{lease, leaseTime(ts.Add(r.o.Lease)), r.now(), leaseTime(ts)}
