@@ -48,6 +48,9 @@ type dialect struct {
 	// readOnlyDSN is the connection string of a database this process may not write
 	// (Options.ReadOnly).
 	readOnlyDSN func(path string) string
+	// openPool opens a pool on a connection string of dsn's or readOnlyDSN's (a
+	// second pool on the same database: a dry run's snapshot).
+	openPool func(dsn string) (*sql.DB, error)
 
 	// turnstile tells whether write transactions of every process pass the file's
 	// turnstile (turnstile.go) before they start: SQLite has one writer per file and
@@ -94,6 +97,10 @@ type dialect struct {
 	jsonHolds                     func(doc, path, value string) string
 	jsonSet                       func(doc, path, value string) string
 	jsonRemove                    func(doc, path string) string
+	// jsonSort are the ORDER BY keys ordering rows by the value at path as SQLite
+	// orders json_extract's values: missing and null first, then numbers (and
+	// booleans, as 1 and 0) by value, then text by its bytes.
+	jsonSort func(doc, path string) []string
 
 	// contains is a condition true when text holds sub (a cheap filter before an
 	// exact test); like is the condition that col matches the LIKE pattern pat
