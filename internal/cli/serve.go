@@ -80,7 +80,7 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("listening", "addr", ln.Addr().String(), "db", s.DB, "version", s.Version)
+	log.Info("listening", "addr", ln.Addr().String(), "db", store.RedactURL(s.DB), "version", s.Version)
 	if exposedWithoutBaseURL(ln.Addr(), s.BaseURL) {
 		log.Warn("listening on a non-loopback address without SERVICE_BASE_URL: task_url is built from each request's Host header; set SERVICE_BASE_URL to the address clients use",
 			"addr", ln.Addr().String())
