@@ -23,6 +23,7 @@ var postgresDialect = &dialect{
 	driver:      "pgx",
 	dsn:         postgresDSN,
 	readOnlyDSN: func(url string) string { return postgresDSN(url, true) },
+	openPool:    openPostgresPool,
 	// PostgreSQL queues the waiters of a lock in arrival order: no turnstile.
 	turnstile:  false,
 	lockWriter: "SELECT pg_advisory_xact_lock(" + writerLockKey + ")",
@@ -44,6 +45,7 @@ var postgresDialect = &dialect{
 	jsonHolds:  postgresJSONHolds,
 	jsonSet:    postgresJSONSet,
 	jsonRemove: postgresJSONRemove,
+	jsonSort:   postgresJSONSort,
 
 	contains: func(text, sub string) string { return "strpos(CAST(" + text + " AS text), " + sub + ") > 0" },
 	like:     postgresLike,
@@ -77,7 +79,8 @@ var postgresDialect = &dialect{
 	hasLayoutVersions: "SELECT to_regclass('layout_versions') IS NOT NULL",
 	reservedPrefix:    "pg_",
 
-	backup: postgresBackup,
+	backup:      postgresBackup,
+	lockStartup: postgresLockStartup,
 }
 
 func init() { postgresDialect.checkFile = postgresCheckSchema }
@@ -108,6 +111,11 @@ func postgresDSN(addr string, readOnly bool) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// IsFileAddr reports whether the database address addr names a file (SQLite):
+// anything but a postgres:// or postgresql:// URL. Callers that check a database
+// before opening it (the directory exists, the file is writable) check files only.
+func IsFileAddr(addr string) bool { return !isPostgresURL(addr) }
 
 // RedactURL is a database address for messages: a PostgreSQL URL without its
 // password; a path as it is.
@@ -219,21 +227,40 @@ func postgresJSONValue(doc, path string) string {
 // postgresJSONText is the value as text when it is text, its JSON text otherwise.
 func postgresJSONText(doc, path string) string { return postgresJSONValue(doc, path) }
 
+// postgresJSONSort orders by the value as SQLite orders json_extract's: a rank
+// (missing or null first, then numbers and booleans, then everything else), the
+// number's value, then the text by its bytes (COLLATE "C", whatever the database's
+// collation). A rank is never NULL, so missing values come first ascending and last
+// descending, as in SQLite, where PostgreSQL alone would put NULLs last.
+func postgresJSONSort(doc, path string) []string {
+	v := postgresJSONAt(doc, path)
+	return []string{
+		"(CASE coalesce(jsonb_typeof(" + v + "), 'null') WHEN 'null' THEN 0 WHEN 'number' THEN 1 WHEN 'boolean' THEN 1 ELSE 2 END)",
+		"(CASE jsonb_typeof(" + v + ") WHEN 'number' THEN CAST(" + v + " #>> '{}' AS numeric)" +
+			" WHEN 'boolean' THEN CASE WHEN " + v + " = 'true' THEN 1 ELSE 0 END END)",
+		"(" + v + " #>> '{}') COLLATE \"C\"",
+	}
+}
+
 // postgresJSONType is SQLite's json_type name of the value: null, true, false,
 // integer, real, text, array or object; NULL when missing.
 func postgresJSONType(doc, path string) string {
-	v := postgresJSONAt(doc, path)
-	return "(CASE jsonb_typeof(" + v + ") WHEN 'string' THEN 'text' WHEN 'boolean' THEN CAST(" + v + " AS text)" +
-		" WHEN 'number' THEN CASE WHEN CAST(" + v + " AS text) ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END" +
-		" ELSE jsonb_typeof(" + v + ") END)"
+	return postgresJSONOnce(doc, path, "CASE jsonb_typeof(x.v) WHEN 'string' THEN 'text' WHEN 'boolean' THEN CAST(x.v AS text)"+
+		" WHEN 'number' THEN CASE WHEN CAST(x.v AS text) ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END"+
+		" ELSE jsonb_typeof(x.v) END")
 }
 
 // postgresJSONHolds: the value is value (a JSON string compared as text), or a list
-// holding it.
+// holding it. The path and the value are each read once (a `?` is one argument).
 func postgresJSONHolds(doc, path, value string) string {
-	v := postgresJSONAt(doc, path)
-	return "(CASE jsonb_typeof(" + v + ") WHEN 'array' THEN " + v + " @> jsonb_build_array(" + value + ")" +
-		" ELSE (" + v + " #>> '{}') = CAST(" + value + " AS text) END)"
+	return "(SELECT CASE jsonb_typeof(x.v) WHEN 'array' THEN x.v @> jsonb_build_array(x.w)" +
+		" ELSE (x.v #>> '{}') = x.w END FROM (SELECT " + postgresJSONAt(doc, path) + " AS v, CAST(" + value + " AS text) AS w) x)"
+}
+
+// postgresJSONOnce is expr over x.v, the value at path, which it reads once: a `?`
+// in path is one argument however often expr names the value.
+func postgresJSONOnce(doc, path, expr string) string {
+	return "(SELECT " + expr + " FROM (SELECT " + postgresJSONAt(doc, path) + " AS v) x)"
 }
 
 // postgresJSONObject rebuilds a JSON object from its members (key, value as JSON
