@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 // The deployment files cannot be run here (no container engine, no systemd as PID 1);
@@ -78,5 +80,45 @@ func TestDockerfileIsScratchNonRootWithAVolume(t *testing.T) {
 	}
 	if strings.Contains(final, "RUN ") {
 		t.Error("the scratch stage cannot RUN anything")
+	}
+}
+
+// TestComposeRunsTwoNodesOnPostgres: deploy/compose.yaml is YAML describing PostgreSQL and
+// two nodes that reach it through a postgres:// SERVICE_DB, each published on its own
+// loopback port, with no proxy in front.
+func TestComposeRunsTwoNodesOnPostgres(t *testing.T) {
+	b, err := os.ReadFile("deploy/compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Services map[string]struct {
+			Image       string            `yaml:"image"`
+			Environment map[string]string `yaml:"environment"`
+			Ports       []string          `yaml:"ports"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("deploy/compose.yaml: %v", err)
+	}
+	if !strings.HasPrefix(doc.Services["postgres"].Image, "postgres:") {
+		t.Errorf("no postgres service: %+v", doc.Services["postgres"])
+	}
+	ports := map[string]bool{}
+	for _, name := range []string{"node1", "node2"} {
+		n, ok := doc.Services[name]
+		if !ok {
+			t.Fatalf("no %s service", name)
+		}
+		if db := n.Environment["SERVICE_DB"]; !strings.HasPrefix(db, "postgres://") || !strings.Contains(db, "@postgres:5432/") {
+			t.Errorf("%s: SERVICE_DB %q is not the postgres service's URL", name, db)
+		}
+		if len(n.Ports) != 1 || !strings.HasPrefix(n.Ports[0], "127.0.0.1:") || ports[n.Ports[0]] {
+			t.Errorf("%s: ports %v, want one loopback port of its own", name, n.Ports)
+		}
+		ports[n.Ports[0]] = true
+	}
+	if len(doc.Services) != 3 {
+		t.Errorf("%d services, want postgres and two nodes (no proxy)", len(doc.Services))
 	}
 }

@@ -148,9 +148,17 @@ type dialect struct {
 	// (schemacheck_sqlite.go), before anything writes to it.
 	checkFile func(ctx context.Context, pool *sql.DB) error
 
+	// lockStartup takes the start-up lock of db (DB.LockStartup), waiting until it
+	// is free or ctx ends.
+	lockStartup func(ctx context.Context, db *DB) (unlock func(), err error)
 	// backup writes a consistent copy of the database, as it is now, to the empty
 	// file path (an online backup: writers go on meanwhile).
 	backup func(ctx context.Context, c conn, path string) error
+
+	// resetIdentities sets every identity column's sequence past the ids the table
+	// holds, after Copy wrote rows with their ids; nil where the engine numbers new
+	// rows from the largest id (SQLite).
+	resetIdentities func(ctx context.Context, tx *Tx) error
 }
 
 // rowRunner runs a statement, or a query returning one row: a transaction's or a

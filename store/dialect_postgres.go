@@ -79,7 +79,8 @@ var postgresDialect = &dialect{
 	hasLayoutVersions: "SELECT to_regclass('layout_versions') IS NOT NULL",
 	reservedPrefix:    "pg_",
 
-	backup: postgresBackup,
+	backup:      postgresBackup,
+	lockStartup: postgresLockStartup,
 }
 
 func init() { postgresDialect.checkFile = postgresCheckSchema }
@@ -110,6 +111,11 @@ func postgresDSN(addr string, readOnly bool) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// IsFileAddr reports whether the database address addr names a file (SQLite):
+// anything but a postgres:// or postgresql:// URL. Callers that check a database
+// before opening it (the directory exists, the file is writable) check files only.
+func IsFileAddr(addr string) bool { return !isPostgresURL(addr) }
 
 // RedactURL is a database address for messages: a PostgreSQL URL without its
 // password; a path as it is.

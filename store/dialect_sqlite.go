@@ -68,7 +68,8 @@ var sqliteDialect = &dialect{
 	hasLayoutVersions:      "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'layout_versions')",
 	reservedPrefix:         "sqlite_",
 
-	backup: sqliteBackup,
+	backup:      sqliteBackup,
+	lockStartup: sqliteLockStartup,
 }
 
 // The schema-object check reads layout versions through the dialect itself: set
