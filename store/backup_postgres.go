@@ -25,10 +25,6 @@ import (
 // pg_restore is not on PATH.
 var ErrToolMissing = errors.New("PostgreSQL's client tool is not installed")
 
-// IsPostgresURL reports whether a database address names a PostgreSQL database
-// (postgres:// or postgresql://); anything else is a SQLite file path.
-func IsPostgresURL(addr string) bool { return isPostgresURL(addr) }
-
 // postgresTool finds a PostgreSQL client program on PATH, or says what to install.
 func postgresTool(name string) (string, error) {
 	p, err := exec.LookPath(name)

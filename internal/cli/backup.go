@@ -25,7 +25,7 @@ func setupBackup(c *cli, fs *pflag.FlagSet) func(context.Context, []string) erro
 		if err != nil {
 			return err
 		}
-		if store.IsPostgresURL(s.DB) {
+		if !store.IsFileAddr(s.DB) {
 			return c.backupPostgres(ctx, s, args[0])
 		}
 		db, _, _, err := c.openAsIs(ctx, false)
@@ -62,7 +62,7 @@ func (c *cli) restore(ctx context.Context, file string, force bool) error {
 	if err != nil {
 		return err
 	}
-	if store.IsPostgresURL(s.DB) {
+	if !store.IsFileAddr(s.DB) {
 		return c.restorePostgres(ctx, s, file, force)
 	}
 	src, err := filepath.Abs(file)
