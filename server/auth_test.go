@@ -64,7 +64,7 @@ func TestAuthRefused(t *testing.T) {
 	})
 	t.Run("refused keys keep last_used unset", func(t *testing.T) {
 		for _, k := range []string{"good", "off", "old", "far"} {
-			if got := e.queryString(`SELECT COALESCE(json_extract(data, '$.last_used'), 'unset') FROM instances
+			if got := e.queryString(`SELECT COALESCE(data ->> 'last_used', 'unset') FROM instances
 				WHERE classname = '_apikey' AND keyname = ?`, k); got != "unset" {
 				t.Fatalf("key %s: last_used = %q after refused requests, want unset", k, got)
 			}
@@ -114,7 +114,7 @@ func TestAuthSecretForms(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	plain := e.key("plain", keySpec{perms: []string{"p_data_access"}, plain: true})
-	stored := e.queryString(`SELECT json_extract(data, '$.secret') FROM instances WHERE classname = '_apikey' AND keyname = 'plain'`)
+	stored := e.queryString(`SELECT data ->> 'secret' FROM instances WHERE classname = '_apikey' AND keyname = 'plain'`)
 	if !strings.HasPrefix(stored, "$argon2id$v=19$") {
 		t.Fatalf("stored secret = %q, want an argon2id hash", stored)
 	}
@@ -127,7 +127,7 @@ func TestAuthSecretForms(t *testing.T) {
 
 	hash := sha256Hash([]byte{0x01, 0x02, 0xfe}, "legacy-secret")
 	e.load(`[{classname: _apikey, keyname: legacy, permissions: [p_data_access], secret: '` + hash + `'}]`)
-	if got := e.queryString(`SELECT json_extract(data, '$.secret') FROM instances WHERE classname = '_apikey' AND keyname = 'legacy'`); got != hash {
+	if got := e.queryString(`SELECT data ->> 'secret' FROM instances WHERE classname = '_apikey' AND keyname = 'legacy'`); got != hash {
 		t.Fatalf("stored secret = %q, want the given hash %q", got, hash)
 	}
 	t.Run("sha256 secret verifies", func(t *testing.T) {
@@ -187,7 +187,7 @@ func TestAuthLastUsed(t *testing.T) {
 	c := e.key("busy", keySpec{perms: []string{"p_data_access"}})
 	other := e.key("other", keySpec{perms: []string{"p_data_access"}})
 	lastUsed := func(k string) string {
-		return e.queryString(`SELECT COALESCE(json_extract(data, '$.last_used'), 'unset') FROM instances
+		return e.queryString(`SELECT COALESCE(data ->> 'last_used', 'unset') FROM instances
 			WHERE classname = '_apikey' AND keyname = ?`, k)
 	}
 	if got, want := lastUsed("busy"), "unset"; got != want {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -92,7 +91,7 @@ func (s *server) load(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	if !ok {
 		return
 	}
-	body, err := codec.SpoolBody("body", r.Body, filepath.Dir(s.db.Path()), s.maxEnt)
+	body, err := codec.SpoolBody("body", r.Body, s.db.TempDir(), s.maxEnt)
 	var tooBig *http.MaxBytesError
 	var readErr *codec.BodyReadError
 	switch {

@@ -437,7 +437,7 @@ func TestPipelineList(t *testing.T) {
 		if got, want := body.Count.String(), strconv.Itoa(len(body.Pipelines)); got != want {
 			t.Fatalf("count = %s, want len(pipelines) = %s", got, want)
 		}
-		rows, err := e.db.Reader().QueryContext(context.Background(), `SELECT id, keyname, COALESCE(json_extract(data, '$.run_permission'), '')
+		rows, err := e.db.Reader().QueryContext(context.Background(), `SELECT id, keyname, COALESCE(data ->> 'run_permission', '')
 			FROM instances WHERE classname = '_pipeline' ORDER BY id`)
 		if err != nil {
 			t.Fatal(err)
