@@ -81,7 +81,8 @@ func LastBackup(dbPath string) (t time.Time, ok bool) {
 // scheduled backups. It returns the new file ("" when none was due).
 func ScheduledBackup(ctx context.Context, db *store.DB, now time.Time, log *slog.Logger) (string, error) {
 	hours := db.ConfigInt(ctx, store.ConfigBackupIntervalHours)
-	if hours <= 0 {
+	if hours <= 0 || !db.IsFile() {
+		// PostgreSQL: no file to copy beside; BackupLoop says so once.
 		return "", nil
 	}
 	list, err := backups(db.Path(), true)
@@ -121,6 +122,11 @@ func ScheduledBackup(ctx context.Context, db *store.DB, now time.Time, log *slog
 func BackupLoop(ctx context.Context, db *store.DB, tick time.Duration, log *slog.Logger, result func(file string, err error)) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if !db.IsFile() {
+		log.Info("scheduled backups are off: the database is PostgreSQL, whose backups are pg_dump's or the server's (BACKUP_INTERVAL_HOURS applies to SQLite files)",
+			"db", db.Path())
+		return
 	}
 	t := time.NewTicker(tick)
 	defer t.Stop()

@@ -80,7 +80,9 @@ func Run(ctx context.Context, mg *store.Migrator, o Options) error {
 	if o.Init == nil {
 		return errors.New("start-up: no init directory")
 	}
-	unlock, err := lockFile(ctx, db.Path()+".lock")
+	// The database's start-up lock: of several processes (nodes) starting together,
+	// one runs the sequence while the others wait, then find it done.
+	unlock, err := db.LockStartup(ctx)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -43,7 +42,7 @@ func tickingClock() func() time.Time {
 	return testkit.TickingClock(time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC))
 }
 
-// openDB opens (creating) the SQLite file at path with the ticking clock; it is
+// openDB opens (creating) the database at path with the ticking clock; it is
 // closed when the test ends.
 func openDB(tb testing.TB, path string) *store.DB {
 	tb.Helper()
@@ -51,10 +50,11 @@ func openDB(tb testing.TB, path string) *store.DB {
 		IgnoreCloseError: true})
 }
 
-// newDB opens a new, empty database file in a fresh temporary directory.
+// newDB opens a new, empty database (a file in a fresh temporary directory, or a
+// new PostgreSQL database on the kit's PostgreSQL pass).
 func newDB(tb testing.TB) *store.DB {
 	tb.Helper()
-	return openDB(tb, filepath.Join(tb.TempDir(), "data.db"))
+	return openDB(tb, testkit.NewAddress(tb, "data.db"))
 }
 
 // options are the start-up options of the tests: the test version, the embedded
@@ -203,7 +203,7 @@ func snapshot(t *testing.T, db *store.DB) string {
 	t.Helper()
 	var b strings.Builder
 	for _, table := range []string{"configuration", "schemas", "schema_fields", "instances", "permissions", "revisions"} {
-		cols, rows := testkit.Rows(t, db, "SELECT * FROM "+table+" ORDER BY rowid")
+		cols, rows := testkit.Rows(t, db, "SELECT * FROM "+table+" ORDER BY 1")
 		fmt.Fprintf(&b, "== %s %v\n", table, cols)
 		for _, vals := range rows {
 			fmt.Fprintf(&b, "%q\n", vals)

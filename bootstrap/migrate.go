@@ -72,7 +72,12 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 	if present && dbv > s.o.Version {
 		s.log.Warn("stored data is newer than this code", "db_version", dbv, "service_version", s.o.Version)
 	}
-	if present && stored != s.o.Version && s.o.Backup {
+	if present && stored != s.o.Version && s.o.Backup && !s.db.IsFile() {
+		// No file to copy beside: PostgreSQL's backups are pg_dump's, taken by the
+		// operator (or `dataservice backup`) before an upgrade.
+		s.log.Warn("backup before migrating skipped: the database is PostgreSQL; take a pg_dump (or `dataservice backup FILE`) before upgrading",
+			"db", s.db.Path(), "db_version", stored)
+	} else if present && stored != s.o.Version && s.o.Backup {
 		dest := backupName(s.db.Path(), stored, s.db.Now(), ".bak")
 		if err := s.db.Backup(ctx, dest); err != nil {
 			return s.failed(ctx, "backup", err)

@@ -64,9 +64,12 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 			return fail(err)
 		}
 	default:
-		if err := db.migrateLayout(ctx); err != nil {
+		if err := db.migrateLayoutLocked(ctx); err != nil {
 			return fail(err)
 		}
+		// Dry runs' private files live in the temporary directory (DB.TempDir): the
+		// ones killed runs left there go, as an SQLite file's do at its open.
+		sweepDryRuns("", opts.Logger)
 	}
 	r, err := openPostgresPool(dia.dsn(addr, true))
 	if err != nil {
@@ -76,6 +79,25 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	r.SetMaxIdleConns(opts.ReadConns)
 	db.r = r
 	return db, nil
+}
+
+// migrateLayoutLocked applies the pending layout steps under the start-up lock
+// (startlock_postgres.go), taken before their transactions begin. Nodes opening a new
+// database together so run each step once; and a transaction begun after the lock
+// sees the tables the previous holder made, where one begun before waiting on the
+// writer lock could still answer from catalog entries of before the wait and create
+// a table twice. An up-to-date layout takes no lock: opening never waits for another
+// node's start-up sequence.
+func (db *DB) migrateLayoutLocked(ctx context.Context) error {
+	if checkLayout(ctx, db.writer()) == nil {
+		return db.migrateLayout(ctx) // only checks the schema's objects
+	}
+	unlock, err := postgresLockStartup(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return db.migrateLayout(ctx)
 }
 
 // redactErr is err with the password of addr removed from its text, should the

@@ -47,14 +47,17 @@ func (db *DB) NoSpace(err error) error {
 		return err
 	}
 	if db.diskFull.CompareAndSwap(false, true) {
-		attrs := []any{"db", db.path, "error", err}
-		if free, _, serr := db.DiskSpace(); serr == nil {
+		attrs := []any{"db", db.path, "error", redactErr(err, db.addr)}
+		if free, _, serr := db.DiskSpace(); db.IsFile() && serr == nil {
 			attrs = append(attrs, "free_bytes", free)
 		}
 		db.log.Error("disk full: writes fail until space is freed", attrs...)
 	}
 	if e != nil {
 		return err
+	}
+	if !db.IsFile() {
+		return model.ServerDiskFullError(err)
 	}
 	return model.DiskFullError("the database "+db.path, err)
 }

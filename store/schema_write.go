@@ -183,8 +183,10 @@ func (tx *Tx) deleteField(ctx context.Context, classname, keyname string) error 
 		return fmt.Errorf("delete field %s.%s: %w", classname, keyname, err)
 	}
 	path := `$."` + keyname + `"`
-	if _, err := tx.execContext(ctx, `UPDATE instances SET data = `+tx.db.dia.jsonRemove("data", "?")+`
-		WHERE classname = ? AND `+tx.db.dia.jsonType("data", "?")+` IS NOT NULL`, path, classname, path); err != nil {
+	// Numbered placeholders: a dialect's fragment may use its path more than once;
+	// one placeholder per fragment, as each fragment may give it another SQL type.
+	if _, err := tx.execContext(ctx, `UPDATE instances SET data = `+tx.db.dia.jsonRemove("data", "?1")+`
+		WHERE classname = ?2 AND `+tx.db.dia.jsonType("data", "?3")+` IS NOT NULL`, path, classname, path); err != nil {
 		return fmt.Errorf("delete values of field %s.%s: %w", classname, keyname, err)
 	}
 	tx.schemasChanged()

@@ -55,6 +55,11 @@ func (c *cli) restore(ctx context.Context, file string, force bool) error {
 	if err != nil {
 		return err
 	}
+	if !store.IsFileAddr(s.DB) {
+		return fmt.Errorf("refused: %s is a PostgreSQL database, and this command restores an SQLite file; "+
+			"restore a pg_dump of it with pg_restore into an empty database, then run `dataservice migrate` (docs/postgres.md)",
+			store.RedactURL(s.DB))
+	}
 	src, err := filepath.Abs(file)
 	if err != nil {
 		return err

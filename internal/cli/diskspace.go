@@ -78,6 +78,12 @@ func watchDisk(ctx context.Context, db *store.DB, warn diskWarn, every time.Dura
 	if warn.bytes == 0 && warn.pct == 0 {
 		return
 	}
+	if !db.IsFile() {
+		// The free space that matters is the database server's: this host's says
+		// nothing about it.
+		log.Info("free disk space is not watched: the database is on a PostgreSQL server (watch its disk there)")
+		return
+	}
 	var low bool
 	var warned time.Time
 	check := func() {

@@ -220,6 +220,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return 0
 	}
+	if !c.db.IsFile() {
+		// A PostgreSQL database: its size, disk and backups are the server's, watched
+		// there (pg_database_size, the server's own disk monitoring).
+		return
+	}
 	ch <- prometheus.MustNewConstMetric(descDBSize, prometheus.GaugeValue, size(c.db.Path()))
 	ch <- prometheus.MustNewConstMetric(descWALSize, prometheus.GaugeValue, size(c.db.Path()+"-wal"))
 	if free, size, err := c.db.DiskSpace(); err != nil {

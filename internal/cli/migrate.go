@@ -40,9 +40,14 @@ func (c *cli) migrateStatus(ctx context.Context) error {
 		return err
 	}
 	path := s.DB
-	st, err := os.Stat(s.DB)
-	missing := errors.Is(err, os.ErrNotExist)
-	empty := err == nil && st.Mode().IsRegular() && st.Size() == 0
+	// A file may be missing or empty; a PostgreSQL database exists or its server
+	// says why not (an empty one reports its pending layout steps).
+	var missing, empty bool
+	if store.IsFileAddr(s.DB) {
+		st, err := os.Stat(s.DB)
+		missing = errors.Is(err, os.ErrNotExist)
+		empty = err == nil && st.Mode().IsRegular() && st.Size() == 0
+	}
 	if missing || empty {
 		// Nothing to create at the path: report what a new database would run, computed
 		// on a scratch file that is removed afterwards.

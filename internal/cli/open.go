@@ -55,6 +55,10 @@ func (c *cli) openStartUp(ctx context.Context) (*store.DB, *settings, *slog.Logg
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if err := checkBesideNodes(ctx, db, s, log); err != nil {
+		db.Close()
+		return nil, nil, nil, err
+	}
 	if err := startUp(ctx, mg, s, log); err != nil {
 		db.Close()
 		return nil, nil, nil, err
@@ -106,8 +110,12 @@ func (c *cli) openAsIs(ctx context.Context, current bool) (*store.DB, *settings,
 const runMigrate = "run `dataservice migrate` (or `serve`) first, with the service's settings"
 
 // checkDBExists refuses a missing or empty database file: only serve and migrate
-// create one.
+// create one. A PostgreSQL database is the server's to check: opening it as it is
+// refuses one without the service's tables (store.ErrLayoutPending).
 func checkDBExists(path string) error {
+	if !store.IsFileAddr(path) {
+		return nil
+	}
 	st, err := os.Stat(path)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && st.Size() == 0) {
 		return fmt.Errorf("no database at %s: run `dataservice migrate` (or `serve`) first", path)
@@ -122,17 +130,21 @@ func checkCurrent(ctx context.Context, db *store.DB, s *settings) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, bootstrap.ErrNeedsMigrate):
-		return fmt.Errorf("database %s: %w: %s", s.DB, err, runMigrate)
+		return fmt.Errorf("database %s: %w: %s", store.RedactURL(s.DB), err, runMigrate)
 	case errors.Is(err, bootstrap.ErrNewerData):
-		return fmt.Errorf("database %s: %w: use that version of dataservice (or a newer one) with this file", s.DB, err)
+		return fmt.Errorf("database %s: %w: use that version of dataservice (or a newer one) with this database", store.RedactURL(s.DB), err)
 	}
-	return fmt.Errorf("database %s: %w", s.DB, err)
+	return fmt.Errorf("database %s: %w", store.RedactURL(s.DB), err)
 }
 
 // checkDBPath names the usual reasons a database cannot be opened, which SQLite reports
 // only as "unable to open database file": a missing directory, a file that is a
-// directory, or no permission to the directory or the file.
+// directory, or no permission to the directory or the file. A PostgreSQL URL names
+// no file: the server answers for it when it is opened.
 func checkDBPath(path string) error {
+	if !store.IsFileAddr(path) {
+		return nil
+	}
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	switch {

@@ -48,6 +48,15 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 		return err
 	}
 	defer db.Close()
+	// The node records itself before the start-up sequence, which sets DB_VERSION:
+	// beside a live node of another version it stops here, having written nothing but
+	// the table layout. Its row is renewed while it runs and removed when it stops.
+	leave, err := joinNodes(ctx, db, s, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer leave()
 	var ready atomic.Bool
 	m, err := c.startMetrics(ctx, s, db, log)
 	if err != nil {
@@ -71,7 +80,7 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
-	log.Info("listening", "addr", ln.Addr().String(), "db", s.DB, "version", s.Version)
+	log.Info("listening", "addr", ln.Addr().String(), "db", store.RedactURL(s.DB), "version", s.Version)
 	if exposedWithoutBaseURL(ln.Addr(), s.BaseURL) {
 		log.Warn("listening on a non-loopback address without SERVICE_BASE_URL: task_url is built from each request's Host header; set SERVICE_BASE_URL to the address clients use",
 			"addr", ln.Addr().String())

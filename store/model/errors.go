@@ -67,6 +67,14 @@ func DiskFullError(what string, cause error) *Error {
 		"free space there (or move the file to a larger filesystem), then retry", what)
 }
 
+// ServerDiskFullError is the EDiskFull error of cause for a database on a database
+// server (PostgreSQL's SQLSTATE 53100): the space to free is the server's, not this
+// host's, and the message names no address (it reaches API clients).
+func ServerDiskFullError(cause error) *Error {
+	return wrapf(cause, EDiskFull, "disk full: the database server has no space left for the database; "+
+		"free space on the server's disk (or grow it), then retry")
+}
+
 // messageOf is the caller-safe message of err: an *Error's, else "internal error".
 func messageOf(err error) string {
 	var e *Error

@@ -1,4 +1,4 @@
-package bootstrap
+package store
 
 import (
 	"context"
@@ -8,9 +8,12 @@ import (
 	"time"
 )
 
-// lockFile takes an exclusive advisory lock on path (created if missing), waiting
-// until it is free or ctx ends. The returned func releases it.
-func lockFile(ctx context.Context, path string) (func(), error) {
+// sqliteLockStartup is SQLite's start-up lock: an exclusive flock(2) on the file
+// `<db>.lock` beside the database (created if missing, owner-only), polled until it
+// is free or ctx ends. A lock file of its own, not the database file, so the lock is
+// independent of SQLite's locks and of the in-use lock (inuse.go).
+func sqliteLockStartup(ctx context.Context, db *DB) (func(), error) {
+	path := db.path + ".lock"
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock %s: %w", path, err)
