@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"dataservice/internal/testkit"
 )
 
 // TestAuthRefused: every credential that is not good is a 401 with the same message,
@@ -199,8 +201,7 @@ func TestAuthLastUsed(t *testing.T) {
 		t.Fatalf("last_used = %q after use: %v", first, err)
 	}
 	// A marker shows whether the next request writes again.
-	e.exec(`UPDATE instances SET data = json_set(data, '$.last_used', '2001-01-01T00:00:00')
-		WHERE classname = '_apikey' AND keyname = 'busy'`)
+	testkit.SetDataField(t, e.db, "_apikey", "busy", "last_used", "2001-01-01T00:00:00")
 	object(t, e.get("/api/version/", c), 200)
 	object(t, e.get("/api/pipelines/", c), 200)
 	if got, want := lastUsed("busy"), "2001-01-01T00:00:00"; got != want {
