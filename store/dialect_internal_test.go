@@ -233,7 +233,7 @@ func TestSQLiteDialectFragments(t *testing.T) {
 // left out would fail at its first use. The read snapshot's options may be nil (the
 // engine's default transaction is one snapshot).
 func TestDialectsAreComplete(t *testing.T) {
-	mayBeZero := map[string]bool{"snapshot": true, "turnstile": true, "lockWriter": true}
+	mayBeZero := map[string]bool{"snapshot": true, "turnstile": true, "lockWriter": true, "skipLocked": true}
 	for _, d := range dialects {
 		v := reflect.ValueOf(*d)
 		for i := 0; i < v.NumField(); i++ {
