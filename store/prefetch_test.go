@@ -89,7 +89,7 @@ func TestPrefetch(t *testing.T) {
 	t.Run("a missing instance is not found", func(t *testing.T) {
 		req := start("c")
 		exec(`INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-			VALUES(` + testkit.NextInstanceID + `, 'item', 'c', '', 1, '{}', '', '')`)
+			VALUES(` + testkit.NextInstanceIDSQL + `, 'item', 'c', '', 1, '{}', '', '')`)
 		if got, want := note(req, "c"), `item "c" not found`; got != want {
 			t.Fatalf("got %q, want %q", got, want)
 		}
