@@ -72,6 +72,9 @@ type DB struct {
 	// maxDryKeys is the bound of the keys a dry run remembers in memory; zero:
 	// defaultMaxDryKeys. Only tests lower it (to reach the bound with little data).
 	maxDryKeys int
+	// searchSeen, when set (tests only), is given the query and arguments of every
+	// indexed search's page before it runs (a test asks the engine for its plan).
+	searchSeen func(query string, args []any)
 }
 
 // rstmt returns query prepared on the read pool, prepared on first use.

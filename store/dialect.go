@@ -112,6 +112,11 @@ type dialect struct {
 	like       func(col, pat string) string
 	hexKeyname func(col string) string
 	rowOrder   string
+	// skipLocked ends a queue's claim subquery (SELECT ... LIMIT 1): it locks the row
+	// it picks and skips rows another transaction has locked, so concurrent claims
+	// never wait on one another and never pick the same row ("" where a write
+	// transaction holds the whole database, as SQLite's does).
+	skipLocked string
 	// greatest is the larger of the values of two SQL expressions (a scalar, not
 	// the aggregate max).
 	greatest func(a, b string) string

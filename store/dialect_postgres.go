@@ -53,7 +53,10 @@ var postgresDialect = &dialect{
 		return "length(" + col + ") = 8 AND " + col + ` ~ '^[0-9a-f]{8}$'`
 	},
 	rowOrder: "row_order",
-	greatest: func(a, b string) string { return "greatest(" + a + ", " + b + ")" },
+	// Claims take the row they pick under its row lock and pass over rows locked by
+	// another node's claim in progress, whatever the writer lock does.
+	skipLocked: " FOR UPDATE SKIP LOCKED",
+	greatest:   func(a, b string) string { return "greatest(" + a + ", " + b + ")" },
 
 	// The engine maintains the trigram index in every write: nothing waits for it.
 	searchDirty: "SELECT false",

@@ -202,6 +202,17 @@ CREATE TABLE node_salt (
 	salt TEXT NOT NULL
 );
 `,
+	// 3: SQLite's step 12, the credential throttle's refusals (throttle.go).
+	`
+CREATE TABLE throttle (
+	kind TEXT NOT NULL,
+	name TEXT NOT NULL,
+	times TEXT NOT NULL,
+	last BIGINT NOT NULL,
+	PRIMARY KEY (kind, name)
+);
+CREATE INDEX throttle_last ON throttle(kind, last);
+`,
 }
 
 // postgresNextInstanceID is the id a new instance takes: above every id ever given

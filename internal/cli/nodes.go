@@ -78,7 +78,7 @@ func joinNodes(ctx context.Context, db *store.DB, s *settings, log *slog.Logger)
 	host, _ := os.Hostname()
 	self := &store.Node{ID: store.NewNodeID(), Host: host, Version: s.Version, Settings: hashes, StartedAt: time.Now()}
 	err = db.JoinNodes(ctx, self, self.StartedAt.Add(-nodeLiveFor), func(live []store.Node) error {
-		return checkLiveNodes(ctx, self, live, log)
+		return checkLiveNodes(ctx, self, live, log, msgMixedServe)
 	})
 	if err != nil {
 		return nil, err
@@ -102,13 +102,38 @@ func joinNodes(ctx context.Context, db *store.DB, s *settings, log *slog.Logger)
 	}, nil
 }
 
-// checkLiveNodes is joinNodes' check of the live nodes other than self.
-func checkLiveNodes(ctx context.Context, self *store.Node, live []store.Node, log *slog.Logger) error {
+// The critical lines of a node (serve) and of migrate that find a live node of
+// another version.
+const (
+	msgMixedServe   = "another version of dataservice is serving this database: not serving"
+	msgMixedMigrate = "another version of dataservice is serving this database: not migrating"
+)
+
+// checkBesideNodes is migrate's check before its start-up sequence: like a starting
+// node, it refuses to run beside a live node of another version (msgMixedMigrate) and
+// warns of other settings, but records nothing.
+func checkBesideNodes(ctx context.Context, db *store.DB, s *settings, log *slog.Logger) error {
+	hashes, err := hashSettings(ctx, db, s)
+	if err != nil {
+		return err
+	}
+	nodes, err := db.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	since := time.Now().Add(-nodeLiveFor)
+	live := slices.DeleteFunc(nodes, func(n store.Node) bool { return n.LastSeen.Before(since) })
+	return checkLiveNodes(ctx, &store.Node{Version: s.Version, Settings: hashes}, live, log, msgMixedMigrate)
+}
+
+// checkLiveNodes is the check of the live nodes other than self; refusal is the
+// critical line logged for another version.
+func checkLiveNodes(ctx context.Context, self *store.Node, live []store.Node, log *slog.Logger, refusal string) error {
 	for _, n := range live {
 		if n.Version != self.Version {
-			log.Log(ctx, bootstrap.LevelCritical, "another version of dataservice is serving this database: not serving",
+			log.Log(ctx, bootstrap.LevelCritical, refusal,
 				"version", self.Version, "live_version", n.Version, "live_node", n.ID, "live_host", n.Host)
-			return fmt.Errorf("%w (this is %s, node %s on %s runs %s)", errMixedVersions, self.Version, n.ID, n.Host, n.Version)
+			return fmt.Errorf("%w (this is %s; node %s on %s runs %s)", errMixedVersions, self.Version, n.ID, n.Host, n.Version)
 		}
 	}
 	for _, n := range live {

@@ -30,7 +30,8 @@ func openNodes(t *testing.T, env map[string]string) *store.DB {
 
 // TestNodesRefuseMixedVersionsAndWarnOfOtherSettings: beside a live node, a node of
 // another SERVICE_VERSION logs a critical line naming both versions and exits
-// non-zero before the start-up sequence (DB_VERSION stays the live node's); a node
+// non-zero before the start-up sequence (DB_VERSION stays the live node's), and so
+// does migrate of that version; a node
 // of the same version with another admin password serves, warning which setting
 // differs. The nodes table holds no setting's value, and a clean stop removes a
 // node's row.
@@ -49,9 +50,14 @@ func TestNodesRefuseMixedVersionsAndWarnOfOtherSettings(t *testing.T) {
 		!strings.Contains(stderr, "version=4.10.0") || !strings.Contains(stderr, "live_version="+version) {
 		t.Fatalf("a 4.10.0 node beside a live %s node: exit %d, log:\n%s", version, code, stderr)
 	}
+	code, _, stderr = runCLI(t, newer, "migrate")
+	if code == 0 || !strings.Contains(stderr, `msg="another version of dataservice is serving this database: not migrating"`) ||
+		!strings.Contains(stderr, "live_version="+version) {
+		t.Fatalf("migrate to 4.10.0 beside a live %s node: exit %d, log:\n%s", version, code, stderr)
+	}
 	db := openNodes(t, env)
 	if v, err := db.Registry(ctx, store.RegDBVersion); err != nil || v != version {
-		t.Fatalf("DB_VERSION %q (%v) after the refused node, want %s", v, err, version)
+		t.Fatalf("DB_VERSION %q (%v) after the refused node and migrate, want %s", v, err, version)
 	}
 
 	other := map[string]string{}
