@@ -565,7 +565,12 @@ func (db *DB) WithTxAs(ctx context.Context, rev Revisions, fn func(tx *Tx) error
 // backup: VACUUM INTO for SQLite). The copy
 // is written under a temporary name beside dest (`<dest>.*.partial`) and renamed when
 // complete: a crash mid-copy must not leave a truncated file under a backup's name.
+//
+// On PostgreSQL it is pg_dump's archive (DumpPostgres).
 func (db *DB) Backup(ctx context.Context, dest string) error {
+	if !db.IsFile() {
+		return DumpPostgres(ctx, db, dest)
+	}
 	if _, err := os.Stat(dest); err == nil {
 		return model.Errorf(model.EConflict, "backup %s: file exists", dest)
 	}

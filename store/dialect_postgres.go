@@ -63,7 +63,7 @@ var postgresDialect = &dialect{
 	reindexAll:  []string{},
 	reindexUpTo: []string{},
 	searchFrom:  "instances i",
-	searchWhere: postgresFold("i.keyname || ' ' || i.displayname || ' ' || CAST(i.data AS text)") +
+	searchWhere: "dataservice_fold(i.keyname || ' ' || i.displayname || ' ' || CAST(i.data AS text))" +
 		` LIKE ? ESCAPE '\' AND i.classname = ?`,
 	searchID:    "i.id",
 	searchQuery: postgresSearchQuery,
