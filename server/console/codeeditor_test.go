@@ -119,7 +119,7 @@ func TestCodeEditorValidateDryRunSave(t *testing.T) {
 	if got := e.queryInt("SELECT count(*) FROM revisions"); got != revs {
 		t.Fatalf("validate and dry run wrote %d revisions", got-revs)
 	}
-	if got := e.queryInt("SELECT count(*) FROM instances WHERE data LIKE '%new@example.org%' OR keyname = 'v9'"); got != 0 {
+	if got := e.queryInt("SELECT count(*) FROM instances WHERE CAST(data AS TEXT) LIKE '%new@example.org%' OR keyname = 'v9'"); got != 0 {
 		t.Fatal("validate or dry run wrote")
 	}
 
