@@ -67,6 +67,9 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 		if err := db.migrateLayoutLocked(ctx); err != nil {
 			return fail(err)
 		}
+		// Dry runs' private files live in the temporary directory (DB.TempDir): the
+		// ones killed runs left there go, as an SQLite file's do at its open.
+		sweepDryRuns("", opts.Logger)
 	}
 	r, err := openPostgresPool(dia.dsn(addr, true))
 	if err != nil {

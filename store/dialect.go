@@ -48,6 +48,9 @@ type dialect struct {
 	// readOnlyDSN is the connection string of a database this process may not write
 	// (Options.ReadOnly).
 	readOnlyDSN func(path string) string
+	// openPool opens a pool on a connection string of dsn's or readOnlyDSN's (a
+	// second pool on the same database: a dry run's snapshot).
+	openPool func(dsn string) (*sql.DB, error)
 
 	// turnstile tells whether write transactions of every process pass the file's
 	// turnstile (turnstile.go) before they start: SQLite has one writer per file and
@@ -94,6 +97,10 @@ type dialect struct {
 	jsonHolds                     func(doc, path, value string) string
 	jsonSet                       func(doc, path, value string) string
 	jsonRemove                    func(doc, path string) string
+	// jsonSort are the ORDER BY keys ordering rows by the value at path as SQLite
+	// orders json_extract's values: missing and null first, then numbers (and
+	// booleans, as 1 and 0) by value, then text by its bytes.
+	jsonSort func(doc, path string) []string
 
 	// contains is a condition true when text holds sub (a cheap filter before an
 	// exact test); like is the condition that col matches the LIKE pattern pat
@@ -105,6 +112,11 @@ type dialect struct {
 	like       func(col, pat string) string
 	hexKeyname func(col string) string
 	rowOrder   string
+	// skipLocked ends a queue's claim subquery (SELECT ... LIMIT 1): it locks the row
+	// it picks and skips rows another transaction has locked, so concurrent claims
+	// never wait on one another and never pick the same row ("" where a write
+	// transaction holds the whole database, as SQLite's does).
+	skipLocked string
 	// greatest is the larger of the values of two SQL expressions (a scalar, not
 	// the aggregate max).
 	greatest func(a, b string) string
@@ -147,6 +159,11 @@ type dialect struct {
 	// backup writes a consistent copy of the database, as it is now, to the empty
 	// file path (an online backup: writers go on meanwhile).
 	backup func(ctx context.Context, c conn, path string) error
+
+	// resetIdentities sets every identity column's sequence past the ids the table
+	// holds, after Copy wrote rows with their ids; nil where the engine numbers new
+	// rows from the largest id (SQLite).
+	resetIdentities func(ctx context.Context, tx *Tx) error
 }
 
 // rowRunner runs a statement, or a query returning one row: a transaction's or a

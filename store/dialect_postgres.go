@@ -23,6 +23,7 @@ var postgresDialect = &dialect{
 	driver:      "pgx",
 	dsn:         postgresDSN,
 	readOnlyDSN: func(url string) string { return postgresDSN(url, true) },
+	openPool:    openPostgresPool,
 	// PostgreSQL queues the waiters of a lock in arrival order: no turnstile.
 	turnstile:  false,
 	lockWriter: "SELECT pg_advisory_xact_lock(" + writerLockKey + ")",
@@ -39,11 +40,12 @@ var postgresDialect = &dialect{
 		AND NOT EXISTS (SELECT 1 FROM instances o WHERE o.classname = instances.classname AND o.keyname = ?1 AND o.id <> ?4)`,
 
 	jsonValue:  postgresJSONValue,
-	jsonText:   func(doc, path string) string { return postgresJSONText(doc, path) },
+	jsonText:   postgresJSONText,
 	jsonType:   postgresJSONType,
 	jsonHolds:  postgresJSONHolds,
 	jsonSet:    postgresJSONSet,
 	jsonRemove: postgresJSONRemove,
+	jsonSort:   postgresJSONSort,
 
 	contains: func(text, sub string) string { return "strpos(CAST(" + text + " AS text), " + sub + ") > 0" },
 	like:     postgresLike,
@@ -51,14 +53,17 @@ var postgresDialect = &dialect{
 		return "length(" + col + ") = 8 AND " + col + ` ~ '^[0-9a-f]{8}$'`
 	},
 	rowOrder: "row_order",
-	greatest: func(a, b string) string { return "greatest(" + a + ", " + b + ")" },
+	// Claims take the row they pick under its row lock and pass over rows locked by
+	// another node's claim in progress, whatever the writer lock does.
+	skipLocked: " FOR UPDATE SKIP LOCKED",
+	greatest:   func(a, b string) string { return "greatest(" + a + ", " + b + ")" },
 
 	// The engine maintains the trigram index in every write: nothing waits for it.
 	searchDirty: "SELECT false",
 	reindexAll:  []string{},
 	reindexUpTo: []string{},
 	searchFrom:  "instances i",
-	searchWhere: postgresFold("i.keyname || ' ' || i.displayname || ' ' || CAST(i.data AS text)") +
+	searchWhere: "dataservice_fold(i.keyname || ' ' || i.displayname || ' ' || CAST(i.data AS text))" +
 		` LIKE ? ESCAPE '\' AND i.classname = ?`,
 	searchID:    "i.id",
 	searchQuery: postgresSearchQuery,
@@ -209,9 +214,13 @@ func postgresInsertID(ctx context.Context, c rowRunner, query string, args ...an
 }
 
 // The JSON fragments read a document (a json column or JSON text) as jsonb and the
-// path as a SQL/JSON path ($.name and $."name" mean the same as in SQLite).
+// path as a SQL/JSON path ($.name and $."name" mean the same as in SQLite). Each
+// fragment holds each of its arguments exactly once: an argument may be a `?`, and a
+// `?` written twice would be two parameters. Where a fragment needs a value twice, it
+// names it once in a subquery. jsonSort alone is several ORDER BY keys, each reading
+// the path: its path is a literal.
 func postgresJSONAt(doc, path string) string {
-	return "jsonb_path_query_first(CAST(" + doc + " AS jsonb), CAST(" + path + " AS jsonpath))"
+	return "jsonb_path_query_first(CAST(" + doc + " AS jsonb), CAST(CAST(" + path + " AS text) AS jsonpath))"
 }
 
 // postgresJSONValue is the value as SQL: text for a JSON string, the JSON text of a
@@ -223,49 +232,73 @@ func postgresJSONValue(doc, path string) string {
 }
 
 // postgresJSONText is the value as text when it is text, its JSON text otherwise.
-func postgresJSONText(doc, path string) string { return postgresJSONValue(doc, path) }
+// A top-level member ($.name or $."name") is read from the json text itself, so a
+// list or object comes back exactly as stored (jsonb would space it); a deeper path
+// goes through jsonb.
+func postgresJSONText(doc, path string) string {
+	return "(SELECT CASE WHEN m.k IS NULL THEN jsonb_path_query_first(CAST(m.d AS jsonb), CAST(m.p AS jsonpath)) #>> '{}'" +
+		" ELSE m.d ->> m.k END FROM (SELECT CAST(" + doc + " AS json), p.p, coalesce(r.r[1], r.r[2])" +
+		" FROM (SELECT CAST(" + path + ` AS text)) p(p), regexp_match(p.p, '^\$\.(?:"([^"\\]*)"|([A-Za-z_][A-Za-z0-9_]*))$') r(r)) m(d, p, k))`
+}
+
+// postgresJSONSort orders by the value as SQLite orders json_extract's: a rank
+// (missing or null first, then numbers and booleans, then everything else), the
+// number's value, then the text by its bytes (COLLATE "C", whatever the database's
+// collation). A rank is never NULL, so missing values come first ascending and last
+// descending, as in SQLite, where PostgreSQL alone would put NULLs last.
+func postgresJSONSort(doc, path string) []string {
+	v := postgresJSONAt(doc, path)
+	return []string{
+		"(CASE coalesce(jsonb_typeof(" + v + "), 'null') WHEN 'null' THEN 0 WHEN 'number' THEN 1 WHEN 'boolean' THEN 1 ELSE 2 END)",
+		"(CASE jsonb_typeof(" + v + ") WHEN 'number' THEN CAST(" + v + " #>> '{}' AS numeric)" +
+			" WHEN 'boolean' THEN CASE WHEN " + v + " = 'true' THEN 1 ELSE 0 END END)",
+		"(" + v + " #>> '{}') COLLATE \"C\"",
+	}
+}
 
 // postgresJSONType is SQLite's json_type name of the value: null, true, false,
 // integer, real, text, array or object; NULL when missing.
 func postgresJSONType(doc, path string) string {
-	v := postgresJSONAt(doc, path)
-	return "(CASE jsonb_typeof(" + v + ") WHEN 'string' THEN 'text' WHEN 'boolean' THEN CAST(" + v + " AS text)" +
-		" WHEN 'number' THEN CASE WHEN CAST(" + v + " AS text) ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END" +
-		" ELSE jsonb_typeof(" + v + ") END)"
+	return postgresJSONOnce(doc, path, "CASE jsonb_typeof(x.v) WHEN 'string' THEN 'text' WHEN 'boolean' THEN CAST(x.v AS text)"+
+		" WHEN 'number' THEN CASE WHEN CAST(x.v AS text) ~ '^-?[0-9]+$' THEN 'integer' ELSE 'real' END"+
+		" ELSE jsonb_typeof(x.v) END")
 }
 
-// postgresJSONHolds: the value is value (a JSON string compared as text), or a list
-// holding it.
+// postgresJSONHolds: the value is value (a JSON string equal to it as text), or a
+// list holding such a string, as SQLite's json_each of a scalar is the scalar and of
+// a list its items. The path's lax mode applies the filter to each item of a list.
 func postgresJSONHolds(doc, path, value string) string {
-	v := postgresJSONAt(doc, path)
-	return "(CASE jsonb_typeof(" + v + ") WHEN 'array' THEN " + v + " @> jsonb_build_array(" + value + ")" +
-		" ELSE (" + v + " #>> '{}') = CAST(" + value + " AS text) END)"
+	return "jsonb_path_exists(CAST(" + doc + " AS jsonb), CAST(CAST(" + path + " AS text) || ' ? (@ == $v)' AS jsonpath)," +
+		" jsonb_build_object('v', CAST(" + value + " AS text)))"
 }
 
-// postgresJSONObject rebuilds a JSON object from its members (key, value as JSON
-// text) in key order, without spaces, as the store writes objects.
-func postgresJSONObject(members string) string {
-	return "(SELECT CAST(coalesce('{' || string_agg(to_json(m.k)::text || ':' || m.v, ',' ORDER BY m.k COLLATE \"C\") || '}', '{}') AS json) FROM (" +
-		members + ") m(k, v))"
+// postgresJSONOnce is expr over x.v, the value at path, which it reads once: a `?`
+// in path is one argument however often expr names the value.
+func postgresJSONOnce(doc, path, expr string) string {
+	return "(SELECT " + expr + " FROM (SELECT " + postgresJSONAt(doc, path) + " AS v) x)"
 }
 
-// postgresJSONKey is the member name a top-level path ($.name or $."name") names.
-func postgresJSONKey(path string) string {
-	return `regexp_replace(` + path + `, '^\$\.(?:"(.*)"|(.*))$', '\1\2')`
+// postgresJSONMembers rebuilds a JSON object from the members of doc other than the
+// one a top-level path ($.name or $."name") names, plus (when value is not "") that
+// member set to value as a JSON string: in key order, without spaces, as the store
+// writes objects. Each member's value keeps its text.
+func postgresJSONMembers(doc, path, value string) string {
+	set := ""
+	if value != "" {
+		set = " UNION ALL SELECT p.k, coalesce(CAST(to_json(CAST(" + value + " AS text)) AS text), 'null')"
+	}
+	return "(SELECT CAST(coalesce('{' || string_agg(CAST(to_json(m.k) AS text) || ':' || m.v, ',' ORDER BY m.k COLLATE \"C\") || '}', '{}') AS json)" +
+		` FROM (SELECT regexp_replace(CAST(` + path + ` AS text), '^\$\.(?:"(.*)"|(.*))$', '\1\2')) p(k)` +
+		" CROSS JOIN LATERAL (SELECT e.key, CAST(e.value AS text) FROM json_each(CAST(" + doc + " AS json)) e WHERE e.key <> p.k" +
+		set + ") m(k, v))"
 }
 
 // postgresJSONSet is doc with the member at path set to value (text, stored as a
 // JSON string).
-func postgresJSONSet(doc, path, value string) string {
-	return postgresJSONObject("SELECT e.key, e.value::text FROM json_each(CAST(" + doc + " AS json)) e WHERE e.key <> " +
-		postgresJSONKey(path) + " UNION ALL SELECT " + postgresJSONKey(path) + ", to_json(CAST(" + value + " AS text))::text")
-}
+func postgresJSONSet(doc, path, value string) string { return postgresJSONMembers(doc, path, value) }
 
 // postgresJSONRemove is doc without the member at path.
-func postgresJSONRemove(doc, path string) string {
-	return postgresJSONObject("SELECT e.key, e.value::text FROM json_each(CAST(" + doc + " AS json)) e WHERE e.key <> " +
-		postgresJSONKey(path))
-}
+func postgresJSONRemove(doc, path string) string { return postgresJSONMembers(doc, path, "") }
 
 // postgresFold lowers ASCII letters only, as SQLite's LIKE compares them (ILIKE and
 // lower would fold every letter).

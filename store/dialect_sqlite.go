@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -18,6 +19,7 @@ var sqliteDialect = &dialect{
 	driver:      "sqlite",
 	dsn:         sqliteDSN,
 	readOnlyDSN: sqliteReadOnlyDSN,
+	openPool:    func(dsn string) (*sql.DB, error) { return sql.Open("sqlite", dsn) },
 	// BEGIN IMMEDIATE (sqliteDSN) takes the write lock at once; the turnstile
 	// orders the processes waiting for it.
 	turnstile: true,
@@ -37,6 +39,7 @@ var sqliteDialect = &dialect{
 	jsonHolds:  sqliteJSONHolds,
 	jsonSet:    func(doc, path, value string) string { return "json_set(" + doc + ", " + path + ", " + value + ")" },
 	jsonRemove: func(doc, path string) string { return "json_remove(" + doc + ", " + path + ")" },
+	jsonSort:   func(doc, path string) []string { return []string{"json_extract(" + doc + ", " + path + ")"} },
 
 	contains: func(text, sub string) string { return "instr(" + text + ", " + sub + ") > 0" },
 	// SQLite's LIKE ignores the case of ASCII letters.

@@ -16,9 +16,13 @@ import (
 
 // A dry-run load never takes the database's writer. It reads the database through one
 // read transaction (a snapshot that never waits for or holds the writer) and writes
-// into a private database: a file of its own, with the service's table layout, in a
-// fresh owner-only directory beside the database file (<db>.dryrun-*), removed when
-// the dry run ends. The load runs there exactly as a real load runs (the same loader and
+// into a private database: an SQLite file of its own, with the service's table
+// layout, in a fresh owner-only directory in the database's DB.TempDir (beside an
+// SQLite file, <db>.dryrun-*; the system's temporary directory for PostgreSQL,
+// dataservice-dryrun-*), removed when the dry run ends. On PostgreSQL the snapshot
+// is a REPEATABLE READ read-only transaction on a connection of its own and the
+// private database is SQLite all the same: the snapshot's statements use the
+// database's dialect, the private database's SQLite's. The load runs there exactly as a real load runs (the same loader and
 // apply path, in one transaction that is rolled back), so its report is the one a real
 // load of the same entries gives on the snapshot.
 //
@@ -104,7 +108,7 @@ var dryTables = []string{"registry", "configuration", "schemas", "schema_fields"
 // newDryRun opens the snapshot and the private database and copies what every entry
 // may read into it.
 func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
-	dir, err := makeDryDir(db.path)
+	dir, err := makeDryDir(db)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +156,7 @@ func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
 		"coalesce((SELECT max(id) FROM instances), 0)")).Scan(&high); err != nil {
 		return nil, fmt.Errorf("dry run: %w", err)
 	}
-	if _, err := tx.execContext(ctx, "UPDATE instance_ids SET high = "+db.dia.greatest("high", "?"), high); err != nil {
+	if _, err := tx.execContext(ctx, "UPDATE instance_ids SET high = "+d.priv.dia.greatest("high", "?"), high); err != nil {
 		return nil, fmt.Errorf("dry run: %w", err)
 	}
 	tx.schemasChanged()
@@ -174,7 +178,9 @@ func (d *dryRun) openSnapshot(ctx context.Context, db *DB) error {
 		d.snap, err = db.BeginRead(ctx)
 		return err
 	}
-	conn, err := sql.Open(db.dia.driver, db.dia.dsn(db.path, true))
+	// The real address (db.path is a PostgreSQL URL without its password), opened
+	// as the engine opens its pools.
+	conn, err := db.dia.openPool(db.dia.dsn(db.addr, true))
 	if err != nil {
 		return fmt.Errorf("dry run: %w", err)
 	}
@@ -240,6 +246,7 @@ func (d *dryRun) copyRows(ctx context.Context, tx *Tx, table, query string, args
 		if err := rows.Scan(ptrs...); err != nil {
 			return fmt.Errorf("dry run: read %s: %w", table, err)
 		}
+		textOf(d.snap.db.dia, vals)
 		if _, err := tx.exec(ctx, q, vals...); err != nil {
 			return fmt.Errorf("dry run: copy %s: %w", table, err)
 		}
@@ -248,6 +255,21 @@ func (d *dryRun) copyRows(ctx context.Context, tx *Tx, table, query string, args
 		return fmt.Errorf("dry run: read %s: %w", table, err)
 	}
 	return nil
+}
+
+// textOf turns the bytes another engine's driver gives for a text-like column
+// (PostgreSQL's json, read into an any) into text, so the private SQLite database
+// stores text, as the real one holds, and never a blob. From SQLite, values are
+// copied as they are.
+func textOf(from *dialect, vals []any) {
+	if from == sqliteDialect {
+		return
+	}
+	for i, v := range vals {
+		if b, ok := v.([]byte); ok {
+			vals[i] = string(b)
+		}
+	}
 }
 
 // before runs before each entry: it counts the entry and calls the test hook.
@@ -282,11 +304,14 @@ func (tx *Tx) classFromSnapshot(ctx context.Context, cls string) error {
 // reads the rows of cls by that condition; outside a dry run it does nothing. A read
 // that selects rows by their content (the references to a renamed object) must see
 // the rows never named by the load, which only the snapshot holds.
-func (tx *Tx) whereFromSnapshot(ctx context.Context, cls, cond string, args ...any) error {
+//
+// cond gives the condition in an engine's SQL: the snapshot's engine may not be the
+// private database's (a dry run on PostgreSQL writes into SQLite).
+func (tx *Tx) whereFromSnapshot(ctx context.Context, cls string, cond func(*dialect) string, args ...any) error {
 	if tx.dry == nil || strings.HasPrefix(cls, "_") || tx.dry.whole[cls] {
 		return nil
 	}
-	return tx.dry.copyWhere(ctx, tx, cls, cond, args...)
+	return tx.dry.copyWhere(ctx, tx, cls, cond(tx.dry.snap.db.dia), args...)
 }
 
 // copyKey copies the snapshot row (cls, key), unless it was looked up before.

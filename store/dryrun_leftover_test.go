@@ -21,14 +21,21 @@ import (
 // when the database is next opened for writing; a directory whose lock is held (a dry
 // run running in another process), a fresh one without its lock file yet, and the
 // directory of a dry run running in this process are left alone.
+//
+// On PostgreSQL the directories are in TMPDIR (DB.TempDir), which the test makes its
+// own, and the database is swept at its open for writing as a file is.
 func TestDryRunLeftoversRemovedAtOpen(t *testing.T) {
-	t.Parallel()
+	dryTempOfItsOwn(t)
 	ctx := context.Background()
 	db := dryShapeDB(t)
-	path := db.Path()
+	path := store.AddressOf(db)
+	prefix := path + ".dryrun-"
+	if !db.IsFile() {
+		prefix = filepath.Join(os.TempDir(), "dataservice-dryrun-")
+	}
 	mustLoad(t, db, "- {classname: dnode, keyname: stored, n: 1}\n", store.LoadOptions{})
 	mkdir := func(name string, lock bool) string {
-		dir := path + ".dryrun-" + name
+		dir := prefix + name
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -66,8 +73,7 @@ func TestDryRunLeftoversRemovedAtOpen(t *testing.T) {
 	// A second handle opened while a dry run on the first is held mid-run.
 	var running []string
 	db.SetDryRunHook(func(int) {
-		dirs, _ := filepath.Glob(path + ".dryrun-*")
-		for _, d := range dirs {
+		for _, d := range dryDirsOf(t, db) {
 			if d != killed && d != early && d != fresh && d != held {
 				running = append(running, d)
 			}
@@ -112,6 +118,7 @@ func TestDryRunLeftoversRemovedAtOpen(t *testing.T) {
 // episode is not begun (nothing was written to it; /readyz must not say it is full).
 // The disk is a small filesystem made for the test.
 func TestDryRunDiskFullIsItsOwn(t *testing.T) {
+	testkit.SQLiteOnly(t, "a full disk under the database file (a small filesystem made for the test)")
 	t.Parallel()
 	dir := testkit.SmallFS(t, 16<<20)
 	db := testkit.Open(t, filepath.Join(dir, "full.db"), testkit.Options{})
@@ -202,9 +209,12 @@ func TestDryRunLeftoverOddLockLeftAlone(t *testing.T) {
 	for _, where := range []string{"beside", "temp"} {
 		for _, kind := range []string{"fifo", "symlink"} {
 			t.Run(where+"/"+kind, func(t *testing.T) {
+				if where == "beside" {
+					testkit.SQLiteOnly(t, "leftovers beside the database file")
+				}
 				tmp := t.TempDir()
 				t.Setenv("TMPDIR", tmp)
-				path := filepath.Join(t.TempDir(), "odd.db")
+				path := testkit.NewAddress(t, "odd.db")
 				dir := path + ".dryrun-x"
 				if where == "temp" {
 					dir = filepath.Join(tmp, "dataservice-dryrun-x")
@@ -231,6 +241,7 @@ func TestDryRunLeftoverOddLockLeftAlone(t *testing.T) {
 // pattern characters are found by name, not as a pattern: its own are removed, and
 // those of the database the pattern would name are not its to judge.
 func TestDryRunLeftoverBesideOddPath(t *testing.T) {
+	testkit.SQLiteOnly(t, "leftovers beside a database file with pattern characters in its name")
 	t.Setenv("TMPDIR", t.TempDir())
 	dir := filepath.Join(t.TempDir(), "a[b")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -268,7 +279,7 @@ func TestDryRunLeftoverInTempOnlyPrivate(t *testing.T) {
 		os.RemoveAll(foreign)
 		foreign = ""
 	}
-	openWithin(t, filepath.Join(t.TempDir(), "t.db"))
+	openWithin(t, testkit.NewAddress(t, "t.db"))
 	if _, err := os.Stat(private); !os.IsNotExist(err) {
 		t.Errorf("the private leftover stayed (%v)", err)
 	}

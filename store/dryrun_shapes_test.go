@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -90,9 +91,14 @@ func dryShapeDB(tb testing.TB) *store.DB {
 	return db
 }
 
-// copyOf is a copy of db's file, opened: the real load's side of a comparison.
+// copyOf is a copy of db's file (on PostgreSQL, of its database), opened: the real
+// load's side of a comparison. No statement of db may run meanwhile.
 func copyOf(tb testing.TB, db *store.DB) *store.DB {
 	tb.Helper()
+	if testkit.Postgres() {
+		store.CloseIdle(db)
+		return testkit.Open(tb, testkit.CopyPostgres(tb, store.AddressOf(db)), testkit.Options{})
+	}
 	path := filepath.Join(tb.TempDir(), "copy.db")
 	if err := db.Backup(context.Background(), path); err != nil {
 		tb.Fatal(err)
@@ -183,4 +189,31 @@ func randomDryBase(n int) string {
 		b.WriteString("}\n")
 	}
 	return b.String()
+}
+
+// dryTempOfItsOwn gives the test a TMPDIR of its own on PostgreSQL, where dry runs
+// make their private directories in TMPDIR (DB.TempDir), so that no other test's dry
+// run shows there; the test then does not run in parallel (t.Setenv). On SQLite the
+// directories are beside the test's own file: the test runs in parallel.
+func dryTempOfItsOwn(t *testing.T) {
+	if testkit.Postgres() {
+		t.Setenv("TMPDIR", t.TempDir())
+		return
+	}
+	t.Parallel()
+}
+
+// dryDirsOf lists the dry runs' private directories of db: beside its file, or in
+// TMPDIR for a database that is no file.
+func dryDirsOf(tb testing.TB, db *store.DB) []string {
+	tb.Helper()
+	pattern := db.Path() + ".dryrun-*"
+	if !db.IsFile() {
+		pattern = filepath.Join(os.TempDir(), "dataservice-dryrun-*")
+	}
+	list, err := filepath.Glob(pattern)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return list
 }

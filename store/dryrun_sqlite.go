@@ -23,10 +23,17 @@ import (
 // there; a scratch container has no /tmp). A file opened read-only may sit in a
 // directory the process cannot write: then TMPDIR. Only a refusal of the directory
 // falls back; any other failure (a full disk) is the dry run's error.
-func makeDryDir(dbPath string) (string, error) {
-	dir, err := os.MkdirTemp(filepath.Dir(dbPath), filepath.Base(dbPath)+dryDirSuffix+"*")
-	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
-		dir, err = os.MkdirTemp("", dryTempPrefix+"*")
+//
+// A database that is no file (PostgreSQL) has its directory in DB.TempDir, the
+// system's temporary directory.
+func makeDryDir(db *DB) (string, error) {
+	var dir string
+	var err error
+	if db.IsFile() {
+		dir, err = os.MkdirTemp(filepath.Dir(db.path), filepath.Base(db.path)+dryDirSuffix+"*")
+	}
+	if !db.IsFile() || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		dir, err = os.MkdirTemp(db.TempDir(), dryTempPrefix+"*")
 	}
 	if err != nil {
 		return "", fmt.Errorf("dry run: %w", err)
@@ -77,8 +84,14 @@ func lockDryDir(dir string) (*os.File, error) {
 // pattern characters. TMPDIR is everyone's, so there only a directory as MkdirTemp
 // makes it for this user (owned by it, mode 0700) may be a dry run's; anything else
 // under the name was put there by someone else and is not ours to open or remove.
+//
+// path "" (a database that is no file: PostgreSQL) sweeps the temporary directory
+// only.
 func sweepDryRuns(path string, log *slog.Logger) {
-	dirs := dryDirs(filepath.Dir(path), filepath.Base(path)+dryDirSuffix, false)
+	var dirs []string
+	if path != "" {
+		dirs = dryDirs(filepath.Dir(path), filepath.Base(path)+dryDirSuffix, false)
+	}
 	dirs = append(dirs, dryDirs(os.TempDir(), dryTempPrefix, true)...)
 	for _, dir := range dirs {
 		if !dryDirAbandoned(dir) {

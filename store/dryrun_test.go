@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,15 +49,9 @@ const dependentLoad = serverSchema + `
 // transaction in its private database), and writes nothing.
 func TestDryRunLoadInBatches(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	db := newTestDB(t)
 	before := queryInt(t, db, "SELECT count(*) FROM instances")
-	copyPath := filepath.Join(t.TempDir(), "copy.db")
-	if err := db.Backup(ctx, copyPath); err != nil {
-		t.Fatal(err)
-	}
-	real := testkit.Open(t, copyPath, testkit.Options{})
-	want := load(t, real, dependentLoad, store.LoadOptions{})
+	want := load(t, copyOf(t, db), dependentLoad, store.LoadOptions{})
 	if want.Created == 0 || want.Updated == 0 || want.Unchanged == 0 || want.Deleted == 0 || want.Disabled == 0 || want.Errors == 0 {
 		t.Fatalf("the load does not exercise every outcome: %s\n%s", counts(want), messages(want))
 	}
@@ -79,20 +72,17 @@ func TestDryRunLoadInBatches(t *testing.T) {
 // own connections, as another process has) commit; its report is still the one a
 // real load of the same entries gives on a copy, and it leaves nothing behind: no
 // instance in the file, no directory beside it.
+//
+// On PostgreSQL the directory is in TMPDIR, which the test makes its own (so it does
+// not run in parallel: no other test's dry run is seen there).
 func TestDryRunLoadTakesNoWriter(t *testing.T) {
-	t.Parallel()
+	dryTempOfItsOwn(t)
 	ctx := context.Background()
 	db := dryShapeDB(t)
 	var during []string // the database's directory while the dry run is held
-	beside := func() []string {
-		list, err := filepath.Glob(db.Path() + ".dryrun-*")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return list
-	}
-	other := testkit.Open(t, db.Path(), testkit.Options{})
+	beside := func() []string { return dryDirsOf(t, db) }
 	want := testkit.LoadEntries(t, copyOf(t, db), dryShapeEntries(t, "forward_refs", 2000), store.LoadOptions{})
+	other := testkit.Open(t, store.AddressOf(db), testkit.Options{})
 	held := 0
 	db.SetDryRunHook(func(n int) {
 		if n%500 != 0 {
@@ -224,7 +214,7 @@ func compareRandomDryRuns(t *testing.T, rounds, keyBound int) {
 func TestDryRunLoadLeavesReadPool(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "one.db"), store.Options{ReadConns: 1})
+	db, err := store.Open(ctx, testkit.NewAddress(t, "one.db"), store.Options{ReadConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,19 +249,16 @@ func TestDryRunLoadLeavesReadPool(t *testing.T) {
 }
 
 // TestDryRunLoadOnReadOnlyFile: a dry run needs no write access to the database: on a
-// file opened read-only it reports what a real load reports and leaves the file's
-// bytes as they were.
+// file opened read-only (on PostgreSQL, a database opened read-only: every
+// transaction read-only) it reports what a real load reports and leaves the file's
+// bytes (the database's rows) as they were.
 func TestDryRunLoadOnReadOnlyFile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := dryShapeDB(t)
 	want := testkit.LoadEntries(t, copyOf(t, db), dryShapeEntries(t, "forward_refs", 300), store.LoadOptions{})
-	path := db.Path()
+	path := store.AddressOf(db)
 	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	before, err := os.ReadFile(path)
-	if err != nil {
 		t.Fatal(err)
 	}
 	ro, err := store.Open(ctx, path, store.Options{ReadOnly: true})
@@ -279,6 +266,21 @@ func TestDryRunLoadOnReadOnlyFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ro.Close()
+	// The file's bytes; on PostgreSQL (every transaction of the handle read-only), the
+	// instances' rows and the bookkeeping.
+	contents := func() string {
+		if !testkit.Postgres() {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+		return queryString(t, ro, `SELECT (SELECT count(*) FROM instances) || ' ' || (SELECT coalesce(max(id), 0) FROM instances)
+			|| ' ' || (SELECT high FROM instance_ids) || ' ' || (SELECT count(*) FROM revisions)
+			|| ' ' || (SELECT coalesce(md5(string_agg(keyname || CAST(data AS TEXT) || updated_at, ',' ORDER BY id)), '') FROM instances)`)
+	}
+	before := contents()
 	got, err := ro.Load(ctx, dryShapeEntries(t, "forward_refs", 300), store.LoadOptions{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -286,8 +288,8 @@ func TestDryRunLoadOnReadOnlyFile(t *testing.T) {
 	if counts(got) != counts(want) || messages(got) != messages(want) {
 		t.Errorf("dry run on a read-only file:\n%s\n%s\nwant (real load):\n%s\n%s", counts(got), messages(got), counts(want), messages(want))
 	}
-	if after, _ := os.ReadFile(path); string(after) != string(before) {
-		t.Error("the dry run changed the file")
+	if after := contents(); after != before {
+		t.Error("the dry run changed the database")
 	}
 }
 

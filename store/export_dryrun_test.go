@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 
 	"dataservice/store/model"
 )
@@ -52,3 +53,22 @@ func DryRunTx(ctx context.Context, db *DB, fn func(tx *Tx) error) error {
 	tx.dry, d.tx = d, tx
 	return fn(tx)
 }
+
+// AddressOf is db's address: a PostgreSQL URL with its password (Path shows none),
+// or the file's path.
+func AddressOf(db *DB) string { return db.addr }
+
+// CloseIdle closes db's idle connections, so that no session of db is on its
+// database while nothing runs (a PostgreSQL database is copied as a template only
+// then); later statements open connections again.
+func CloseIdle(db *DB) {
+	for _, p := range []*sql.DB{db.w, db.r} {
+		n := p.Stats().MaxOpenConnections
+		p.SetMaxIdleConns(0)
+		p.SetMaxIdleConns(max(n, 1))
+	}
+}
+
+// SetSearchSeen makes every later indexed search on db give fn its page's query and
+// arguments before running it (nil: none).
+func SetSearchSeen(db *DB, fn func(query string, args []any)) { db.searchSeen = fn }

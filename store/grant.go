@@ -135,8 +135,9 @@ func (tx *Tx) checkRenameReach(ctx context.Context, auth *model.Auth, s *model.S
 		if model.CanWrite(auth, rs, model.ActionUpdate) {
 			continue
 		}
-		holds := tx.db.dia.jsonHolds("instances.data", "'$.' || ?", "?")
-		if err := tx.whereFromSnapshot(ctx, ref[0], holds, ref[1], in.Keyname); err != nil {
+		holdsIn := func(dia *dialect) string { return dia.jsonHolds("instances.data", "'$.' || ?", "?") }
+		holds := holdsIn(tx.db.dia)
+		if err := tx.whereFromSnapshot(ctx, ref[0], holdsIn, ref[1], in.Keyname); err != nil {
 			return err
 		}
 		var one int

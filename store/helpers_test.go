@@ -93,7 +93,7 @@ const serverSchema = `
 `
 
 // layoutsAfter are the statements that set a file made by this program back to its
-// shape at layout version v (3 to 9): they drop what the later layout steps created,
+// shape at layout version v (3 to 10): they drop what the later layout steps created,
 // and set the version. Data the later steps wrote (rows, not objects) is left.
 func layoutsAfter(v int) []string {
 	drops := map[int][]string{
@@ -103,9 +103,11 @@ func layoutsAfter(v int) []string {
 		8:  {"DROP TRIGGER ipam_blocks_insert", "DROP TRIGGER ipam_blocks_delete", "DROP TRIGGER ipam_blocks_move", "DROP TABLE ipam_blocks"},
 		9:  {"DROP INDEX revisions_class"},
 		10: {"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete", "DROP TRIGGER instances_search_update", "DROP TABLE instances_search_dirty", "DROP TABLE instances_search"},
+		11: {"DROP TABLE nodes", "DROP TABLE node_salt"},
+		12: {"DROP TABLE throttle"},
 	}
 	var stmts []string
-	for step := 10; step > v; step-- {
+	for step := 12; step > v; step-- { // the last layout step
 		stmts = append(stmts, drops[step]...)
 	}
 	return append(stmts, fmt.Sprintf("PRAGMA user_version = %d", v))

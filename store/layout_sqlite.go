@@ -259,6 +259,39 @@ CREATE TRIGGER instances_search_update AFTER UPDATE OF id, keyname, displayname,
 	INSERT INTO instances_search_dirty(id) VALUES(NEW.id) ON CONFLICT(id) DO NOTHING;
 END;
 `,
+	// 11: the nodes table: every serving process (node) records itself and renews
+	// last_seen while it runs (heartbeat), so a node starting beside another running a
+	// different version refuses to serve, and one whose settings differ is warned.
+	// Times are Unix milliseconds. node_salt is the one salt of the settings hashes
+	// (settings holds argon2id hashes, never a setting's value).
+	`
+CREATE TABLE nodes (
+	id         TEXT PRIMARY KEY,
+	host       TEXT NOT NULL,
+	version    TEXT NOT NULL,
+	settings   TEXT NOT NULL DEFAULT '{}',
+	started_at INTEGER NOT NULL,
+	last_seen  INTEGER NOT NULL
+);
+CREATE TABLE node_salt (
+	id   INTEGER PRIMARY KEY CHECK (id = 1),
+	salt TEXT NOT NULL
+);
+`,
+	// 12: the credential throttle's refusals (throttle.go), in the database so every
+	// process sharing it counts them together. One row per address, login or login
+	// at an address (kind); times are Unix nanoseconds, oldest first, last the
+	// newest. The index serves the expiry and the bound per kind.
+	`
+CREATE TABLE throttle (
+	kind TEXT NOT NULL,
+	name TEXT NOT NULL,
+	times TEXT NOT NULL,
+	last INTEGER NOT NULL,
+	PRIMARY KEY (kind, name)
+);
+CREATE INDEX throttle_last ON throttle(kind, last);
+`,
 }
 
 // sqliteNextInstanceID is the id a new instance takes: above every id ever given out.

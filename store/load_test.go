@@ -709,7 +709,7 @@ func TestLoadDryRun(t *testing.T) {
 	for _, tb := range tables {
 		before[tb] = queryInt(t, db, "SELECT count(*) FROM "+tb)
 	}
-	srv1 := queryString(t, db, "SELECT is_enabled || data FROM instances WHERE keyname = 'srv1'")
+	srv1 := queryString(t, db, "SELECT CAST(is_enabled AS TEXT) || CAST(data AS TEXT) FROM instances WHERE keyname = 'srv1'")
 	dry := load(t, db, doc, store.LoadOptions{DryRun: true})
 
 	if got, want := counts(dry), counts(want); got != want {
@@ -726,7 +726,7 @@ func TestLoadDryRun(t *testing.T) {
 			t.Fatalf("%s rows after a dry run: got %d, want %d", tb, got, want)
 		}
 	}
-	if got, want := queryString(t, db, "SELECT is_enabled || data FROM instances WHERE keyname = 'srv1'"), srv1; got != want {
+	if got, want := queryString(t, db, "SELECT CAST(is_enabled AS TEXT) || CAST(data AS TEXT) FROM instances WHERE keyname = 'srv1'"), srv1; got != want {
 		t.Fatalf("srv1 after a dry run: got %s, want %s", got, want)
 	}
 	if _, err := db.Schema(context.Background(), "rack"); store.ErrorCode(err) != model.ENotFound {

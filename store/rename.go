@@ -253,23 +253,33 @@ func (tx *Tx) rewriteReferences(ctx context.Context, cls string, fields []string
 	if err != nil {
 		return 0, err
 	}
-	var cond []string
 	var condArgs []any
 	for _, field := range fields {
 		path := `$."` + field + `"`
 		if only != "" {
-			cond = append(cond, tx.db.dia.jsonHolds("instances.data", "?", "?"))
 			condArgs = append(condArgs, path, only)
 		} else {
-			cond = append(cond, tx.db.dia.jsonValue("data", "?")+" IS NOT NULL")
 			condArgs = append(condArgs, path)
 		}
 	}
-	if err := tx.whereFromSnapshot(ctx, cls, strings.Join(cond, " OR "), condArgs...); err != nil {
+	// cond is the condition in an engine's SQL (a dry run's snapshot may be another
+	// engine's than its transaction).
+	cond := func(dia *dialect) string {
+		var c []string
+		for range fields {
+			if only != "" {
+				c = append(c, dia.jsonHolds("instances.data", "?", "?"))
+			} else {
+				c = append(c, dia.jsonValue("data", "?")+" IS NOT NULL")
+			}
+		}
+		return strings.Join(c, " OR ")
+	}
+	if err := tx.whereFromSnapshot(ctx, cls, cond, condArgs...); err != nil {
 		return 0, err
 	}
 	query := "SELECT " + instanceCols + " FROM instances WHERE classname = ? AND id > ? AND (" +
-		strings.Join(cond, " OR ") + ") ORDER BY id LIMIT ?"
+		cond(tx.db.dia) + ") ORDER BY id LIMIT ?"
 	stmt, err := tx.stmt(ctx, query)
 	if err != nil {
 		return 0, fmt.Errorf("rewrite references %s.%s: %w", cls, strings.Join(fields, ","), err)

@@ -34,7 +34,7 @@ type ListQuery struct {
 // sortColumn is the ORDER BY expression of ListQuery.Sort, or "" for id order.
 func sortColumn(dia *dialect, s *model.Schema, sort string) (string, error) {
 	col, desc := strings.CutPrefix(sort, "-")
-	var expr string
+	var keys []string
 	switch col {
 	case "", "id":
 		if desc {
@@ -42,17 +42,20 @@ func sortColumn(dia *dialect, s *model.Schema, sort string) (string, error) {
 		}
 		return "", nil
 	case "keyname", "displayname", "is_enabled", "created_at", "updated_at":
-		expr = "i." + col
+		keys = []string{"i." + col}
 	default:
 		f := s.Field(col)
 		if f == nil || f.Dataformat == "secret" || !model.ValidFieldName(col) {
 			return "", model.Errorf(model.EInvalid, "cannot sort by %s", clip.Quote(col))
 		}
-		expr = dia.jsonValue("i.data", "'$."+col+"'")
+		keys = dia.jsonSort("i.data", "'$."+col+"'")
 	}
 	if desc {
-		expr += " DESC"
+		for i := range keys {
+			keys[i] += " DESC"
+		}
 	}
+	expr := strings.Join(keys, ", ")
 	if col == "keyname" {
 		return expr, nil // unique in its class: the index gives the order, no tie to break
 	}
@@ -143,6 +146,9 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 	var rows *sql.Rows
 	switch {
 	case snapshot:
+		if db.searchSeen != nil {
+			db.searchSeen(listQ, append(listArgs, q.Limit+1, q.Offset))
+		}
 		rows, err = rq.queryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
 	case order == idCol:
 		// Pages in id order (a handful of query texts) use statements prepared once.
@@ -183,7 +189,7 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 	countQ, countArgs := "SELECT count(*) FROM "+from+" WHERE "+where, args
 	bound := q.Offset + q.Limit + SearchCountSlack
 	if !q.ExactCount {
-		countQ = "SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?)"
+		countQ = "SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?) AS m"
 		countArgs = append(append([]any{}, args...), bound+1)
 	}
 	if err := rq.queryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {

@@ -373,7 +373,9 @@ func (r *Runner) submittedBy(a *model.Auth) (string, []any) {
 	case SubmitterOf(a) == "system":
 		return "coalesce(" + field("kind") + ", 'system') = 'system'", nil
 	case a.Kind == model.AuthAPIKey && a.KeyID != 0:
-		return field("kind") + " = 'apikey' AND " + field("key_id") + " = ?", []any{a.KeyID}
+		// The key id is a JSON number: read as a number on every engine (one JSON
+		// access gives it as text), to compare with the integer argument.
+		return field("kind") + " = 'apikey' AND CAST(" + field("key_id") + " AS BIGINT) = ?", []any{a.KeyID}
 	}
 	return field("kind") + " = ? AND " + field("name") + " = ? AND " + field("key_id") + " IS NULL",
 		[]any{a.Kind, a.Name}

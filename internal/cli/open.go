@@ -55,6 +55,10 @@ func (c *cli) openStartUp(ctx context.Context) (*store.DB, *settings, *slog.Logg
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if err := checkBesideNodes(ctx, db, s, log); err != nil {
+		db.Close()
+		return nil, nil, nil, err
+	}
 	if err := startUp(ctx, mg, s, log); err != nil {
 		db.Close()
 		return nil, nil, nil, err

@@ -48,6 +48,15 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 		return err
 	}
 	defer db.Close()
+	// The node records itself before the start-up sequence, which sets DB_VERSION:
+	// beside a live node of another version it stops here, having written nothing but
+	// the table layout. Its row is renewed while it runs and removed when it stops.
+	leave, err := joinNodes(ctx, db, s, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer leave()
 	var ready atomic.Bool
 	m, err := c.startMetrics(ctx, s, db, log)
 	if err != nil {

@@ -168,3 +168,14 @@ func IsArgonHash(stored string) bool {
 	_, ok := parseArgon(stored)
 	return ok
 }
+
+// SaltedHash is the argon2id key of secret under salt (the parameters HashSecret
+// uses), base64: two processes that share the salt compute the same text for the same
+// secret, so they can compare secrets (settings across nodes) without storing them,
+// and the text costs as much to reverse as a stored password hash.
+func SaltedHash(secret string, salt []byte) string {
+	kdfSlots <- struct{}{}
+	key := argon2.IDKey([]byte(secret), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	<-kdfSlots
+	return base64.RawStdEncoding.EncodeToString(key)
+}
