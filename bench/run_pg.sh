@@ -9,7 +9,7 @@
 # kit's PostgreSQL pass (DATASERVICE_TEST_DB=postgres: every benchmark database is a new
 # database of that cluster, made by CREATE DATABASE … TEMPLATE and dropped at the end).
 # N instances for the scale rows (default 100000; the issue's table is at 1000000).
-#   BENCH_PARTS="store server tasks nodes"   the parts to run (default all; the table takes
+#   BENCH_PARTS="store server api tasks nodes"   the parts to run (default all; the table takes
 #                        the other parts from their last outputs in bench/out/pg-*.txt)
 #   BENCH_NODES_N=M      instances per schema (per node) of the nodes' benchmarks (default
 #                        N/4: the 4-node run processes N instances in all)
@@ -36,19 +36,21 @@ export BENCH_N=$N
 
 STORE_CMD="go test -run ^\$ -bench LoadScale -benchtime 1x -timeout 3h ./store/"
 SERVER_CMD="go test -run ^\$ -bench Scale -benchtime 2000x -count 3 -timeout 3h ./server/"
+API_CMD="go test -run ^\$ -bench APILoad -benchtime 1x -timeout 3h ./server/"
 TASKS_CMD="go test -run ^\$ -bench Pipeline\$ -benchtime 1x -timeout 3h ./tasks/"
 DRY_CMD="go test -run ^\$ -bench Pipeline\$/.*/(dry|floor-dry)\$ -benchtime 1x -count 5 -timeout 1h ./tasks/"
 NODES_CMD="BENCH_N=$M go test -run ^\$ -bench PipelineNodes -benchtime 1x -timeout 3h ./tasks/"
 LNODES_CMD="BENCH_N=$M go test -run ^\$ -bench LoadNodes -benchtime 1x -timeout 3h ./store/"
-PARTS=${BENCH_PARTS:-store server tasks nodes}
+PARTS=${BENCH_PARTS:-store server api tasks nodes}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 has store && run pg-store go test -run '^$' -bench 'LoadScale' -benchtime 1x -timeout 3h ./store/
 has server && run pg-server go test -run '^$' -bench 'Scale' -benchtime 2000x -count 3 -timeout 3h ./server/
+has api && run pg-api go test -run '^$' -bench 'APILoad' -benchtime 1x -timeout 3h ./server/
 has tasks && run pg-tasks go test -run '^$' -bench 'Pipeline$' -benchtime 1x -timeout 3h ./tasks/
 has tasks && run pg-tasks-dry go test -run '^$' -bench 'Pipeline$/.*/(dry|floor-dry)$' -benchtime 1x -count 5 -timeout 1h ./tasks/
 has nodes && BENCH_N=$M run pg-nodes go test -run '^$' -bench 'PipelineNodes' -benchtime 1x -timeout 3h ./tasks/
 has nodes && BENCH_N=$M run pg-loadnodes go test -run '^$' -bench 'LoadNodes' -benchtime 1x -timeout 3h ./store/
-for p in store server tasks tasks-dry nodes loadnodes; do [ -f "$OUT/pg-$p.txt" ] || : >"$OUT/pg-$p.txt"; done
+for p in store server api tasks tasks-dry nodes loadnodes; do [ -f "$OUT/pg-$p.txt" ] || : >"$OUT/pg-$p.txt"; done
 
 s=pg-server
 PP=$(metric $s "page/product" p99-ms); PF=$(metric $s "page/floor" p99-ms)
@@ -60,6 +62,9 @@ OPP=$(metric $s "one/product" p99-ms); OFP=$(metric $s "one/floor" p99-ms)
 LP=$(metric pg-store "LoadScale.*product-[0-9]+$" instances/s); LF=$(metric pg-store "LoadScale.*floor" instances/s)
 LR=$(metric pg-store "LoadScale.*product-[0-9]+$" peak-RSS-MB)
 LPN=$(metric pg-store "LoadScale.*without-index" instances/s)
+AY=$(metric pg-api "product-yaml" instances/s); AYF=$(metric pg-api "floor-yaml" instances/s)
+AJ=$(metric pg-api "product-json" instances/s); AJF=$(metric pg-api "floor-json" instances/s)
+AYR=$(metric pg-api "product-yaml" peak-RSS-MB); AJR=$(metric pg-api "product-json" peak-RSS-MB)
 RP=$(metric pg-tasks "/real-[0-9]+$" instances/s); RF=$(metric pg-tasks "/floor-[0-9]+$|/floor$" instances/s)
 RPN=$(metric pg-tasks "/real-without-index" instances/s); RR=$(metric pg-tasks "/real-[0-9]+$" peak-RSS-MB)
 DP=$(metric pg-tasks-dry "/dry" instances/s); DF=$(metric pg-tasks-dry "/floor-dry" instances/s)
@@ -73,6 +78,8 @@ DP=$(metric pg-tasks-dry "/dry" instances/s); DF=$(metric pg-tasks-dry "/floor-d
 	echo "| GET with search= (p99; a 7-digit number; pg_trgm) | ${SP} ms, ${SPR} req/s | ${SF} ms, ${SFR} req/s | $(inv "$SP" "$SF") (p99), $(ratio "$SPR" "$SFR") (req/s) |"
 	echo "| GET one instance (cached key) | ${OP} req/s, p99 ${OPP} ms | ${OF} req/s, p99 ${OFP} ms | $(ratio "$OP" "$OF") (req/s) |"
 	echo "| load, one YAML file (in process: check + streamed load) | ${LP}/s, peak RSS ${LR} MB | ${LF}/s | $(ratio "$LP" "$LF") |"
+	echo "| \`POST /api/load/\`, one YAML body | ${AY}/s, peak RSS ${AYR} MB | net/http receiving the same bytes + the same INSERTs ${AYF}/s | $(ratio "$AY" "$AYF") |"
+	echo "| \`POST /api/load/\`, one JSON body | ${AJ}/s, peak RSS ${AJR} MB | ${AJF}/s | $(ratio "$AJ" "$AJF") |"
 	echo "| pipeline real run | ${RP}/s, peak RSS ${RR} MB | ${RF}/s | $(ratio "$RP" "$RF") |"
 	echo "| pipeline dry run (median of 5) | ${DP}/s | ${DF}/s | $(ratio "$DP" "$DF") |"
 	echo "| write cost of the pg_trgm index: load / load without it | ${LP}/s / ${LPN}/s | | $(ratio "$LP" "$LPN") |"
@@ -97,7 +104,7 @@ DP=$(metric pg-tasks-dry "/dry" instances/s); DF=$(metric pg-tasks-dry "/floor-d
 	done
 	echo "$row"
 	echo
-	echo "Commands (DATASERVICE_TEST_DB=postgres, DATASERVICE_TEST_PG set, BENCH_N=$N): \`$STORE_CMD\`; \`$SERVER_CMD\`; \`$TASKS_CMD\`; \`$DRY_CMD\`; \`$NODES_CMD\`; \`$LNODES_CMD\`."
+	echo "Commands (DATASERVICE_TEST_DB=postgres, DATASERVICE_TEST_PG set, BENCH_N=$N): \`$STORE_CMD\`; \`$SERVER_CMD\`; \`$API_CMD\`; \`$TASKS_CMD\`; \`$DRY_CMD\`; \`$NODES_CMD\`; \`$LNODES_CMD\`."
 	echo
 	echo "<!-- bench-pg:end -->"
 } >"$OUT/pg-table.md"

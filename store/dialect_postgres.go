@@ -33,6 +33,9 @@ var postgresDialect = &dialect{
 	isUnique:   func(err error) bool { return pgCode(err) == "23505" },
 	isBusy:     func(err error) bool { return pgCode(err) == "55P03" },
 	isDiskFull: func(err error) bool { return pgCode(err) == "53100" },
+	// 22021: a character not in the database's repertoire (NUL, in text); 22P05:
+	// one the encoding cannot translate.
+	isBadText: func(err error) bool { c := pgCode(err); return c == "22021" || c == "22P05" },
 
 	insertID: postgresInsertID,
 	// A keyname another instance of the class holds: the UPDATE matches no row.
@@ -63,7 +66,7 @@ var postgresDialect = &dialect{
 	reindexAll:  []string{},
 	reindexUpTo: []string{},
 	searchFrom:  "instances i",
-	searchWhere: postgresFold("i.keyname || ' ' || i.displayname || ' ' || CAST(i.data AS text)") +
+	searchWhere: "dataservice_fold(i.keyname || ' ' || i.displayname || ' ' || CAST(i.data AS text))" +
 		` LIKE ? ESCAPE '\' AND i.classname = ?`,
 	searchID:    "i.id",
 	searchQuery: postgresSearchQuery,

@@ -57,7 +57,7 @@ func writeScaleFile(b *testing.B, n int) string {
 // before the timer starts) — "floor". "product-without-index" is the product with
 // the search index's triggers dropped: what the index costs a load. On the
 // PostgreSQL pass the floor is plain pgx with the product's writer lock and INSERTs
-// (loadFloorSQL), the engine keeping the pg_trgm index, and "product-without-index"
+// (testkit.FloorLoad), the engine keeping the pg_trgm index, and "product-without-index"
 // drops that index.
 func BenchmarkLoadScale(b *testing.B) {
 	n := scaleN()
@@ -114,7 +114,7 @@ func BenchmarkLoadScale(b *testing.B) {
 			rows[i] = row{key, string(d), string(a)}
 		}
 		now := fixedNow.Format("2006-01-02T15:04:05Z")
-		begin, insertSQL, revisionSQL, end, enabled := loadFloorSQL()
+		f := testkit.FloorLoad()
 		var peak float64
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -127,28 +127,28 @@ func BenchmarkLoadScale(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				for _, q := range begin { // the writer lock, where the engine takes it by a statement
+				for _, q := range f.Begin { // the writer lock, where the engine takes it by a statement
 					if _, err := tx.ExecContext(ctx, q); err != nil {
 						b.Fatal(err)
 					}
 				}
-				ins, err := tx.PrepareContext(ctx, insertSQL)
+				ins, err := tx.PrepareContext(ctx, f.Instance)
 				if err != nil {
 					b.Fatal(err)
 				}
-				rev, err := tx.PrepareContext(ctx, revisionSQL)
+				rev, err := tx.PrepareContext(ctx, f.Revision)
 				if err != nil {
 					b.Fatal(err)
 				}
 				for _, r := range rows[start:min(start+1000, len(rows))] {
-					if _, err := ins.ExecContext(ctx, "bplain", r.key, "", enabled, r.data, now, now); err != nil {
+					if _, err := ins.ExecContext(ctx, "bplain", r.key, "", f.Enabled, r.data, now, now); err != nil {
 						b.Fatal(err)
 					}
 					if _, err := rev.ExecContext(ctx, "bplain", r.key, "create", nil, r.after, "system", now); err != nil {
 						b.Fatal(err)
 					}
 				}
-				for _, q := range end { // the search index, as the store keeps it
+				for _, q := range f.End { // the search index, as the store keeps it
 					if _, err := tx.ExecContext(ctx, q); err != nil {
 						b.Fatal(err)
 					}

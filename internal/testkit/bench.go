@@ -31,9 +31,7 @@ func FromTemplate(tb testing.TB, src string) string {
 // them ids from it on both engines (PostgreSQL's instances.id has no default).
 func NextInstanceID(tb testing.TB, db *store.DB) int64 {
 	tb.Helper()
-	high := QueryInt(tb, db, "SELECT high FROM instance_ids")
-	top := QueryInt(tb, db, "SELECT coalesce(max(id), 0) FROM instances")
-	return int64(max(high, top)) + 1
+	return int64(QueryInt(tb, db, "SELECT "+NextInstanceIDSQL))
 }
 
 // DropSearchIndex stops db's search index from being kept, so writes cost what they
