@@ -6,6 +6,9 @@
 #   BENCH_PARTS="store server api tasks startup cli"   the parts to run (default all; the
 #                        table takes the other parts from their last outputs in bench/out/)
 #   BENCH_SEARCH_REQS=40                             fewer search requests timed (default: all)
+#   BENCH_ENGINE=postgres   the PostgreSQL part instead (bench/run_pg.sh): the same
+#                        benchmarks on the cluster at DATASERVICE_TEST_PG, and the nodes'
+#                        throughput; it writes its own table and leaves SQLite's alone
 #
 # Every product figure and its floor come from the same run. Rates are given by the wall
 # clock and by the process's CPU time (user + system, getrusage): on a machine shared
@@ -15,17 +18,15 @@
 # 2-core machine the whole run takes tens of minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${BENCH_ENGINE:-sqlite}" = postgres ]; then
+	exec bench/run_pg.sh "$@"
+fi
 N=${1:-100000}
 OUT=bench/out
 mkdir -p "$OUT"
 export BENCH_N=$N
 
-run() { # name command...
-	local name=$1
-	shift
-	echo "== $*" >&2
-	"$@" >"$OUT/$name.txt" 2>&1 || { cat "$OUT/$name.txt" >&2; exit 1; }
-}
+. bench/lib.sh # run, metric, ratio, inv
 
 STORE_CMD="go test -run ^\$ -bench LoadScale|ExportScale|SearchIndexLayout -benchtime 1x -timeout 3h ./store/"
 SERVER_CMD="go test -run ^\$ -bench Scale -benchtime 2000x -count 3 -timeout 3h ./server/"
@@ -64,24 +65,6 @@ rm -f "$CLI_DB"* "$OUT/cli-load.yml"
 fi
 # A run without the cli part reports the last CLI load measured, if any.
 [ -f "$OUT/cli-time.txt" ] && read -r CLI_SECS CLI_KB <"$OUT/cli-time.txt"
-
-# metric FILE NAME-REGEX UNIT: the value before UNIT on the lines whose name matches
-# NAME-REGEX (only the first benchmark name that matches): the median when a benchmark ran
-# several times (-count).
-metric() {
-	awk -v re="$2" -v u="$3" '
-		$1 ~ re && (name == "" || $1 == name) {
-			for (i = 2; i <= NF; i++) if ($i == u) { name = $1; v[n++] = $(i - 1) + 0 }
-		}
-		END {
-			if (n == 0) exit
-			for (i = 1; i < n; i++) for (j = i; j > 0 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-			m = n % 2 ? v[int(n / 2)] : (v[n / 2 - 1] + v[n / 2]) / 2
-			print (m == int(m) ? m : sprintf("%.4g", m))
-		}' "$OUT/$1.txt"
-}
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.2f", a / b }'; }
-inv() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == 0) print "n/a"; else printf "%.2f", b / a }'; }
 
 s=server
 PP=$(metric $s "page/product" p99-ms); PF=$(metric $s "page/floor" p99-ms)
@@ -145,13 +128,5 @@ CLI_MB=$(awk -v k="$CLI_KB" 'BEGIN { printf "%.0f", k / 1024 }')
 } >"$OUT/table.md"
 
 # Splice the table into BENCHMARKS.md between the markers (appended when missing).
-if grep -q '<!-- bench:begin' BENCHMARKS.md; then
-	awk -v f="$OUT/table.md" '
-		/<!-- bench:begin/ { while ((getline l < f) > 0) print l; skip = 1; next }
-		/<!-- bench:end -->/ { skip = 0; next }
-		!skip' BENCHMARKS.md >"$OUT/BENCHMARKS.md.new"
-	mv "$OUT/BENCHMARKS.md.new" BENCHMARKS.md
-else
-	{ echo; cat "$OUT/table.md"; } >>BENCHMARKS.md
-fi
+splice "$OUT/table.md" '<!-- bench:begin' '<!-- bench:end -->'
 cat "$OUT/table.md"

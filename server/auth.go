@@ -166,10 +166,14 @@ func (s *server) keyPrincipal(ctx context.Context, r *http.Request, key, secret 
 		throttle.Release(client)
 		return &principal{busy: true}
 	case !good:
-		throttle.Fail(client, "")
+		if err := throttle.Fail(ctx, client, ""); err != nil {
+			s.log.Error("credential throttle", "error", err)
+		}
 		return refused
 	}
-	throttle.Succeed(client, "")
+	if err := throttle.Succeed(ctx, client, ""); err != nil {
+		s.log.Error("credential throttle", "error", err)
+	}
 	s.touchKey(ctx, in)
 	return &principal{allowed: true, auth: auth}
 }
@@ -196,10 +200,14 @@ func (s *server) userPrincipal(ctx context.Context, r *http.Request, login, pass
 		throttle.Release(client)
 		return &principal{busy: true}
 	case !good:
-		throttle.Fail(client, login)
+		if err := throttle.Fail(ctx, client, login); err != nil {
+			s.log.Error("credential throttle", "error", err)
+		}
 		return refused
 	}
-	throttle.Succeed(client, login)
+	if err := throttle.Succeed(ctx, client, login); err != nil {
+		s.log.Error("credential throttle", "error", err)
+	}
 	auth, err := s.db.UserAuth(ctx, login)
 	if err != nil {
 		return refused

@@ -139,7 +139,7 @@ func BenchmarkAPILoad(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				db, err := testkit.OpenStore(b, filepath.Join(b.TempDir(), "load.db"), store.Options{})
+				db, err := testkit.OpenStore(b, testkit.NewAddress(b, "load.db"), store.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -221,33 +221,38 @@ func writeSchema(b *testing.B, doc string) string {
 }
 
 // floorBatch inserts rows' instance and revision rows in one transaction and keeps the
-// search index as a store transaction does before it commits.
+// search index as a store transaction does before it commits (testkit.FloorLoad: the
+// pass's engine's SQL).
 func floorBatch[R any](ctx context.Context, db *sql.DB, rows []R, now string, cols func(R) (string, string, string)) error {
+	f := testkit.FloorLoad()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-	VALUES(?, ?, ?, ?, ?, ?, ?)`)
+	for _, q := range f.Begin { // the writer lock, where the engine takes it by a statement
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	ins, err := tx.PrepareContext(ctx, f.Instance)
 	if err != nil {
 		return err
 	}
-	rev, err := tx.PrepareContext(ctx, `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
-		VALUES(?, ?, ?, ?, ?, ?, ?)`)
+	rev, err := tx.PrepareContext(ctx, f.Revision)
 	if err != nil {
 		return err
 	}
 	for _, r := range rows {
 		key, data, after := cols(r)
-		if _, err := ins.ExecContext(ctx, "bload", key, "", true, data, now, now); err != nil {
+		if _, err := ins.ExecContext(ctx, "bload", key, "", f.Enabled, data, now, now); err != nil {
 			return err
 		}
 		if _, err := rev.ExecContext(ctx, "bload", key, "create", nil, after, "admin", now); err != nil {
 			return err
 		}
 	}
-	for _, q := range testkit.FloorReindex { // the search index, as the store keeps it
+	for _, q := range f.End { // the search index, as the store keeps it (SQLite)
 		if _, err := tx.ExecContext(ctx, q); err != nil {
 			return err
 		}

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,11 +42,13 @@ func scaleData(i int) string {
 
 // scaleDB opens a bootstrapped database holding n "item" instances, written by plain
 // INSERTs in transactions of 50,000 (the triggers keep the counts, and each commit
-// indexes the rows for search).
-func scaleDB(b *testing.B, n int) *store.DB {
+// indexes the rows for search), and its address (a file, or on the PostgreSQL pass a
+// database of the test cluster).
+func scaleDB(b *testing.B, n int) (*store.DB, string) {
 	b.Helper()
 	ctx := context.Background()
-	db, err := testkit.OpenStore(b, filepath.Join(b.TempDir(), "scale.db"), store.Options{})
+	addr := testkit.NewAddress(b, "scale.db")
+	db, err := testkit.OpenStore(b, addr, store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,12 +67,13 @@ func scaleDB(b *testing.B, n int) *store.DB {
 		b.Fatalf("schema: %v %v", err, res)
 	}
 	start := time.Now()
+	next := testkit.NextInstanceID(b, db)
 	for from := 0; from < n; from += 50_000 {
 		err = testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
-			const insert = `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
-				created_at, updated_at) VALUES('item', ?, '', 1, ?, '2026-11-22T10:00:00Z', '2026-11-22T10:00:00Z')`
+			const insert = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data,
+				created_at, updated_at) VALUES(?, 'item', ?, '', 1, ?, '2026-11-22T10:00:00Z', '2026-11-22T10:00:00Z')`
 			for i := from; i < min(from+50_000, n); i++ {
-				if err := m.Exec(ctx, insert, fmt.Sprintf("item-%07d", i), scaleData(i)); err != nil {
+				if err := m.Exec(ctx, insert, next+int64(i), fmt.Sprintf("item-%07d", i), scaleData(i)); err != nil {
 					return err
 				}
 			}
@@ -82,7 +84,7 @@ func scaleDB(b *testing.B, n int) *store.DB {
 		}
 	}
 	b.Logf("set-up: %d instances in %v", n, time.Since(start).Round(time.Millisecond))
-	return db
+	return db, addr
 }
 
 // latencies records request times and reports their median and 99th percentile.
@@ -111,7 +113,7 @@ func (l latencies) report(b *testing.B, cpu time.Duration) {
 //   - one: GET /api/instances/item/<key>/
 func BenchmarkScale(b *testing.B) {
 	n := scaleN()
-	db := scaleDB(b, n)
+	db, addr := scaleDB(b, n)
 	h := server.New(server.Options{DB: db, Version: "4.9.0", VersionDate: "2026-11-22"})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -130,7 +132,7 @@ func BenchmarkScale(b *testing.B) {
 			b.Fatalf("%s: %d %s", url, resp.StatusCode, body)
 		}
 	}
-	floor := httptest.NewServer(floorHandler(b, db))
+	floor := httptest.NewServer(floorHandler(b, addr))
 	defer floor.Close()
 	rng := rand.New(rand.NewPCG(16, 16))
 	urls := map[string]func(i int) string{
@@ -172,13 +174,15 @@ func BenchmarkScale(b *testing.B) {
 }
 
 // floorHandler answers the same URLs with net/http and one prepared SELECT of the
-// rows the product returns with the same SQL (no authentication, no count), encoded as JSON.
-func floorHandler(b *testing.B, db *store.DB) http.Handler {
+// rows the product returns with the same SQL (no authentication, no count), encoded
+// as JSON, on a read-only pool of its own on the database at addr (scaleFloor: the
+// pass's engine, its driver and statements).
+func floorHandler(b *testing.B, addr string) http.Handler {
 	ctx := context.Background()
-	cols := "id, classname, keyname, displayname, is_enabled, data, created_at, updated_at"
+	f := scaleFloor(addr)
 	// The store hands out no raw pool: the floor prepares on a read-only pool of its
-	// own on the same file, as the store's read pool is.
-	pool, err := sql.Open("sqlite", "file:"+db.Path()+"?mode=ro&_pragma=busy_timeout(15000)&_pragma=query_only(1)")
+	// own on the same database, as the store's read pool is.
+	pool, err := sql.Open(f.driver, f.dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -190,15 +194,10 @@ func floorHandler(b *testing.B, db *store.DB) http.Handler {
 		}
 		return &sqlStmt{st}
 	}
-	page := prep("SELECT " + cols + " FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ? OFFSET ?")
-	// The product's search query: the index's candidates joined to their rows in id
-	// order, LIKE deciding (after the same one-row check that nothing awaits indexing).
-	dirty := prep(store.SearchDirtyCheck)
-	search := prep(`SELECT i.id, i.classname, i.keyname, i.displayname, i.is_enabled, i.data, i.created_at, i.updated_at
-		FROM instances_search CROSS JOIN instances i WHERE instances_search MATCH ? AND i.id = instances_search.rowid
-		AND i.classname = ? AND (i.keyname LIKE ? ESCAPE '\' OR i.displayname LIKE ? ESCAPE '\' OR i.data LIKE ? ESCAPE '\')
-		ORDER BY instances_search.rowid LIMIT ?`)
-	one := prep("SELECT " + cols + " FROM instances WHERE classname = ? AND keyname = ?")
+	page := prep(f.page)
+	dirty := prep(f.dirty)
+	search := prep(f.search)
+	one := prep(f.one)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		var out []map[string]any
@@ -206,14 +205,10 @@ func floorHandler(b *testing.B, db *store.DB) http.Handler {
 		switch {
 		case q.Get("search") != "":
 			v := q.Get("search") // digits only: nothing to escape or quote
-			var match []string
-			for i := 0; i+3 <= len(v); i++ {
-				match = append(match, `"`+v[i:i+3]+`"`)
-			}
 			pat := "%" + v + "%"
 			var busy bool
 			if err = dirty.QueryRowContext(r.Context()).Scan(&busy); err == nil {
-				out, err = search.rows(r.Context(), strings.Join(match, " AND "), "item", pat, pat, pat, 51)
+				out, err = search.rows(r.Context(), f.match(v), "item", pat, pat, pat, 51)
 			}
 		case q.Get("after") != "":
 			after, _ := strconv.Atoi(q.Get("after"))

@@ -157,7 +157,7 @@ func TestApplyRenameWithoutNewID(t *testing.T) {
 			if got, want := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'site'"), 2; got != want {
 				t.Fatalf("sites: got %d, want %d", got, want)
 			}
-			if got, want := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'server' AND json_extract(data, '$.site') = ?", tc.to), 1; got != want {
+			if got, want := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'server' AND data ->> 'site' = ?", tc.to), 1; got != want {
 				t.Fatalf("servers referencing %s: got %d, want %d", tc.to, got, want)
 			}
 		})

@@ -60,12 +60,11 @@ func cascadeDB(t *testing.T) *store.DB {
 // when nothing was written in between.
 func cascadeDump(t *testing.T, db *store.DB) string {
 	t.Helper()
-	return queryString(t, db, `SELECT group_concat(r, char(10)) FROM (
-		SELECT id || '|' || classname || '|' || keyname || '|' || displayname || '|' || is_enabled || '|' || data ||
+	return queryString(t, db, `SELECT string_agg(r, ' / ' ORDER BY r) FROM (
+		SELECT id || '|' || classname || '|' || keyname || '|' || displayname || '|' || is_enabled || '|' || CAST(data AS TEXT) ||
 			'|' || created_at || '|' || updated_at AS r FROM instances
 		UNION ALL
-		SELECT 'rev ' || id || '|' || classname || '|' || keyname || '|' || action || '|' || author FROM revisions
-		ORDER BY 1)`)
+		SELECT 'rev ' || id || '|' || classname || '|' || keyname || '|' || action || '|' || author FROM revisions) dump`)
 }
 
 // cascadeRenameIn renames cls/from to to inside tx through the migration door mg
@@ -138,8 +137,8 @@ func TestCascadingRename(t *testing.T) {
 			}
 		}
 		instance(t, db, "tag", "10.1.0.0/16")
-		if got, want := queryString(t, db, `SELECT group_concat(classname || ':' || keyname, ' ') FROM
-			(SELECT classname, keyname FROM instances WHERE updated_at = ? ORDER BY classname, keyname)`, cascadeLater.Format(time.RFC3339)),
+		if got, want := queryString(t, db, `SELECT string_agg(classname || ':' || keyname, ' ' ORDER BY classname, keyname)
+			FROM instances WHERE updated_at = ?`, cascadeLater.Format(time.RFC3339)),
 			"ipam_ip:0a010005 ipam_subnet:10.9.0.0/16 ipam_vlan:vl10 rack:r1 rack:r2 zone:z1"; got != want {
 			t.Fatalf("rows written = %s, want %s", got, want)
 		}
@@ -250,8 +249,15 @@ func TestCascadingRename(t *testing.T) {
 
 	t.Run("a failure in the cascade undoes the rename and leaves the transaction usable", func(t *testing.T) {
 		db := cascadeDB(t)
-		exec(t, db, `CREATE TRIGGER cascade_fail BEFORE UPDATE ON instances WHEN NEW.classname = 'ipam_vlan'
-			BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
+		if testkit.Postgres() {
+			exec(t, db, `CREATE FUNCTION cascade_fail() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN RAISE EXCEPTION 'injected failure'; END $$`)
+			exec(t, db, `CREATE TRIGGER cascade_fail BEFORE UPDATE ON instances FOR EACH ROW
+				WHEN (NEW.classname = 'ipam_vlan') EXECUTE FUNCTION cascade_fail()`)
+		} else {
+			exec(t, db, `CREATE TRIGGER cascade_fail BEFORE UPDATE ON instances WHEN NEW.classname = 'ipam_vlan'
+				BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
+		}
 		before := cascadeDump(t, db)
 		var failed *store.Instance
 		var second *store.RenameReport
@@ -354,8 +360,8 @@ func TestCascadingRename(t *testing.T) {
 		db := cascadeDB(t)
 		mustLoad(t, db, `{classname: _schema, keyname: nic, ip: {dataformat: ipv4}, net: {dataformat: schema, dataformat_ext: ipam_subnet}}`,
 			store.LoadOptions{})
-		exec(t, db, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-			VALUES('nic', 'n1', '', 1, '{"ip":"10.66.0.1","net":"10.1.0.0/16"}', 'old', 'old')`)
+		testkit.InsertInstances(t, db, "nic", []testkit.Row{{Keyname: "n1", Enabled: true,
+			Data: map[string]any{"ip": "10.66.0.1", "net": "10.1.0.0/16"}}})
 		ips := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'ipam_ip'")
 		err := db.WithTx(ctx, func(tx *store.Tx) error {
 			_, _, err := cascadeRenameIn(ctx, testkit.Migrator(t, db), tx, "ipam_subnet", "10.1.0.0/16", "10.9.0.0/16")
@@ -440,8 +446,8 @@ const collectDoc = `
 // collectedIPs lists keyname=displayname:data:is_enabled of every ipam_ip, in keyname order.
 func collectedIPs(t *testing.T, db *store.DB) string {
 	t.Helper()
-	return queryString(t, db, `SELECT coalesce(group_concat(r, ' '), '') FROM (SELECT keyname || '=' || displayname ||
-		':' || data || ':' || is_enabled AS r FROM instances WHERE classname = 'ipam_ip' ORDER BY keyname)`)
+	return queryString(t, db, `SELECT coalesce(string_agg(keyname || '=' || displayname || ':' || CAST(data AS TEXT) || ':' || is_enabled,
+		' ' ORDER BY keyname), '') FROM instances WHERE classname = 'ipam_ip'`)
 }
 
 func TestCollectIPsOnWrite(t *testing.T) {
@@ -529,26 +535,17 @@ func TestCollectIPsOverStoredData(t *testing.T) {
 	mustLoad(t, db, collectDoc, store.LoadOptions{})
 	// 1,205 hosts (more than one batch of 1,000) stored without collection: a unique
 	// mgmt address each, the known address 10.0.0.2 and garbage in addrs, a subnet.
-	err := testkit.Migrator(t, db).Migrate(ctx, func(m *store.Migration) error {
-		for i := 0; i < 1205; i++ {
-			data := fmt.Sprintf(`{"mgmt":"10.1.%d.%d","addrs":["10.0.0.2","garbage","10.0.0.300"],"net":"10.3.0.0/16","nets":["10.4.0.0/16"]}`,
-				i/256, i%256)
-			if err := m.Exec(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
-				created_at, updated_at) VALUES('host', ?, '', 1, ?, 'old', 'old')`, fmt.Sprintf("h%d", i), data); err != nil {
-				return err
-			}
-		}
-		for key, ip := range map[string]string{"p1": "10.1.0.5", "p2": "10.5.0.1"} {
-			if err := m.Exec(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
-				created_at, updated_at) VALUES('printer', ?, '', 1, json_object('ip', ?), 'old', 'old')`, key, ip); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	hosts := make([]testkit.Row, 1205)
+	for i := range hosts {
+		hosts[i] = testkit.Row{Keyname: fmt.Sprintf("h%d", i), Enabled: true, Data: map[string]any{
+			"mgmt": fmt.Sprintf("10.1.%d.%d", i/256, i%256), "addrs": []string{"10.0.0.2", "garbage", "10.0.0.300"},
+			"net": "10.3.0.0/16", "nets": []string{"10.4.0.0/16"}}}
 	}
+	testkit.InsertInstances(t, db, "host", hosts)
+	testkit.InsertInstances(t, db, "printer", []testkit.Row{
+		{Keyname: "p1", Enabled: true, Data: map[string]any{"ip": "10.1.0.5"}},
+		{Keyname: "p2", Enabled: true, Data: map[string]any{"ip": "10.5.0.1"}},
+	})
 	if got, want := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'ipam_ip'"), 1; got != want {
 		t.Fatalf("ipam_ip rows before CollectIPs = %d, want %d (the SQL inserts must not collect)", got, want)
 	}
@@ -566,7 +563,7 @@ func TestCollectIPsOverStoredData(t *testing.T) {
 			t.Fatalf("ipam_ip rows = %d, want %d", got, want)
 		}
 		if got, want := queryInt(t, db, `SELECT count(*) FROM instances WHERE classname = 'ipam_ip'
-			AND data = '{"collected":true}' AND is_enabled = 1`), 1206; got != want {
+			AND CAST(data AS TEXT) = '{"collected":true}' AND is_enabled = 1`), 1206; got != want {
 			t.Fatalf("collected ipam_ip rows = %d, want %d", got, want)
 		}
 		for hex, addr := range map[string]string{"0a010000": "10.1.0.0", "0a0104b4": "10.1.4.180", "0a010005": "10.1.0.5", "0a050001": "10.5.0.1"} {
@@ -585,7 +582,7 @@ func TestCollectIPsOverStoredData(t *testing.T) {
 		for _, key := range []string{"0a030000", "0a040000"} {
 			absent(t, db, "ipam_ip", key)
 		}
-		if got, want := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname IN ('host', 'printer') AND updated_at <> 'old'"), 0; got != want {
+		if got, want := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname IN ('host', 'printer') AND updated_at <> ?", testkit.OldTime), 0; got != want {
 			t.Fatalf("scanned instances rewritten = %d, want %d", got, want)
 		}
 	})

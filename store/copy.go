@@ -35,6 +35,12 @@ var (
 	copyLast  = []string{"schema_generation", "instance_counts", "instance_ids", "ipam_blocks"}
 )
 
+// copySkip are the tables Copy leaves out: nodes records the processes serving the
+// source (their heartbeats and versions), which do not serve the target; copied, a
+// recent heartbeat would make the target's first node wait for or refuse a node that
+// is not there.
+var copySkip = []string{"nodes"}
+
 // copyRowOrder is the column an engine keeps a table's insertion order in where the
 // table has no id (the task queue): not copied, as the target numbers the rows
 // again in the order they are inserted, which is the source's order.
@@ -126,7 +132,7 @@ func copyTables() []string {
 	}
 	var middle []string
 	for name, n := range inAll {
-		if n == len(dialects) && name != "layout_version" && !slices.Contains(copyFirst, name) && !slices.Contains(copyLast, name) {
+		if n == len(dialects) && name != "layout_version" && !slices.Contains(copySkip, name) && !slices.Contains(copyFirst, name) && !slices.Contains(copyLast, name) {
 			middle = append(middle, name)
 		}
 	}

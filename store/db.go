@@ -72,6 +72,9 @@ type DB struct {
 	// maxDryKeys is the bound of the keys a dry run remembers in memory; zero:
 	// defaultMaxDryKeys. Only tests lower it (to reach the bound with little data).
 	maxDryKeys int
+	// searchSeen, when set (tests only), is given the query and arguments of every
+	// indexed search's page before it runs (a test asks the engine for its plan).
+	searchSeen func(query string, args []any)
 }
 
 // rstmt returns query prepared on the read pool, prepared on first use.
@@ -562,7 +565,12 @@ func (db *DB) WithTxAs(ctx context.Context, rev Revisions, fn func(tx *Tx) error
 // backup: VACUUM INTO for SQLite). The copy
 // is written under a temporary name beside dest (`<dest>.*.partial`) and renamed when
 // complete: a crash mid-copy must not leave a truncated file under a backup's name.
+//
+// On PostgreSQL it is pg_dump's archive (DumpPostgres).
 func (db *DB) Backup(ctx context.Context, dest string) error {
+	if !db.IsFile() {
+		return DumpPostgres(ctx, db, dest)
+	}
 	if _, err := os.Stat(dest); err == nil {
 		return model.Errorf(model.EConflict, "backup %s: file exists", dest)
 	}

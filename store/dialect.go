@@ -72,6 +72,10 @@ type dialect struct {
 	// refused at once (try again shortly); isDiskFull a write refused for lack of
 	// space. Each classifies by the engine's error codes, never by message text.
 	isUnique, isBusy, isDiskFull func(error) bool
+	// isBadText reports text the engine refused to store or compare: a character
+	// it cannot hold (PostgreSQL's text holds no NUL). Such input is the caller's
+	// error, not the service's.
+	isBadText func(error) bool
 
 	// insertID runs an INSERT of one row and returns the row's id, with inserted
 	// false when the statement wrote no row (ON CONFLICT DO NOTHING).
@@ -112,6 +116,11 @@ type dialect struct {
 	like       func(col, pat string) string
 	hexKeyname func(col string) string
 	rowOrder   string
+	// skipLocked ends a queue's claim subquery (SELECT ... LIMIT 1): it locks the row
+	// it picks and skips rows another transaction has locked, so concurrent claims
+	// never wait on one another and never pick the same row ("" where a write
+	// transaction holds the whole database, as SQLite's does).
+	skipLocked string
 	// greatest is the larger of the values of two SQL expressions (a scalar, not
 	// the aggregate max).
 	greatest func(a, b string) string
@@ -186,6 +195,11 @@ func isBusy(err error) bool {
 // code or the system's ENOSPC.
 func isDiskFull(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || anyDialect(err, func(d *dialect) func(error) bool { return d.isDiskFull })
+}
+
+// isBadText reports text the engine cannot hold (a NUL character on PostgreSQL).
+func isBadText(err error) bool {
+	return anyDialect(err, func(d *dialect) func(error) bool { return d.isBadText })
 }
 
 func anyDialect(err error, test func(*dialect) func(error) bool) bool {

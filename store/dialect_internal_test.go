@@ -42,7 +42,7 @@ func TestSQLiteDialectText(t *testing.T) {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
 	}
-	if got, want := len(d.layout), 11; got != want {
+	if got, want := len(d.layout), 12; got != want {
 		t.Errorf("SQLite layout has %d steps, want %d (the released layout version)", got, want)
 	}
 	dsn := d.dsn("/tmp/a b.db", false)
@@ -231,9 +231,10 @@ func TestSQLiteDialectFragments(t *testing.T) {
 
 // Every dialect fills every field (the SQLite one included): a statement or function
 // left out would fail at its first use. The read snapshot's options may be nil (the
-// engine's default transaction is one snapshot).
+// engine's default transaction is one snapshot), and so may resetIdentities (SQLite
+// numbers new rows from the largest id).
 func TestDialectsAreComplete(t *testing.T) {
-	mayBeZero := map[string]bool{"snapshot": true, "turnstile": true, "lockWriter": true}
+	mayBeZero := map[string]bool{"snapshot": true, "turnstile": true, "lockWriter": true, "skipLocked": true, "resetIdentities": true}
 	for _, d := range dialects {
 		v := reflect.ValueOf(*d)
 		for i := 0; i < v.NumField(); i++ {

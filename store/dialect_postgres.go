@@ -33,6 +33,9 @@ var postgresDialect = &dialect{
 	isUnique:   func(err error) bool { return pgCode(err) == "23505" },
 	isBusy:     func(err error) bool { return pgCode(err) == "55P03" },
 	isDiskFull: func(err error) bool { return pgCode(err) == "53100" },
+	// 22021: a character not in the database's repertoire (NUL, in text); 22P05:
+	// one the encoding cannot translate.
+	isBadText: func(err error) bool { c := pgCode(err); return c == "22021" || c == "22P05" },
 
 	insertID: postgresInsertID,
 	// A keyname another instance of the class holds: the UPDATE matches no row.
@@ -40,7 +43,7 @@ var postgresDialect = &dialect{
 		AND NOT EXISTS (SELECT 1 FROM instances o WHERE o.classname = instances.classname AND o.keyname = ?1 AND o.id <> ?4)`,
 
 	jsonValue:  postgresJSONValue,
-	jsonText:   func(doc, path string) string { return postgresJSONText(doc, path) },
+	jsonText:   postgresJSONText,
 	jsonType:   postgresJSONType,
 	jsonHolds:  postgresJSONHolds,
 	jsonSet:    postgresJSONSet,
@@ -53,14 +56,17 @@ var postgresDialect = &dialect{
 		return "length(" + col + ") = 8 AND " + col + ` ~ '^[0-9a-f]{8}$'`
 	},
 	rowOrder: "row_order",
-	greatest: func(a, b string) string { return "greatest(" + a + ", " + b + ")" },
+	// Claims take the row they pick under its row lock and pass over rows locked by
+	// another node's claim in progress, whatever the writer lock does.
+	skipLocked: " FOR UPDATE SKIP LOCKED",
+	greatest:   func(a, b string) string { return "greatest(" + a + ", " + b + ")" },
 
 	// The engine maintains the trigram index in every write: nothing waits for it.
 	searchDirty: "SELECT false",
 	reindexAll:  []string{},
 	reindexUpTo: []string{},
 	searchFrom:  "instances i",
-	searchWhere: postgresFold("i.keyname || ' ' || i.displayname || ' ' || CAST(i.data AS text)") +
+	searchWhere: "dataservice_fold(i.keyname || ' ' || i.displayname || ' ' || CAST(i.data AS text))" +
 		` LIKE ? ESCAPE '\' AND i.classname = ?`,
 	searchID:    "i.id",
 	searchQuery: postgresSearchQuery,
@@ -211,9 +217,13 @@ func postgresInsertID(ctx context.Context, c rowRunner, query string, args ...an
 }
 
 // The JSON fragments read a document (a json column or JSON text) as jsonb and the
-// path as a SQL/JSON path ($.name and $."name" mean the same as in SQLite).
+// path as a SQL/JSON path ($.name and $."name" mean the same as in SQLite). Each
+// fragment holds each of its arguments exactly once: an argument may be a `?`, and a
+// `?` written twice would be two parameters. Where a fragment needs a value twice, it
+// names it once in a subquery. jsonSort alone is several ORDER BY keys, each reading
+// the path: its path is a literal.
 func postgresJSONAt(doc, path string) string {
-	return "jsonb_path_query_first(CAST(" + doc + " AS jsonb), CAST(" + path + " AS jsonpath))"
+	return "jsonb_path_query_first(CAST(" + doc + " AS jsonb), CAST(CAST(" + path + " AS text) AS jsonpath))"
 }
 
 // postgresJSONValue is the value as SQL: text for a JSON string, the JSON text of a
@@ -225,7 +235,14 @@ func postgresJSONValue(doc, path string) string {
 }
 
 // postgresJSONText is the value as text when it is text, its JSON text otherwise.
-func postgresJSONText(doc, path string) string { return postgresJSONValue(doc, path) }
+// A top-level member ($.name or $."name") is read from the json text itself, so a
+// list or object comes back exactly as stored (jsonb would space it); a deeper path
+// goes through jsonb.
+func postgresJSONText(doc, path string) string {
+	return "(SELECT CASE WHEN m.k IS NULL THEN jsonb_path_query_first(CAST(m.d AS jsonb), CAST(m.p AS jsonpath)) #>> '{}'" +
+		" ELSE m.d ->> m.k END FROM (SELECT CAST(" + doc + " AS json), p.p, coalesce(r.r[1], r.r[2])" +
+		" FROM (SELECT CAST(" + path + ` AS text)) p(p), regexp_match(p.p, '^\$\.(?:"([^"\\]*)"|([A-Za-z_][A-Za-z0-9_]*))$') r(r)) m(d, p, k))`
+}
 
 // postgresJSONSort orders by the value as SQLite orders json_extract's: a rank
 // (missing or null first, then numbers and booleans, then everything else), the
@@ -250,11 +267,12 @@ func postgresJSONType(doc, path string) string {
 		" ELSE jsonb_typeof(x.v) END")
 }
 
-// postgresJSONHolds: the value is value (a JSON string compared as text), or a list
-// holding it. The path and the value are each read once (a `?` is one argument).
+// postgresJSONHolds: the value is value (a JSON string equal to it as text), or a
+// list holding such a string, as SQLite's json_each of a scalar is the scalar and of
+// a list its items. The path's lax mode applies the filter to each item of a list.
 func postgresJSONHolds(doc, path, value string) string {
-	return "(SELECT CASE jsonb_typeof(x.v) WHEN 'array' THEN x.v @> jsonb_build_array(x.w)" +
-		" ELSE (x.v #>> '{}') = x.w END FROM (SELECT " + postgresJSONAt(doc, path) + " AS v, CAST(" + value + " AS text) AS w) x)"
+	return "jsonb_path_exists(CAST(" + doc + " AS jsonb), CAST(CAST(" + path + " AS text) || ' ? (@ == $v)' AS jsonpath)," +
+		" jsonb_build_object('v', CAST(" + value + " AS text)))"
 }
 
 // postgresJSONOnce is expr over x.v, the value at path, which it reads once: a `?`
@@ -263,30 +281,27 @@ func postgresJSONOnce(doc, path, expr string) string {
 	return "(SELECT " + expr + " FROM (SELECT " + postgresJSONAt(doc, path) + " AS v) x)"
 }
 
-// postgresJSONObject rebuilds a JSON object from its members (key, value as JSON
-// text) in key order, without spaces, as the store writes objects.
-func postgresJSONObject(members string) string {
-	return "(SELECT CAST(coalesce('{' || string_agg(to_json(m.k)::text || ':' || m.v, ',' ORDER BY m.k COLLATE \"C\") || '}', '{}') AS json) FROM (" +
-		members + ") m(k, v))"
-}
-
-// postgresJSONKey is the member name a top-level path ($.name or $."name") names.
-func postgresJSONKey(path string) string {
-	return `regexp_replace(` + path + `, '^\$\.(?:"(.*)"|(.*))$', '\1\2')`
+// postgresJSONMembers rebuilds a JSON object from the members of doc other than the
+// one a top-level path ($.name or $."name") names, plus (when value is not "") that
+// member set to value as a JSON string: in key order, without spaces, as the store
+// writes objects. Each member's value keeps its text.
+func postgresJSONMembers(doc, path, value string) string {
+	set := ""
+	if value != "" {
+		set = " UNION ALL SELECT p.k, coalesce(CAST(to_json(CAST(" + value + " AS text)) AS text), 'null')"
+	}
+	return "(SELECT CAST(coalesce('{' || string_agg(CAST(to_json(m.k) AS text) || ':' || m.v, ',' ORDER BY m.k COLLATE \"C\") || '}', '{}') AS json)" +
+		` FROM (SELECT regexp_replace(CAST(` + path + ` AS text), '^\$\.(?:"(.*)"|(.*))$', '\1\2')) p(k)` +
+		" CROSS JOIN LATERAL (SELECT e.key, CAST(e.value AS text) FROM json_each(CAST(" + doc + " AS json)) e WHERE e.key <> p.k" +
+		set + ") m(k, v))"
 }
 
 // postgresJSONSet is doc with the member at path set to value (text, stored as a
 // JSON string).
-func postgresJSONSet(doc, path, value string) string {
-	return postgresJSONObject("SELECT e.key, e.value::text FROM json_each(CAST(" + doc + " AS json)) e WHERE e.key <> " +
-		postgresJSONKey(path) + " UNION ALL SELECT " + postgresJSONKey(path) + ", to_json(CAST(" + value + " AS text))::text")
-}
+func postgresJSONSet(doc, path, value string) string { return postgresJSONMembers(doc, path, value) }
 
 // postgresJSONRemove is doc without the member at path.
-func postgresJSONRemove(doc, path string) string {
-	return postgresJSONObject("SELECT e.key, e.value::text FROM json_each(CAST(" + doc + " AS json)) e WHERE e.key <> " +
-		postgresJSONKey(path))
-}
+func postgresJSONRemove(doc, path string) string { return postgresJSONMembers(doc, path, "") }
 
 // postgresFold lowers ASCII letters only, as SQLite's LIKE compares them (ILIKE and
 // lower would fold every letter).

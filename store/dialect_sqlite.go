@@ -29,6 +29,8 @@ var sqliteDialect = &dialect{
 	isUnique:   sqliteIsUnique,
 	isBusy:     sqliteIsBusy,
 	isDiskFull: sqliteIsDiskFull,
+	// SQLite stores any text, NUL characters included.
+	isBadText: func(error) bool { return false },
 
 	insertID:       sqliteInsertID,
 	convertKeyname: "UPDATE OR IGNORE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?",

@@ -68,3 +68,7 @@ func CloseIdle(db *DB) {
 		p.SetMaxIdleConns(max(n, 1))
 	}
 }
+
+// SetSearchSeen makes every later indexed search on db give fn its page's query and
+// arguments before running it (nil: none).
+func SetSearchSeen(db *DB, fn func(query string, args []any)) { db.searchSeen = fn }

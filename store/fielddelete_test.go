@@ -27,13 +27,13 @@ func TestDeletedFieldValuesAreRemoved(t *testing.T) {
 	}
 	mustLoad(t, db, `{classname: _schema, keyname: server, tags: {_action: delete}}`, store.LoadOptions{})
 
-	if got, want := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'server' AND json_type(data, '$.tags') IS NOT NULL"), 0; got != want {
+	if got, want := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'server' AND data -> 'tags' IS NOT NULL"), 0; got != want {
 		t.Fatalf("server rows still holding tags: got %d, want %d", got, want)
 	}
-	if got, want := queryString(t, db, "SELECT json_extract(data, '$.hostname') FROM instances WHERE classname = 'server' AND keyname = 's1'"), "h1"; got != want {
+	if got, want := queryString(t, db, "SELECT data ->> 'hostname' FROM instances WHERE classname = 'server' AND keyname = 's1'"), "h1"; got != want {
 		t.Fatalf("hostname of s1: got %s, want %s", got, want)
 	}
-	if got, want := queryString(t, db, "SELECT json_extract(data, '$.city') FROM instances WHERE classname = 'site' AND keyname = 'paris'"), "zebra-tag"; got != want {
+	if got, want := queryString(t, db, "SELECT data ->> 'city' FROM instances WHERE classname = 'site' AND keyname = 'paris'"), "zebra-tag"; got != want {
 		t.Fatalf("another class's value: got %s, want %s", got, want)
 	}
 	sch = schema(t, db, "server")
@@ -64,13 +64,13 @@ func TestDeleteFieldDirectRemovesValues(t *testing.T) {
 	if err == nil {
 		t.Fatal("transaction did not fail")
 	}
-	if got, want := queryString(t, db, "SELECT json_extract(data, '$.hostname') FROM instances WHERE keyname = 's1'"), "h1"; got != want {
+	if got, want := queryString(t, db, "SELECT data ->> 'hostname' FROM instances WHERE keyname = 's1'"), "h1"; got != want {
 		t.Fatalf("hostname after a rolled-back delete: got %s, want %s", got, want)
 	}
 	if err := testkit.Migrator(t, db).Migrate(context.Background(), func(tx *store.Migration) error { return tx.DeleteField(ctx, "server", "hostname") }); err != nil {
 		t.Fatalf("delete field: %v", err)
 	}
-	if got, want := queryString(t, db, "SELECT json_extract(data, '$.hostname') FROM instances WHERE keyname = 's1'"), "<null>"; got != want {
+	if got, want := queryString(t, db, "SELECT data ->> 'hostname' FROM instances WHERE keyname = 's1'"), "<null>"; got != want {
 		t.Fatalf("hostname after the delete: got %s, want %s", got, want)
 	}
 }

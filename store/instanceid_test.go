@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -15,7 +14,7 @@ import (
 // deleted user's id.
 func TestInstanceIDsNeverReused(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "ids.db")
+	path := testkit.NewAddress(t, "ids.db")
 	db := testkit.Open(t, path, testkit.Options{IgnoreCloseError: true})
 	testkit.LoadBuiltins(t, db)
 	mustLoad(t, db, `{classname: _user, keyname: carol}`, store.LoadOptions{})
@@ -24,7 +23,7 @@ func TestInstanceIDsNeverReused(t *testing.T) {
 		t.Fatalf("carol has id %d, the highest is %d: the test needs her to be the newest row", carol, max)
 	}
 	exec(t, db, `INSERT INTO tasks(handle, kind, owner_type, owner_id, status, created_at)
-		VALUES('h1', 'pipeline', 'api', ?, 'queued', '')`, carol)
+		VALUES('h1', 'pipeline', 'api', ?, 'queued', '')`, strconv.FormatInt(carol, 10))
 	newUser := func(db *store.DB, login string, deleted int64) {
 		t.Helper()
 		mustLoad(t, db, `{classname: _user, keyname: `+login+`}`, store.LoadOptions{})
@@ -32,7 +31,7 @@ func TestInstanceIDsNeverReused(t *testing.T) {
 		if id <= deleted {
 			t.Fatalf("%s got id %d, not above the deleted user's %d", login, id, deleted)
 		}
-		if n := queryInt(t, db, "SELECT count(*) FROM tasks WHERE owner_type = 'api' AND owner_id = ?", id); n != 0 {
+		if n := queryInt(t, db, "SELECT count(*) FROM tasks WHERE owner_type = 'api' AND owner_id = ?", strconv.FormatInt(id, 10)); n != 0 {
 			t.Fatalf("%s (id %d) owns %d task(s) of the deleted user", login, id, n)
 		}
 	}
@@ -53,6 +52,10 @@ func TestInstanceIDsNeverReused(t *testing.T) {
 
 	// A file from before the id tracking (layout 6), where the newest user was deleted
 	// and its task kept: the first open above it gives ids above the task's owner.
+	// PostgreSQL's layout tracks ids from its first step: no such database exists.
+	if testkit.Postgres() {
+		return
+	}
 	testkit.ExecFile(t, path, append(layoutsAfter(5),
 		"DELETE FROM instances WHERE classname = '_user' AND keyname = 'erin'",
 		"INSERT INTO tasks(handle, kind, owner_type, owner_id, status, created_at) VALUES('h2', 'pipeline', 'api', '"+

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -60,8 +61,8 @@ func TestIPCollection(t *testing.T) {
 		absent(t, db, "ipam_ip", "0a00003c")
 	})
 	t.Run("CollectIPs fills in addresses stored before", func(t *testing.T) {
-		exec(t, db, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-			VALUES('box', 'raw', '', 1, '{"mgmt":"10.0.0.77","extra":["10.0.0.1","10.0.0.78"]}', 'x', 'x')`)
+		testkit.InsertInstances(t, db, "box", []testkit.Row{{Keyname: "raw", Enabled: true,
+			Data: map[string]any{"mgmt": "10.0.0.77", "extra": []string{"10.0.0.1", "10.0.0.78"}}}})
 		col, err := db.CollectIPs(context.Background(), "system")
 		if err != nil {
 			t.Fatalf("CollectIPs: %v", err)

@@ -278,6 +278,20 @@ CREATE TABLE node_salt (
 	salt TEXT NOT NULL
 );
 `,
+	// 12: the credential throttle's refusals (throttle.go), in the database so every
+	// process sharing it counts them together. One row per address, login or login
+	// at an address (kind); times are Unix nanoseconds, oldest first, last the
+	// newest. The index serves the expiry and the bound per kind.
+	`
+CREATE TABLE throttle (
+	kind TEXT NOT NULL,
+	name TEXT NOT NULL,
+	times TEXT NOT NULL,
+	last INTEGER NOT NULL,
+	PRIMARY KEY (kind, name)
+);
+CREATE INDEX throttle_last ON throttle(kind, last);
+`,
 }
 
 // sqliteNextInstanceID is the id a new instance takes: above every id ever given out.

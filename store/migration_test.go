@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"dataservice/internal/testkit"
@@ -49,7 +50,11 @@ func TestMigrationApplyWritesNoRevision(t *testing.T) {
 		if got, want := revs(), before+1; got != want {
 			t.Fatalf("revisions = %d, want %d (only the ordinary write's)", got, want)
 		}
-		if got, want := queryString(t, db, "SELECT json_extract(after, '$.data.hostname') FROM revisions ORDER BY id DESC LIMIT 1"), "h3"; got != want {
+		var after struct{ Data struct{ Hostname string } }
+		if err := json.Unmarshal([]byte(queryString(t, db, "SELECT after FROM revisions ORDER BY id DESC LIMIT 1")), &after); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := after.Data.Hostname, "h3"; got != want {
 			t.Fatalf("last revision's hostname = %s, want %s", got, want)
 		}
 	})

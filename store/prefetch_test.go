@@ -3,8 +3,10 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"testing"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -22,16 +24,29 @@ func TestPrefetch(t *testing.T) {
 - {classname: item, keyname: a, note: one}
 - {classname: _user, keyname: reader}
 `, store.LoadOptions{})
-	other, err := sql.Open("sqlite", db.Path()) // another process's connection
+	driver := "sqlite"
+	if db.Engine() == "postgres" {
+		driver = "pgx"
+	}
+	other, err := sql.Open(driver, db.Path()) // another process's connection
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
+	exec := func(query string, args ...any) {
+		t.Helper()
+		if _, err := other.Exec(query, args...); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	}
 	set := func(note string) {
 		t.Helper()
-		if _, err := other.Exec("UPDATE instances SET data = json_object('note', ?) WHERE classname = 'item' AND keyname = 'a'", note); err != nil {
+		data, err := json.Marshal(map[string]string{"note": note})
+		if err != nil {
 			t.Fatal(err)
 		}
+		// $1 is a parameter on both engines (SQLite reads it as a named one).
+		exec("UPDATE instances SET data = $1 WHERE classname = 'item' AND keyname = 'a'", string(data))
 	}
 	note := func(ctx context.Context, key string) string {
 		t.Helper()
@@ -73,10 +88,8 @@ func TestPrefetch(t *testing.T) {
 	})
 	t.Run("a missing instance is not found", func(t *testing.T) {
 		req := start("c")
-		if _, err := other.Exec(`INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-			VALUES('item', 'c', '', 1, '{}', '', '')`); err != nil {
-			t.Fatal(err)
-		}
+		exec(`INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)
+			VALUES(` + testkit.NextInstanceIDSQL + `, 'item', 'c', '', 1, '{}', '', '')`)
 		if got, want := note(req, "c"), `item "c" not found`; got != want {
 			t.Fatalf("got %q, want %q", got, want)
 		}

@@ -64,7 +64,7 @@ func TestRename(t *testing.T) {
 		t.Run("rename to an "+tt.name+" fails and changes nothing", func(t *testing.T) {
 			db := newTestDB(t)
 			mustLoad(t, db, renameDoc, store.LoadOptions{})
-			before := queryString(t, db, "SELECT group_concat(keyname || '=' || data, ';') FROM (SELECT keyname, data FROM instances ORDER BY id)")
+			before := queryString(t, db, "SELECT string_agg(keyname || '=' || CAST(data AS TEXT), ';' ORDER BY id) FROM instances")
 			revs := queryInt(t, db, "SELECT count(*) FROM revisions")
 			_, err := rename(t, db, "ipam_subnet", "10.1.0.0/16", tt.to)
 			if err == nil {
@@ -73,7 +73,7 @@ func TestRename(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %q does not contain %q", err, tt.want)
 			}
-			if got := queryString(t, db, "SELECT group_concat(keyname || '=' || data, ';') FROM (SELECT keyname, data FROM instances ORDER BY id)"); got != before {
+			if got := queryString(t, db, "SELECT string_agg(keyname || '=' || CAST(data AS TEXT), ';' ORDER BY id) FROM instances"); got != before {
 				t.Fatalf("instances changed:\n%s\nwas:\n%s", got, before)
 			}
 			if got, want := queryInt(t, db, "SELECT count(*) FROM revisions"), revs; got != want {

@@ -55,7 +55,10 @@ func writeScaleFile(b *testing.B, n int) string {
 // revision rows, with the same JSON, inserted with prepared statements in
 // transactions of 1000 that end with the store's search re-indexing (rows built
 // before the timer starts) — "floor". "product-without-index" is the product with
-// the search index's triggers dropped: what the index costs a load.
+// the search index's triggers dropped: what the index costs a load. On the
+// PostgreSQL pass the floor is plain pgx with the product's writer lock and INSERTs
+// (testkit.FloorLoad), the engine keeping the pg_trgm index, and "product-without-index"
+// drops that index.
 func BenchmarkLoadScale(b *testing.B) {
 	n := scaleN()
 	ctx := context.Background()
@@ -68,7 +71,7 @@ func BenchmarkLoadScale(b *testing.B) {
 			db := newTestDB(b)
 			mustLoad(b, db, benchSchema+benchSites(), store.LoadOptions{})
 			if strings.HasSuffix(b.Name(), "/product-without-index") {
-				dropSearchIndex(b, db) // the write cost of the search index, measured
+				testkit.DropSearchIndex(b, db) // the write cost of the search index, measured
 			}
 			testkit.ResetPeakRSS()
 			b.StartTimer()
@@ -111,6 +114,7 @@ func BenchmarkLoadScale(b *testing.B) {
 			rows[i] = row{key, string(d), string(a)}
 		}
 		now := fixedNow.Format("2006-01-02T15:04:05Z")
+		f := testkit.FloorLoad()
 		var peak float64
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -123,25 +127,28 @@ func BenchmarkLoadScale(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				ins, err := tx.PrepareContext(ctx, `INSERT INTO instances(classname, keyname, displayname, is_enabled, data, created_at, updated_at)
-	VALUES(?, ?, ?, ?, ?, ?, ?)`)
+				for _, q := range f.Begin { // the writer lock, where the engine takes it by a statement
+					if _, err := tx.ExecContext(ctx, q); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ins, err := tx.PrepareContext(ctx, f.Instance)
 				if err != nil {
 					b.Fatal(err)
 				}
-				rev, err := tx.PrepareContext(ctx, `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
-		VALUES(?, ?, ?, ?, ?, ?, ?)`)
+				rev, err := tx.PrepareContext(ctx, f.Revision)
 				if err != nil {
 					b.Fatal(err)
 				}
 				for _, r := range rows[start:min(start+1000, len(rows))] {
-					if _, err := ins.ExecContext(ctx, "bplain", r.key, "", true, r.data, now, now); err != nil {
+					if _, err := ins.ExecContext(ctx, "bplain", r.key, "", f.Enabled, r.data, now, now); err != nil {
 						b.Fatal(err)
 					}
 					if _, err := rev.ExecContext(ctx, "bplain", r.key, "create", nil, r.after, "system", now); err != nil {
 						b.Fatal(err)
 					}
 				}
-				for _, q := range testkit.FloorReindex { // the search index, as the store keeps it
+				for _, q := range f.End { // the search index, as the store keeps it
 					if _, err := tx.ExecContext(ctx, q); err != nil {
 						b.Fatal(err)
 					}
@@ -159,13 +166,6 @@ func BenchmarkLoadScale(b *testing.B) {
 		b.ReportMetric(peak, "peak-RSS-MB")
 		b.ReportMetric(0, "ns/op")
 	})
-}
-
-// dropSearchIndex drops the triggers that feed the search index: writes then cost
-// what they cost before the index (searches read rows; for benchmarks only).
-func dropSearchIndex(b *testing.B, db *store.DB) {
-	testkit.ExecAll(b, db, "DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
-		"DROP TRIGGER instances_search_update")
 }
 
 // BenchmarkExportScale exports BENCH_N instances as YAML and as JSON to io.Discard, and

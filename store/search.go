@@ -146,6 +146,9 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 	var rows *sql.Rows
 	switch {
 	case snapshot:
+		if db.searchSeen != nil {
+			db.searchSeen(listQ, append(listArgs, q.Limit+1, q.Offset))
+		}
 		rows, err = rq.queryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
 	case order == idCol:
 		// Pages in id order (a handful of query texts) use statements prepared once.

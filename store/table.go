@@ -62,6 +62,13 @@ func (t *Table) JSONValue(db *DB, doc, path string) string { return db.dia.jsonV
 // after a timestamp): the dialect's.
 func (t *Table) RowOrder(db *DB) string { return db.dia.rowOrder }
 
+// SkipLocked is the clause ending a claim's subquery (SELECT ... LIMIT 1) that picks
+// one row to take: on PostgreSQL " FOR UPDATE SKIP LOCKED" (the picked row is locked
+// until the claim commits; rows another transaction holds locked are passed over, not
+// waited for), on SQLite "" (a write transaction holds the whole file). The
+// dialect's.
+func (t *Table) SkipLocked(db *DB) string { return db.dia.skipLocked }
+
 // Row is one row of a table owner's query: database/sql's, or the door's refusal.
 type Row struct {
 	row *sql.Row

@@ -2,16 +2,22 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
-	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
 
-// The credential throttle: one per open database (and so per process), shared by
-// every door that checks a password or a key secret (HTTP Basic and API keys on the
-// API, the console's sign-in), in memory.
+// The credential throttle: one per open database, shared by every door that checks a
+// password or a key secret (HTTP Basic and API keys on the API, the console's
+// sign-in), its refusals kept in the database's throttle table.
 //
 //   - Per client address: ThrottlePerAddress refused credentials within ThrottleWindow
 //     and every further attempt from that address, right or wrong, is refused without
@@ -34,10 +40,20 @@ import (
 //     to end instead of being refused: many parallel requests with right credentials
 //     (a client with many workers) are checked, 20 at a time.
 //
-// Memory is bounded whatever addresses and logins an attacker uses: each of the three
-// tables (addresses, logins, login×address) holds at most throttleMaxEntries entries
-// of at most throttleKept times; when a table is full, entries whose refusals have
-// all left the window go first, then the tenth of the table refused longest ago.
+// The refusals live in the database (the throttle table), so every process that
+// shares it, each node of a PostgreSQL deployment, counts them together: a refusal on
+// one node holds back the address and the login on all of them at once. Attempts in
+// flight are this process's (a place in memory), so each node lets at most
+// ThrottlePerAddress attempts of one address be checked at the same time; they become
+// refusals of the table when they fail. Only refusals write: a check of credentials
+// reads the table (one statement, by primary key), and a success writes only when it
+// ends a delay that a refusal started. Logins are kept as hashes, so a password typed
+// into the login field is not written down in clear.
+//
+// The table is bounded whatever addresses and logins an attacker uses: each refusal
+// first deletes the rows whose refusals have all left the window; each kind (address,
+// login, login×address) holds at most throttleMaxEntries rows of at most throttleKept
+// times, and when a kind is full, the tenth of its rows refused longest ago goes.
 const (
 	ThrottleWindow     = 15 * time.Minute
 	ThrottlePerAddress = 20
@@ -51,15 +67,24 @@ const (
 	// throttleMaxLogin is the longest login tracked; longer ones are refused anyway
 	// (and still count for their address).
 	throttleMaxLogin = 256
+	// throttleWriteMax bounds the writing of one outcome, which does not end with the
+	// request: a refusal counts even when its client has gone.
+	throttleWriteMax = 30 * time.Second
+)
+
+// The kinds of the throttle table's rows.
+const (
+	throttleAddress = "address"
+	throttleLogin   = "login"
+	throttlePair    = "pair"
 )
 
 // Throttle counts refused credentials; see the constants above for its rules.
 type Throttle struct {
-	mu     sync.Mutex
-	now    func() time.Time
-	addrs  map[string][]int64 // refusal times (Unix ns) per address
-	logins map[string][]int64 // refusal times per login
-	pairs  map[string][]int64 // last refusal time per login and address (one element)
+	db *DB
+	// maxEntries is the bound of rows per kind (throttleMaxEntries; tests lower it).
+	maxEntries int
+	mu         sync.Mutex
 	// pending holds, per address, the start times of the attempts let through by Wait
 	// whose outcome is not known yet; an entry exists only while one is in flight. A
 	// start older than throttlePendingMax is dropped: a check ends within seconds, and
@@ -74,15 +99,21 @@ type Throttle struct {
 // throttlePendingMax is how long an attempt in flight holds its address's place.
 const throttlePendingMax = int64(time.Minute)
 
-func newThrottle(now func() time.Time) *Throttle {
-	return &Throttle{now: now, addrs: map[string][]int64{}, logins: map[string][]int64{}, pairs: map[string][]int64{},
-		pending: map[string][]int64{}, ended: make(chan struct{})}
-}
-
 // Throttle is the database's credential throttle (its clock is db.Now).
 func (db *DB) Throttle() *Throttle {
-	db.throttleOnce.Do(func() { db.throttle = newThrottle(func() time.Time { return db.Now() }) })
+	db.throttleOnce.Do(func() {
+		db.throttle = &Throttle{db: db, maxEntries: throttleMaxEntries, pending: map[string][]int64{},
+			ended: make(chan struct{})}
+	})
 	return db.throttle
+}
+
+// SetMaxEntriesForTest lowers the bound of the throttle table's rows per kind, so a
+// test reaches it with few refusals. Production never calls it.
+func (t *Throttle) SetMaxEntriesForTest(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.maxEntries = n
 }
 
 // ThrottleAddress is the address a request from remote (a net/http RemoteAddr,
@@ -107,7 +138,26 @@ func ThrottleAddress(remote string) string {
 	return a.String()
 }
 
-func pairKey(login, addr string) string { return login + "\x00" + addr }
+// loginName and pairName are the throttle table's names of a login and of a login at
+// an address: hashes, so a password typed into the login field is not stored in
+// clear (and a login holding a NUL, which PostgreSQL's text refuses, is stored).
+func loginName(login string) string { return hashName("login\x00" + login) }
+
+func pairName(login, addr string) string { return hashName("pair\x00" + login + "\x00" + addr) }
+
+func hashName(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// tracked reports whether login counts for itself (not an API key's "", not too long).
+func tracked(login string) bool { return login != "" && len(login) <= throttleMaxLogin }
+
+// refusals are the times (Unix ns, oldest first) within the window that the throttle
+// table holds for an attempt's address, its login and the login at the address.
+type refusals struct {
+	addr, login, pair []int64
+}
 
 // Wait reports how long an attempt from the client at remote (its address, from
 // clientaddr; a "host:port" is accepted too) for login ("" for an API key) must wait
@@ -115,13 +165,22 @@ func pairKey(login, addr string) string { return login + "\x00" + addr }
 // and are not counted. 0 means check them now: the attempt is then pending, counted
 // against the address until the caller reports its outcome with exactly one of Fail,
 // Succeed or Release. While only attempts in flight fill the address's limit, Wait
-// blocks until one of them ends (or ctx does: then it reports a second's wait).
+// blocks until one of them ends (or ctx does: then it reports a second's wait). When
+// the table cannot be read, the attempt waits a second rather than be checked
+// unthrottled.
 func (t *Throttle) Wait(ctx context.Context, remote, login string) time.Duration {
 	addr := ThrottleAddress(remote)
 	for {
+		now := t.db.Now().UnixNano()
+		r, err := t.read(ctx, addr, login, now)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.db.log.Error("read the credential throttle", "error", err)
+			}
+			return time.Second
+		}
 		t.mu.Lock()
-		now := t.now().UnixNano()
-		wait, inFlight := t.wait(addr, login, now)
+		wait, inFlight := t.wait(r, addr, login, now)
 		if wait == 0 && !inFlight {
 			t.pending[addr] = append(t.pending[addr], now)
 		}
@@ -138,10 +197,62 @@ func (t *Throttle) Wait(ctx context.Context, remote, login string) time.Duration
 	}
 }
 
+// read returns the refusals within the window at now of addr, login and the pair.
+func (t *Throttle) read(ctx context.Context, addr, login string, now int64) (refusals, error) {
+	var r refusals
+	rows, err := t.db.rquery(ctx, `SELECT kind, times FROM throttle
+		WHERE (kind = 'address' AND name = ?) OR (kind = 'login' AND name = ?) OR (kind = 'pair' AND name = ?)`,
+		addr, loginName(login), pairName(login, addr))
+	if err != nil {
+		return r, err
+	}
+	defer rows.Close()
+	cut := now - int64(ThrottleWindow)
+	for rows.Next() {
+		var kind, times string
+		if err := rows.Scan(&kind, &times); err != nil {
+			return r, err
+		}
+		switch l := parseTimes(times, cut); kind {
+		case throttleAddress:
+			r.addr = l
+		case throttleLogin:
+			r.login = l
+		case throttlePair:
+			r.pair = l
+		}
+	}
+	return r, rows.Err()
+}
+
+// parseTimes reads a row's times, keeping those after cut. A malformed time (the
+// table written by hand) is skipped.
+func parseTimes(text string, cut int64) []int64 {
+	var l []int64
+	for _, f := range strings.Fields(text) {
+		if v, err := strconv.ParseInt(f, 10, 64); err == nil && v > cut {
+			l = append(l, v)
+		}
+	}
+	return l
+}
+
+// formatTimes is parseTimes' text.
+func formatTimes(l []int64) string {
+	b := make([]byte, 0, 20*len(l))
+	for i, v := range l {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, v, 10)
+	}
+	return string(b)
+}
+
 // wait is Wait's decision at now (t.mu held): how long the attempt must wait, and
 // inFlight when only attempts in flight make it wait.
-func (t *Throttle) wait(addr, login string, now int64) (wait int64, inFlight bool) {
-	l := t.recent(t.addrs, addr, now)
+func (t *Throttle) wait(r refusals, addr, login string, now int64) (wait int64, inFlight bool) {
+	l := r.addr
 	p := t.pending[addr]
 	for len(p) > 0 && p[0] <= now-throttlePendingMax {
 		p = p[1:]
@@ -161,11 +272,9 @@ func (t *Throttle) wait(addr, login string, now int64) (wait int64, inFlight boo
 			inFlight = true
 		}
 	}
-	if login != "" && len(login) <= throttleMaxLogin {
-		if n := len(t.recent(t.logins, login, now)); n >= ThrottleFreeLogin {
-			if p := t.recent(t.pairs, pairKey(login, addr), now); len(p) > 0 {
-				wait = max(wait, p[0]+int64(loginDelay(n))-now)
-			}
+	if tracked(login) {
+		if n := len(r.login); n >= ThrottleFreeLogin && len(r.pair) > 0 {
+			wait = max(wait, r.pair[len(r.pair)-1]+int64(loginDelay(n))-now)
 		}
 	}
 	if wait > 0 {
@@ -174,9 +283,11 @@ func (t *Throttle) wait(addr, login string, now int64) (wait int64, inFlight boo
 	return 0, inFlight
 }
 
-// done ends a pending attempt of addr (t.mu held) and wakes the Wait calls blocked
-// by attempts in flight.
+// done ends a pending attempt of addr and wakes the Wait calls blocked by attempts
+// in flight.
 func (t *Throttle) done(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if p := t.pending[addr]; len(p) > 1 {
 		t.pending[addr] = p[1:]
 	} else {
@@ -189,10 +300,7 @@ func (t *Throttle) done(addr string) {
 // Release ends a pending attempt from remote whose credentials were not checked after
 // all (the server was too busy): it counts neither way.
 func (t *Throttle) Release(remote string) {
-	addr := ThrottleAddress(remote)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.done(addr)
+	t.done(ThrottleAddress(remote))
 }
 
 // loginDelay is the delay after n refusals of a login within the window (n >= the
@@ -205,103 +313,143 @@ func loginDelay(n int) time.Duration {
 	return min(d, ThrottleMaxDelay)
 }
 
-// Fail counts a refused attempt from remote for login ("" for an API key), ending
-// its pending attempt.
-func (t *Throttle) Fail(remote, login string) {
+// Fail counts a refused attempt from remote for login ("" for an API key), then ends
+// its pending attempt (in that order, so the place is not free before the refusal
+// counts). The refusal is written even when ctx has ended; an error means it was not
+// counted.
+func (t *Throttle) Fail(ctx context.Context, remote, login string) error {
 	addr := ThrottleAddress(remote)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.done(addr)
-	now := t.now().UnixNano()
-	t.add(t.addrs, addr, now, false)
-	if login != "" && len(login) <= throttleMaxLogin {
-		t.add(t.logins, login, now, false)
-		t.add(t.pairs, pairKey(login, addr), now, true)
+	defer t.done(addr)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), throttleWriteMax)
+	defer cancel()
+	if err := t.record(ctx, addr, login); err != nil {
+		return fmt.Errorf("count refused credentials: %w", err)
 	}
+	return nil
+}
+
+// record writes a refusal of addr (and of login, and of login at addr) at the
+// clock's time, in one write transaction: writers take turns, so the rows read are
+// the rows rewritten.
+func (t *Throttle) record(ctx context.Context, addr, login string) error {
+	raw, release, err := t.db.beginWriter(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	defer raw.Rollback()
+	c := conn{raw, t.db.dia}
+	now := t.db.Now().UnixNano()
+	cut := now - int64(ThrottleWindow)
+	// The rows whose refusals all left the window go with every refusal, so the table
+	// holds the window's refusals only.
+	if _, err := c.execContext(ctx, "DELETE FROM throttle WHERE kind IN ('address', 'login', 'pair') AND last <= ?", cut); err != nil {
+		return err
+	}
+	if err := t.add(ctx, c, throttleAddress, addr, now, cut, false); err != nil {
+		return err
+	}
+	if tracked(login) {
+		if err := t.add(ctx, c, throttleLogin, loginName(login), now, cut, false); err != nil {
+			return err
+		}
+		if err := t.add(ctx, c, throttlePair, pairName(login, addr), now, cut, true); err != nil {
+			return err
+		}
+	}
+	return raw.Commit()
+}
+
+// add records a refusal at now in the row of kind and name: the last time only when
+// last is set, else appended (keeping the newest throttleKept). A new row in a full
+// kind first makes room.
+func (t *Throttle) add(ctx context.Context, c conn, kind, name string, now, cut int64, last bool) error {
+	var times string
+	err := c.queryRowContext(ctx, "SELECT times FROM throttle WHERE kind = ? AND name = ?", kind, name).Scan(&times)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = t.makeRoom(ctx, c, kind)
+	}
+	if err != nil {
+		return err
+	}
+	l := parseTimes(times, cut)
+	if last {
+		l = l[:0]
+	}
+	l = append(l, now)
+	if len(l) > throttleKept {
+		l = l[len(l)-throttleKept:]
+	}
+	_, err = c.execContext(ctx, `INSERT INTO throttle(kind, name, times, last) VALUES(?, ?, ?, ?)
+		ON CONFLICT(kind, name) DO UPDATE SET times = excluded.times, last = excluded.last`,
+		kind, name, formatTimes(l), now)
+	return err
+}
+
+// makeRoom drops, when kind holds maxEntries rows, the tenth of them refused longest
+// ago (a batch, so a flood of new names counts the rows once per thousand of them,
+// not once each). Expired rows are gone already (record).
+func (t *Throttle) makeRoom(ctx context.Context, c conn, kind string) error {
+	t.mu.Lock()
+	limit := t.maxEntries
+	t.mu.Unlock()
+	var n int
+	if err := c.queryRowContext(ctx, "SELECT count(*) FROM throttle WHERE kind = ?", kind).Scan(&n); err != nil {
+		return err
+	}
+	if n < limit {
+		return nil
+	}
+	var oldest int64
+	if err := c.queryRowContext(ctx, "SELECT last FROM throttle WHERE kind = ? ORDER BY last LIMIT 1 OFFSET ?",
+		kind, n/10).Scan(&oldest); err != nil {
+		return err
+	}
+	_, err := c.execContext(ctx, "DELETE FROM throttle WHERE kind = ? AND last <= ?", kind, oldest)
+	return err
 }
 
 // Succeed ends the pending attempt from remote, and the delay of login ("" for an
-// API key) at remote's address, after accepted credentials.
-func (t *Throttle) Succeed(remote, login string) {
+// API key) at remote's address, after accepted credentials. Most successes follow no
+// refusal of the login at the address: they read the table and write nothing.
+func (t *Throttle) Succeed(ctx context.Context, remote, login string) error {
 	addr := ThrottleAddress(remote)
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.done(addr)
-	if login != "" && len(login) <= throttleMaxLogin {
-		delete(t.pairs, pairKey(login, addr))
+	if !tracked(login) {
+		return nil
 	}
+	name := pairName(login, addr)
+	var one int
+	err := t.db.rqueryRow(ctx, "SELECT 1 FROM throttle WHERE kind = 'pair' AND name = ?", name).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), throttleWriteMax)
+		defer cancel()
+		_, err = t.db.execWriter(ctx, "DELETE FROM throttle WHERE kind = 'pair' AND name = ?", name)
+	}
+	if err != nil {
+		return fmt.Errorf("end the sign-in delay: %w", err)
+	}
+	return nil
 }
 
-// Entries is how many entries the throttle's tables hold (for tests of the bound).
-func (t *Throttle) Entries() int {
+// Entries is how many rows the throttle table holds plus the addresses with attempts
+// in flight (for tests of the bound).
+func (t *Throttle) Entries(ctx context.Context) (int, error) {
+	var n int
+	if err := t.db.reader().queryRowContext(ctx, "SELECT count(*) FROM throttle").Scan(&n); err != nil {
+		return 0, fmt.Errorf("count throttle rows: %w", err)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.addrs) + len(t.logins) + len(t.pairs) + len(t.pending)
+	return n + len(t.pending), nil
 }
 
-// recent returns key's times inside the window, dropping older ones (and the entry
-// when none is left).
-func (t *Throttle) recent(m map[string][]int64, key string, now int64) []int64 {
-	l, ok := m[key]
-	if !ok {
-		return nil
-	}
-	cut := now - int64(ThrottleWindow)
-	i := 0
-	for i < len(l) && l[i] <= cut {
-		i++
-	}
-	if i == len(l) {
-		delete(m, key)
-		return nil
-	}
-	if i > 0 {
-		l = append(l[:0], l[i:]...)
-		m[key] = l
-	}
-	return l
-}
-
-// add records a refusal at now under key: the last time only when last is set, else
-// appended (keeping the newest throttleKept). A new key in a full table first makes
-// room.
-func (t *Throttle) add(m map[string][]int64, key string, now int64, last bool) {
-	l, ok := m[key]
-	if !ok && len(m) >= throttleMaxEntries {
-		t.makeRoom(m, now)
-	}
-	switch {
-	case last:
-		l = append(l[:0], now)
-	case len(l) >= throttleKept:
-		l = append(l[1:len(l):len(l)], now) // drop the oldest; the next append reallocates
-	default:
-		l = append(l, now)
-	}
-	m[key] = l
-}
-
-// makeRoom drops the entries whose refusals all left the window, and when the table
-// is still full, the tenth of it refused longest ago (a batch, so a flood of new keys
-// sorts the table once per thousand of them, not scans it for each).
-func (t *Throttle) makeRoom(m map[string][]int64, now int64) {
-	cut := now - int64(ThrottleWindow)
-	newest := make([]int64, 0, len(m))
-	for k, l := range m {
-		if l[len(l)-1] <= cut {
-			delete(m, k)
-			continue
-		}
-		newest = append(newest, l[len(l)-1])
-	}
-	if len(m) < throttleMaxEntries {
-		return
-	}
-	slices.Sort(newest)
-	limit := newest[len(newest)/10]
-	for k, l := range m {
-		if l[len(l)-1] <= limit {
-			delete(m, k)
-		}
-	}
+// InFlight is how many attempts from remote's address are in flight (for tests).
+func (t *Throttle) InFlight(remote string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.pending[ThrottleAddress(remote)])
 }

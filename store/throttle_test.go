@@ -1,37 +1,114 @@
-package store
+package store_test
 
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
+
+	"dataservice/internal/testkit"
+	"dataservice/store"
 )
 
+// throttleClock is a test clock that tests move by hand.
+type throttleClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *throttleClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *throttleClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func newThrottleClock() *throttleClock {
+	return &throttleClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+}
+
+// throttleDB opens a new empty database whose clock is clock.
+func throttleDB(t *testing.T, clock *throttleClock) *store.DB {
+	t.Helper()
+	return testkit.OpenEmpty(t, testkit.Options{Clock: clock.Now})
+}
+
+func fail(t *testing.T, th *store.Throttle, remote, login string) {
+	t.Helper()
+	if err := th.Fail(context.Background(), remote, login); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shortly is a context that ends in a tenth of a second: a request whose client goes
+// while it waits for a place.
+func shortly(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func entries(t *testing.T, th *store.Throttle) int {
+	t.Helper()
+	n, err := th.Entries(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestThrottleTableIsBounded: refusals from any number of addresses and logins keep
-// the tables within their bound, and an address refused after such a flood is still
+// the table within its bound, and an address refused after such a flood is still
 // counted and throttled.
 func TestThrottleTableIsBounded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	th := newThrottle(func() time.Time { return now })
-	for i := 0; i < 5*throttleMaxEntries; i++ {
-		th.Fail(fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255), fmt.Sprintf("login%d", i))
-		if i%1000 == 0 {
-			now = now.Add(time.Second)
+	clock := newThrottleClock()
+	th := throttleDB(t, clock).Throttle()
+	const max = 60
+	th.SetMaxEntriesForTest(max)
+	for i := 0; i < 5*max; i++ {
+		fail(t, th, fmt.Sprintf("10.0.%d.%d:1234", i>>8&255, i&255), fmt.Sprintf("login%d", i))
+		if i%10 == 0 {
+			clock.Add(time.Second)
 		}
 	}
-	if n := th.Entries(); n > 3*throttleMaxEntries {
-		t.Fatalf("%d entries after %d distinct addresses and logins, bound %d", n, 5*throttleMaxEntries, 3*throttleMaxEntries)
+	if n := entries(t, th); n > 3*max {
+		t.Fatalf("%d entries after %d distinct addresses and logins, bound %d", n, 5*max, 3*max)
 	}
-	for i := 0; i < ThrottlePerAddress; i++ {
+	for i := 0; i < store.ThrottlePerAddress; i++ {
 		if w := th.Wait(ctx, "192.0.2.7:999", ""); w != 0 {
 			t.Fatalf("refusal %d: already waiting %v", i+1, w)
 		}
-		th.Fail("192.0.2.7:999", "")
+		fail(t, th, "192.0.2.7:999", "")
 	}
-	if w := th.Wait(ctx, "192.0.2.7:1000", ""); w != ThrottleWindow {
-		t.Fatalf("after %d refusals in a full table: wait %v, want %v", ThrottlePerAddress, w, ThrottleWindow)
+	if w := th.Wait(ctx, "192.0.2.7:1000", ""); w != store.ThrottleWindow {
+		t.Fatalf("after %d refusals in a full table: wait %v, want %v", store.ThrottlePerAddress, w, store.ThrottleWindow)
+	}
+}
+
+// TestThrottleExpiredRowsGo: a refusal deletes the rows whose refusals all left the
+// window, so the table holds the window's refusals only.
+func TestThrottleExpiredRowsGo(t *testing.T) {
+	t.Parallel()
+	clock := newThrottleClock()
+	th := throttleDB(t, clock).Throttle()
+	for i := range 10 {
+		fail(t, th, fmt.Sprintf("10.0.0.%d:1", i), "someone")
+	}
+	if n, want := entries(t, th), 10+1+10; n != want {
+		t.Fatalf("%d rows after 10 refusals of one login from 10 addresses, want %d", n, want)
+	}
+	clock.Add(store.ThrottleWindow + time.Second)
+	fail(t, th, "10.0.1.1:1", "")
+	if n := entries(t, th); n != 1 {
+		t.Fatalf("%d rows after the window passed and one refusal, want 1", n)
 	}
 }
 
@@ -45,7 +122,7 @@ func TestThrottleAddress(t *testing.T) {
 		"[2001:db8:1:2::9%eth0]:443": "2001:db8:1:2::/64",
 		"not an address":             "not an address",
 	} {
-		if got := ThrottleAddress(in); got != want {
+		if got := store.ThrottleAddress(in); got != want {
 			t.Errorf("ThrottleAddress(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -58,40 +135,38 @@ func TestThrottleAddress(t *testing.T) {
 func TestThrottleCountsAttemptsInFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	th := newThrottle(func() time.Time { return now })
+	clock := newThrottleClock()
+	th := throttleDB(t, clock).Throttle()
 	const addr = "192.0.2.7:999"
-	// A request whose context has ended: Wait answers it rather than block.
-	gone, cancel := context.WithCancel(ctx)
-	cancel()
-	let := 0
-	for i := 0; i < 3*ThrottlePerAddress; i++ {
-		if th.Wait(gone, addr, "") == 0 {
-			let++
+	for i := 0; i < store.ThrottlePerAddress; i++ {
+		if w := th.Wait(ctx, addr, ""); w != 0 {
+			t.Fatalf("attempt %d in flight: wait %v, want 0", i+1, w)
 		}
 	}
-	if let != ThrottlePerAddress {
-		t.Fatalf("%d attempts in flight at once were let through, want %d", let, ThrottlePerAddress)
+	// Every place is held: a request whose context ends meanwhile is answered "retry
+	// in a second" rather than blocked for good.
+	if w := th.Wait(shortly(t), addr, ""); w != time.Second {
+		t.Fatalf("all places in flight, the request gone: wait %v, want a second", w)
 	}
 	if w := th.Wait(ctx, "192.0.2.8:1", ""); w != 0 {
 		t.Fatalf("another address waits %v", w)
 	}
 	th.Release("192.0.2.8:1")
 	// One in flight succeeds, one is released unchecked: two places come back.
-	th.Succeed(addr, "")
+	if err := th.Succeed(ctx, addr, ""); err != nil {
+		t.Fatal(err)
+	}
 	th.Release(addr)
 	if th.Wait(ctx, addr, "") != 0 || th.Wait(ctx, addr, "") != 0 {
 		t.Fatal("the places of a success and a release did not come back")
 	}
-	// All places in flight: the next attempt waits for one to end (a request whose
-	// context ends meanwhile is answered "retry in a second"), and is let through when
-	// one does.
-	if w := th.Wait(gone, addr, ""); w != time.Second {
-		t.Fatalf("all places in flight, the request gone: wait %v, want a second", w)
-	}
+	// All places in flight: the next attempt waits for one to end, and is let
+	// through when one does.
 	place := make(chan time.Duration, 1)
 	go func() { place <- th.Wait(ctx, addr, "") }()
-	th.Succeed(addr, "")
+	if err := th.Succeed(ctx, addr, ""); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case w := <-place:
 		if w != 0 {
@@ -101,40 +176,84 @@ func TestThrottleCountsAttemptsInFlight(t *testing.T) {
 		t.Fatal("a waiting attempt was not let through when a place came back")
 	}
 	// All fail: the address waits for the window.
-	for i := 0; i < ThrottlePerAddress; i++ {
-		th.Fail(addr, "")
+	for i := 0; i < store.ThrottlePerAddress; i++ {
+		fail(t, th, addr, "")
 	}
-	if w := th.Wait(ctx, addr, ""); w != ThrottleWindow {
-		t.Fatalf("after %d failures: wait %v, want %v", ThrottlePerAddress, w, ThrottleWindow)
+	if w := th.Wait(ctx, addr, ""); w != store.ThrottleWindow {
+		t.Fatalf("after %d failures: wait %v, want %v", store.ThrottlePerAddress, w, store.ThrottleWindow)
 	}
-	if n := len(th.pending); n != 0 {
-		t.Fatalf("%d pending entries left after every outcome", n)
+	if n := th.InFlight(addr); n != 0 {
+		t.Fatalf("%d attempts in flight left after every outcome", n)
 	}
 }
 
 // An attempt whose outcome is never reported (a panic between Wait and it) holds its
-// address's place for throttlePendingMax at most.
+// address's place for a minute at most.
 func TestThrottleAttemptInFlightExpires(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	th := newThrottle(func() time.Time { return now })
+	clock := newThrottleClock()
+	th := throttleDB(t, clock).Throttle()
 	const addr = "192.0.2.9:1"
-	for range ThrottlePerAddress {
+	for range store.ThrottlePerAddress {
 		if w := th.Wait(ctx, addr, ""); w != 0 {
 			t.Fatalf("wait %v", w)
 		}
 	}
-	gone, cancel := context.WithCancel(ctx)
-	cancel()
-	if w := th.Wait(gone, addr, ""); w != time.Second {
+	if w := th.Wait(shortly(t), addr, ""); w != time.Second {
 		t.Fatalf("every place held: wait %v, want a second", w)
 	}
-	now = now.Add(time.Duration(throttlePendingMax) + time.Second)
-	if w := th.Wait(gone, addr, ""); w != 0 {
-		t.Fatalf("places held past %v: wait %v, want 0", time.Duration(throttlePendingMax), w)
+	clock.Add(time.Minute + time.Second)
+	if w := th.Wait(ctx, addr, ""); w != 0 {
+		t.Fatalf("places held past a minute: wait %v, want 0", w)
 	}
-	if n := len(th.pending[ThrottleAddress(addr)]); n != 1 {
+	if n := th.InFlight(addr); n != 1 {
 		t.Fatalf("%d attempts in flight, want the new one only", n)
+	}
+}
+
+// TestThrottleSharedByProcesses: two handles on one database (two nodes) count
+// refusals together: an address refused through one is throttled on the other at
+// once, and so is a login's delay; a success on the other ends the delay for both.
+func TestThrottleSharedByProcesses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := newThrottleClock()
+	addr := testkit.NewAddress(t, "shared.db")
+	a := testkit.Open(t, addr, testkit.Options{Clock: clock.Now}).Throttle()
+	b := testkit.Open(t, addr, testkit.Options{Clock: clock.Now}).Throttle()
+	const guesser, owner = "192.0.2.1:1", "192.0.2.2:1"
+	for i := range store.ThrottleFreeLogin {
+		if w := a.Wait(ctx, guesser, "admin"); w != 0 {
+			t.Fatalf("refusal %d: wait %v on node A", i+1, w)
+		}
+		fail(t, a, guesser, "admin")
+	}
+	if w := b.Wait(ctx, guesser, "admin"); w != store.ThrottleBaseDelay {
+		t.Fatalf("after %d refusals on node A: node B waits %v, want %v", store.ThrottleFreeLogin, w, store.ThrottleBaseDelay)
+	}
+	b.Release(guesser)
+	if w := b.Wait(ctx, owner, "admin"); w != 0 {
+		t.Fatalf("an address never refused for the login waits %v on node B", w)
+	}
+	b.Release(owner)
+	// The success ends the delay of the login at the guesser's address, on both.
+	clock.Add(store.ThrottleBaseDelay)
+	if w := b.Wait(ctx, guesser, "admin"); w != 0 {
+		t.Fatalf("after the delay: wait %v on node B", w)
+	}
+	if err := b.Succeed(ctx, guesser, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	fail(t, a, guesser, "other")
+	if w := a.Wait(ctx, guesser, "admin"); w != 0 {
+		t.Fatalf("after a success on node B: node A waits %v for the login", w)
+	}
+	a.Release(guesser)
+	for range store.ThrottlePerAddress - store.ThrottleFreeLogin - 1 {
+		fail(t, b, guesser, "")
+	}
+	if w := a.Wait(ctx, guesser, ""); w <= 0 || w > store.ThrottleWindow {
+		t.Fatalf("after %d refusals on both nodes: wait %v on node A, want up to %v", store.ThrottlePerAddress, w, store.ThrottleWindow)
 	}
 }

@@ -4,16 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"dataservice/bootstrap"
 	"dataservice/internal/testkit"
 	"dataservice/rules"
 	"dataservice/store"
@@ -50,78 +48,50 @@ func benchData(i int) string {
 		i, i, i, i, i, i)
 }
 
-// benchFiles caches one database file per instance count for the whole run; each
-// benchmark iteration works on a copy.
-var benchFiles struct {
-	mu    sync.Mutex
-	dir   string
-	paths map[int]string
-}
-
-// benchDB returns the path of a bootstrapped database holding n item instances and
-// the bench pipeline.
+// benchDB returns the address of a template database (testkit.Template: a file on
+// SQLite, a database of the test cluster on PostgreSQL, made once per test binary)
+// that is bootstrapped and holds n item instances and the bench pipeline; each
+// benchmark iteration works on a copy of it (testkit.FromTemplate).
 func benchDB(b *testing.B, n int) string {
 	b.Helper()
-	benchFiles.mu.Lock()
-	defer benchFiles.mu.Unlock()
-	if p, ok := benchFiles.paths[n]; ok {
-		return p
-	}
-	if benchFiles.dir == "" {
-		dir, err := os.MkdirTemp("", "tasks-bench-")
-		if err != nil {
-			b.Fatal(err)
+	src, err := testkit.Template(fmt.Sprintf("tasks-bench-%d", n), func(db *store.DB) error {
+		testkit.Bootstrap(b, db, bootstrap.Options{})
+		mustLoad(b, db, benchSchema)
+		addPipeline(b, db, "bench", benchPipeline, "")
+		start := time.Now()
+		if err := insertBenchItems(b, db, "item", n); err != nil {
+			return err
 		}
-		benchFiles.dir, benchFiles.paths = dir, map[int]string{}
-	}
-	path := filepath.Join(benchFiles.dir, fmt.Sprintf("items-%d.db", n))
-	copyFile(b, newDBFile(b), path)
-	ctx := context.Background()
-	db, err := testkit.OpenStore(b, path, store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	mustLoad(b, db, benchSchema)
-	addPipeline(b, db, "bench", benchPipeline, "")
-	start := time.Now()
-	err = testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
-		const insert = `INSERT INTO instances(classname, keyname, displayname, is_enabled, data,
-			created_at, updated_at) VALUES('item', ?, '', 1, ?, ?, ?)`
-		for i := 0; i < n; i++ {
-			if err := m.Exec(ctx, insert, fmt.Sprintf("item-%07d", i), benchData(i), testkit.OldTime, testkit.OldTime); err != nil {
-				return err
-			}
-		}
+		b.Logf("built %d instances in %v", n, time.Since(start).Round(time.Millisecond))
 		return nil
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := db.Close(); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("built %d instances in %v", n, time.Since(start).Round(time.Millisecond))
-	benchFiles.paths[n] = path
-	return path
+	return src
 }
 
-func copyFile(tb testing.TB, src, dst string) {
-	tb.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		tb.Fatal(err)
+// insertBenchItems inserts n instances of class cls with benchData by SQL, in
+// transactions of 50,000, under ids above every id given out (both engines).
+func insertBenchItems(b *testing.B, db *store.DB, cls string, n int) error {
+	ctx := context.Background()
+	next := testkit.NextInstanceID(b, db)
+	const insert = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data,
+			created_at, updated_at) VALUES(?, ?, ?, '', 1, ?, ?, ?)`
+	for from := 0; from < n; from += 50_000 {
+		err := testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
+			for i := from; i < min(from+50_000, n); i++ {
+				if err := m.Exec(ctx, insert, next+int64(i), cls, fmt.Sprintf("item-%07d", i), benchData(i), testkit.OldTime, testkit.OldTime); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		tb.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		tb.Fatal(err)
-	}
+	return nil
 }
 
 // benchSizes are the instance counts: BENCH_N when set, else 100k (and 1M with BENCH_1M=1).
@@ -143,7 +113,10 @@ func benchSizes() []int {
 // and after documents, and the same checkpoint UPDATE per batch, in one write
 // transaction; "floor-dry": read in a read transaction, decode and apply the rules, then
 // the same checkpoint UPDATE in a write transaction of its own, as a dry run records
-// its progress).
+// its progress). On the PostgreSQL pass each iteration's database is made by CREATE
+// DATABASE … TEMPLATE from the built one, the floors' writes take the product's
+// advisory writer lock (they commit through the store), and the engine maintains the
+// pg_trgm index for product and floor alike; "real-without-index" drops that index.
 func BenchmarkPipeline(b *testing.B) {
 	const batch = 1000
 	for _, n := range benchSizes() {
@@ -164,8 +137,7 @@ func BenchmarkPipeline(b *testing.B) {
 				}
 				for i := 0; i < b.N; i++ {
 					b.StopTimer()
-					path := filepath.Join(b.TempDir(), "run.db")
-					copyFile(b, src, path)
+					path := testkit.FromTemplate(b, src)
 					db, err := testkit.OpenStore(b, path, store.Options{})
 					if err != nil {
 						b.Fatal(err)
@@ -178,9 +150,9 @@ func BenchmarkPipeline(b *testing.B) {
 						VALUES('floor', 'pipeline', 'running', '', 'floor')`)
 					if mode == "real-without-index" {
 						// The write cost of the search index, measured: without the triggers
-						// that feed it, writes cost what they cost before it.
-						testkit.ExecAll(b, db, "DROP TRIGGER instances_search_insert",
-							"DROP TRIGGER instances_search_delete", "DROP TRIGGER instances_search_update")
+						// that feed it (PostgreSQL: without the pg_trgm index), writes cost
+						// what they cost before it.
+						testkit.DropSearchIndex(b, db)
 					}
 					testkit.ResetPeakRSS()
 					c0, timing = cpuTime(), true
@@ -212,7 +184,9 @@ func BenchmarkPipeline(b *testing.B) {
 					stop()
 					peak = max(peak, testkit.PeakRSS())
 					db.Close()
-					os.Remove(path)
+					if !testkit.Postgres() {
+						os.Remove(path) // PostgreSQL: the kit drops the database when the benchmark ends
+					}
 				}
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "instances/s")
 				b.ReportMetric(peak, "peak-RSS-MB")

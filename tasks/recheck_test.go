@@ -55,7 +55,7 @@ func TestCredentialRecheckedBetweenBatches(t *testing.T) {
 				}
 				want = committed
 			}
-			if got := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'host' AND data LIKE '%X%'"); got != want {
+			if got := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'host' AND CAST(data AS TEXT) LIKE '%X%'"); got != want {
 				t.Fatalf("instances changed: %d, want %d", got, want)
 			}
 		})

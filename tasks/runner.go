@@ -88,10 +88,23 @@ func (r *Runner) work(ctx context.Context, only string) {
 // The lease it returns names this claim alone (the runner's id and a claim number):
 // when a worker's lease expires and another worker of the same runner takes the task
 // over, the first worker's next batch must find the lease no longer its own.
+//
+// The subquery picking the task ends with the table's SkipLocked: on PostgreSQL it
+// is FOR UPDATE SKIP LOCKED, so the picked row is locked until the claim commits and
+// a row another node's claim holds is passed over rather than waited for (without it,
+// a claim that waited would re-check the locked row, find it running and take
+// nothing although other tasks were queued). Every write transaction also takes the
+// store's global writer lock on PostgreSQL, so today two claims never overlap and
+// SKIP LOCKED passes over nothing; it keeps claims correct across nodes without
+// relying on that lock (a claim reads the row under its own row lock and never
+// blocks on a row another transaction holds). Leases and take-over are the same on
+// both engines: the lease column, not the row lock, says who holds a running task.
 func (r *Runner) claim(ctx context.Context, only string) (handle, lease string, err error) {
 	lease = r.id + "#" + strconv.FormatUint(r.claims.Add(1), 10)
 	// Leases are instants of the database's clock like every other time a row holds
-	// (in production it is the wall clock, which every process sharing the file reads).
+	// (in production it is the wall clock, which every process sharing the file reads;
+	// nodes sharing a PostgreSQL database each read their own host's, kept in step by
+	// NTP: docs/postgres.md).
 	ts := r.db.Now().UTC()
 	cond := "(status = 'queued' OR (status = 'running' AND lease_until < ?))"
 	args := []any{lease, leaseTime(ts.Add(r.o.Lease)), r.now(), leaseTime(ts)}
@@ -101,7 +114,7 @@ func (r *Runner) claim(ctx context.Context, only string) (handle, lease string, 
 		q += " AND handle = ?"
 		args = append(args, only)
 	}
-	q += " ORDER BY created_at, " + table.RowOrder(r.db) + " LIMIT 1) RETURNING handle"
+	q += " ORDER BY created_at, " + table.RowOrder(r.db) + " LIMIT 1" + table.SkipLocked(r.db) + ") RETURNING handle"
 	err = r.db.WithTx(ctx, func(tx *store.Tx) error {
 		return table.QueryRow(ctx, tx, q, args...).Scan(&handle)
 	})

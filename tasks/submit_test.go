@@ -23,7 +23,7 @@ func TestSubmitRejects(t *testing.T) {
 	testkit.ExecAll(t, db, `UPDATE instances SET is_enabled = 0 WHERE classname = '_pipeline' AND keyname = 'off'`)
 	// Stored content is validated on load, so invalid content can only come from an
 	// older release or a direct edit of the file.
-	testkit.ExecAll(t, db, `UPDATE instances SET data = json_set(data, '$.content', '- field_frobnicate: [x]')
+	testkit.ExecAll(t, db, `UPDATE instances SET data = '{"content":"- field_frobnicate: [x]"}'
 		WHERE classname = '_pipeline' AND keyname = 'broken'`)
 	mustLoad(t, db, `
 - classname: _permission

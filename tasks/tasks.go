@@ -342,6 +342,10 @@ const taskCols = `handle, kind, params, auth, owner_type, owner_id, status, prog
 
 // Get returns a task by handle.
 func (r *Runner) Get(ctx context.Context, handle string) (*Task, error) {
+	if strings.ContainsRune(handle, 0) {
+		// No handle holds a NUL, and PostgreSQL refuses one in a query's text.
+		return nil, model.Errorf(model.ENotFound, "task not found")
+	}
 	t, _, _, err := scanTask(table.ReadRow(ctx, r.db, "SELECT "+taskCols+" FROM tasks WHERE handle = ?", handle))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, model.Errorf(model.ENotFound, "task not found")
@@ -373,7 +377,9 @@ func (r *Runner) submittedBy(a *model.Auth) (string, []any) {
 	case SubmitterOf(a) == "system":
 		return "coalesce(" + field("kind") + ", 'system') = 'system'", nil
 	case a.Kind == model.AuthAPIKey && a.KeyID != 0:
-		return field("kind") + " = 'apikey' AND " + field("key_id") + " = ?", []any{a.KeyID}
+		// The key id is a JSON number: read as a number on every engine (one JSON
+		// access gives it as text), to compare with the integer argument.
+		return field("kind") + " = 'apikey' AND CAST(" + field("key_id") + " AS BIGINT) = ?", []any{a.KeyID}
 	}
 	return field("kind") + " = ? AND " + field("name") + " = ? AND " + field("key_id") + " IS NULL",
 		[]any{a.Kind, a.Name}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"database/sql"
+	"dataservice/internal/testkit"
 	"fmt"
 	"maps"
 	"net/url"
@@ -109,6 +110,7 @@ func shellEnv(env map[string]string) map[string]string {
 // running server, a shell without SERVICE_ADMIN_PASSWORD neither locks admin out of the
 // API nor writes LAST_START or a backup.
 func TestCommandsBesideARunningServerLeaveStartUpStateAlone(t *testing.T) {
+	testkit.SQLiteOnly(t, "the sentinel is written through a raw SQLite connection (ExecFile) beside the server")
 	t.Parallel()
 	env := secEnv(t)
 	s := startServe(t, env)
@@ -146,6 +148,7 @@ func TestCommandsBesideARunningServerLeaveStartUpStateAlone(t *testing.T) {
 // says so instead. A release candidate's re-run blocks do not count once its version
 // is stored.
 func TestCommandsRefuseADatabaseTheStartUpMustChange(t *testing.T) {
+	testkit.SQLiteOnly(t, "the states are made by editing the file through a raw SQLite connection (ExecFile)")
 	t.Parallel()
 	entry := writeFile(t, "e.yml", "- {classname: _schema, keyname: vm, ram: {dataformat: int}}\n")
 	commands := [][]string{{"user", "list"}, {"load", entry}, {"apikey", "create", "k", "--permissions", "p_data_access"},
@@ -357,6 +360,7 @@ const layout9 = "DROP TRIGGER instances_search_insert; DROP TRIGGER instances_se
 // migrate --status reports and writes nothing: an empty file stays empty, and a file
 // with table layout steps pending keeps its layout (it says the steps are pending).
 func TestMigrateStatusWritesNoFileAndNoLayout(t *testing.T) {
+	testkit.SQLiteOnly(t, "it checks that no file and no layout are written beside a missing or empty file")
 	t.Parallel()
 	env := testEnv(t)
 	path := env["SERVICE_DB"]

@@ -16,7 +16,7 @@ import (
 
 // copiedTables are the tables a copy must carry over, compared row by row.
 var copiedTables = []string{"registry", "configuration", "permissions", "schemas", "schema_fields", "instances",
-	"revisions", "sessions", "tasks", "schema_generation", "instance_counts", "instance_ids", "ipam_blocks"}
+	"revisions", "sessions", "tasks", "node_salt", "schema_generation", "instance_counts", "instance_ids", "ipam_blocks"}
 
 // dumpTables reads every row of copiedTables from the database at addr (any engine),
 // each row as text in a stable order, leaving out the engines' own row-order column.

@@ -128,6 +128,12 @@ func ExecFile(tb testing.TB, path string, stmts ...string) {
 	}
 }
 
+// NextInstanceIDSQL is, in a test's INSERT INTO instances on either engine, the id the
+// store would give a new instance: above every id ever given out (the high-water mark
+// of deleted ids, and every id in the table). PostgreSQL's instances take no id by
+// themselves, as SQLite's rowid does.
+const NextInstanceIDSQL = `(SELECT max(x) + 1 FROM (SELECT high AS x FROM instance_ids UNION ALL SELECT max(id) FROM instances) ids)`
+
 // Row is an instance tests insert by SQL.
 type Row struct {
 	Keyname     string
@@ -142,8 +148,7 @@ func InsertInstances(tb testing.TB, db *store.DB, cls string, rows []Row) {
 	tb.Helper()
 	ctx := context.Background()
 	const insert = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data,
-			created_at, updated_at) VALUES((SELECT max(high, coalesce((SELECT max(id) FROM instances), 0)) + 1
-			FROM instance_ids), ?, ?, ?, ?, ?, ?, ?)`
+			created_at, updated_at) VALUES(` + NextInstanceIDSQL + `, ?, ?, ?, ?, ?, ?, ?)`
 	err := Migrator(tb, db).Migrate(ctx, func(m *store.Migration) error {
 		for _, r := range rows {
 			data, err := json.Marshal(r.Data)

@@ -62,7 +62,9 @@ func (c *Console) loginPost(w http.ResponseWriter, r *http.Request, _ httprouter
 		return
 	}
 	refuse := func() {
-		throttle.Fail(addr, login)
+		if err := throttle.Fail(ctx, addr, login); err != nil {
+			c.log.Error("credential throttle", "error", err)
+		}
 		d.Error = "Wrong login or password, or the account is disabled."
 		c.render(w, r, nil, http.StatusUnauthorized, "login", "Sign in", d)
 	}
@@ -89,7 +91,9 @@ func (c *Console) loginPost(w http.ResponseWriter, r *http.Request, _ httprouter
 		refuse()
 		return
 	}
-	throttle.Succeed(addr, login)
+	if err := throttle.Succeed(ctx, addr, login); err != nil {
+		c.log.Error("credential throttle", "error", err)
+	}
 	lim := c.db.ConsoleSessionLimits(ctx)
 	token, _, err := c.db.CreateSession(ctx, u.ID, u.Keyname, addr, lim)
 	if err != nil {
