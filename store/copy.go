@@ -237,6 +237,12 @@ func copyTable(ctx context.Context, src, dst *Tx, table string) (CopiedTable, er
 	case slices.Contains(srcCols, copyRowOrder) || slices.Contains(dstCols, copyRowOrder):
 		order = src.db.dia.rowOrder
 	}
+	rebuild := func() error { return nil }
+	if dst.db.dia.deferIndexes != nil {
+		if rebuild, err = dst.db.dia.deferIndexes(ctx, dst, table); err != nil {
+			return CopiedTable{}, err
+		}
+	}
 	b := &copyBatcher{ctx: ctx, tx: dst, table: table, cols: cols}
 	ct, err := tableSum(ctx, src, table, cols, order, b.add)
 	if err != nil {
@@ -245,7 +251,7 @@ func copyTable(ctx context.Context, src, dst *Tx, table string) (CopiedTable, er
 	if err := b.flush(); err != nil {
 		return CopiedTable{}, err
 	}
-	return ct, nil
+	return ct, rebuild()
 }
 
 // copyBatcher collects rows and inserts them a batch at a time.

@@ -168,6 +168,10 @@ type dialect struct {
 	// holds, after Copy wrote rows with their ids; nil where the engine numbers new
 	// rows from the largest id (SQLite).
 	resetIdentities func(ctx context.Context, tx *Tx) error
+	// deferIndexes drops the indexes of table Copy is about to fill and returns the
+	// function re-creating them once it is filled (building an index at once costs
+	// less than row by row); nil where the engine gains nothing worth it.
+	deferIndexes func(ctx context.Context, tx *Tx, table string) (func() error, error)
 }
 
 // rowRunner runs a statement, or a query returning one row: a transaction's or a
