@@ -132,6 +132,26 @@ CREATE TABLE ipam_blocks (
 	block TEXT PRIMARY KEY,
 	n     BIGINT NOT NULL
 );
+-- The triggers append +1/-1 here and every store write transaction folds them into
+-- the counts as it commits (the dialect's beforeCommit): updating one counter row per
+-- written instance would leave a chain of row versions that each later update of the
+-- same transaction walks (4,000 inserts took 13 times as long as 1,000).
+CREATE TABLE instance_count_deltas (
+	classname TEXT NOT NULL,
+	n         BIGINT NOT NULL
+);
+CREATE INDEX instance_count_deltas_class ON instance_count_deltas(classname);
+CREATE TABLE ipam_block_deltas (
+	block TEXT NOT NULL,
+	n     BIGINT NOT NULL
+);
+CREATE INDEX ipam_block_deltas_block ON ipam_block_deltas(block);
+-- Deleted ids above the high-water mark, folded into instance_ids.high at commit the
+-- same way (a bulk delete in id order would otherwise update that one row per id).
+CREATE TABLE instance_id_deletes (
+	id BIGINT NOT NULL
+);
+CREATE INDEX instance_id_deletes_id ON instance_id_deletes(id);
 INSERT INTO permissions(keyname, displayname, description, is_builtin)
 	VALUES('p_pipeline_admin', 'Pipeline admin', 'Create, update, enable, disable and delete pipelines (_pipeline)', 1);
 
@@ -141,36 +161,37 @@ CREATE FUNCTION dataservice_ipam_block(cls text, key text) RETURNS text
 $$;
 CREATE FUNCTION dataservice_instances_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	IF NEW.id <= (SELECT high FROM instance_ids) THEN
+	IF NEW.id <= (SELECT greatest(high, coalesce((SELECT max(id) FROM instance_id_deletes), 0)) FROM instance_ids) THEN
 		RAISE EXCEPTION 'instance id reused';
 	END IF;
-	INSERT INTO instance_counts(classname, n) VALUES(NEW.classname, 1)
-		ON CONFLICT(classname) DO UPDATE SET n = instance_counts.n + 1;
+	INSERT INTO instance_count_deltas(classname, n) VALUES(NEW.classname, 1);
 	IF dataservice_ipam_block(NEW.classname, NEW.keyname) IS NOT NULL THEN
-		INSERT INTO ipam_blocks(block, n) VALUES(dataservice_ipam_block(NEW.classname, NEW.keyname), 1)
-			ON CONFLICT(block) DO UPDATE SET n = ipam_blocks.n + 1;
+		INSERT INTO ipam_block_deltas(block, n) VALUES(dataservice_ipam_block(NEW.classname, NEW.keyname), 1);
 	END IF;
 	RETURN NULL;
 END $$;
 CREATE FUNCTION dataservice_instances_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	UPDATE instance_counts SET n = n - 1 WHERE classname = OLD.classname;
-	UPDATE instance_ids SET high = OLD.id WHERE high < OLD.id;
-	UPDATE ipam_blocks SET n = n - 1 WHERE block = dataservice_ipam_block(OLD.classname, OLD.keyname);
+	INSERT INTO instance_count_deltas(classname, n) VALUES(OLD.classname, -1);
+	IF OLD.id > (SELECT high FROM instance_ids) THEN
+		INSERT INTO instance_id_deletes(id) VALUES(OLD.id);
+	END IF;
+	IF dataservice_ipam_block(OLD.classname, OLD.keyname) IS NOT NULL THEN
+		INSERT INTO ipam_block_deltas(block, n) VALUES(dataservice_ipam_block(OLD.classname, OLD.keyname), -1);
+	END IF;
 	RETURN NULL;
 END $$;
 CREATE FUNCTION dataservice_instances_update() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
 	IF NEW.classname <> OLD.classname THEN
-		UPDATE instance_counts SET n = n - 1 WHERE classname = OLD.classname;
-		INSERT INTO instance_counts(classname, n) VALUES(NEW.classname, 1)
-			ON CONFLICT(classname) DO UPDATE SET n = instance_counts.n + 1;
+		INSERT INTO instance_count_deltas(classname, n) VALUES(OLD.classname, -1), (NEW.classname, 1);
 	END IF;
 	IF dataservice_ipam_block(OLD.classname, OLD.keyname) IS DISTINCT FROM dataservice_ipam_block(NEW.classname, NEW.keyname) THEN
-		UPDATE ipam_blocks SET n = n - 1 WHERE block = dataservice_ipam_block(OLD.classname, OLD.keyname);
+		IF dataservice_ipam_block(OLD.classname, OLD.keyname) IS NOT NULL THEN
+			INSERT INTO ipam_block_deltas(block, n) VALUES(dataservice_ipam_block(OLD.classname, OLD.keyname), -1);
+		END IF;
 		IF dataservice_ipam_block(NEW.classname, NEW.keyname) IS NOT NULL THEN
-			INSERT INTO ipam_blocks(block, n) VALUES(dataservice_ipam_block(NEW.classname, NEW.keyname), 1)
-				ON CONFLICT(block) DO UPDATE SET n = ipam_blocks.n + 1;
+			INSERT INTO ipam_block_deltas(block, n) VALUES(dataservice_ipam_block(NEW.classname, NEW.keyname), 1);
 		END IF;
 	END IF;
 	RETURN NULL;
@@ -225,7 +246,8 @@ CREATE INDEX throttle_last ON throttle(kind, last);
 
 // postgresNextInstanceID is the id a new instance takes: above every id ever given
 // out. Write transactions hold the writer lock, so two never take the same.
-const postgresNextInstanceID = `(SELECT greatest(high, coalesce((SELECT max(id) FROM instances), 0)) + 1 FROM instance_ids)`
+const postgresNextInstanceID = `(SELECT greatest(high, coalesce((SELECT max(id) FROM instances), 0),
+	coalesce((SELECT max(id) FROM instance_id_deletes), 0)) + 1 FROM instance_ids)`
 
 // postgresInsertInstance inserts an instance under a new id (postgresNextInstanceID).
 const postgresInsertInstance = `INSERT INTO instances(id, classname, keyname, displayname, is_enabled, data, created_at, updated_at)

@@ -351,11 +351,12 @@ func TestLoadPipelineRefusesADisabledPipelineAsTheAPIDoes(t *testing.T) {
 }
 
 // layout9 turns a current file into one at store layout 9, as that release made it:
-// without the search index that layout 10 adds and the nodes tables of layout 11 (a file claiming an older layout but
+// without the search index that layout 10 adds, the nodes tables of layout 11 and the
+// throttle table of layout 12 (a file claiming an older layout but
 // holding later objects is refused as foreign, see restore_schema_test.go).
 const layout9 = "DROP TRIGGER instances_search_insert; DROP TRIGGER instances_search_delete; " +
 	"DROP TRIGGER instances_search_update; DROP TABLE instances_search_dirty; DROP TABLE instances_search; " +
-	"DROP TABLE nodes; DROP TABLE node_salt; PRAGMA user_version = 9"
+	"DROP TABLE nodes; DROP TABLE node_salt; DROP TABLE throttle; PRAGMA user_version = 9"
 
 // migrate --status reports and writes nothing: an empty file stays empty, and a file
 // with table layout steps pending keeps its layout (it says the steps are pending).
