@@ -28,6 +28,7 @@ func scheduledFiles(t *testing.T, dbPath string) []string {
 }
 
 func TestScheduledBackupIntervalKeepAndNaming(t *testing.T) {
+	testkit.SQLiteOnly(t, "scheduled backups are copies beside the file; they are off on PostgreSQL")
 	t.Parallel()
 	db, rec := migratedDB(t)
 	ctx := context.Background()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -72,17 +74,24 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 	if present && dbv > s.o.Version {
 		s.log.Warn("stored data is newer than this code", "db_version", dbv, "service_version", s.o.Version)
 	}
-	if present && stored != s.o.Version && s.o.Backup && !s.db.IsFile() {
-		// No file to copy beside: PostgreSQL's backups are pg_dump's, taken by the
-		// operator (or `dataservice backup`) before an upgrade.
-		s.log.Warn("backup before migrating skipped: the database is PostgreSQL; take a pg_dump (or `dataservice backup FILE`) before upgrading",
-			"db", s.db.Path(), "db_version", stored)
-	} else if present && stored != s.o.Version && s.o.Backup {
-		dest := backupName(s.db.Path(), stored, s.db.Now(), ".bak")
-		if err := s.db.Backup(ctx, dest); err != nil {
-			return s.failed(ctx, "backup", err)
+	if present && stored != s.o.Version && s.o.Backup {
+		// Beside the file on SQLite; on PostgreSQL a pg_dump archive in the process's
+		// working directory, named after the database (no file to write beside).
+		base := s.db.Path()
+		if !s.db.IsFile() {
+			base = postgresBackupBase(s.db.Path())
 		}
-		s.log.Info("backup before migrating", "file", dest)
+		dest := backupName(base, stored, s.db.Now(), ".bak")
+		err := s.db.Backup(ctx, dest)
+		switch {
+		case errors.Is(err, store.ErrToolMissing):
+			s.log.Warn("backup before migrating skipped: pg_dump is not installed; take a backup with the operator's recipe (docs/postgres.md) before upgrading",
+				"db", s.db.Path(), "db_version", stored, "error", err)
+		case err != nil:
+			return s.failed(ctx, "backup", err)
+		default:
+			s.log.Info("backup before migrating", "file", dest)
+		}
 	}
 	for _, b := range blocks {
 		cur, err := s.db.Registry(ctx, store.RegDBVersion)
@@ -263,4 +272,14 @@ func (s *starter) refuse(ctx context.Context, dbv string) error {
 	s.log.Log(ctx, LevelCritical, "upgrade through a 4.0.x or 4.1.x release first, then start this release again")
 	s.o.Sleep(ctx, 10*time.Second)
 	return ErrRefused
+}
+
+// postgresBackupBase is the name the backups of the PostgreSQL database at the
+// (redacted) URL addr start with: its database name, in the working directory.
+func postgresBackupBase(addr string) string {
+	name := "dataservice"
+	if u, err := url.Parse(addr); err == nil && strings.Trim(u.Path, "/") != "" {
+		name = filepath.Base(strings.Trim(u.Path, "/"))
+	}
+	return name
 }

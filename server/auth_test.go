@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"dataservice/internal/testkit"
 )
 
 // TestAuthRefused: every credential that is not good is a 401 with the same message,
@@ -64,7 +66,7 @@ func TestAuthRefused(t *testing.T) {
 	})
 	t.Run("refused keys keep last_used unset", func(t *testing.T) {
 		for _, k := range []string{"good", "off", "old", "far"} {
-			if got := e.queryString(`SELECT COALESCE(json_extract(data, '$.last_used'), 'unset') FROM instances
+			if got := e.queryString(`SELECT COALESCE(data ->> 'last_used', 'unset') FROM instances
 				WHERE classname = '_apikey' AND keyname = ?`, k); got != "unset" {
 				t.Fatalf("key %s: last_used = %q after refused requests, want unset", k, got)
 			}
@@ -114,7 +116,7 @@ func TestAuthSecretForms(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{NoRunner: true})
 	plain := e.key("plain", keySpec{perms: []string{"p_data_access"}, plain: true})
-	stored := e.queryString(`SELECT json_extract(data, '$.secret') FROM instances WHERE classname = '_apikey' AND keyname = 'plain'`)
+	stored := e.queryString(`SELECT data ->> 'secret' FROM instances WHERE classname = '_apikey' AND keyname = 'plain'`)
 	if !strings.HasPrefix(stored, "$argon2id$v=19$") {
 		t.Fatalf("stored secret = %q, want an argon2id hash", stored)
 	}
@@ -127,7 +129,7 @@ func TestAuthSecretForms(t *testing.T) {
 
 	hash := sha256Hash([]byte{0x01, 0x02, 0xfe}, "legacy-secret")
 	e.load(`[{classname: _apikey, keyname: legacy, permissions: [p_data_access], secret: '` + hash + `'}]`)
-	if got := e.queryString(`SELECT json_extract(data, '$.secret') FROM instances WHERE classname = '_apikey' AND keyname = 'legacy'`); got != hash {
+	if got := e.queryString(`SELECT data ->> 'secret' FROM instances WHERE classname = '_apikey' AND keyname = 'legacy'`); got != hash {
 		t.Fatalf("stored secret = %q, want the given hash %q", got, hash)
 	}
 	t.Run("sha256 secret verifies", func(t *testing.T) {
@@ -187,7 +189,7 @@ func TestAuthLastUsed(t *testing.T) {
 	c := e.key("busy", keySpec{perms: []string{"p_data_access"}})
 	other := e.key("other", keySpec{perms: []string{"p_data_access"}})
 	lastUsed := func(k string) string {
-		return e.queryString(`SELECT COALESCE(json_extract(data, '$.last_used'), 'unset') FROM instances
+		return e.queryString(`SELECT COALESCE(data ->> 'last_used', 'unset') FROM instances
 			WHERE classname = '_apikey' AND keyname = ?`, k)
 	}
 	if got, want := lastUsed("busy"), "unset"; got != want {
@@ -199,8 +201,7 @@ func TestAuthLastUsed(t *testing.T) {
 		t.Fatalf("last_used = %q after use: %v", first, err)
 	}
 	// A marker shows whether the next request writes again.
-	e.exec(`UPDATE instances SET data = json_set(data, '$.last_used', '2001-01-01T00:00:00')
-		WHERE classname = '_apikey' AND keyname = 'busy'`)
+	testkit.SetDataField(t, e.db, "_apikey", "busy", "last_used", "2001-01-01T00:00:00")
 	object(t, e.get("/api/version/", c), 200)
 	object(t, e.get("/api/pipelines/", c), 200)
 	if got, want := lastUsed("busy"), "2001-01-01T00:00:00"; got != want {

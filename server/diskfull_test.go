@@ -17,6 +17,8 @@ import (
 // "internal error"), and nothing is loaded. Once space is freed the same body loads.
 // The disk is a small filesystem made for the test.
 func TestLoadBodySpoolOnAFullDisk(t *testing.T) {
+	testkit.SQLiteOnly(t, "bodies are spooled beside the database file, on the small filesystem that holds it; "+
+		"with PostgreSQL they go to the system's temporary directory and the database's disk is the server's")
 	t.Parallel()
 	dir := testkit.SmallFS(t, 16<<20)
 	e := newEnv(t, envOptions{NoRunner: true, Dir: dir})

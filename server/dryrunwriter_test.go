@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +18,7 @@ import (
 // TestDryRunLoadDoesNotHoldWriter: a dry-run load of 50,000 entries over HTTP, held
 // mid-run by a test hook, lets a small real load over HTTP commit (a dry run takes no
 // writer), writes nothing, and reports what the real load of the same entries reports
-// on a copy of the file (its later entries update and reference instances its earlier
+// afterwards on the same database (its later entries update and reference instances its earlier
 // entries create). Nothing here depends on the machine's speed.
 func TestDryRunLoadDoesNotHoldWriter(t *testing.T) {
 	t.Parallel()
@@ -45,10 +44,6 @@ func TestDryRunLoadDoesNotHoldWriter(t *testing.T) {
 	}
 	body, err := json.Marshal(entries)
 	if err != nil {
-		t.Fatal(err)
-	}
-	copyPath := filepath.Join(t.TempDir(), "copy.db")
-	if err := e.db.Backup(context.Background(), copyPath); err != nil {
 		t.Fatal(err)
 	}
 
@@ -108,15 +103,16 @@ func TestDryRunLoadDoesNotHoldWriter(t *testing.T) {
 		t.Fatalf("the dry run wrote: %+v", dry)
 	}
 
-	copyDB := testkit.Open(t, copyPath, testkit.Options{})
+	// The real load of the same entries, now, on the same database: the probes it
+	// holds since are other keys.
 	list := testkit.Parse(t, string(body))
-	real, err := copyDB.Load(context.Background(), list, store.LoadOptions{})
+	real, err := e.db.Load(context.Background(), list, store.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := fmt.Sprintf("created=%d updated=%d unchanged=%d errors=%d", dry.Created, dry.Updated, dry.Unchanged, dry.Errors)
 	want := fmt.Sprintf("created=%d updated=%d unchanged=%d errors=%d", real.Created, real.Updated, real.Unchanged, real.Errors)
 	if got != want || real.Created != half || real.Updated != half/2 || real.Unchanged != half/2 {
-		t.Fatalf("dry run: %s\nreal run on a copy: %s (want created=%d updated=%d unchanged=%d)", got, want, half, half/2, half/2)
+		t.Fatalf("dry run: %s\nreal run: %s (want created=%d updated=%d unchanged=%d)", got, want, half, half/2, half/2)
 	}
 }

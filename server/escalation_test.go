@@ -19,7 +19,7 @@ func (e *loadEnv) refusedEntry(t *testing.T, c cred, path, body string) {
 func TestEscalationPaths(t *testing.T) {
 	t.Parallel()
 	e := newLoadEnv(t, envOptions{NoRunner: true})
-	adminHash := e.queryString("SELECT json_extract(data, '$.password') FROM instances WHERE classname = '_user' AND keyname = 'admin'")
+	adminHash := e.queryString("SELECT data ->> 'password' FROM instances WHERE classname = '_user' AND keyname = 'admin'")
 
 	t.Run("p_data_admin cannot create an admin API key and read /api/conf/", func(t *testing.T) {
 		da := e.key("esc_data_admin", keySpec{perms: []string{"p_api_load", "p_data_admin"}})
@@ -52,7 +52,7 @@ func TestEscalationPaths(t *testing.T) {
 		e.refusedEntry(t, ui, "/api/load/?action=disable", `[{"classname": "_user", "keyname": "admin"}]`)
 		e.refusedEntry(t, ui, "/api/load/", `[{"classname": "_user", "keyname": "admin", "_action": "update", "is_enabled": false}]`)
 	})
-	if got := e.queryString("SELECT json_extract(data, '$.password') || is_enabled FROM instances WHERE classname = '_user' AND keyname = 'admin'"); got != adminHash+"1" {
+	if got := e.queryString("SELECT (data ->> 'password') || is_enabled FROM instances WHERE classname = '_user' AND keyname = 'admin'"); got != adminHash+"1" {
 		t.Fatalf("admin account changed: %s", got)
 	}
 	t.Run("p_user_import writes roles and users within its own permissions", func(t *testing.T) {

@@ -1079,7 +1079,9 @@ func TestHostileInput(t *testing.T) {
 		// connection cached when it last read the index, so on a pooled reader that
 		// searched before later writes it reports a checksum mismatch or a missing blob
 		// in a sound file (see TestSearchIndexFreshOnPooledReaders).
-		testkit.CheckSearchIndex(t, e.db.Path(), "after the hostile requests") // integrity_check included
+		if e.db.IsFile() { // SQLite's FTS5 index; PostgreSQL's engine maintains its own
+			testkit.CheckSearchIndex(t, e.db.Path(), "after the hostile requests") // integrity_check included
+		}
 	})
 	all := map[int]int{}
 	routes := map[string]map[int]int{}

@@ -47,7 +47,7 @@ func (r loadResult) counts() string {
 // fieldOf reads one stored field value of an instance as text ("" when missing).
 func (e *env) fieldOf(cls, key, field string) string {
 	e.t.Helper()
-	return e.queryString(`SELECT COALESCE(json_extract(data, '$.'||?), '') FROM instances WHERE classname = ? AND keyname = ?`,
+	return e.queryString(`SELECT COALESCE(data ->> CAST(? AS TEXT), '') FROM instances WHERE classname = ? AND keyname = ?`,
 		field, cls, key)
 }
 

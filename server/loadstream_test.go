@@ -3,7 +3,6 @@ package server_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,11 +71,8 @@ func TestLoadStreamRefusalsChangeNothing(t *testing.T) {
 	if res.Deleted != items || !res.DryRun || count() != fmt.Sprint(items) {
 		t.Fatalf("dry-run delete: %+v, %s stored", res, count())
 	}
-	left, err := filepath.Glob(filepath.Join(filepath.Dir(e.db.Path()), ".dataservice-load-*"))
+	left, err := filepath.Glob(filepath.Join(e.db.TempDir(), ".dataservice-load-*"))
 	if err != nil || len(left) != 0 {
-		t.Fatalf("temporary files left beside the database: %v %v", left, err)
-	}
-	if _, err := os.Stat(e.db.Path()); err != nil {
-		t.Fatal(err)
+		t.Fatalf("temporary files left where bodies are spooled: %v %v", left, err)
 	}
 }

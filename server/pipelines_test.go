@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"dataservice/internal/testkit"
 )
 
 // pipelineData adds pipelines beside the built-in bulk_delete_disabled.
@@ -100,8 +102,7 @@ func decodeRun(t *testing.T, r reply) runReply {
 func TestPipelineRunCheckOrder(t *testing.T) {
 	t.Parallel()
 	e := newRunEnv(t, envOptions{NoRunner: true})
-	e.exec(`UPDATE instances SET data = json_set(data, '$.content', '- no_such_rule: [x]')
-		WHERE classname = '_pipeline' AND keyname = 'broken'`)
+	testkit.SetDataField(t, e.db, "_pipeline", "broken", "content", "- no_such_rule: [x]")
 	badCred := bearer("runner", "wrong")
 	cases := []struct {
 		name   string
@@ -437,7 +438,7 @@ func TestPipelineList(t *testing.T) {
 		if got, want := body.Count.String(), strconv.Itoa(len(body.Pipelines)); got != want {
 			t.Fatalf("count = %s, want len(pipelines) = %s", got, want)
 		}
-		rows, err := e.db.Reader().QueryContext(context.Background(), `SELECT id, keyname, COALESCE(json_extract(data, '$.run_permission'), '')
+		rows, err := e.db.Reader().QueryContext(context.Background(), `SELECT id, keyname, COALESCE(data ->> 'run_permission', '')
 			FROM instances WHERE classname = '_pipeline' ORDER BY id`)
 		if err != nil {
 			t.Fatal(err)

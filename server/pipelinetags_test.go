@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"dataservice/rules"
+
+	"dataservice/internal/testkit"
 )
 
 // TestPipelineTagsRefused: an unquoted `!is_prod` gate is a YAML tag, which YAML
@@ -54,8 +56,7 @@ func TestPipelineTagsRefused(t *testing.T) {
 	}
 	// Tagged content already in the database (written before the check) is refused
 	// when it would run.
-	e.exec("UPDATE instances SET data = json_set(data, '$.content', ?) WHERE classname = '_pipeline' AND keyname = 'upper'",
-		"- set_condition: [c, exists, hostname]\n- field_upper: [!c, hostname]\n")
+	testkit.SetDataField(t, e.db, "_pipeline", "upper", "content", "- set_condition: [c, exists, hostname]\n- field_upper: [!c, hostname]\n")
 	wantError(t, e.post("/api/pipelines/upper/?schema=server", e.run, nil), 400,
 		`pipeline upper: invalid content: rule 2: line 2: YAML tag "!c," is not allowed: quote the condition, e.g. '!c'`)
 	wantError(t, e.post("/api/load/?pipeline=upper", e.loader, []byte(`[{"classname": "server", "keyname": "n1"}]`)), 400,

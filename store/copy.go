@@ -35,6 +35,12 @@ var (
 	copyLast  = []string{"schema_generation", "instance_counts", "instance_ids", "ipam_blocks"}
 )
 
+// copySkip are the tables Copy leaves out: nodes records the processes serving the
+// source (their heartbeats and versions), which do not serve the target; copied, a
+// recent heartbeat would make the target's first node wait for or refuse a node that
+// is not there.
+var copySkip = []string{"nodes"}
+
 // copyRowOrder is the column an engine keeps a table's insertion order in where the
 // table has no id (the task queue): not copied, as the target numbers the rows
 // again in the order they are inserted, which is the source's order.
@@ -126,7 +132,7 @@ func copyTables() []string {
 	}
 	var middle []string
 	for name, n := range inAll {
-		if n == len(dialects) && name != "layout_version" && !slices.Contains(copyFirst, name) && !slices.Contains(copyLast, name) {
+		if n == len(dialects) && name != "layout_version" && !slices.Contains(copySkip, name) && !slices.Contains(copyFirst, name) && !slices.Contains(copyLast, name) {
 			middle = append(middle, name)
 		}
 	}
@@ -220,6 +226,13 @@ func copyTable(ctx context.Context, src, dst *Tx, table string) (CopiedTable, er
 	if _, err := dst.execContext(ctx, "DELETE FROM "+table); err != nil {
 		return CopiedTable{}, fmt.Errorf("clear the target's rows: %w", err)
 	}
+	if deltas, ok := dst.db.dia.countDeltas[table]; ok {
+		// What the triggers noted while the instances were copied: the source's
+		// counts replace it.
+		if _, err := dst.execContext(ctx, "DELETE FROM "+deltas); err != nil {
+			return CopiedTable{}, fmt.Errorf("clear the target's rows: %w", err)
+		}
+	}
 	// Ids in order, so an engine numbering new rows past the last id keeps doing so;
 	// a table without one in the source's insertion order (the queue's order).
 	order := ""
@@ -231,6 +244,12 @@ func copyTable(ctx context.Context, src, dst *Tx, table string) (CopiedTable, er
 	case slices.Contains(srcCols, copyRowOrder) || slices.Contains(dstCols, copyRowOrder):
 		order = src.db.dia.rowOrder
 	}
+	rebuild := func() error { return nil }
+	if dst.db.dia.deferIndexes != nil {
+		if rebuild, err = dst.db.dia.deferIndexes(ctx, dst, table); err != nil {
+			return CopiedTable{}, err
+		}
+	}
 	b := &copyBatcher{ctx: ctx, tx: dst, table: table, cols: cols}
 	ct, err := tableSum(ctx, src, table, cols, order, b.add)
 	if err != nil {
@@ -239,7 +258,7 @@ func copyTable(ctx context.Context, src, dst *Tx, table string) (CopiedTable, er
 	if err := b.flush(); err != nil {
 		return CopiedTable{}, err
 	}
-	return ct, nil
+	return ct, rebuild()
 }
 
 // copyBatcher collects rows and inserts them a batch at a time.

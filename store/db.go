@@ -433,6 +433,11 @@ func (tx *Tx) commit() error {
 		if err := reindexDirty(tx.began, tx.conn()); err != nil {
 			return err
 		}
+		for _, q := range tx.db.dia.beforeCommit {
+			if _, err := tx.execContext(tx.began, q); err != nil {
+				return fmt.Errorf("fold counts: %w", err)
+			}
+		}
 	}
 	err := tx.sqlTx.Commit()
 	tx.db.commits.Add(1)
@@ -565,7 +570,12 @@ func (db *DB) WithTxAs(ctx context.Context, rev Revisions, fn func(tx *Tx) error
 // backup: VACUUM INTO for SQLite). The copy
 // is written under a temporary name beside dest (`<dest>.*.partial`) and renamed when
 // complete: a crash mid-copy must not leave a truncated file under a backup's name.
+//
+// On PostgreSQL it is pg_dump's archive (DumpPostgres).
 func (db *DB) Backup(ctx context.Context, dest string) error {
+	if !db.IsFile() {
+		return DumpPostgres(ctx, db, dest)
+	}
 	if _, err := os.Stat(dest); err == nil {
 		return model.Errorf(model.EConflict, "backup %s: file exists", dest)
 	}

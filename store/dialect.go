@@ -72,6 +72,10 @@ type dialect struct {
 	// refused at once (try again shortly); isDiskFull a write refused for lack of
 	// space. Each classifies by the engine's error codes, never by message text.
 	isUnique, isBusy, isDiskFull func(error) bool
+	// isBadText reports text the engine refused to store or compare: a character
+	// it cannot hold (PostgreSQL's text holds no NUL). Such input is the caller's
+	// error, not the service's.
+	isBadText func(error) bool
 
 	// insertID runs an INSERT of one row and returns the row's id, with inserted
 	// false when the statement wrote no row (ON CONFLICT DO NOTHING).
@@ -121,6 +125,19 @@ type dialect struct {
 	// the aggregate max).
 	greatest func(a, b string) string
 
+	// countInstances reads the maintained number of instances of a class (arg: the
+	// class; no row or NULL: none); countBlocks the sum of the maintained address
+	// counts of the /16 blocks from `?` to `?`. beforeCommit are the statements a
+	// write transaction runs last, folding what the engine's triggers noted during it
+	// into the maintained counts (none where the triggers keep the counts
+	// themselves).
+	countInstances, countBlocks string
+	beforeCommit                []string
+	// countDeltas names, for a maintained table, the table its triggers note changes
+	// in until beforeCommit folds them: a copy that replaces the maintained table's
+	// rows clears those notes too.
+	countDeltas map[string]string
+
 	// Full-text search (search.go, searchindex.go). searchDirty reads whether
 	// written rows wait for the index; reindexAll are the statements bringing the
 	// index up to date with every listed row, the last of them flushing the index;
@@ -164,6 +181,10 @@ type dialect struct {
 	// holds, after Copy wrote rows with their ids; nil where the engine numbers new
 	// rows from the largest id (SQLite).
 	resetIdentities func(ctx context.Context, tx *Tx) error
+	// deferIndexes drops the indexes of table Copy is about to fill and returns the
+	// function re-creating them once it is filled (building an index at once costs
+	// less than row by row); nil where the engine gains nothing worth it.
+	deferIndexes func(ctx context.Context, tx *Tx, table string) (func() error, error)
 }
 
 // rowRunner runs a statement, or a query returning one row: a transaction's or a
@@ -191,6 +212,11 @@ func isBusy(err error) bool {
 // code or the system's ENOSPC.
 func isDiskFull(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || anyDialect(err, func(d *dialect) func(error) bool { return d.isDiskFull })
+}
+
+// isBadText reports text the engine cannot hold (a NUL character on PostgreSQL).
+func isBadText(err error) bool {
+	return anyDialect(err, func(d *dialect) func(error) bool { return d.isBadText })
 }
 
 func anyDialect(err error, test func(*dialect) func(error) bool) bool {

@@ -29,6 +29,8 @@ var sqliteDialect = &dialect{
 	isUnique:   sqliteIsUnique,
 	isBusy:     sqliteIsBusy,
 	isDiskFull: sqliteIsDiskFull,
+	// SQLite stores any text, NUL characters included.
+	isBadText: func(error) bool { return false },
 
 	insertID:       sqliteInsertID,
 	convertKeyname: "UPDATE OR IGNORE instances SET keyname = ?, displayname = ?, updated_at = ? WHERE id = ?",
@@ -50,6 +52,13 @@ var sqliteDialect = &dialect{
 	rowOrder: "rowid",
 	// SQLite's max with two arguments is the scalar one.
 	greatest: func(a, b string) string { return "max(" + a + ", " + b + ")" },
+
+	// The layout's triggers keep the counts in the rows themselves: SQLite writes a
+	// row's new version in place, whatever the number of updates in a transaction.
+	countInstances: "SELECT n FROM instance_counts WHERE classname = ?",
+	countBlocks:    "SELECT coalesce(sum(n), 0) FROM ipam_blocks WHERE block >= ? AND block <= ?",
+	beforeCommit:   []string{},
+	countDeltas:    map[string]string{},
 
 	searchDirty: SearchDirtyCheck,
 	reindexAll:  SearchReindex,

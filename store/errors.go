@@ -17,6 +17,9 @@ func ErrorCode(err error) string {
 	if isDiskFull(err) {
 		return model.EDiskFull
 	}
+	if isBadText(err) {
+		return model.EInvalid
+	}
 	return model.EInternal
 }
 
@@ -29,8 +32,14 @@ func ErrorMessage(err error) string {
 	if isDiskFull(err) {
 		return model.DiskFullError("the database", err).Error()
 	}
+	if isBadText(err) {
+		return badTextMessage
+	}
 	return "internal error"
 }
 
 // IsNotFound reports whether err is a not-found error.
 func IsNotFound(err error) bool { return ErrorCode(err) == model.ENotFound }
+
+// badTextMessage is the message of text the engine cannot hold.
+const badTextMessage = "text holds a character the database cannot store (a NUL character)"

@@ -59,6 +59,11 @@ func notFoundInstance(cls, key string, err error) error {
 // Instance reads one instance through the read pool.
 // The first read of a request scope also reads the generation counter.
 func (db *DB) Instance(ctx context.Context, cls, key string) (*Instance, error) {
+	if strings.ContainsRune(cls, 0) || strings.ContainsRune(key, 0) {
+		// No stored name holds a NUL, and PostgreSQL refuses one in a query's text:
+		// not found, on both engines, rather than an engine error.
+		return nil, notFoundInstance(cls, key, sql.ErrNoRows)
+	}
 	if in, ok, err := db.prefetchedInstance(ctx, cls, key); ok {
 		return in, err
 	}
@@ -161,7 +166,7 @@ func eachInstance(next func(after int64) ([]*Instance, error), fn func(*Instance
 // (table instance_counts), so it costs one lookup whatever the number.
 func (db *DB) CountInstances(ctx context.Context, cls string) (int, error) {
 	var n int
-	err := db.rqueryRow(ctx, "SELECT n FROM instance_counts WHERE classname = ?", cls).Scan(&n)
+	err := db.rqueryRow(ctx, db.dia.countInstances, cls).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}

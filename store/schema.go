@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"dataservice/internal/clip"
 	"dataservice/store/model"
@@ -15,10 +16,15 @@ func loadSchema(ctx context.Context, q querier, name string) (*model.Schema, err
 	s := &model.Schema{}
 	var opts string
 	var pr, pc, pu, pd, pa sql.NullString
-	err := q.queryRowContext(ctx, `SELECT id, keyname, displayname, description, keyname_mode, is_enabled,
+	err := sql.ErrNoRows
+	// No stored name holds a NUL, and PostgreSQL refuses one in a query: not found on
+	// both engines, rather than an engine error.
+	if !strings.ContainsRune(name, 0) {
+		err = q.queryRowContext(ctx, `SELECT id, keyname, displayname, description, keyname_mode, is_enabled,
 		is_builtin, p_read, p_create, p_update, p_delete, p_admin, options FROM schemas WHERE keyname = ?`, name).
-		Scan(&s.ID, &s.Keyname, &s.Displayname, &s.Description, &s.KeynameMode, &s.IsEnabled, &s.IsBuiltin,
-			&pr, &pc, &pu, &pd, &pa, &opts)
+			Scan(&s.ID, &s.Keyname, &s.Displayname, &s.Description, &s.KeynameMode, &s.IsEnabled, &s.IsBuiltin,
+				&pr, &pc, &pu, &pd, &pa, &opts)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, model.Errorf(model.ENotFound, "schema %s not found", clip.Quote(name))
 	}

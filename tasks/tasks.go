@@ -342,6 +342,10 @@ const taskCols = `handle, kind, params, auth, owner_type, owner_id, status, prog
 
 // Get returns a task by handle.
 func (r *Runner) Get(ctx context.Context, handle string) (*Task, error) {
+	if strings.ContainsRune(handle, 0) {
+		// No handle holds a NUL, and PostgreSQL refuses one in a query's text.
+		return nil, model.Errorf(model.ENotFound, "task not found")
+	}
 	t, _, _, err := scanTask(table.ReadRow(ctx, r.db, "SELECT "+taskCols+" FROM tasks WHERE handle = ?", handle))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, model.Errorf(model.ENotFound, "task not found")

@@ -21,6 +21,13 @@ import (
 func setupBackup(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {
 	c.dbFlags(fs, false)
 	return func(ctx context.Context, args []string) error {
+		s, err := loadSettings(c.getenv, &c.sf)
+		if err != nil {
+			return err
+		}
+		if !store.IsFileAddr(s.DB) {
+			return c.backupPostgres(ctx, s, args[0])
+		}
 		db, _, _, err := c.openAsIs(ctx, false)
 		if err != nil {
 			return err
@@ -56,9 +63,7 @@ func (c *cli) restore(ctx context.Context, file string, force bool) error {
 		return err
 	}
 	if !store.IsFileAddr(s.DB) {
-		return fmt.Errorf("refused: %s is a PostgreSQL database, and this command restores an SQLite file; "+
-			"restore a pg_dump of it with pg_restore into an empty database, then run `dataservice migrate` (docs/postgres.md)",
-			store.RedactURL(s.DB))
+		return c.restorePostgres(ctx, s, file, force)
 	}
 	src, err := filepath.Abs(file)
 	if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"database/sql"
+	"dataservice/internal/testkit"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 //
 // Serial: it sets serve's afterBatch hook, which the whole package shares.
 func TestRestoreOfABackupTakenWhileWriting(t *testing.T) {
+	testkit.SQLiteOnly(t, "restore checks and swaps an SQLite file (VACUUM INTO copies, integrity_check, crafted sqlite_schema objects); a PostgreSQL database is restored with pg_restore")
 	if testing.Short() {
 		t.Skip("slow: serves three restored copies")
 	}

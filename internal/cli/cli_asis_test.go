@@ -2,6 +2,7 @@ package cli
 
 import (
 	"database/sql"
+	"dataservice/internal/testkit"
 	"fmt"
 	"maps"
 	"net/url"
@@ -109,6 +110,7 @@ func shellEnv(env map[string]string) map[string]string {
 // running server, a shell without SERVICE_ADMIN_PASSWORD neither locks admin out of the
 // API nor writes LAST_START or a backup.
 func TestCommandsBesideARunningServerLeaveStartUpStateAlone(t *testing.T) {
+	testkit.SQLiteOnly(t, "the sentinel is written through a raw SQLite connection (ExecFile) beside the server")
 	t.Parallel()
 	env := secEnv(t)
 	s := startServe(t, env)
@@ -146,6 +148,7 @@ func TestCommandsBesideARunningServerLeaveStartUpStateAlone(t *testing.T) {
 // says so instead. A release candidate's re-run blocks do not count once its version
 // is stored.
 func TestCommandsRefuseADatabaseTheStartUpMustChange(t *testing.T) {
+	testkit.SQLiteOnly(t, "the states are made by editing the file through a raw SQLite connection (ExecFile)")
 	t.Parallel()
 	entry := writeFile(t, "e.yml", "- {classname: _schema, keyname: vm, ram: {dataformat: int}}\n")
 	commands := [][]string{{"user", "list"}, {"load", entry}, {"apikey", "create", "k", "--permissions", "p_data_access"},
@@ -348,15 +351,17 @@ func TestLoadPipelineRefusesADisabledPipelineAsTheAPIDoes(t *testing.T) {
 }
 
 // layout9 turns a current file into one at store layout 9, as that release made it:
-// without the search index that layout 10 adds and the nodes tables of layout 11 (a file claiming an older layout but
+// without the search index that layout 10 adds, the nodes tables of layout 11 and the
+// throttle table of layout 12 (a file claiming an older layout but
 // holding later objects is refused as foreign, see restore_schema_test.go).
 const layout9 = "DROP TRIGGER instances_search_insert; DROP TRIGGER instances_search_delete; " +
 	"DROP TRIGGER instances_search_update; DROP TABLE instances_search_dirty; DROP TABLE instances_search; " +
-	"DROP TABLE nodes; DROP TABLE node_salt; PRAGMA user_version = 9"
+	"DROP TABLE nodes; DROP TABLE node_salt; DROP TABLE throttle; PRAGMA user_version = 9"
 
 // migrate --status reports and writes nothing: an empty file stays empty, and a file
 // with table layout steps pending keeps its layout (it says the steps are pending).
 func TestMigrateStatusWritesNoFileAndNoLayout(t *testing.T) {
+	testkit.SQLiteOnly(t, "it checks that no file and no layout are written beside a missing or empty file")
 	t.Parallel()
 	env := testEnv(t)
 	path := env["SERVICE_DB"]

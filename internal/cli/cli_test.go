@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"dataservice/internal/testkit"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,6 +195,7 @@ func TestAPIKeyPermissionNames(t *testing.T) {
 // TestDatabasePathProblems: a missing path under migrate --status creates nothing; a
 // missing directory and a directory given as the file are named.
 func TestDatabasePathProblems(t *testing.T) {
+	testkit.SQLiteOnly(t, "a missing directory, a directory as the database and file permissions are a file's")
 	t.Parallel()
 	env := testEnv(t)
 	code, out, _ := runCLI(t, env, "migrate", "--status")
@@ -224,6 +226,7 @@ func TestDatabasePathProblems(t *testing.T) {
 // write name the problem. As root (who may write any file) the commands run in a
 // child process as uid/gid 65534.
 func TestReadOnlyDatabaseReads(t *testing.T) {
+	testkit.SQLiteOnly(t, "a database file this user may read but not write is a file's mode")
 	t.Parallel()
 	env := migratedEnv(t)
 	if code, _, stderr := runCLI(t, env, "load", examplesDir); code != 0 {

@@ -16,7 +16,7 @@ import (
 
 // copiedTables are the tables a copy must carry over, compared row by row.
 var copiedTables = []string{"registry", "configuration", "permissions", "schemas", "schema_fields", "instances",
-	"revisions", "sessions", "tasks", "schema_generation", "instance_counts", "instance_ids", "ipam_blocks"}
+	"revisions", "sessions", "tasks", "node_salt", "schema_generation", "instance_counts", "instance_ids", "ipam_blocks"}
 
 // dumpTables reads every row of copiedTables from the database at addr (any engine),
 // each row as text in a stable order, leaving out the engines' own row-order column.
@@ -124,6 +124,18 @@ func TestCopyBetweenEnginesKeepsEveryRow(t *testing.T) {
 	}
 	if got := dumpTables(t, pg); !reflect.DeepEqual(got, want) {
 		t.Fatalf("PostgreSQL's rows differ from the source's:\n%s", diffTables(want, got))
+	}
+
+	// The indexes dropped while the copy filled a table are back, as the layout has them.
+	if db, err := store.Open(context.Background(), pg, store.Options{ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	} else {
+		n := testkit.QueryInt(t, testkit.Pool(db.Reader()), `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()
+			AND indexname IN ('instances_search', 'instances_classname_id', 'revisions_object', 'revisions_class', 'sessions_user', 'tasks_row_order', 'tasks_status', 'tasks_owner')`)
+		db.Close()
+		if n != 8 {
+			t.Fatalf("%d of the 8 layout indexes after the copy", n)
+		}
 	}
 
 	back := filepath.Join(t.TempDir(), "back.db")

@@ -24,6 +24,7 @@ import (
 // it committed and that loading the same file again completes it; once space is freed
 // writes work again, the reload completes the load and integrity_check is ok.
 func TestDiskFullIsAnOperatorsMessage(t *testing.T) {
+	testkit.SQLiteOnly(t, "fills a small tmpfs under an SQLite file; the PostgreSQL form is TestServerDiskFullIsAnOperatorsMessage")
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("slow: fills a 24 MB filesystem")

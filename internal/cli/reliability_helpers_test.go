@@ -198,7 +198,7 @@ func ready(base string) bool {
 // info logs (the address is read from them), no backups, listening on 127.0.0.1:0.
 func reliabilityEnv(t *testing.T) map[string]string {
 	return map[string]string{
-		"SERVICE_DB":             filepath.Join(t.TempDir(), "reliability.db"),
+		"SERVICE_DB":             testkit.NewAddress(t, "reliability.db"),
 		"SERVICE_ADMIN_PASSWORD": "s3cret-admin",
 		"SERVICE_LOG_LEVEL":      "info",
 		"SERVICE_LISTEN":         "127.0.0.1:0",
@@ -275,10 +275,15 @@ func finalStatus(s string) bool { return s == "succeeded" || s == "failed" || s 
 // openStore opens the file in the test process (only while no child runs).
 var openStore = testkit.OpenFile
 
-// openReader opens a read-only connection pool on the file, usable while a child writes.
+// openReader opens a read-only connection pool on the database, usable while a child
+// writes.
 func openReader(t *testing.T, path string) *sql.DB {
 	t.Helper()
-	r, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=query_only(1)")
+	driver, dsn := "sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=query_only(1)"
+	if !store.IsFileAddr(path) {
+		driver, dsn = "pgx", path
+	}
+	r, err := sql.Open(driver, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -427,6 +427,7 @@ func TestCrashDuringLoad(t *testing.T) {
 // file, three times: each time exactly one bootstraps, all three succeed and agree on
 // the one INSTANCE_UUID, and the file holds what a single start makes.
 func TestConcurrentMigrateProcesses(t *testing.T) {
+	testkit.SQLiteOnly(t, "it compares table counts through raw SQLite connections; the PostgreSQL form is bootstrap's TestConcurrentStartsBootstrapOnce (5 processes)")
 	t.Parallel()
 	single := reliabilityEnv(t)
 	if code, _, stderr := runCLI(t, quiet(single), "migrate"); code != 0 {

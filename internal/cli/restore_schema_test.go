@@ -2,6 +2,7 @@ package cli
 
 import (
 	"database/sql"
+	"dataservice/internal/testkit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,7 @@ func ordinaryLoad(t *testing.T, env map[string]string) (int, string) {
 }
 
 func TestRestoreRefusesABackupCarryingTriggers(t *testing.T) {
+	testkit.SQLiteOnly(t, "restore checks and swaps an SQLite file (VACUUM INTO copies, integrity_check, crafted sqlite_schema objects); a PostgreSQL database is restored with pg_restore")
 	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
@@ -111,6 +113,7 @@ func TestRestoreRefusesABackupCarryingTriggers(t *testing.T) {
 }
 
 func TestRestoreForceDropsForeignObjects(t *testing.T) {
+	testkit.SQLiteOnly(t, "restore checks and swaps an SQLite file (VACUUM INTO copies, integrity_check, crafted sqlite_schema objects); a PostgreSQL database is restored with pg_restore")
 	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
@@ -143,6 +146,7 @@ func TestRestoreForceDropsForeignObjects(t *testing.T) {
 // A backup taken by the service restores as it always did, with or without --force,
 // and reports nothing dropped.
 func TestRestoreOfAPlainBackupDropsNothing(t *testing.T) {
+	testkit.SQLiteOnly(t, "restore checks and swaps an SQLite file (VACUUM INTO copies, integrity_check, crafted sqlite_schema objects); a PostgreSQL database is restored with pg_restore")
 	t.Parallel()
 	env := migratedEnv(t)
 	loadVMs(t, env, "a", 5)
@@ -187,6 +191,7 @@ func backupWith(t *testing.T, env map[string]string, stmts ...string) string {
 // dropping them all would swap an empty database in. It is refused, naming the
 // lowered version, and the database is left as it was.
 func TestRestoreForceNeverDropsTables(t *testing.T) {
+	testkit.SQLiteOnly(t, "restore checks and swaps an SQLite file (VACUUM INTO copies, integrity_check, crafted sqlite_schema objects); a PostgreSQL database is restored with pg_restore")
 	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
@@ -232,6 +237,7 @@ func TestRestoreForceNeverDropsTables(t *testing.T) {
 // The query planner's statistics in a restored file are cleared: a crafted
 // sqlite_stat1 could steer every query into full scans. The backup is not changed.
 func TestRestoreClearsPlannerStatistics(t *testing.T) {
+	testkit.SQLiteOnly(t, "restore checks and swaps an SQLite file (VACUUM INTO copies, integrity_check, crafted sqlite_schema objects); a PostgreSQL database is restored with pg_restore")
 	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]

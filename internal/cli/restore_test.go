@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"database/sql"
+	"dataservice/internal/testkit"
 	"fmt"
 	"net/url"
 	"os"
@@ -52,6 +53,7 @@ func leftovers(t *testing.T, dbPath string) []string {
 }
 
 func TestRestoreSwapsKeepsTheCurrentFileAndMigratesAtNextStart(t *testing.T) {
+	testkit.SQLiteOnly(t, "restore checks and swaps an SQLite file (VACUUM INTO copies, integrity_check, crafted sqlite_schema objects); a PostgreSQL database is restored with pg_restore")
 	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
@@ -108,6 +110,7 @@ func TestRestoreSwapsKeepsTheCurrentFileAndMigratesAtNextStart(t *testing.T) {
 }
 
 func TestRestoreRefusesWhileTheDatabaseIsOpen(t *testing.T) {
+	testkit.SQLiteOnly(t, "restore checks and swaps an SQLite file (VACUUM INTO copies, integrity_check, crafted sqlite_schema objects); a PostgreSQL database is restored with pg_restore")
 	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]
@@ -145,6 +148,7 @@ func TestRestoreRefusesWhileTheDatabaseIsOpen(t *testing.T) {
 }
 
 func TestRestoreRefusesBadCopies(t *testing.T) {
+	testkit.SQLiteOnly(t, "restore checks and swaps an SQLite file (VACUUM INTO copies, integrity_check, crafted sqlite_schema objects); a PostgreSQL database is restored with pg_restore")
 	t.Parallel()
 	env := migratedEnv(t)
 	dbPath := env["SERVICE_DB"]

@@ -84,7 +84,7 @@ func TestCodeEditorValidateDryRunSave(t *testing.T) {
 	doc := editorDoc(t, b.get("/data/private/code_editor/?schema=_user&keys=victim"))
 	hash := func() string {
 		var h string
-		e.db.Reader().QueryRowContext(context.Background(), "SELECT json_extract(data, '$.password') FROM instances WHERE classname = '_user' AND keyname = 'victim'").Scan(&h)
+		e.db.Reader().QueryRowContext(context.Background(), "SELECT data ->> 'password' FROM instances WHERE classname = '_user' AND keyname = 'victim'").Scan(&h)
 		return h
 	}
 	before := hash()
@@ -119,13 +119,13 @@ func TestCodeEditorValidateDryRunSave(t *testing.T) {
 	if got := e.queryInt("SELECT count(*) FROM revisions"); got != revs {
 		t.Fatalf("validate and dry run wrote %d revisions", got-revs)
 	}
-	if got := e.queryInt("SELECT count(*) FROM instances WHERE data LIKE '%new@example.org%' OR keyname = 'v9'"); got != 0 {
+	if got := e.queryInt("SELECT count(*) FROM instances WHERE CAST(data AS TEXT) LIKE '%new@example.org%' OR keyname = 'v9'"); got != 0 {
 		t.Fatal("validate or dry run wrote")
 	}
 
 	p = post("save", edited)
 	want(t, p, 200, "Save: done", "What changed", `data-field="email"`, `id="revisions-link"`)
-	if got := e.queryInt("SELECT count(*) FROM instances WHERE classname = '_user' AND keyname = 'victim' AND json_extract(data, '$.email') = 'new@example.org'"); got != 1 {
+	if got := e.queryInt("SELECT count(*) FROM instances WHERE classname = '_user' AND keyname = 'victim' AND data ->> 'email' = 'new@example.org'"); got != 1 {
 		t.Fatal("the saved email is not stored")
 	}
 	if got := hash(); got != before || got == "" {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"dataservice/internal/testkit"
 )
 
 // ipamPeople: netops reads everything, novlan everything but ipam_vlan (given its own
@@ -286,7 +288,7 @@ func TestIPAMVLANs(t *testing.T) {
 	b := e.browser()
 	b.signIn("netops", "netops-pass-1")
 	e.load(`{classname: ipam_vlan, keyname: v7, vlan_id: 7}`)
-	e.exec(`UPDATE instances SET data = json_set(data, '$.subnet', json('["10.77.0.0/16"]')) WHERE classname = 'ipam_vlan' AND keyname = 'v7'`)
+	testkit.SetDataField(t, e.db, "ipam_vlan", "v7", "subnet", []string{"10.77.0.0/16"})
 	p := b.get("/data/private/ipam/vlan/")
 	want(t, p, 200, "3 VLANs", `href="/data/private/ipam_vlan/v100/"`)
 	wantRow(t, p, `href="/data/private/ipam_vlan/v100/"`, "100", "Servers", "10.1.2.0/24", "3 / 254", "10.1.0.0/16", "4 / 65534")

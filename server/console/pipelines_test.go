@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,7 +32,7 @@ type runEnv struct {
 func newRunEnv(t testing.TB, batch int, afterBatch func(handle string, n int) error) *runEnv {
 	t.Helper()
 	log := testkit.Logger(t, slog.LevelWarn)
-	db := testkit.Open(t, filepath.Join(t.TempDir(), "server.db"), testkit.Options{Logger: log, Clock: time.Now})
+	db := testkit.Open(t, testkit.NewAddress(t, "server.db"), testkit.Options{Logger: log, Clock: time.Now})
 	testkit.Bootstrap(t, db, bootstrap.Options{AdminPassword: adminPassword, Logger: log})
 	runner := tasks.New(db, tasks.Options{Poll: 20 * time.Millisecond, Logger: log, BatchSize: batch, AfterBatch: afterBatch})
 	srv := testkit.Serve(t, server.New(server.Options{DB: db, Runner: runner, Logger: log,

@@ -1,0 +1,208 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"dataservice/store/model"
+)
+
+// PostgreSQL's backups are its own tools': pg_dump writes a custom-format archive
+// (-Fc) of the whole database, pg_restore reads it back. The password of the URL
+// goes to them in PGPASSWORD, never on their command line (where any user of the
+// host sees it in the process list); the URL they get has none.
+
+// ErrToolMissing is the error of a backup or restore on PostgreSQL when pg_dump or
+// pg_restore is not on PATH.
+var ErrToolMissing = errors.New("PostgreSQL's client tool is not installed")
+
+// postgresTool finds a PostgreSQL client program on PATH, or says what to install.
+func postgresTool(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s is not on PATH: install PostgreSQL's client tools (Debian: apt-get install postgresql-client, "+
+			"the same major version as the server or later), or follow the manual recipe in docs/postgres.md (\"Backups and restore\")", ErrToolMissing, name)
+	}
+	return p, nil
+}
+
+// runPostgresTool runs a PostgreSQL client program, with the database of addr
+// (when not empty) given as --dbname without its password, and the password in
+// PGPASSWORD. It returns the program's output; a failure carries its error output,
+// with the password removed should it appear.
+func runPostgresTool(ctx context.Context, name, addr string, args ...string) ([]byte, error) {
+	path, err := postgresTool(name)
+	if err != nil {
+		return nil, err
+	}
+	env := os.Environ()
+	if addr != "" {
+		u, err := url.Parse(addr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: the database URL does not parse", name)
+		}
+		if u.User != nil {
+			if pw, ok := u.User.Password(); ok {
+				env = append(env, "PGPASSWORD="+pw)
+				u.User = url.User(u.User.Username())
+			}
+		}
+		args = append(args, "--dbname="+u.String())
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if len(msg) > 2000 {
+			msg = msg[:2000] + "…"
+		}
+		return nil, redactErr(fmt.Errorf("%s: %w: %s", name, err, msg), addr)
+	}
+	return stdout.Bytes(), nil
+}
+
+// DumpPostgres writes a pg_dump custom-format archive (-Fc) of the whole database db
+// to path, which must not exist: under a temporary name beside it, owner-only, renamed
+// when complete. It is PostgreSQL's backup: `dataservice backup` and the backup
+// before migrating. pg_dump reads one snapshot while writers go on. Without pg_dump
+// on PATH it fails with ErrToolMissing.
+func DumpPostgres(ctx context.Context, db *DB, path string) error {
+	if db.IsFile() {
+		return fmt.Errorf("backup %s: %s is not a PostgreSQL database", path, db.Path())
+	}
+	if _, err := postgresTool("pg_dump"); err != nil {
+		return fmt.Errorf("backup %s: %w", path, err)
+	}
+	return dumpPostgres(ctx, db.addr, path)
+}
+
+func dumpPostgres(ctx context.Context, addr, path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return model.Errorf(model.EConflict, "backup %s: file exists", path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.partial")
+	if err != nil {
+		return fmt.Errorf("backup %s: %w", path, err)
+	}
+	tmp := f.Name()
+	f.Close()
+	if _, err := runPostgresTool(ctx, "pg_dump", addr, "--format=custom", "--file="+tmp); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("backup %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("backup %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("backup %s: %w", path, err)
+	}
+	return nil
+}
+
+// PostgresArchiveVersion reads the DB_VERSION of the service's registry in the
+// pg_dump archive file, without restoring anything: it fails when file is no
+// archive pg_restore reads, or holds no registry with a DB_VERSION (not a
+// dataservice database).
+func PostgresArchiveVersion(ctx context.Context, file string) (string, error) {
+	if _, err := runPostgresTool(ctx, "pg_restore", "", "--list", file); err != nil {
+		return "", fmt.Errorf("not a pg_dump archive (pg_dump -Fc): %w", err)
+	}
+	out, err := runPostgresTool(ctx, "pg_restore", "", "--data-only", "--table=registry", "--file=-", file)
+	if err != nil {
+		return "", err
+	}
+	// The rows of `COPY registry (key, value) FROM stdin;`, tab-separated, until `\.`.
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "COPY ") && strings.Contains(line, "registry"):
+			in = true
+		case line == `\.`:
+			in = false
+		case in:
+			if k, v, ok := strings.Cut(line, "\t"); ok && k == RegDBVersion && v != "" && v != "0" {
+				return v, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no DB_VERSION in its registry: not a dataservice database")
+}
+
+// RestorePostgres replaces the contents of the PostgreSQL database at addr with the
+// pg_dump archive file. It refuses while any other session is connected to the
+// database (stop every node first). The current contents are first dumped to keep
+// (a path that must not exist). pg_restore runs in one transaction
+// (--single-transaction, --exit-on-error: a failure leaves the database as it was),
+// dropping the archive's objects before creating them (--clean --if-exists), owners
+// and grants left as the database has them (--no-owner --no-privileges). The
+// restored database is then checked as every open checks it (foreign schema objects:
+// a dump brings data, not code); a refusal names what is foreign and names keep to
+// go back to.
+func RestorePostgres(ctx context.Context, addr, file, keep string) error {
+	for _, tool := range []string{"pg_dump", "pg_restore"} {
+		if _, err := postgresTool(tool); err != nil {
+			return err
+		}
+	}
+	pool, err := openPostgresPool(postgresDSN(addr, false))
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", RedactURL(addr), err)
+	}
+	defer pool.Close()
+	var others int
+	err = pool.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&others)
+	if err != nil {
+		return fmt.Errorf("open database %s: %w", RedactURL(addr), redactErr(err, addr))
+	}
+	if others > 0 {
+		return fmt.Errorf("refused: %d other sessions are connected to the database %s: stop every node first", others, RedactURL(addr))
+	}
+	if err := dumpPostgres(ctx, addr, keep); err != nil {
+		return fmt.Errorf("keep the current database: %w", err)
+	}
+	pool.Close()
+	if _, err := runPostgresTool(ctx, "pg_restore", addr, "--clean", "--if-exists", "--single-transaction",
+		"--exit-on-error", "--no-owner", "--no-privileges", file); err != nil {
+		return fmt.Errorf("restore (nothing was changed): %w", err)
+	}
+	check, err := openPostgresPool(postgresDSN(addr, true))
+	if err != nil {
+		return err
+	}
+	defer check.Close()
+	if err := checkPostgresSchema(ctx, check); err != nil {
+		return fmt.Errorf("the restored database is refused, by this command and at every start: %w; "+
+			"restore the previous contents, kept as %s, or another backup", err, keep)
+	}
+	return checkRestoredLayout(ctx, check)
+}
+
+// checkRestoredLayout refuses a restored database whose layout is newer than this
+// program's.
+func checkRestoredLayout(ctx context.Context, pool *sql.DB) error {
+	have, err := postgresLayoutVersion(ctx, conn{pool, postgresDialect})
+	if err != nil {
+		return fmt.Errorf("read the restored layout version: %w", err)
+	}
+	if have > len(postgresLayout) {
+		return fmt.Errorf("the restored table layout version %d is newer than this program knows (%d)", have, len(postgresLayout))
+	}
+	return nil
+}
