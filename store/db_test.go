@@ -227,7 +227,19 @@ func TestBackup(t *testing.T) {
 	if err := db.Backup(ctx, dest); err != nil {
 		t.Fatalf("backup: %v", err)
 	}
-	cp, err := store.Open(ctx, dest, store.Options{})
+	if st, err := os.Stat(dest); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("backup file: %v, want an owner-only file", err)
+	}
+	// A SQLite backup is a database file; PostgreSQL's is pg_dump's archive, read back
+	// into a new database with pg_restore.
+	addr := dest
+	if testkit.Postgres() {
+		addr = testkit.NewAddress(t, "restored")
+		if err := store.RestorePostgres(ctx, addr, dest, filepath.Join(t.TempDir(), "before.dump")); err != nil {
+			t.Fatalf("restore the backup: %v", err)
+		}
+	}
+	cp, err := store.Open(ctx, addr, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
