@@ -226,6 +226,13 @@ func copyTable(ctx context.Context, src, dst *Tx, table string) (CopiedTable, er
 	if _, err := dst.execContext(ctx, "DELETE FROM "+table); err != nil {
 		return CopiedTable{}, fmt.Errorf("clear the target's rows: %w", err)
 	}
+	if deltas, ok := dst.db.dia.countDeltas[table]; ok {
+		// What the triggers noted while the instances were copied: the source's
+		// counts replace it.
+		if _, err := dst.execContext(ctx, "DELETE FROM "+deltas); err != nil {
+			return CopiedTable{}, fmt.Errorf("clear the target's rows: %w", err)
+		}
+	}
 	// Ids in order, so an engine numbering new rows past the last id keeps doing so;
 	// a table without one in the source's insertion order (the queue's order).
 	order := ""
@@ -237,6 +244,12 @@ func copyTable(ctx context.Context, src, dst *Tx, table string) (CopiedTable, er
 	case slices.Contains(srcCols, copyRowOrder) || slices.Contains(dstCols, copyRowOrder):
 		order = src.db.dia.rowOrder
 	}
+	rebuild := func() error { return nil }
+	if dst.db.dia.deferIndexes != nil {
+		if rebuild, err = dst.db.dia.deferIndexes(ctx, dst, table); err != nil {
+			return CopiedTable{}, err
+		}
+	}
 	b := &copyBatcher{ctx: ctx, tx: dst, table: table, cols: cols}
 	ct, err := tableSum(ctx, src, table, cols, order, b.add)
 	if err != nil {
@@ -245,7 +258,7 @@ func copyTable(ctx context.Context, src, dst *Tx, table string) (CopiedTable, er
 	if err := b.flush(); err != nil {
 		return CopiedTable{}, err
 	}
-	return ct, nil
+	return ct, rebuild()
 }
 
 // copyBatcher collects rows and inserts them a batch at a time.

@@ -6,7 +6,51 @@ import (
 	"strings"
 )
 
-func init() { postgresDialect.resetIdentities = postgresResetIdentities }
+func init() {
+	postgresDialect.resetIdentities = postgresResetIdentities
+	postgresDialect.deferIndexes = postgresDeferIndexes
+}
+
+// postgresDeferIndexes drops the indexes of table that back no constraint (the
+// trigram search index above all, whose GIN entries cost far more inserted row by
+// row than built at once) and returns the function re-creating them from their
+// definitions as the catalog holds them, once Copy filled the table: same names,
+// same definitions, in the same transaction.
+func postgresDeferIndexes(ctx context.Context, tx *Tx, table string) (func() error, error) {
+	rows, err := tx.queryContext(ctx, `SELECT i.indexname, i.indexdef FROM pg_indexes i
+		WHERE i.schemaname = current_schema() AND i.tablename = ?
+		AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = to_regclass(quote_ident(i.indexname)))
+		ORDER BY 1`, table)
+	if err != nil {
+		return nil, err
+	}
+	var names, defs []string
+	for rows.Next() {
+		var n, d string
+		if err := rows.Scan(&n, &d); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		names, defs = append(names, n), append(defs, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if _, err := tx.execContext(ctx, "DROP INDEX "+quoteIdent(n)); err != nil {
+			return nil, fmt.Errorf("drop index %s: %w", n, err)
+		}
+	}
+	return func() error {
+		for i, d := range defs {
+			if _, err := tx.execContext(ctx, d); err != nil {
+				return fmt.Errorf("re-create index %s: %w", names[i], err)
+			}
+		}
+		return nil
+	}, nil
+}
 
 // postgresResetIdentities sets the sequence of every identity column of the
 // service's schema so the next row numbered by default takes an id past every id

@@ -125,6 +125,19 @@ type dialect struct {
 	// the aggregate max).
 	greatest func(a, b string) string
 
+	// countInstances reads the maintained number of instances of a class (arg: the
+	// class; no row or NULL: none); countBlocks the sum of the maintained address
+	// counts of the /16 blocks from `?` to `?`. beforeCommit are the statements a
+	// write transaction runs last, folding what the engine's triggers noted during it
+	// into the maintained counts (none where the triggers keep the counts
+	// themselves).
+	countInstances, countBlocks string
+	beforeCommit                []string
+	// countDeltas names, for a maintained table, the table its triggers note changes
+	// in until beforeCommit folds them: a copy that replaces the maintained table's
+	// rows clears those notes too.
+	countDeltas map[string]string
+
 	// Full-text search (search.go, searchindex.go). searchDirty reads whether
 	// written rows wait for the index; reindexAll are the statements bringing the
 	// index up to date with every listed row, the last of them flushing the index;
@@ -168,6 +181,10 @@ type dialect struct {
 	// holds, after Copy wrote rows with their ids; nil where the engine numbers new
 	// rows from the largest id (SQLite).
 	resetIdentities func(ctx context.Context, tx *Tx) error
+	// deferIndexes drops the indexes of table Copy is about to fill and returns the
+	// function re-creating them once it is filled (building an index at once costs
+	// less than row by row); nil where the engine gains nothing worth it.
+	deferIndexes func(ctx context.Context, tx *Tx, table string) (func() error, error)
 }
 
 // rowRunner runs a statement, or a query returning one row: a transaction's or a

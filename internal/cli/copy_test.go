@@ -126,6 +126,18 @@ func TestCopyBetweenEnginesKeepsEveryRow(t *testing.T) {
 		t.Fatalf("PostgreSQL's rows differ from the source's:\n%s", diffTables(want, got))
 	}
 
+	// The indexes dropped while the copy filled a table are back, as the layout has them.
+	if db, err := store.Open(context.Background(), pg, store.Options{ReadOnly: true}); err != nil {
+		t.Fatal(err)
+	} else {
+		n := testkit.QueryInt(t, testkit.Pool(db.Reader()), `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema()
+			AND indexname IN ('instances_search', 'instances_classname_id', 'revisions_object', 'revisions_class', 'sessions_user', 'tasks_row_order', 'tasks_status', 'tasks_owner')`)
+		db.Close()
+		if n != 8 {
+			t.Fatalf("%d of the 8 layout indexes after the copy", n)
+		}
+	}
+
 	back := filepath.Join(t.TempDir(), "back.db")
 	if code, _, stderr := runCLI(t, env, "copy", "--from", pg, "--to", back); code != 0 {
 		t.Fatalf("copy to SQLite: exit %d: %s", code, stderr)
