@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,16 +29,37 @@ func backupName(dbPath, dbVersion string, now time.Time, suffix string) string {
 	return dest
 }
 
-// backupFile is one backup beside the database.
+// BackupBase is the path the names of db's automatic backups start with (the backup
+// before migrating, scheduled backups): in dir (SERVICE_BACKUP_DIR) when set, the
+// SQLite file's name or the PostgreSQL database's; without dir, the SQLite file
+// itself (its backups are beside it), and "" on PostgreSQL: a server's database has
+// no place on this host by default.
+func BackupBase(db *store.DB, dir string) string {
+	switch {
+	case db.IsFile() && dir == "":
+		return db.Path()
+	case db.IsFile():
+		return filepath.Join(dir, filepath.Base(db.Path()))
+	case dir == "":
+		return ""
+	}
+	name := "dataservice"
+	if u, err := url.Parse(db.Path()); err == nil && strings.Trim(u.Path, "/") != "" {
+		name = filepath.Base(strings.Trim(u.Path, "/"))
+	}
+	return filepath.Join(dir, name)
+}
+
+// backupFile is one automatic backup.
 type backupFile struct {
 	path string
 	mod  time.Time
 }
 
-// backups lists the complete backups of dbPath (`<db>.*.bak`; `.partial` leftovers are
-// not backups), newest first; scheduledOnly keeps the scheduled ones.
-func backups(dbPath string, scheduledOnly bool) ([]backupFile, error) {
-	dir, base := filepath.Dir(dbPath), filepath.Base(dbPath)+"."
+// backups lists the complete backups named after base (`<base>.*.bak`; `.partial`
+// leftovers are not backups), newest first; scheduledOnly keeps the scheduled ones.
+func backups(basePath string, scheduledOnly bool) ([]backupFile, error) {
+	dir, base := filepath.Dir(basePath), filepath.Base(basePath)+"."
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -66,10 +88,14 @@ func backups(dbPath string, scheduledOnly bool) ([]backupFile, error) {
 	return out, nil
 }
 
-// LastBackup returns the modification time of the newest complete backup of dbPath
-// (scheduled, before-migration or any other `<db>.*.bak`); ok is false when there is none.
-func LastBackup(dbPath string) (t time.Time, ok bool) {
-	list, err := backups(dbPath, false)
+// LastBackup returns the modification time of the newest complete backup named after
+// base (BackupBase: scheduled, before-migration or any other `<base>.*.bak`); ok is
+// false when there is none or base is "".
+func LastBackup(base string) (t time.Time, ok bool) {
+	if base == "" {
+		return time.Time{}, false
+	}
+	list, err := backups(base, false)
 	if err != nil || len(list) == 0 {
 		return time.Time{}, false
 	}
@@ -78,14 +104,16 @@ func LastBackup(dbPath string) (t time.Time, ok bool) {
 
 // ScheduledBackup takes a scheduled backup when BACKUP_INTERVAL_HOURS is not 0 and the
 // newest scheduled backup is at least that old, then keeps the newest BACKUP_KEEP
-// scheduled backups. It returns the new file ("" when none was due).
-func ScheduledBackup(ctx context.Context, db *store.DB, now time.Time, log *slog.Logger) (string, error) {
+// scheduled backups. They are in dir (SERVICE_BACKUP_DIR) when set, else beside the
+// file. It returns the new file ("" when none was due).
+func ScheduledBackup(ctx context.Context, db *store.DB, dir string, now time.Time, log *slog.Logger) (string, error) {
 	hours := db.ConfigInt(ctx, store.ConfigBackupIntervalHours)
 	if hours <= 0 || !db.IsFile() {
 		// PostgreSQL: no file to copy beside; BackupLoop says so once.
 		return "", nil
 	}
-	list, err := backups(db.Path(), true)
+	base := BackupBase(db, dir)
+	list, err := backups(base, true)
 	if err != nil {
 		return "", fmt.Errorf("scheduled backup: %w", err)
 	}
@@ -96,13 +124,13 @@ func ScheduledBackup(ctx context.Context, db *store.DB, now time.Time, log *slog
 	if err != nil {
 		return "", fmt.Errorf("scheduled backup: %w", err)
 	}
-	dest := backupName(db.Path(), dbv, now, scheduledSuffix)
+	dest := backupName(base, dbv, now, scheduledSuffix)
 	if err := db.Backup(ctx, dest); err != nil {
 		return "", fmt.Errorf("scheduled backup: %w", err)
 	}
 	log.Info("scheduled backup written", "file", dest)
 	keep := db.ConfigInt(ctx, store.ConfigBackupKeep)
-	if list, err = backups(db.Path(), true); err != nil {
+	if list, err = backups(base, true); err != nil {
 		return dest, fmt.Errorf("prune scheduled backups: %w", err)
 	}
 	for i := keep; i < len(list); i++ {
@@ -117,9 +145,10 @@ func ScheduledBackup(ctx context.Context, db *store.DB, now time.Time, log *slog
 	return dest, nil
 }
 
-// BackupLoop calls ScheduledBackup every tick until ctx ends; failures are logged and
-// passed to result (metrics), as are successes (err nil, a file written).
-func BackupLoop(ctx context.Context, db *store.DB, tick time.Duration, log *slog.Logger, result func(file string, err error)) {
+// BackupLoop calls ScheduledBackup (backups in dir, or beside the file when dir is "")
+// every tick until ctx ends; failures are logged and passed to result (metrics), as
+// are successes (err nil, a file written).
+func BackupLoop(ctx context.Context, db *store.DB, dir string, tick time.Duration, log *slog.Logger, result func(file string, err error)) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -131,7 +160,7 @@ func BackupLoop(ctx context.Context, db *store.DB, tick time.Duration, log *slog
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
-		file, err := ScheduledBackup(ctx, db, db.Now(), log)
+		file, err := ScheduledBackup(ctx, db, dir, db.Now(), log)
 		if err != nil && ctx.Err() == nil {
 			log.Error("scheduled backup failed", "error", err)
 		}

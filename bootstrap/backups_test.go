@@ -35,7 +35,7 @@ func TestScheduledBackupIntervalKeepAndNaming(t *testing.T) {
 	log := rec.Logger(t)
 	now := time.Now()
 
-	if f, err := bootstrap.ScheduledBackup(ctx, db, now, log); err != nil || f != "" {
+	if f, err := bootstrap.ScheduledBackup(ctx, db, "", now, log); err != nil || f != "" {
 		t.Fatalf("BACKUP_INTERVAL_HOURS 0: got %q, %v; want no backup", f, err)
 	}
 	if err := db.SetConfig(ctx, map[string]string{"BACKUP_INTERVAL_HOURS": "1", "BACKUP_KEEP": "2"}); err != nil {
@@ -50,7 +50,7 @@ func TestScheduledBackupIntervalKeepAndNaming(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	first, err := bootstrap.ScheduledBackup(ctx, db, now, log)
+	first, err := bootstrap.ScheduledBackup(ctx, db, "", now, log)
 	if err != nil || first == "" {
 		t.Fatalf("first scheduled backup: %q, %v", first, err)
 	}
@@ -70,12 +70,12 @@ func TestScheduledBackupIntervalKeepAndNaming(t *testing.T) {
 	os.Remove(first + "-wal")
 	os.Remove(first + "-shm")
 
-	if f, err := bootstrap.ScheduledBackup(ctx, db, now.Add(30*time.Minute), log); err != nil || f != "" {
+	if f, err := bootstrap.ScheduledBackup(ctx, db, "", now.Add(30*time.Minute), log); err != nil || f != "" {
 		t.Fatalf("30 minutes later: got %q, %v; want none (interval 1 h)", f, err)
 	}
 	var made []string
 	for i := 1; i <= 3; i++ {
-		f, err := bootstrap.ScheduledBackup(ctx, db, now.Add(time.Duration(i)*2*time.Hour), log)
+		f, err := bootstrap.ScheduledBackup(ctx, db, "", now.Add(time.Duration(i)*2*time.Hour), log)
 		if err != nil || f == "" {
 			t.Fatalf("backup %d: %q, %v", i, f, err)
 		}
@@ -93,7 +93,7 @@ func TestScheduledBackupIntervalKeepAndNaming(t *testing.T) {
 	if partial, _ := filepath.Glob(db.Path() + "*.partial"); len(partial) != 0 {
 		t.Fatalf(".partial files left: %v", partial)
 	}
-	last, ok := bootstrap.LastBackup(db.Path())
+	last, ok := bootstrap.LastBackup(bootstrap.BackupBase(db, ""))
 	st, _ := os.Stat(made[2])
 	if !ok || !last.Equal(st.ModTime()) {
 		t.Fatalf("LastBackup %v %v, want %v", last, ok, st.ModTime())
@@ -101,6 +101,7 @@ func TestScheduledBackupIntervalKeepAndNaming(t *testing.T) {
 }
 
 func TestBackupLoopReportsSuccessAndFailure(t *testing.T) {
+	testkit.SQLiteOnly(t, "scheduled backups are copies of the SQLite file; they are off on PostgreSQL")
 	t.Parallel()
 	sub := filepath.Join(t.TempDir(), "sub")
 	if err := os.Mkdir(sub, 0o700); err != nil {
@@ -119,7 +120,7 @@ func TestBackupLoopReportsSuccessAndFailure(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		bootstrap.BackupLoop(ctx, db, 10*time.Millisecond, rec.Logger(t), func(file string, err error) {
+		bootstrap.BackupLoop(ctx, db, "", 10*time.Millisecond, rec.Logger(t), func(file string, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -167,5 +168,44 @@ func TestBackupLoopReportsSuccessAndFailure(t *testing.T) {
 	<-done
 	if len(rec.Find(slog.LevelError, "scheduled backup failed")) < 2 {
 		t.Fatalf("failures not logged: %v", rec.All())
+	}
+}
+
+// With SERVICE_BACKUP_DIR, scheduled backups are written and pruned there, named after
+// the file, and none beside the file; LastBackup finds them there.
+func TestScheduledBackupInBackupDir(t *testing.T) {
+	testkit.SQLiteOnly(t, "scheduled backups are copies of the SQLite file; they are off on PostgreSQL")
+	t.Parallel()
+	db, rec := migratedDB(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := db.SetConfig(ctx, map[string]string{"BACKUP_INTERVAL_HOURS": "1", "BACKUP_KEEP": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	var made []string
+	for i := 0; i < 2; i++ {
+		f, err := bootstrap.ScheduledBackup(ctx, db, dir, now.Add(time.Duration(i)*2*time.Hour), rec.Logger(t))
+		if err != nil || f == "" {
+			t.Fatalf("backup %d: %q, %v", i+1, f, err)
+		}
+		made = append(made, f)
+	}
+	if got, want := filepath.Dir(made[1]), dir; got != want {
+		t.Fatalf("backup written in %s, want %s", got, want)
+	}
+	if got, want := strings.Join(scheduledFiles(t, filepath.Join(dir, filepath.Base(db.Path()))), ","), made[1]; got != want {
+		t.Fatalf("scheduled backups in the directory after BACKUP_KEEP 1: %s, want %s", got, want)
+	}
+	if beside := scheduledFiles(t, db.Path()); len(beside) != 0 {
+		t.Fatalf("scheduled backups beside the file: %v", beside)
+	}
+	if _, ok := bootstrap.LastBackup(bootstrap.BackupBase(db, "")); ok {
+		t.Fatalf("LastBackup beside the file found one")
+	}
+	last, ok := bootstrap.LastBackup(bootstrap.BackupBase(db, dir))
+	st, _ := os.Stat(made[1])
+	if !ok || !last.Equal(st.ModTime()) {
+		t.Fatalf("LastBackup in the directory %v %v, want %v", last, ok, st.ModTime())
 	}
 }

@@ -38,8 +38,13 @@ type Options struct {
 	APIKeySecret string
 	// AdminPassword is SERVICE_ADMIN_PASSWORD ("" = not set: the admin account is locked).
 	AdminPassword string
-	// Backup copies the file before migrating (SERVICE_BACKUP).
+	// Backup backs the data up before migrating (SERVICE_BACKUP): a copy of the SQLite
+	// file, a pg_dump archive of a PostgreSQL database.
 	Backup bool
+	// BackupDir is SERVICE_BACKUP_DIR, the directory of the automatic backups (the
+	// backup before migrating, SQLite's scheduled backups). "": beside the SQLite file;
+	// on PostgreSQL a start that must back up before migrating is then refused.
+	BackupDir string
 	// Init is the built-in init directory.
 	Init   fs.FS
 	Logger *slog.Logger
@@ -104,6 +109,13 @@ func (s *starter) run(ctx context.Context) error {
 		s.warnVersionOrder(dbv)
 	} else {
 		s.warnVersionOrder("") // the code version against the blocks only
+	}
+	// A backup before migrating that cannot be taken refuses the start before anything
+	// changes.
+	if s.backupDue(dbv, present) {
+		if err := s.checkBackup(ctx, dbv); err != nil {
+			return err
+		}
 	}
 	// 2. Bootstrap an empty database.
 	if !present {

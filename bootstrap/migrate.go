@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -74,24 +72,17 @@ func (s *starter) migrate(ctx context.Context, stored string, present bool) erro
 	if present && dbv > s.o.Version {
 		s.log.Warn("stored data is newer than this code", "db_version", dbv, "service_version", s.o.Version)
 	}
-	if present && stored != s.o.Version && s.o.Backup {
-		// Beside the file on SQLite; on PostgreSQL a pg_dump archive in the process's
-		// working directory, named after the database (no file to write beside).
-		base := s.db.Path()
-		if !s.db.IsFile() {
-			base = postgresBackupBase(s.db.Path())
+	if s.backupDue(stored, present) {
+		// checkBackup made sure before anything changed that there is a place and a tool.
+		base := BackupBase(s.db, s.o.BackupDir)
+		if base == "" {
+			return s.failed(ctx, "backup", errors.New("no directory for the backup (SERVICE_BACKUP_DIR)"))
 		}
 		dest := backupName(base, stored, s.db.Now(), ".bak")
-		err := s.db.Backup(ctx, dest)
-		switch {
-		case errors.Is(err, store.ErrToolMissing):
-			s.log.Warn("backup before migrating skipped: pg_dump is not installed; take a backup with the operator's recipe (docs/postgres.md) before upgrading",
-				"db", s.db.Path(), "db_version", stored, "error", err)
-		case err != nil:
+		if err := s.db.Backup(ctx, dest); err != nil {
 			return s.failed(ctx, "backup", err)
-		default:
-			s.log.Info("backup before migrating", "file", dest)
 		}
+		s.log.Info("backup before migrating", "file", dest)
 	}
 	for _, b := range blocks {
 		cur, err := s.db.Registry(ctx, store.RegDBVersion)
@@ -274,12 +265,32 @@ func (s *starter) refuse(ctx context.Context, dbv string) error {
 	return ErrRefused
 }
 
-// postgresBackupBase is the name the backups of the PostgreSQL database at the
-// (redacted) URL addr start with: its database name, in the working directory.
-func postgresBackupBase(addr string) string {
-	name := "dataservice"
-	if u, err := url.Parse(addr); err == nil && strings.Trim(u.Path, "/") != "" {
-		name = filepath.Base(strings.Trim(u.Path, "/"))
+// backupDue says whether this start backs the data up before migrating: the stored
+// data is at another version than the code (and not refused as too old), and
+// SERVICE_BACKUP is on.
+func (s *starter) backupDue(stored string, present bool) bool {
+	return present && stored >= "4.0.0" && stored != s.o.Version && s.o.Backup
+}
+
+// ErrBackupRefused is a start that must back up before migrating and cannot: no
+// directory for a PostgreSQL database's backup, or no pg_dump. Nothing was changed.
+var ErrBackupRefused = errors.New("the backup before migrating cannot be taken; nothing was changed")
+
+// checkBackup runs before anything changes, when a backup is due: it refuses the
+// start when the backup cannot be taken, so a refusal leaves the database as it was
+// (no configuration sync, no block, no registry write) rather than failing half-way.
+func (s *starter) checkBackup(ctx context.Context, stored string) error {
+	var why error
+	if BackupBase(s.db, s.o.BackupDir) == "" {
+		why = errors.New("SERVICE_BACKUP_DIR is not set: a PostgreSQL database is backed up before migrating " +
+			"with pg_dump into that directory (on the host of this node); set it, or set SERVICE_BACKUP=off " +
+			"once you have a backup of your own (docs/postgres.md, \"Upgrading\")")
+	} else if err := s.db.CanBackup(); err != nil {
+		why = fmt.Errorf("%w; or set SERVICE_BACKUP=off once you have a backup of your own", err)
+	} else {
+		return nil
 	}
-	return name
+	s.log.Log(ctx, LevelCritical, "start refused: the data must be migrated and backed up first, and the backup cannot be taken",
+		"db", s.db.Path(), "db_version", stored, "service_version", s.o.Version, "reason", why.Error())
+	return fmt.Errorf("%w: %w", ErrBackupRefused, why)
 }

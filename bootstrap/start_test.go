@@ -142,7 +142,7 @@ func TestRunRefusesDataOlderThan400(t *testing.T) {
 }
 
 func TestRunBackup(t *testing.T) {
-	testkit.SQLiteOnly(t, "the backup before migrating is a copy beside the file here; PostgreSQL writes a pg_dump archive to the working directory, tested by hand only")
+	testkit.SQLiteOnly(t, "the backup before migrating is a copy beside the file; PostgreSQL's goes to SERVICE_BACKUP_DIR only (TestRunBackupInBackupDir, TestRunBackupRefusedWithoutDir)")
 	t.Parallel()
 	// The timestamp is the database's clock (the tests' ticking clock starts 2026-02-03).
 	bakName := regexp.MustCompile(`^data\.db\.4\.5\.0\.20260203T\d{6}\.\d{3}Z\.bak$`)

@@ -133,7 +133,8 @@ func (e *hostileEnv) snapshot() []string {
 		`SELECT * FROM permissions ORDER BY id`,
 		`SELECT * FROM schemas ORDER BY id`,
 		`SELECT * FROM schema_fields ORDER BY id`,
-		`SELECT id, classname, keyname, displayname, is_enabled, json_remove(data, '$.last_used'), created_at, updated_at
+		// data (the sixth column) without last_used, which a key's use updates.
+		`SELECT id, classname, keyname, displayname, is_enabled, data, created_at, updated_at
 			FROM instances ORDER BY id`,
 		`SELECT * FROM revisions ORDER BY id`,
 	}
@@ -142,6 +143,9 @@ func (e *hostileEnv) snapshot() []string {
 		_, rows := testkit.Rows(e.t, e.db, q)
 		for _, vals := range rows {
 			line := strings.Fields(q)[3] + ":"
+			if strings.Contains(q, "FROM instances") {
+				vals[5] = withoutLastUsed(e.t, vals[5])
+			}
 			for _, v := range vals {
 				line += fmt.Sprintf(" %q", fmt.Sprint(v))
 			}
@@ -149,6 +153,22 @@ func (e *hostileEnv) snapshot() []string {
 		}
 	}
 	return out
+}
+
+// withoutLastUsed is an instance's data text without its last_used member, in the
+// same text otherwise (json.Marshal of a map orders the keys, on both engines alike).
+func withoutLastUsed(t *testing.T, data any) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(fmt.Sprint(data)), &m); err != nil {
+		t.Fatalf("instance data %q: %v", hostileClip(fmt.Sprint(data), 200), err)
+	}
+	delete(m, "last_used")
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // sameSnapshot fails with the first differing rows.

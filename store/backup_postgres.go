@@ -87,6 +87,17 @@ func DumpPostgres(ctx context.Context, db *DB, path string) error {
 	return dumpPostgres(ctx, db.addr, path)
 }
 
+// CanBackup says whether Backup can run on this host, before anything depends on it:
+// on PostgreSQL pg_dump must be on PATH (an error wrapping ErrToolMissing, saying what
+// to install, otherwise); SQLite's copy needs no tool.
+func (db *DB) CanBackup() error {
+	if db.IsFile() {
+		return nil
+	}
+	_, err := postgresTool("pg_dump")
+	return err
+}
+
 func dumpPostgres(ctx context.Context, addr, path string) error {
 	if _, err := os.Stat(path); err == nil {
 		return model.Errorf(model.EConflict, "backup %s: file exists", path)

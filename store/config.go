@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"dataservice/internal/clip"
@@ -68,6 +69,10 @@ func ValidateConfig(key, value string) error {
 	d, ok := configDef(key)
 	if !ok {
 		return model.Errorf(model.EInvalid, "unknown configuration key %s", clip.Quote(key))
+	}
+	// PostgreSQL's text cannot hold a NUL: neither engine stores one.
+	if strings.ContainsRune(value, 0) {
+		return model.Errorf(model.EInvalid, "configuration %s: a NUL character is not allowed", key)
 	}
 	if d.Int {
 		n, err := strconv.Atoi(value)

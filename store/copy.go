@@ -226,6 +226,13 @@ func copyTable(ctx context.Context, src, dst *Tx, table string) (CopiedTable, er
 	if _, err := dst.execContext(ctx, "DELETE FROM "+table); err != nil {
 		return CopiedTable{}, fmt.Errorf("clear the target's rows: %w", err)
 	}
+	if deltas, ok := dst.db.dia.countDeltas[table]; ok {
+		// What the triggers noted while the instances were copied: the source's
+		// counts replace it.
+		if _, err := dst.execContext(ctx, "DELETE FROM "+deltas); err != nil {
+			return CopiedTable{}, fmt.Errorf("clear the target's rows: %w", err)
+		}
+	}
 	// Ids in order, so an engine numbering new rows past the last id keeps doing so;
 	// a table without one in the source's insertion order (the queue's order).
 	order := ""

@@ -433,6 +433,11 @@ func (tx *Tx) commit() error {
 		if err := reindexDirty(tx.began, tx.conn()); err != nil {
 			return err
 		}
+		for _, q := range tx.db.dia.beforeCommit {
+			if _, err := tx.execContext(tx.began, q); err != nil {
+				return fmt.Errorf("fold counts: %w", err)
+			}
+		}
 	}
 	err := tx.sqlTx.Commit()
 	tx.db.commits.Add(1)

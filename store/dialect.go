@@ -125,6 +125,19 @@ type dialect struct {
 	// the aggregate max).
 	greatest func(a, b string) string
 
+	// countInstances reads the maintained number of instances of a class (arg: the
+	// class; no row or NULL: none); countBlocks the sum of the maintained address
+	// counts of the /16 blocks from `?` to `?`. beforeCommit are the statements a
+	// write transaction runs last, folding what the engine's triggers noted during it
+	// into the maintained counts (none where the triggers keep the counts
+	// themselves).
+	countInstances, countBlocks string
+	beforeCommit                []string
+	// countDeltas names, for a maintained table, the table its triggers note changes
+	// in until beforeCommit folds them: a copy that replaces the maintained table's
+	// rows clears those notes too.
+	countDeltas map[string]string
+
 	// Full-text search (search.go, searchindex.go). searchDirty reads whether
 	// written rows wait for the index; reindexAll are the statements bringing the
 	// index up to date with every listed row, the last of them flushing the index;

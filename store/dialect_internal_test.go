@@ -234,7 +234,7 @@ func TestSQLiteDialectFragments(t *testing.T) {
 // engine's default transaction is one snapshot), and so may resetIdentities (SQLite
 // numbers new rows from the largest id).
 func TestDialectsAreComplete(t *testing.T) {
-	mayBeZero := map[string]bool{"snapshot": true, "turnstile": true, "lockWriter": true, "skipLocked": true, "resetIdentities": true}
+	mayBeZero := map[string]bool{"snapshot": true, "turnstile": true, "lockWriter": true, "skipLocked": true, "resetIdentities": true, "deferIndexes": true}
 	for _, d := range dialects {
 		v := reflect.ValueOf(*d)
 		for i := 0; i < v.NumField(); i++ {

@@ -61,6 +61,28 @@ var postgresDialect = &dialect{
 	skipLocked: " FOR UPDATE SKIP LOCKED",
 	greatest:   func(a, b string) string { return "greatest(" + a + ", " + b + ")" },
 
+	// The layout's triggers append to the delta tables (each update of one counter
+	// row would add a version PostgreSQL walks at the next update in the same
+	// transaction: quadratic in the rows a transaction writes); the commit folds
+	// them, and a read adds what is not folded yet (rows written by SQL outside the
+	// store).
+	countInstances: `SELECT coalesce((SELECT n FROM instance_counts WHERE classname = ?1), 0)
+		+ coalesce((SELECT sum(n) FROM instance_count_deltas WHERE classname = ?1), 0)`,
+	countBlocks: `SELECT coalesce((SELECT sum(n) FROM ipam_blocks WHERE block >= ?1 AND block <= ?2), 0)
+		+ coalesce((SELECT sum(n) FROM ipam_block_deltas WHERE block >= ?1 AND block <= ?2), 0)`,
+	beforeCommit: []string{
+		`WITH d AS (DELETE FROM instance_count_deltas RETURNING classname, n)
+		INSERT INTO instance_counts(classname, n) SELECT classname, sum(n) FROM d GROUP BY classname
+		ON CONFLICT(classname) DO UPDATE SET n = instance_counts.n + excluded.n`,
+		`WITH d AS (DELETE FROM ipam_block_deltas RETURNING block, n)
+		INSERT INTO ipam_blocks(block, n) SELECT block, sum(n) FROM d GROUP BY block
+		ON CONFLICT(block) DO UPDATE SET n = ipam_blocks.n + excluded.n`,
+		`WITH d AS (DELETE FROM instance_id_deletes RETURNING id)
+		UPDATE instance_ids SET high = greatest(high, (SELECT max(id) FROM d)) WHERE EXISTS (SELECT 1 FROM d)`,
+	},
+	countDeltas: map[string]string{"instance_counts": "instance_count_deltas", "ipam_blocks": "ipam_block_deltas",
+		"instance_ids": "instance_id_deletes"},
+
 	// The engine maintains the trigram index in every write: nothing waits for it.
 	searchDirty: "SELECT false",
 	reindexAll:  []string{},

@@ -53,6 +53,13 @@ var sqliteDialect = &dialect{
 	// SQLite's max with two arguments is the scalar one.
 	greatest: func(a, b string) string { return "max(" + a + ", " + b + ")" },
 
+	// The layout's triggers keep the counts in the rows themselves: SQLite writes a
+	// row's new version in place, whatever the number of updates in a transaction.
+	countInstances: "SELECT n FROM instance_counts WHERE classname = ?",
+	countBlocks:    "SELECT coalesce(sum(n), 0) FROM ipam_blocks WHERE block >= ? AND block <= ?",
+	beforeCommit:   []string{},
+	countDeltas:    map[string]string{},
+
 	searchDirty: SearchDirtyCheck,
 	reindexAll:  SearchReindex,
 	reindexUpTo: sqliteReindex("d.id <= ?"),

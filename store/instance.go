@@ -166,7 +166,7 @@ func eachInstance(next func(after int64) ([]*Instance, error), fn func(*Instance
 // (table instance_counts), so it costs one lookup whatever the number.
 func (db *DB) CountInstances(ctx context.Context, cls string) (int, error) {
 	var n int
-	err := db.rqueryRow(ctx, "SELECT n FROM instance_counts WHERE classname = ?", cls).Scan(&n)
+	err := db.rqueryRow(ctx, db.dia.countInstances, cls).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}

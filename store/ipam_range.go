@@ -110,7 +110,7 @@ func (db *DB) CountIPs(ctx context.Context, r IPRange) (int, error) {
 	}
 	if first <= last {
 		var n int
-		err := db.rqueryRow(ctx, "SELECT coalesce(sum(n), 0) FROM ipam_blocks WHERE block >= ? AND block <= ?",
+		err := db.rqueryRow(ctx, db.dia.countBlocks,
 			fmt.Sprintf("%04x", first), fmt.Sprintf("%04x", last)).Scan(&n)
 		if err != nil {
 			return 0, fmt.Errorf("count addresses %s-%s: %w", IPv4String(r.First), IPv4String(r.Last), err)

@@ -26,7 +26,13 @@ func setupBackup(c *cli, fs *pflag.FlagSet) func(context.Context, []string) erro
 			return err
 		}
 		if !store.IsFileAddr(s.DB) {
-			return c.backupPostgres(ctx, s, args[0])
+			err := c.backupPostgres(ctx, s, args[0])
+			if errors.Is(err, store.ErrLayoutPending) {
+				// A database without the service's tables (or an older layout) is
+				// refused as the other commands refuse it: saying what to run.
+				return fmt.Errorf("%w: %s", err, runMigrate)
+			}
+			return err
 		}
 		db, _, _, err := c.openAsIs(ctx, false)
 		if err != nil {

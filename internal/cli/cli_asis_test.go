@@ -2,7 +2,6 @@ package cli
 
 import (
 	"database/sql"
-	"dataservice/internal/testkit"
 	"fmt"
 	"maps"
 	"net/url"
@@ -11,6 +10,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"dataservice/internal/testkit"
+	"dataservice/store"
 )
 
 // sqliteFile opens a database file with database/sql, without the store (which would
@@ -29,10 +31,26 @@ func sqliteFile(t *testing.T, path string, write bool) *sql.DB {
 	return db
 }
 
-// execOn runs statements on a database file, beside any process that has it open.
-func execOn(t *testing.T, path string, stmts ...string) {
+// rawDB opens the database at addr with database/sql, without the store (which would
+// bring its layout up to date): an SQLite file (read-only unless write), or a
+// PostgreSQL database through pgx.
+func rawDB(t *testing.T, addr string, write bool) *sql.DB {
 	t.Helper()
-	db := sqliteFile(t, path, true)
+	if store.IsFileAddr(addr) {
+		return sqliteFile(t, addr, write)
+	}
+	db, err := sql.Open("pgx", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// execOn runs statements on a database, beside any process that has it open.
+func execOn(t *testing.T, addr string, stmts ...string) {
+	t.Helper()
+	db := rawDB(t, addr, true)
 	for _, s := range stmts {
 		if _, err := db.Exec(s); err != nil {
 			t.Fatalf("%s: %v", s, err)
@@ -41,12 +59,14 @@ func execOn(t *testing.T, path string, stmts ...string) {
 	db.Close()
 }
 
-// fileState is what the start-up sequence would change in a database file: the
-// registry (DB_VERSION, LAST_START...), the admin account's row, the layout versions,
-// and the names of the files beside it (a backup before migrating is one more).
-func fileState(t *testing.T, path string) string {
+// fileState is what the start-up sequence would change in a database: the registry
+// (DB_VERSION, LAST_START...), the admin account's row, the layout versions, and the
+// backups a migration would write (SQLite: the names of the files beside the file;
+// PostgreSQL: the files named after the database in the working directory, where its
+// backup before migrating goes).
+func fileState(t *testing.T, addr string) string {
 	t.Helper()
-	db := sqliteFile(t, path, false)
+	db := rawDB(t, addr, false)
 	defer db.Close()
 	var b strings.Builder
 	rows, err := db.Query("SELECT key, value FROM registry ORDER BY key")
@@ -65,16 +85,27 @@ func fileState(t *testing.T, path string) string {
 	}
 	var enabled, layout, tasks int
 	var data string
-	if err := db.QueryRow("SELECT is_enabled, data FROM instances WHERE classname = '_user' AND keyname = 'admin'").
+	if err := db.QueryRow("SELECT is_enabled, CAST(data AS TEXT) FROM instances WHERE classname = '_user' AND keyname = 'admin'").
 		Scan(&enabled, &data); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRow("PRAGMA user_version").Scan(&layout); err != nil {
+	// The store's layout version and whether the owners' table exists (a database
+	// from before the task queue owned its layout has no layout_versions: 0).
+	layoutQ, ownedQ := "PRAGMA user_version", "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'layout_versions')"
+	dir, prefix := filepath.Dir(addr), ""
+	if !store.IsFileAddr(addr) {
+		layoutQ, ownedQ = "SELECT version FROM layout_version", "SELECT to_regclass('layout_versions') IS NOT NULL"
+		u, err := url.Parse(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, prefix = ".", strings.TrimPrefix(u.Path, "/")
+	}
+	if err := db.QueryRow(layoutQ).Scan(&layout); err != nil {
 		t.Fatal(err)
 	}
-	// A file from before the task queue owned its layout has no layout_versions: 0.
 	var owned bool
-	if err := db.QueryRow("SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE name = 'layout_versions')").Scan(&owned); err != nil {
+	if err := db.QueryRow(ownedQ).Scan(&owned); err != nil {
 		t.Fatal(err)
 	}
 	if owned {
@@ -83,19 +114,42 @@ func fileState(t *testing.T, path string) string {
 		}
 	}
 	fmt.Fprintf(&b, "admin is_enabled=%d data=%s\nlayout store=%d tasks=%d\n", enabled, data, layout, tasks)
-	ents, err := os.ReadDir(filepath.Dir(path))
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, e := range ents {
-		if n := e.Name(); !strings.HasSuffix(n, "-wal") && !strings.HasSuffix(n, "-shm") {
+		if n := e.Name(); strings.HasPrefix(n, prefix) && !strings.HasSuffix(n, "-wal") && !strings.HasSuffix(n, "-shm") {
 			names = append(names, n)
 		}
 	}
 	sort.Strings(names)
 	fmt.Fprintf(&b, "files %s\n", strings.Join(names, " "))
 	return b.String()
+}
+
+// backupState is fileState of the backup dest of the database at addr, as far as a
+// backup holds it: an SQLite copy is a database file; of a pg_dump archive, the
+// DB_VERSION its registry holds.
+func backupState(t *testing.T, addr, dest string) string {
+	t.Helper()
+	if store.IsFileAddr(addr) {
+		return fileState(t, dest)
+	}
+	v, err := store.PostgresArchiveVersion(t.Context(), dest)
+	if err != nil {
+		t.Fatalf("the archive %s: %v", dest, err)
+	}
+	return "DB_VERSION=" + v + "\n"
+}
+
+// tableCount is the number of tables in the PostgreSQL database at addr's schema.
+func tableCount(t *testing.T, addr string) int {
+	t.Helper()
+	db := rawDB(t, addr, false)
+	defer db.Close()
+	return testkit.QueryInt(t, testkit.Pool(db), "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()")
 }
 
 // shellEnv is env as a shell beside the service often has it: the database, but not
@@ -110,7 +164,6 @@ func shellEnv(env map[string]string) map[string]string {
 // running server, a shell without SERVICE_ADMIN_PASSWORD neither locks admin out of the
 // API nor writes LAST_START or a backup.
 func TestCommandsBesideARunningServerLeaveStartUpStateAlone(t *testing.T) {
-	testkit.SQLiteOnly(t, "the sentinel is written through a raw SQLite connection (ExecFile) beside the server")
 	t.Parallel()
 	env := secEnv(t)
 	s := startServe(t, env)
@@ -148,7 +201,6 @@ func TestCommandsBesideARunningServerLeaveStartUpStateAlone(t *testing.T) {
 // says so instead. A release candidate's re-run blocks do not count once its version
 // is stored.
 func TestCommandsRefuseADatabaseTheStartUpMustChange(t *testing.T) {
-	testkit.SQLiteOnly(t, "the states are made by editing the file through a raw SQLite connection (ExecFile)")
 	t.Parallel()
 	entry := writeFile(t, "e.yml", "- {classname: _schema, keyname: vm, ram: {dataformat: int}}\n")
 	commands := [][]string{{"user", "list"}, {"load", entry}, {"apikey", "create", "k", "--permissions", "p_data_access"},
@@ -156,6 +208,7 @@ func TestCommandsRefuseADatabaseTheStartUpMustChange(t *testing.T) {
 	const migrateHint = "run `dataservice migrate` (or `serve`) first"
 
 	t.Run("a missing or empty file", func(t *testing.T) {
+		testkit.SQLiteOnly(t, "a missing file, an empty file and a missing directory are a file's; the PostgreSQL form is the subtest \"an empty database\"")
 		for i, empty := range []bool{false, true, false} {
 			env := testEnv(t)
 			path := env["SERVICE_DB"]
@@ -185,32 +238,55 @@ func TestCommandsRefuseADatabaseTheStartUpMustChange(t *testing.T) {
 		}
 	})
 
+	t.Run("an empty database", func(t *testing.T) {
+		if !testkit.Postgres() {
+			t.Skip("PostgreSQL's form of the subtest \"a missing or empty file\"")
+		}
+		env := testEnv(t)
+		addr := env["SERVICE_DB"]
+		for _, args := range append(commands, []string{"backup", filepath.Join(t.TempDir(), "b.db")}) {
+			// A database without the service's tables is one whose every layout step
+			// is pending.
+			code, _, stderr := runCLI(t, env, args...)
+			want := []string{"open database " + store.RedactURL(addr) + ": ", "table layout steps pending (layout versions: store 0 of ", migrateHint}
+			for _, w := range want {
+				if code != 1 || !strings.Contains(stderr, w) {
+					t.Fatalf("%s: exit %d, %q; want exit 1 and %q", strings.Join(args, " "), code, stderr, w)
+				}
+			}
+			if n := tableCount(t, addr); n != 0 {
+				t.Fatalf("%s created %d tables in the empty database", strings.Join(args, " "), n)
+			}
+		}
+	})
+
+	pending, version := layoutPending()
 	cases := []struct {
 		name    string
-		stmt    string   // applied to a migrated file
+		stmts   []string // applied to a migrated database
 		want    []string // in the message
 		notWant string
 	}{
-		{"an older DB_VERSION", "UPDATE registry SET value = '4.8.0' WHERE key = 'DB_VERSION'",
+		{"an older DB_VERSION", []string{"UPDATE registry SET value = '4.8.0' WHERE key = 'DB_VERSION'"},
 			[]string{`the data needs migrating: DB_VERSION "4.8.0", SERVICE_VERSION 4.9.0`, migrateHint}, ""},
-		{"a release candidate's DB_VERSION", "UPDATE registry SET value = '4.9.0-RC2' WHERE key = 'DB_VERSION'",
+		{"a release candidate's DB_VERSION", []string{"UPDATE registry SET value = '4.9.0-RC2' WHERE key = 'DB_VERSION'"},
 			[]string{"the data needs migrating", migrateHint}, ""},
-		{"no DB_VERSION", "DELETE FROM registry WHERE key = 'DB_VERSION'",
+		{"no DB_VERSION", []string{"DELETE FROM registry WHERE key = 'DB_VERSION'"},
 			[]string{"the data needs migrating: no DB_VERSION", migrateHint}, ""},
-		{"a newer DB_VERSION", "UPDATE registry SET value = '4.10.0' WHERE key = 'DB_VERSION'",
+		{"a newer DB_VERSION", []string{"UPDATE registry SET value = '4.10.0' WHERE key = 'DB_VERSION'"},
 			[]string{`written by a newer version of dataservice: DB_VERSION "4.10.0", this is 4.9.0`}, "migrate"},
-		{"a DB_VERSION too old to migrate", "UPDATE registry SET value = '3.9.0' WHERE key = 'DB_VERSION'",
+		{"a DB_VERSION too old to migrate", []string{"UPDATE registry SET value = '3.9.0' WHERE key = 'DB_VERSION'"},
 			[]string{"too old", "upgrade through a 4.0.x or 4.1.x release first"}, ""},
-		{"store layout steps pending", layout9,
-			[]string{"table layout steps pending (layout versions: store 9 of ", migrateHint}, ""},
-		{"task queue layout steps pending", "DROP TABLE layout_versions",
+		{"store layout steps pending", pending,
+			[]string{fmt.Sprintf("table layout steps pending (layout versions: store %d of ", version), migrateHint}, ""},
+		{"task queue layout steps pending", []string{"DROP TABLE layout_versions"},
 			[]string{"table layout steps pending (layout versions: tasks 0 of ", migrateHint}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			env := migratedEnv(t)
 			path := env["SERVICE_DB"]
-			execOn(t, path, c.stmt)
+			execOn(t, path, c.stmts...)
 			before := fileState(t, path)
 			for _, args := range commands {
 				code, _, stderr := runCLI(t, shellEnv(env), args...)
@@ -244,7 +320,7 @@ func TestCommandsRefuseADatabaseTheStartUpMustChange(t *testing.T) {
 		if after := fileState(t, path); after != before {
 			t.Fatalf("backup changed the file:\nbefore:\n%safter:\n%s", before, after)
 		}
-		if got := fileState(t, dest); !strings.Contains(got, "DB_VERSION=4.8.0\n") {
+		if got := backupState(t, path, dest); !strings.Contains(got, "DB_VERSION=4.8.0\n") {
 			t.Fatalf("the copy is not the file as it was:\n%s", got)
 		}
 	})
@@ -350,40 +426,56 @@ func TestLoadPipelineRefusesADisabledPipelineAsTheAPIDoes(t *testing.T) {
 	}
 }
 
-// layout9 turns a current file into one at store layout 9, as that release made it:
-// without the search index that layout 10 adds and the nodes tables of layout 11 (a file claiming an older layout but
-// holding later objects is refused as foreign, see restore_schema_test.go).
-const layout9 = "DROP TRIGGER instances_search_insert; DROP TRIGGER instances_search_delete; " +
-	"DROP TRIGGER instances_search_update; DROP TABLE instances_search_dirty; DROP TABLE instances_search; " +
-	"DROP TABLE nodes; DROP TABLE node_salt; PRAGMA user_version = 9"
+// layoutPending is the statements that turn a current database into one an older
+// release made, with table layout steps pending, and the layout version it then
+// claims. The later steps' objects go too: a database claiming an older layout but
+// holding later objects is refused as foreign (see restore_schema_test.go). SQLite:
+// layout 9, before the search index of layout 10, the nodes tables of 11 and the
+// throttle of 12. PostgreSQL: layout 1, before the nodes tables of 2 and the throttle
+// of 3.
+func layoutPending() (stmts []string, version int) {
+	if testkit.Postgres() {
+		return []string{"DROP TABLE throttle", "DROP TABLE nodes", "DROP TABLE node_salt",
+			"UPDATE layout_version SET version = 1"}, 1
+	}
+	return []string{"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
+		"DROP TRIGGER instances_search_update", "DROP TABLE instances_search_dirty", "DROP TABLE instances_search",
+		"DROP TABLE nodes", "DROP TABLE node_salt", "DROP TABLE throttle", "PRAGMA user_version = 9"}, 9
+}
 
-// migrate --status reports and writes nothing: an empty file stays empty, and a file
-// with table layout steps pending keeps its layout (it says the steps are pending).
+// migrate --status reports and writes nothing: an empty file stays empty, and a
+// database with table layout steps pending keeps its layout (it says the steps are
+// pending).
 func TestMigrateStatusWritesNoFileAndNoLayout(t *testing.T) {
-	testkit.SQLiteOnly(t, "it checks that no file and no layout are written beside a missing or empty file")
 	t.Parallel()
-	env := testEnv(t)
-	path := env["SERVICE_DB"]
-	if err := os.WriteFile(path, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	code, out, stderr := runCLI(t, env, "migrate", "--status")
-	if code != 0 || !strings.HasPrefix(out, "DB_VERSION: (none: empty database)\n") || !strings.Contains(out, "pending: bootstrap, ") {
-		t.Fatalf("status of an empty file: exit %d, %q %s", code, out, stderr)
-	}
-	if st, err := os.Stat(path); err != nil || st.Size() != 0 {
-		t.Fatalf("status wrote to the empty file (%v)", err)
-	}
+	t.Run("an empty file", func(t *testing.T) {
+		testkit.SQLiteOnly(t, "an empty file is a file's; an empty PostgreSQL database is TestMigrateStatusChangesNothing's")
+		env := testEnv(t)
+		path := env["SERVICE_DB"]
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, stderr := runCLI(t, env, "migrate", "--status")
+		if code != 0 || !strings.HasPrefix(out, "DB_VERSION: (none: empty database)\n") || !strings.Contains(out, "pending: bootstrap, ") {
+			t.Fatalf("status of an empty file: exit %d, %q %s", code, out, stderr)
+		}
+		if st, err := os.Stat(path); err != nil || st.Size() != 0 {
+			t.Fatalf("status wrote to the empty file (%v)", err)
+		}
+	})
 
-	env = migratedEnv(t)
-	path = env["SERVICE_DB"]
-	execOn(t, path, layout9)
-	before := fileState(t, path)
-	code, out, stderr = runCLI(t, env, "migrate", "--status")
-	if code != 0 || !strings.Contains(out, "pending: table layout steps (layout versions: store 9 of ") {
-		t.Fatalf("status of a file with layout steps pending: exit %d, %q %s", code, out, stderr)
-	}
-	if after := fileState(t, path); after != before {
-		t.Fatalf("status changed the file:\nbefore:\n%safter:\n%s", before, after)
-	}
+	t.Run("layout steps pending", func(t *testing.T) {
+		env := migratedEnv(t)
+		path := env["SERVICE_DB"]
+		pending, version := layoutPending()
+		execOn(t, path, pending...)
+		before := fileState(t, path)
+		code, out, stderr := runCLI(t, env, "migrate", "--status")
+		if want := fmt.Sprintf("pending: table layout steps (layout versions: store %d of ", version); code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("status of a database with layout steps pending: exit %d, %q %s; want %q", code, out, stderr, want)
+		}
+		if after := fileState(t, path); after != before {
+			t.Fatalf("status changed the database:\nbefore:\n%safter:\n%s", before, after)
+		}
+	})
 }

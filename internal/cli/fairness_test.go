@@ -177,32 +177,38 @@ func TestCLIWriteBesideServerWork(t *testing.T) {
 	pipeline("cascading renames", "/api/pipelines/prefix/?schema=target")
 	server.stop()
 	r := openReader(t, path)
-	if n := queryInt(t, r, "SELECT count(*) FROM instances WHERE classname = 'ref' AND json_extract(data, '$.to') GLOB 'r-t*'"); n != refs {
+	if n := queryInt(t, r, "SELECT count(*) FROM instances WHERE classname = 'ref' AND substr(data ->> 'to', 1, 3) = 'r-t'"); n != refs {
 		t.Fatalf("%d of %d references follow the renames", n, refs)
 	}
 
-	// The search index's re-indexing at start: rows changed outside dataservice are
-	// listed for it. The server works through the list before it listens, in short
-	// transactions; a CLI write meanwhile indexes what is left in its own commit.
-	testkit.ExecFile(t, path, "UPDATE instances SET displayname = displayname || '.' WHERE classname = 'box'")
-	server = startChild(t, serverEnv, "serve")
-	time.Sleep(time.Second)
-	if listenRE.MatchString(server.out.String()) {
-		t.Fatal("the server listens already: the re-indexing at start was too short to measure")
+	// The search index's re-indexing at start (SQLite's: PostgreSQL's engine maintains
+	// its index in every write, and a start re-indexes nothing): rows changed outside
+	// dataservice are listed for it. The server works through the list before it
+	// listens, in short transactions; a CLI write meanwhile indexes what is left in its
+	// own commit.
+	ops := []string{"idle server", "load", "dryrun load", "pipeline", "pipeline dry run", "cascading renames"}
+	if !testkit.Postgres() {
+		ops = append(ops, "index rebuild")
+		testkit.ExecFile(t, path, "UPDATE instances SET displayname = displayname || '.' WHERE classname = 'box'")
+		server = startChild(t, serverEnv, "serve")
+		time.Sleep(time.Second)
+		if listenRE.MatchString(server.out.String()) {
+			t.Fatal("the server listens already: the re-indexing at start was too short to measure")
+		}
+		took := write("index rebuild")
+		figures["index rebuild"] = []time.Duration{took}
+		if took > fairnessBound {
+			t.Errorf("index rebuild: a one-entry CLI load took %v beside it (bound %v)", took, fairnessBound)
+		}
+		server.baseURL()
+		server.stop()
+		testkit.CheckSearchIndex(t, path, "after the re-indexing at start")
 	}
-	took := write("index rebuild")
-	figures["index rebuild"] = []time.Duration{took}
-	if took > fairnessBound {
-		t.Errorf("index rebuild: a one-entry CLI load took %v beside it (bound %v)", took, fairnessBound)
-	}
-	server.baseURL()
-	server.stop()
-	testkit.CheckSearchIndex(t, path, "after the re-indexing at start")
 	if n := queryInt(t, r, "SELECT count(*) FROM instances WHERE classname = 'probe'"); n != int64(loaded) {
 		t.Fatalf("%d probe entries loaded, want %d", n, loaded)
 	}
 
-	for _, op := range []string{"idle server", "load", "dryrun load", "pipeline", "pipeline dry run", "cascading renames", "index rebuild"} {
+	for _, op := range ops {
 		d := figures[op]
 		slices.Sort(d)
 		t.Logf("%-18s CLI one-entry load: min %v, median %v, max %v (%d runs)", op, d[0].Round(time.Millisecond),

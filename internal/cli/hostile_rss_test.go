@@ -70,12 +70,7 @@ func TestHostileLoadsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testkit.Migrator(t, db).Migrate(t.Context(), func(m *store.Migration) error {
-		return m.Exec(t.Context(), `UPDATE instances SET data = json_set(data, '$.password', ?)
-			WHERE classname = '_user' AND keyname = 'heavy'`, heavy)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	testkit.SetDataField(t, db, "_user", "heavy", "password", heavy)
 	db.Close()
 
 	c := startChild(t, env, "serve")

@@ -53,15 +53,15 @@ func (c *cli) startMetrics(ctx context.Context, s *settings, db *store.DB, log *
 	if err != nil {
 		return nil, fmt.Errorf("listen %s (SERVICE_METRICS_LISTEN): %w", s.MetricsListen, err)
 	}
-	m := newMetrics(db, log)
+	m := newMetrics(db, s.BackupDir, log)
 	go m.serve(ctx, ln, log)
 	log.Info("metrics listening", "addr", ln.Addr().String())
 	return m, nil
 }
 
-func newMetrics(db *store.DB, log *slog.Logger) *metrics {
+func newMetrics(db *store.DB, backupDir string, log *slog.Logger) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
-	m.state = &stateCollector{db: db, log: log}
+	m.state = &stateCollector{db: db, backupDir: backupDir, log: log}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dataservice_http_requests_total",
 		Help: "HTTP requests answered, by route pattern, method and status.",
@@ -175,9 +175,11 @@ func (m *metrics) serve(ctx context.Context, ln net.Listener, log *slog.Logger) 
 
 // stateCollector reads the state that lives in files and tables at each scrape.
 type stateCollector struct {
-	db     *store.DB
-	runner atomic.Pointer[tasks.Runner]
-	log    *slog.Logger
+	db *store.DB
+	// backupDir is SERVICE_BACKUP_DIR: where the automatic backups are ("" = beside the file).
+	backupDir string
+	runner    atomic.Pointer[tasks.Runner]
+	log       *slog.Logger
 }
 
 var (
@@ -233,7 +235,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descDiskFree, prometheus.GaugeValue, float64(free))
 		ch <- prometheus.MustNewConstMetric(descDiskSize, prometheus.GaugeValue, float64(size))
 	}
-	if t, ok := bootstrap.LastBackup(c.db.Path()); ok {
+	if t, ok := bootstrap.LastBackup(bootstrap.BackupBase(c.db, c.backupDir)); ok {
 		ch <- prometheus.MustNewConstMetric(descLastBackup, prometheus.GaugeValue, float64(t.UnixNano())/1e9)
 		ch <- prometheus.MustNewConstMetric(descBackupAge, prometheus.GaugeValue, time.Since(t).Seconds())
 	}

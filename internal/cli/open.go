@@ -35,7 +35,7 @@ func (c *cli) dbFlags(fs *pflag.FlagSet, startUp bool) {
 	fs.StringVar(&c.sf.logLevel, "log-level", "", "debug, info, warn or error (SERVICE_LOG_LEVEL; default "+defaultLevel+")")
 	fs.StringVar(&c.sf.logFormat, "log-format", "", "text or json (SERVICE_LOG_FORMAT)")
 	if startUp {
-		fs.StringVar(&c.sf.backup, "backup", "", "on or off: copy the file before migrating (SERVICE_BACKUP)")
+		fs.StringVar(&c.sf.backup, "backup", "", "on or off: back the data up before migrating (SERVICE_BACKUP)")
 	}
 	c.sf.quiet = !startUp
 }
@@ -232,7 +232,7 @@ func startUp(ctx context.Context, mg *store.Migrator, s *settings, log *slog.Log
 // startUpWith is startUp telling onBlock each step that changed the data version.
 func startUpWith(ctx context.Context, mg *store.Migrator, s *settings, log *slog.Logger, onBlock func(string)) error {
 	err := bootstrap.Run(ctx, mg, bootstrap.Options{Version: s.Version, VersionDate: s.VersionDate,
-		APIKeySecret: s.APIKeySecret, AdminPassword: s.AdminPassword, Backup: s.Backup,
+		APIKeySecret: s.APIKeySecret, AdminPassword: s.AdminPassword, Backup: s.Backup, BackupDir: s.BackupDir,
 		Init: builtin.Init(), Logger: log, OnBlock: onBlock})
 	if err != nil && !errors.Is(err, bootstrap.ErrRefused) {
 		return fmt.Errorf("start-up: %w", err)

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,6 +71,22 @@ type child struct {
 	code int
 }
 
+// childDirs holds each test's working directory for its child processes.
+var childDirs sync.Map
+
+// childDir is the working directory of the test's child processes, one per test:
+// what they write there (on PostgreSQL, the backup before migrating) stays out of
+// the source tree and is found by the test.
+func childDir(t *testing.T) string {
+	if d, ok := childDirs.Load(t); ok {
+		return d.(string)
+	}
+	d := t.TempDir()
+	childDirs.Store(t, d)
+	t.Cleanup(func() { childDirs.Delete(t) })
+	return d
+}
+
 // startChild starts the test binary as the program with args, the settings of env
 // (and no SERVICE_* variable of the test's own environment). It is killed, if still
 // running, when the test ends.
@@ -85,6 +102,7 @@ func startChild(t *testing.T, env map[string]string, args ...string) *child {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	cmd.Dir = childDir(t)
 	c := &child{t: t, name: strings.Join(args, " "), cmd: cmd, out: &testkit.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = c.out, c.out
 	if err := cmd.Start(); err != nil {
@@ -275,20 +293,76 @@ func finalStatus(s string) bool { return s == "succeeded" || s == "failed" || s 
 // openStore opens the file in the test process (only while no child runs).
 var openStore = testkit.OpenFile
 
-// openReader opens a read-only connection pool on the database, usable while a child
-// writes.
-func openReader(t *testing.T, path string) *sql.DB {
+// dbReader is a read-only pool on a database, usable while a child writes: queries
+// are written with ? placeholders on both engines (store.Reader's), and it has the
+// short QueryRow and Query of a *sql.DB.
+type dbReader struct {
+	store.Reader
+	close    func() error
+	postgres bool
+}
+
+func (r dbReader) QueryRow(query string, args ...any) *sql.Row {
+	return r.QueryRowContext(context.Background(), query, args...)
+}
+
+func (r dbReader) Query(query string, args ...any) (*sql.Rows, error) {
+	return r.QueryContext(context.Background(), query, args...)
+}
+
+func (r dbReader) Close() error { return r.close() }
+
+// openReader opens a read-only pool on the database, usable while a child writes:
+// on SQLite a query-only connection pool on the file (it waits for the writer and
+// takes no lock of the store's); on PostgreSQL the store opened read-only, whose
+// Reader binds the ? placeholders (its table layout must be current).
+func openReader(t *testing.T, path string) dbReader {
 	t.Helper()
-	driver, dsn := "sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=query_only(1)"
 	if !store.IsFileAddr(path) {
-		driver, dsn = "pgx", path
+		db, err := store.Open(context.Background(), path, store.Options{ReadOnly: true, ReadConns: 2})
+		if err != nil {
+			t.Fatalf("open %s read-only: %v", store.RedactURL(path), err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return dbReader{Reader: db.Reader(), close: db.Close, postgres: true}
 	}
-	r, err := sql.Open(driver, dsn)
+	r, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=query_only(1)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	return r
+	return dbReader{Reader: r, close: r.Close}
+}
+
+// checkIntegrity fails the test unless SQLite's integrity_check passes on the file.
+// A PostgreSQL database is no file of the test's: its server's own write-ahead log
+// keeps what a killed client wrote whole or absent, which the tests' row checks show.
+func checkIntegrity(t *testing.T, r dbReader, what string) {
+	t.Helper()
+	if r.postgres {
+		return
+	}
+	if ok := queryText(t, r, "PRAGMA integrity_check"); ok != "ok" {
+		t.Fatalf("%s: integrity_check: %s", what, ok)
+	}
+}
+
+// checkSearchIndex fails the test unless the search index matches the instances
+// (testkit.CheckSearchIndex) on SQLite, where the store maintains it. On PostgreSQL
+// the engine maintains the trigram index in every write: no index of instances may
+// be left invalid.
+func checkSearchIndex(t *testing.T, r dbReader, path, round string) {
+	t.Helper()
+	if !r.postgres {
+		testkit.CheckSearchIndex(t, path, round)
+		return
+	}
+	if n := queryInt(t, r, "SELECT count(*) FROM pg_index WHERE indrelid = CAST('instances' AS regclass) AND NOT indisvalid"); n != 0 {
+		t.Fatalf("%s: %d invalid indexes on instances", round, n)
+	}
+	if n := queryInt(t, r, "SELECT count(*) FROM pg_indexes WHERE tablename = 'instances' AND indexdef LIKE '%gin%'"); n == 0 {
+		t.Fatalf("%s: no trigram (GIN) index on instances", round)
+	}
 }
 
 // queryInt runs a query returning one integer.
@@ -363,8 +437,8 @@ func checkPipelineCommitted(t *testing.T, path, handle string, total int64) int6
 	if status != "running" || done <= 0 || done >= total {
 		t.Fatalf("after the kill: task %s with %d of %d done; want running, part done", status, done, total)
 	}
-	marked := queryInt(t, r, `SELECT count(*) FROM instances WHERE classname = 'crashbox' AND json_extract(data, '$.note') = 'X'`)
-	empty := queryInt(t, r, `SELECT count(*) FROM instances WHERE classname = 'crashbox' AND json_extract(data, '$.note') = ''`)
+	marked := queryInt(t, r, `SELECT count(*) FROM instances WHERE classname = 'crashbox' AND data ->> 'note' = 'X'`)
+	empty := queryInt(t, r, `SELECT count(*) FROM instances WHERE classname = 'crashbox' AND data ->> 'note' = ''`)
 	if marked != done || empty != total-done {
 		t.Fatalf("after the kill: progress_done %d, but %d instances marked and %d untouched (%s)", done, marked, empty,
 			noteCounts(t, r))
@@ -376,20 +450,20 @@ func checkPipelineCommitted(t *testing.T, path, handle string, total int64) int6
 		t.Fatalf("checkpoint %q: %v", cp, err)
 	}
 	if got := queryInt(t, r, `SELECT count(*) FROM instances WHERE classname = 'crashbox' AND id <= ?
-		AND json_extract(data, '$.note') = 'X'`, checkpoint.After); got != done {
+		AND data ->> 'note' = 'X'`, checkpoint.After); got != done {
 		t.Fatalf("checkpoint %s: %d marked instances up to it, want %d", cp, got, done)
 	}
 	if got := queryInt(t, r, "SELECT count(*) FROM revisions WHERE author = ?", "task:"+handle); got != done {
 		t.Fatalf("after the kill: %d revisions of the task, want %d", got, done)
 	}
-	testkit.CheckSearchIndex(t, path, "after the pipeline was killed")
+	checkSearchIndex(t, r, path, "after the pipeline was killed")
 	return done
 }
 
 // noteCounts describes the distinct note values, for failure messages.
-func noteCounts(t *testing.T, r *sql.DB) string {
+func noteCounts(t *testing.T, r dbReader) string {
 	t.Helper()
-	rows, err := r.Query(`SELECT coalesce(json_extract(data, '$.note'), '(absent)'), count(*) FROM instances
+	rows, err := r.Query(`SELECT coalesce(data ->> 'note', '(absent)'), count(*) FROM instances
 		WHERE classname = 'crashbox' GROUP BY 1 ORDER BY 2 DESC LIMIT 5`)
 	if err != nil {
 		t.Fatal(err)
@@ -443,16 +517,14 @@ func checkLoaded(t *testing.T, path string, entries int64) int64 {
 			AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.classname = 'lbox' AND i.keyname = r.keyname)`, 0},
 		{"revisions", "SELECT count(*) FROM revisions WHERE classname = 'lbox'", n},
 		{"complete instances", `SELECT count(*) FROM instances WHERE classname = 'lbox'
-			AND 'l' || json_extract(data, '$.size') = keyname AND 'n' || json_extract(data, '$.size') = json_extract(data, '$.note')`, n},
+			AND 'l' || (data ->> 'size') = keyname AND 'n' || (data ->> 'size') = data ->> 'note'`, n},
 	} {
 		if got := queryInt(t, r, c.query); got != c.want {
 			t.Fatalf("%d entries loaded: %s = %d, want %d", n, c.what, got, c.want)
 		}
 	}
-	if ok := queryText(t, r, "PRAGMA integrity_check"); ok != "ok" {
-		t.Fatalf("integrity_check: %s", ok)
-	}
-	testkit.CheckSearchIndex(t, path, "after the load was killed")
+	checkIntegrity(t, r, "after the load was killed")
+	checkSearchIndex(t, r, path, "after the load was killed")
 	if n == 0 || n > entries {
 		t.Fatalf("%d entries loaded, want some of %d", n, entries)
 	}

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -97,7 +99,7 @@ func TestCrashDuringPipelineRun(t *testing.T) {
 
 	r := openReader(t, env["SERVICE_DB"])
 	if got := queryInt(t, r, `SELECT count(*) FROM instances WHERE classname = 'crashbox'
-		AND json_extract(data, '$.note') = 'X'`); got != total {
+		AND data ->> 'note' = 'X'`); got != total {
 		t.Fatalf("%d instances transformed exactly once, want %d (others: %s)", got, total, noteCounts(t, r))
 	}
 	var status, result string
@@ -121,9 +123,7 @@ func TestCrashDuringPipelineRun(t *testing.T) {
 	if got := queryInt(t, r, "SELECT count(*) FROM revisions WHERE author = ?", "task:"+handle); got != total {
 		t.Fatalf("revisions of the task = %d, want %d (one per instance)", got, total)
 	}
-	if ok := queryText(t, r, "PRAGMA integrity_check"); ok != "ok" {
-		t.Fatalf("integrity_check: %s", ok)
-	}
+	checkIntegrity(t, r, "after the run")
 }
 
 // TestReliabilityTaskLeaseSetting checks the hidden SERVICE_TASK_LEASE setting the
@@ -189,14 +189,14 @@ func TestCrashDuringMigration(t *testing.T) {
 		"DELETE FROM schema_fields WHERE classname = 'ipam_ip' AND keyname = 'collected'",
 		`INSERT INTO schema_fields(classname, keyname, displayname, dataformat, dataformat_ext, sort_order)
 			VALUES('ipam_subnet', 'subnet', 'Subnet', 'ipv4', 'subnet', 5)`,
-		// The dashboard entries blocks 4.6.0 and 4.8.0 reload as their last step.
-		`UPDATE instances SET data = json_set(data, '$.url', '/code_editor/') WHERE classname = '_home' AND keyname = 'code_editor'`,
-		`UPDATE instances SET data = json_set(data, '$.url', '/ipam/') WHERE classname = '_home' AND keyname = 'ipam'`,
 	} {
 		if err := testkit.Migrator(t, db).Migrate(ctx, func(m *store.Migration) error { return m.Exec(ctx, q) }); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	// The dashboard entries blocks 4.6.0 and 4.8.0 reload as their last step.
+	testkit.SetDataField(t, db, "_home", "code_editor", "url", "/code_editor/")
+	testkit.SetDataField(t, db, "_home", "ipam", "url", "/ipam/")
 	insertInstances(t, db, "_pipeline", "legacy", pipelines, func(int) map[string]any {
 		return map[string]any{"content": legacyPipeline, "description": "legacy"}
 	})
@@ -207,8 +207,9 @@ func TestCrashDuringMigration(t *testing.T) {
 				{"ipam_ip", dotted(i), `{"hostname": "h` + strconv.Itoa(i) + `"}`},
 				{"rhost", "h" + strconv.Itoa(i), `{"ip": "` + dotted(i) + `"}`},
 			} {
-				if err := m.Exec(ctx, `INSERT INTO instances(classname, keyname, displayname, data, created_at,
-					updated_at) VALUES(?, ?, ?, ?, '2020-01-01T00:00:00Z', '2020-01-01T00:00:00Z')`, q.cls, q.key, q.key, q.data); err != nil {
+				if err := m.Exec(ctx, `INSERT INTO instances(id, classname, keyname, displayname, data, created_at,
+					updated_at) VALUES(`+testkit.NextInstanceIDSQL+`, ?, ?, ?, ?, '2020-01-01T00:00:00Z', '2020-01-01T00:00:00Z')`,
+					q.cls, q.key, q.key, q.data); err != nil {
 					return err
 				}
 			}
@@ -233,12 +234,12 @@ func TestCrashDuringMigration(t *testing.T) {
 			}
 		}
 		legacy := queryInt(t, r, `SELECT count(*) FROM instances WHERE classname = '_pipeline' AND keyname LIKE 'legacy%'
-			AND json_extract(data, '$.content') = ?`, legacyPipeline)
+			AND data ->> 'content' = ?`, legacyPipeline)
 		flat := queryInt(t, r, `SELECT count(*) FROM instances WHERE classname = '_pipeline' AND keyname LIKE 'legacy%'
-			AND json_extract(data, '$.content') = ?`, flatPipeline)
+			AND data ->> 'content' = ?`, flatPipeline)
 		homeURL := func(key, url string) int64 {
 			return queryInt(t, r, `SELECT count(*) FROM instances WHERE classname = '_home' AND keyname = ?
-				AND json_extract(data, '$.url') = ?`, key, url)
+				AND data ->> 'url' = ?`, key, url)
 		}
 		if v < "4.6.0" {
 			want("legacy pipelines", legacy, pipelines)
@@ -255,8 +256,8 @@ func TestCrashDuringMigration(t *testing.T) {
 		dottedIPs := queryInt(t, r, "SELECT count(*) FROM instances WHERE classname = 'ipam_ip' AND keyname LIKE '10.%'")
 		hexIPs := queryInt(t, r, `SELECT count(*) FROM instances WHERE classname = 'ipam_ip' AND keyname LIKE '0a%'
 			AND length(keyname) = 8 AND displayname LIKE '10.%'`)
-		dottedRefs := queryInt(t, r, "SELECT count(*) FROM instances WHERE classname = 'rhost' AND json_extract(data, '$.ip') LIKE '10.%'")
-		hexRefs := queryInt(t, r, "SELECT count(*) FROM instances WHERE classname = 'rhost' AND json_extract(data, '$.ip') LIKE '0a%'")
+		dottedRefs := queryInt(t, r, "SELECT count(*) FROM instances WHERE classname = 'rhost' AND data ->> 'ip' LIKE '10.%'")
+		hexRefs := queryInt(t, r, "SELECT count(*) FROM instances WHERE classname = 'rhost' AND data ->> 'ip' LIKE '0a%'")
 		collected := queryInt(t, r, "SELECT count(*) FROM schema_fields WHERE classname = 'ipam_ip' AND keyname = 'collected'")
 		if v < "4.8.0" {
 			want("dotted ipam_ip", dottedIPs, ips)
@@ -274,9 +275,7 @@ func TestCrashDuringMigration(t *testing.T) {
 			want("field ipam_subnet.subnet", subnetField, 0)
 		}
 		want("revisions", queryInt(t, r, "SELECT count(*) FROM revisions"), revisions)
-		if ok := queryText(t, r, "PRAGMA integrity_check"); ok != "ok" {
-			t.Fatalf("%s: integrity_check: %s", when, ok)
-		}
+		checkIntegrity(t, r, when)
 		return v
 	}
 
@@ -333,12 +332,35 @@ func TestCrashDuringMigration(t *testing.T) {
 		t.Fatalf("no kill landed inside a block (%v): the test proved nothing", outcomes)
 	}
 	t.Logf("kills: %v; %d pipelines and %d ipam_ip (+%d references) verified", outcomes, pipelines, ips, ips)
-	backups, _ := filepath.Glob(env["SERVICE_DB"] + ".*.bak")
-	for _, b := range backups {
-		r := openReader(t, b)
-		if ok := queryText(t, r, "PRAGMA integrity_check"); ok != "ok" {
-			t.Fatalf("backup %s: integrity_check %s", b, ok)
+	checkMigrationBackups(t, env["SERVICE_DB"], ips)
+}
+
+// checkMigrationBackups checks the backups killed and completed migrations of the
+// database at addr left: each complete one is whole and holds the DB_VERSION its
+// name says and every ipam_ip. On SQLite they are copies beside the file; on
+// PostgreSQL pg_dump archives named after the database in the program's working
+// directory (childDir), each restored into a new database to be read.
+func checkMigrationBackups(t *testing.T, addr string, ips int64) {
+	t.Helper()
+	pattern := addr + ".*.bak"
+	if !store.IsFileAddr(addr) {
+		u, err := url.Parse(addr)
+		if err != nil {
+			t.Fatal(err)
 		}
+		pattern = filepath.Join(childDir(t), strings.Trim(u.Path, "/")+".*.bak")
+	}
+	backups, _ := filepath.Glob(pattern)
+	for _, b := range backups {
+		at := b
+		if !store.IsFileAddr(addr) {
+			at = testkit.NewAddress(t, "restored.db")
+			if out, err := exec.Command("pg_restore", "--no-owner", "--exit-on-error", "--dbname="+at, b).CombinedOutput(); err != nil {
+				t.Fatalf("backup %s: pg_restore: %v: %s", b, err, out)
+			}
+		}
+		r := openReader(t, at)
+		checkIntegrity(t, r, "backup "+b)
 		named := backupNameRE.FindStringSubmatch(b)
 		if v := queryText(t, r, "SELECT value FROM registry WHERE key = 'DB_VERSION'"); named == nil || v != named[1] {
 			t.Fatalf("backup %s: DB_VERSION %q, not the version in its name", b, v)
@@ -348,7 +370,7 @@ func TestCrashDuringMigration(t *testing.T) {
 		}
 		r.Close()
 	}
-	partial, _ := filepath.Glob(env["SERVICE_DB"] + ".*.partial")
+	partial, _ := filepath.Glob(strings.TrimSuffix(pattern, ".bak") + ".partial")
 	t.Logf("%d complete backups, %d .partial leftovers of killed copies", len(backups), len(partial))
 }
 
@@ -427,7 +449,6 @@ func TestCrashDuringLoad(t *testing.T) {
 // file, three times: each time exactly one bootstraps, all three succeed and agree on
 // the one INSTANCE_UUID, and the file holds what a single start makes.
 func TestConcurrentMigrateProcesses(t *testing.T) {
-	testkit.SQLiteOnly(t, "it compares table counts through raw SQLite connections; the PostgreSQL form is bootstrap's TestConcurrentStartsBootstrapOnce (5 processes)")
 	t.Parallel()
 	single := reliabilityEnv(t)
 	if code, _, stderr := runCLI(t, quiet(single), "migrate"); code != 0 {
@@ -442,7 +463,6 @@ func TestConcurrentMigrateProcesses(t *testing.T) {
 			procs = append(procs, startChild(t, env, "migrate"))
 		}
 		bootstraps := 0
-		r := openReader(t, env["SERVICE_DB"])
 		for i, c := range procs {
 			if code := c.wait(60 * time.Second); code != 0 {
 				t.Fatalf("round %d: process %d: exit %d:\n%s", round+1, i+1, code, tail(c.out.String()))
@@ -453,6 +473,9 @@ func TestConcurrentMigrateProcesses(t *testing.T) {
 				t.Fatalf("round %d: process %d did not report DB_VERSION 4.9.0:\n%s", round+1, i+1, tail(out))
 			}
 		}
+		// Opened once the processes are done: on PostgreSQL the reader needs the
+		// table layout they make.
+		r := openReader(t, env["SERVICE_DB"])
 		uuid := queryText(t, r, "SELECT value FROM registry WHERE key = 'INSTANCE_UUID'")
 		for i, c := range procs {
 			m := uuidRE.FindStringSubmatch(c.out.String())

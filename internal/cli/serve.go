@@ -94,7 +94,7 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	m.startedUp(time.Since(started), blocks)
 	ready.Store(true)
 	runCtx, stopRunner := context.WithCancel(context.WithoutCancel(ctx))
-	go bootstrap.BackupLoop(runCtx, db, backupTick, log, m.backupHook())
+	go bootstrap.BackupLoop(runCtx, db, s.BackupDir, backupTick, log, m.backupHook())
 	runnerDone := make(chan struct{})
 	go func() {
 		defer close(runnerDone)

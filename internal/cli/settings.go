@@ -2,10 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +43,11 @@ type settings struct {
 	LogLevel  slog.Level
 	LogFormat string
 	Backup    bool
+	// BackupDir is SERVICE_BACKUP_DIR: the existing directory of the automatic backups
+	// (the backup before migrating; SQLite's scheduled backups), made absolute. Empty:
+	// beside the SQLite file; on PostgreSQL a start that must back up before migrating
+	// is refused.
+	BackupDir string
 	// ReadHeaderTimeout is SERVICE_READ_HEADER_TIMEOUT: how long a client may take to
 	// send its request headers (hidden setting, no flag, default 10s; tests shorten it).
 	ReadHeaderTimeout time.Duration
@@ -127,6 +136,11 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 	default:
 		errs = append(errs, fmt.Sprintf("SERVICE_BACKUP %q: not on or off", b))
 	}
+	if v := getenv("SERVICE_BACKUP_DIR"); v != "" {
+		if s.BackupDir, err = backupDir(v); err != nil {
+			errs = append(errs, fmt.Sprintf("SERVICE_BACKUP_DIR %q: %v", v, err))
+		}
+	}
 	rht := pick("", "SERVICE_READ_HEADER_TIMEOUT", "10s")
 	if d, err := time.ParseDuration(rht); err != nil || d < 100*time.Millisecond || d > 10*time.Minute {
 		errs = append(errs, fmt.Sprintf("SERVICE_READ_HEADER_TIMEOUT %q: not a duration from 100ms to 10m", rht))
@@ -160,6 +174,25 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 		return nil, fmt.Errorf("invalid settings:\n  %s", strings.Join(errs, "\n  "))
 	}
 	return s, nil
+}
+
+// backupDir checks SERVICE_BACKUP_DIR: an existing directory (not created: a typo must
+// not scatter backups), returned absolute so the logs name where backups are.
+func backupDir(v string) (string, error) {
+	abs, err := filepath.Abs(v)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", errors.New("no such directory")
+	case err != nil:
+		return "", err
+	case !st.IsDir():
+		return "", errors.New("not a directory")
+	}
+	return abs, nil
 }
 
 func setupVersion(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error {

@@ -95,6 +95,9 @@ func (e *Entry) Prepare(action Action) error {
 		if !ok {
 			return Errorf(EInvalid, "displayname must be a scalar")
 		}
+		if strings.ContainsRune(t, 0) {
+			return Errorf(EInvalid, "displayname: %s", nulText)
+		}
 		e.Displayname, e.HasDisplayname = t, true
 	}
 	e.IsEnabled = nil

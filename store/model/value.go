@@ -177,6 +177,12 @@ func (f *Field) normalizeOne(raw any, refs RefResolver) (any, bool, error) {
 	if !utf8.ValidString(text) {
 		return nil, false, f.invalid("value is not valid UTF-8")
 	}
+	// A secret is stored as its hash; any other value as text, and PostgreSQL can
+	// neither store nor read back a NUL in text (nor \u0000 in JSON it reads as
+	// jsonb), so no engine takes one.
+	if f.Dataformat != "secret" && strings.ContainsRune(text, 0) {
+		return nil, false, f.invalid("%s", nulText)
+	}
 	switch f.Dataformat {
 	case "string", "text", "secret":
 		if text == "" {
@@ -442,3 +448,7 @@ func dottedOfHex(h string) string {
 	n, _ := strconv.ParseUint(h, 16, 32)
 	return fmt.Sprintf("%d.%d.%d.%d", n>>24, n>>16&255, n>>8&255, n&255)
 }
+
+// nulText is why text holding a NUL character is refused: PostgreSQL's text cannot
+// hold one, so neither engine stores one (the same data on both).
+const nulText = "a NUL character is not allowed"
