@@ -11,7 +11,7 @@ func init() {
 	postgresDialect.deferIndexes = postgresDeferIndexes
 }
 
-// postgresDeferIndexes drops the indexes of table that back no constraint (the
+// postgresDeferIndexes disables the triggers of table and drops its indexes that back no constraint (the
 // trigram search index above all, whose GIN entries cost far more inserted row by
 // row than built at once) and returns the function re-creating them from their
 // definitions as the catalog holds them, once Copy filled the table: same names,
@@ -37,6 +37,12 @@ func postgresDeferIndexes(ctx context.Context, tx *Tx, table string) (func() err
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	// The bookkeeping triggers too: Copy replaces what they would write with the
+	// source's rows, and one row updated per inserted row in one transaction (the
+	// count of a class) leaves a chain of row versions each update walks again.
+	if _, err := tx.execContext(ctx, "ALTER TABLE "+quoteIdent(table)+" DISABLE TRIGGER USER"); err != nil {
+		return nil, fmt.Errorf("disable triggers: %w", err)
+	}
 	for _, n := range names {
 		if _, err := tx.execContext(ctx, "DROP INDEX "+quoteIdent(n)); err != nil {
 			return nil, fmt.Errorf("drop index %s: %w", n, err)
@@ -47,6 +53,9 @@ func postgresDeferIndexes(ctx context.Context, tx *Tx, table string) (func() err
 			if _, err := tx.execContext(ctx, d); err != nil {
 				return fmt.Errorf("re-create index %s: %w", names[i], err)
 			}
+		}
+		if _, err := tx.execContext(ctx, "ALTER TABLE "+quoteIdent(table)+" ENABLE TRIGGER USER"); err != nil {
+			return fmt.Errorf("enable triggers: %w", err)
 		}
 		return nil
 	}, nil
