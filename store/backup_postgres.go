@@ -202,7 +202,20 @@ func RestorePostgres(ctx context.Context, addr, file, keep string) error {
 		return fmt.Errorf("the restored database is refused, by this command and at every start: %w; "+
 			"restore the previous contents, kept as %s, or another backup", err, keep)
 	}
-	return checkRestoredLayout(ctx, check)
+	if err := checkRestoredLayout(ctx, check); err != nil {
+		return err
+	}
+	// The heartbeat rows the dump holds name the nodes of the database it was taken
+	// from: none serves this one (no other session is connected).
+	w, err := openPostgresPool(postgresDSN(addr, false))
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if _, err := w.ExecContext(ctx, "DELETE FROM nodes"); err != nil {
+		return fmt.Errorf("forget the nodes the backup records: %w", err)
+	}
+	return nil
 }
 
 // checkRestoredLayout refuses a restored database whose layout is newer than this

@@ -139,3 +139,31 @@ func CheckpointFile(ctx context.Context, path string) error {
 	}
 	return db.Close()
 }
+
+// ForgetNodes deletes the heartbeat rows a restored copy at path holds: the nodes they
+// name serve the database the backup was taken from, not the copy, and rows renewed
+// moments before the backup would read as live nodes (of the backup's version) to the
+// first start of the copy. It returns how many it deleted.
+func ForgetNodes(ctx context.Context, path string) (int64, error) {
+	db, err := sql.Open("sqlite", fileDSN(path, "mode=rw"))
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var present int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'nodes'").Scan(&present); err != nil {
+		return 0, err
+	}
+	if present == 0 {
+		return 0, nil
+	}
+	res, err := db.ExecContext(ctx, "DELETE FROM nodes")
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	return n, db.Close()
+}

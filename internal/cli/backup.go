@@ -138,6 +138,9 @@ func (c *cli) restore(ctx context.Context, file string, force bool) error {
 	if cleared > 0 {
 		fmt.Fprintf(c.stdout, "cleared the backup's query-planner statistics (%d rows of sqlite_stat1/sqlite_stat4)\n", cleared)
 	}
+	if _, err := store.ForgetNodes(ctx, partial); err != nil {
+		return fmt.Errorf("backup %s: forget the nodes it records: %w", src, err)
+	}
 	if err := os.Chmod(partial, 0o600); err != nil {
 		return err
 	}
