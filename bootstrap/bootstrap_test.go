@@ -307,8 +307,7 @@ func TestRunFailedBootstrapLeavesNothing(t *testing.T) {
 	db := newDB(t)
 	// The role is loaded after the permissions, schemas and admin, in the same
 	// transaction: its failure must take them all back.
-	execSQL(t, db, `CREATE TRIGGER fail_role BEFORE INSERT ON instances WHEN NEW.keyname = 'role_admin'
-		BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
+	failOn(t, db, "fail_role", "INSERT", "instances", "NEW.keyname = 'role_admin'")
 	rec := &testkit.Recorder{}
 	o := options(t, rec)
 	err := bootstrap.Run(context.Background(), testkit.Migrator(t, db), o)
@@ -340,7 +339,7 @@ func TestRunFailedBootstrapLeavesNothing(t *testing.T) {
 		}
 	})
 	t.Run("next start bootstraps once the cause is gone", func(t *testing.T) {
-		execSQL(t, db, "DROP TRIGGER fail_role")
+		dropFail(t, db, "fail_role", "instances")
 		run(t, db, o)
 		mustInstance(t, db, "_role", "role_admin")
 		if got, want := dbVersion(t, db), testVersion; got != want {

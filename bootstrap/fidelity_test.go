@@ -117,11 +117,11 @@ func TestMigrate490NonTextSubnetIsWarnedAndSkipped(t *testing.T) {
 func TestMigrate460RerunKeepsUserChanges(t *testing.T) {
 	t.Parallel()
 	db, rec := migratedDB(t)
+	setData(t, db, "_apikey", "api_builtin", map[string]any{"is_readonly": true, "permissions": []any{"p_data_access"},
+		"description": "narrowed by the operator"})
+	setData(t, db, "_home", "code_editor", map[string]any{"url": "/code_editor/", "order": 999, "icon": "fa-pen", "description": "ours"})
 	execSQL(t, db,
-		`UPDATE instances SET data = json_set(data, '$.is_readonly', json('true'), '$.permissions', json('["p_data_access"]'),
-			'$.description', 'narrowed by the operator') WHERE classname = '_apikey' AND keyname = 'api_builtin'`,
-		`UPDATE instances SET displayname = 'My editor', data = json_set(data, '$.url', '/code_editor/', '$.order', 999,
-			'$.icon', 'fa-pen', '$.description', 'ours') WHERE classname = '_home' AND keyname = 'code_editor'`,
+		`UPDATE instances SET displayname = 'My editor' WHERE classname = '_home' AND keyname = 'code_editor'`,
 		`UPDATE permissions SET displayname = 'Editor', description = 'local wording' WHERE keyname = 'p_code_editor'`)
 	key := mustInstance(t, db, "_apikey", "api_builtin")
 	o := options(t, rec)
@@ -170,9 +170,9 @@ func TestMigrate460RerunKeepsUserChanges(t *testing.T) {
 func TestMigrateAddStepsKeepExistingObjects(t *testing.T) {
 	t.Parallel()
 	db, rec := migratedDB(t)
+	setData(t, db, "_pipeline", "bulk_delete_disabled", map[string]any{"description": "off for now"})
 	execSQL(t, db,
-		`UPDATE instances SET is_enabled = 0, data = json_set(data, '$.description', 'off for now')
-			WHERE classname = '_pipeline' AND keyname = 'bulk_delete_disabled'`,
+		`UPDATE instances SET is_enabled = 0 WHERE classname = '_pipeline' AND keyname = 'bulk_delete_disabled'`,
 		`UPDATE permissions SET description = 'local wording' WHERE keyname IN ('p_api_load', 'p_api_rawfile', 'p_api_conf')`,
 		`DELETE FROM permissions WHERE keyname = 'p_api_conf'`)
 	before := mustInstance(t, db, "_pipeline", "bulk_delete_disabled")
@@ -197,10 +197,10 @@ func TestMigrateAddStepsKeepExistingObjects(t *testing.T) {
 func TestMigrate460WithoutPipelineSchema(t *testing.T) {
 	t.Parallel()
 	db, rec := migratedDB(t)
+	setData(t, db, "_home", "code_editor", map[string]any{"url": "/code_editor/"})
 	execSQL(t, db,
 		"DELETE FROM instances WHERE classname = '_pipeline'",
 		"DELETE FROM schemas WHERE keyname = '_pipeline'",
-		`UPDATE instances SET data = json_set(data, '$.url', '/code_editor/') WHERE classname = '_home' AND keyname = 'code_editor'`,
 		"DELETE FROM instances WHERE classname = '_apikey' AND keyname = 'api_builtin'",
 		"DELETE FROM permissions WHERE keyname = 'p_code_editor'")
 	setRegistry(t, db, store.RegDBVersion, "4.5.0")

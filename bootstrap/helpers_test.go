@@ -255,3 +255,37 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+// setData sets fields of an instance's stored data behind the store's back, on either
+// engine (a state an older release left, or a user's edit).
+func setData(t *testing.T, db *store.DB, cls, key string, fields map[string]any) {
+	t.Helper()
+	for _, f := range sortedKeys(fields) {
+		testkit.SetDataField(t, db, cls, key, f, fields[f])
+	}
+}
+
+// failOn makes every insert or update (event) of a row of table for which cond holds
+// abort with "injected failure": a trigger in SQLite's form or PostgreSQL's (PL/pgSQL).
+// cond is an SQL condition on NEW that both engines read alike.
+func failOn(t *testing.T, db *store.DB, name, event, table, cond string) {
+	t.Helper()
+	if testkit.Postgres() {
+		execSQL(t, db,
+			`CREATE FUNCTION `+name+`() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$`,
+			`CREATE TRIGGER `+name+` BEFORE `+event+` ON `+table+` FOR EACH ROW WHEN (`+cond+`) EXECUTE FUNCTION `+name+`()`)
+		return
+	}
+	execSQL(t, db, `CREATE TRIGGER `+name+` BEFORE `+event+` ON `+table+` WHEN `+cond+`
+		BEGIN SELECT RAISE(ABORT, 'injected failure'); END`)
+}
+
+// dropFail removes a trigger failOn made on table.
+func dropFail(t *testing.T, db *store.DB, name, table string) {
+	t.Helper()
+	if testkit.Postgres() {
+		execSQL(t, db, "DROP TRIGGER "+name+" ON "+table, "DROP FUNCTION "+name+"()")
+		return
+	}
+	execSQL(t, db, "DROP TRIGGER "+name)
+}

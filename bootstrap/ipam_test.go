@@ -103,12 +103,12 @@ func schemaRow(t *testing.T, db *store.DB, name string) (mode, fields string) {
 	if err := db.Reader().QueryRowContext(context.Background(), "SELECT keyname_mode FROM schemas WHERE keyname = ?", name).Scan(&mode); err != nil {
 		t.Fatalf("schema %s: %v", name, err)
 	}
-	var f string
-	if err := db.Reader().QueryRowContext(context.Background(), `SELECT coalesce(group_concat(keyname, ','), '') FROM
-		(SELECT keyname FROM schema_fields WHERE classname = ? ORDER BY sort_order, id)`, name).Scan(&f); err != nil {
-		t.Fatalf("fields of %s: %v", name, err)
+	_, rows := testkit.Rows(t, db, "SELECT keyname FROM schema_fields WHERE classname = ? ORDER BY sort_order, id", name)
+	keys := make([]string, len(rows))
+	for i, r := range rows {
+		keys[i] = r[0].(string)
 	}
-	return mode, f
+	return mode, strings.Join(keys, ",")
 }
 
 // ipamHostSchemas reference ipam_ip from single- and multi-valued fields of two
@@ -224,9 +224,8 @@ func shape47(t *testing.T, db *store.DB) {
 	execSQL(t, db,
 		"UPDATE schemas SET keyname_mode = 'edit' WHERE keyname = 'ipam_ip'",
 		"DELETE FROM schema_fields WHERE classname = 'ipam_ip' AND keyname = 'collected'")
-	ipamSQL(t, db, `UPDATE instances SET data = json_set(data, '$.content', ?) WHERE classname = '_dataview' AND keyname = 'ipam_ip_default'`,
-		ipamIPViewContentOld)
-	ipamSQL(t, db, `UPDATE instances SET data = json_set(data, '$.url', '/ipam/') WHERE classname = '_home' AND keyname = 'ipam'`)
+	setData(t, db, "_dataview", "ipam_ip_default", map[string]any{"content": ipamIPViewContentOld})
+	setData(t, db, "_home", "ipam", map[string]any{"url": "/ipam/"})
 }
 
 // shape48 turns a migrated database back into the 4.8 shape of ipam_subnet.
@@ -236,8 +235,7 @@ func shape48(t *testing.T, db *store.DB) {
 		"UPDATE schemas SET keyname_mode = 'edit' WHERE keyname = 'ipam_subnet'",
 		`INSERT INTO schema_fields(classname, keyname, displayname, dataformat, dataformat_ext, sort_order)
 			VALUES('ipam_subnet', 'subnet', 'Subnet', 'ipv4', 'subnet', 5)`)
-	ipamSQL(t, db, `UPDATE instances SET data = json_set(data, '$.content', ?) WHERE classname = '_dataview' AND keyname = 'ipam_subnet'`,
-		ipamSubnetViewContentOld)
+	setData(t, db, "_dataview", "ipam_subnet", map[string]any{"content": ipamSubnetViewContentOld})
 }
 
 // checkIPAMBuiltins checks what blocks 4.8.0 and 4.9.0 reload and delete.

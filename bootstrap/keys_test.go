@@ -196,12 +196,11 @@ func TestStartupWritesGoThroughTheApplyPath(t *testing.T) {
 - {classname: _schema, keyname: _user, shoe_size: {dataformat: int}}
 - {classname: _schema, keyname: _pipeline, shoe_size: {dataformat: int}}
 `, store.LoadOptions{System: true, NoRevisions: true})
-	execSQL(t, db, `UPDATE instances SET data = json_set(data, '$.shoe_size', 'many')
-		WHERE classname IN ('_user', '_pipeline')`,
-		`UPDATE instances SET data = json_set(data, '$.content', 'tasks:
-  - field_lower: email
-')
-		WHERE classname = '_pipeline' AND keyname = 'bulk_delete_disabled'`)
+	_, rows := testkit.Rows(t, db, "SELECT classname, keyname FROM instances WHERE classname IN ('_user', '_pipeline')")
+	for _, r := range rows {
+		setData(t, db, r[0].(string), r[1].(string), map[string]any{"shoe_size": "many"})
+	}
+	setData(t, db, "_pipeline", "bulk_delete_disabled", map[string]any{"content": "tasks:\n  - field_lower: email\n"})
 	revs := count(t, db, "SELECT count(*) FROM revisions")
 	o.AdminPassword = "pw-apply"
 	o.Version = "4.6.0-RC1"

@@ -269,9 +269,9 @@ func TestMigrate460(t *testing.T) {
 		insertInstance(t, db, "_pipeline", p.key, map[string]any{"content": p.content, "description": "legacy " + p.key,
 			"run_permission": "p_pipeline_run"})
 	}
+	setData(t, db, "_home", "code_editor", map[string]any{"url": "/code_editor/"})
 	execSQL(t, db,
-		`UPDATE instances SET data = json_set(data, '$.url', '/code_editor/'), updated_at = '`+oldTime+`'
-			WHERE classname = '_home' AND keyname = 'code_editor'`,
+		`UPDATE instances SET updated_at = '`+oldTime+`' WHERE classname = '_home' AND keyname = 'code_editor'`,
 		"DELETE FROM instances WHERE classname = '_apikey' AND keyname = 'api_builtin'",
 		"DELETE FROM permissions WHERE keyname = 'p_code_editor'",
 		// Added by 4.5.0: stays missing unless 4.5.0 wrongly runs again.
@@ -352,8 +352,7 @@ func TestMigrate460(t *testing.T) {
 		assertRerunChangesNothing(t, db, o, "4.5.0")
 	})
 	t.Run("a start at 4.6.0 does not rewrite pipelines again", func(t *testing.T) {
-		execSQL(t, db, `UPDATE instances SET data = json_set(data, '$.content', 'tasks: []')
-			WHERE classname = '_pipeline' AND keyname = 'p_flat'`)
+		setData(t, db, "_pipeline", "p_flat", map[string]any{"content": "tasks: []"})
 		run(t, db, o)
 		if got, want := field(mustInstance(t, db, "_pipeline", "p_flat"), "content"), "tasks: []"; got != want {
 			t.Fatalf("content = %q, want %q (block 4.6.0 ran at 4.6.0)", got, want)
@@ -381,8 +380,7 @@ func TestMigrateReleaseCandidateRerunsItsBlock(t *testing.T) {
 			if instance(t, db, "_pipeline", "p_rc") == nil {
 				insertInstance(t, db, "_pipeline", "p_rc", map[string]any{"content": wrapContent})
 			} else {
-				execSQL(t, db, `UPDATE instances SET data = json_set(data, '$.content', 'tasks: [{field_noop: ""}]')
-					WHERE classname = '_pipeline' AND keyname = 'p_rc'`)
+				setData(t, db, "_pipeline", "p_rc", map[string]any{"content": `tasks: [{field_noop: ""}]`})
 			}
 			rec.Reset()
 			run(t, db, o)
@@ -411,11 +409,9 @@ func TestMigrateReleaseCandidateRerunsItsBlock(t *testing.T) {
 // ends with that version fails at its last step.
 func failRegistryWrite(t *testing.T, db *store.DB, version string) {
 	t.Helper()
-	cond := "WHEN NEW.key = 'DB_VERSION' AND NEW.value = '" + version + "' BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
-	execSQL(t, db,
-		"CREATE TRIGGER fail_insert BEFORE INSERT ON registry "+cond,
-		"CREATE TRIGGER fail_update BEFORE UPDATE ON registry "+cond,
-	)
+	cond := "NEW.key = 'DB_VERSION' AND NEW.value = '" + version + "'"
+	failOn(t, db, "fail_insert", "INSERT", "registry", cond)
+	failOn(t, db, "fail_update", "UPDATE", "registry", cond)
 }
 
 func TestMigrateFailingBlockRollsBackAndStops(t *testing.T) {
@@ -484,7 +480,8 @@ func TestMigrateFailingBlockRollsBackAndStops(t *testing.T) {
 		}
 	})
 	t.Run("next start completes once the cause is gone", func(t *testing.T) {
-		execSQL(t, db, "DROP TRIGGER fail_insert", "DROP TRIGGER fail_update")
+		dropFail(t, db, "fail_insert", "registry")
+		dropFail(t, db, "fail_update", "registry")
 		rec.Reset()
 		run(t, db, o)
 		if got, want := strings.Join(blocksStarted(rec), ","), "4.4.0,4.5.0,4.6.0,4.8.0,4.9.0"; got != want {

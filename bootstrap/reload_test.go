@@ -78,8 +78,8 @@ func TestReload(t *testing.T) {
 	})
 	t.Run("update of a missing object is reported and creates nothing", func(t *testing.T) {
 		db, rec := migratedDB(t)
-		execSQL(t, db, "DELETE FROM instances WHERE classname = '_home' AND keyname = 'revision'",
-			`UPDATE instances SET data = json_set(data, '$.url', '/old/') WHERE classname = '_home' AND keyname = 'code_editor'`)
+		execSQL(t, db, "DELETE FROM instances WHERE classname = '_home' AND keyname = 'revision'")
+		setData(t, db, "_home", "code_editor", map[string]any{"url": "/old/"})
 		err := reload(t, db, rec, "20_home.yml", []string{"_home:revision", "_home:code_editor"}, "update")
 		if err == nil || !strings.Contains(err.Error(), "_home:revision") {
 			t.Fatalf("err = %v, want one naming _home:revision", err)
@@ -97,8 +97,7 @@ func TestReload(t *testing.T) {
 	})
 	t.Run("create of an existing object merges the file values", func(t *testing.T) {
 		db, rec := migratedDB(t)
-		execSQL(t, db, `UPDATE instances SET data = json_set(data, '$.url', '/old/', '$.extra', 'kept')
-			WHERE classname = '_home' AND keyname = 'ipam'`)
+		setData(t, db, "_home", "ipam", map[string]any{"url": "/old/", "extra": "kept"})
 		if err := reload(t, db, rec, "20_home.yml", []string{"_home:ipam"}, "create"); err != nil {
 			t.Fatal(err)
 		}

@@ -17,23 +17,25 @@ import (
 func TestOpen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	t.Run("a new file gets every table of the documented layout", func(t *testing.T) {
+	t.Run("a new database gets every table of the documented layout", func(t *testing.T) {
 		db := openEmptyDB(t)
 		for _, table := range []string{"registry", "configuration", "schemas", "schema_fields", "instances", "permissions", "revisions", "tasks"} {
-			if got, want := queryInt(t, db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", table), 1; got != want {
-				t.Fatalf("table %s: got %d, want %d", table, got, want)
+			if !hasRelation(t, db, "table", table) {
+				t.Fatalf("table %s is missing", table)
 			}
 		}
-		if got, want := queryInt(t, db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'instances_classname_id'"), 1; got != want {
-			t.Fatalf("index instances_classname_id: got %d, want %d", got, want)
+		if !hasRelation(t, db, "index", "instances_classname_id") {
+			t.Fatal("index instances_classname_id is missing")
 		}
-		if got, want := queryString(t, db, "PRAGMA journal_mode"), "wal"; got != want {
-			t.Fatalf("journal_mode: got %s, want %s", got, want)
+		if !testkit.Postgres() {
+			if got, want := queryString(t, db, "PRAGMA journal_mode"), "wal"; got != want {
+				t.Fatalf("journal_mode: got %s, want %s", got, want)
+			}
 		}
 	})
 	t.Run("reopening keeps the data", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "re.db")
-		db, err := store.Open(ctx, path, store.Options{})
+		addr := testkit.NewAddress(t, "re.db")
+		db, err := store.Open(ctx, addr, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +43,7 @@ func TestOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Close()
-		db, err = store.Open(ctx, path, store.Options{})
+		db, err = store.Open(ctx, addr, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,6 +53,7 @@ func TestOpen(t *testing.T) {
 		}
 	})
 	t.Run("the database, -wal and -shm files are owner-only", func(t *testing.T) {
+		testkit.SQLiteOnly(t, "file modes of the database file and its WAL")
 		path := filepath.Join(t.TempDir(), "mode.db")
 		db, err := store.Open(ctx, path, store.Options{})
 		if err != nil {
@@ -70,9 +73,9 @@ func TestOpen(t *testing.T) {
 			}
 		}
 	})
-	t.Run("an up-to-date file opens while another connection writes", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "busy.db")
-		writer, err := store.Open(ctx, path, store.Options{})
+	t.Run("an up-to-date database opens while another connection writes", func(t *testing.T) {
+		addr := testkit.NewAddress(t, "busy.db")
+		writer, err := store.Open(ctx, addr, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,16 +85,21 @@ func TestOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		// The transaction holds the write lock; opening must not need it.
+		// The transaction holds the write lock (SQLite's file lock, PostgreSQL's
+		// advisory writer lock); opening must not need it.
+		if err := tx.SetRegistry(ctx, store.RegLastStart, "held"); err != nil {
+			t.Fatal(err)
+		}
 		octx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		db, err := store.Open(octx, path, store.Options{})
+		db, err := store.Open(octx, addr, store.Options{})
 		if err != nil {
 			t.Fatalf("open while a writer holds the lock: %v", err)
 		}
 		db.Close()
 	})
 	t.Run("a directory is refused", func(t *testing.T) {
+		testkit.SQLiteOnly(t, "a directory in place of the database file")
 		if _, err := store.Open(ctx, t.TempDir(), store.Options{}); err == nil {
 			t.Fatal("open a directory: got no error")
 		}
@@ -102,20 +110,72 @@ func TestOpen(t *testing.T) {
 		}
 	})
 	t.Run("a newer table layout is refused", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "new.db")
-		db, err := testkit.OpenStore(t, path, store.Options{})
+		addr := testkit.NewAddress(t, "new.db")
+		db, err := testkit.OpenStore(t, addr, store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		exec(t, db, "PRAGMA user_version = 999")
+		if testkit.Postgres() {
+			exec(t, db, "UPDATE layout_version SET version = 999")
+		} else {
+			exec(t, db, "PRAGMA user_version = 999")
+		}
 		db.Close()
-		if db, err := store.Open(ctx, path, store.Options{}); err == nil {
+		if db, err := store.Open(ctx, addr, store.Options{}); err == nil {
 			db.Close()
 			t.Fatal("open a newer layout: got no error")
 		} else if !strings.Contains(err.Error(), "newer") {
 			t.Fatalf("error %q does not say the layout is newer", err)
 		}
 	})
+	t.Run("a database of another application is refused", func(t *testing.T) {
+		addr := testkit.NewAddress(t, "other.db")
+		testkit.ExecFile(t, addr, "CREATE TABLE other_app_users (id INTEGER PRIMARY KEY, login TEXT)")
+		if db, err := store.Open(ctx, addr, store.Options{}); err == nil {
+			db.Close()
+			t.Fatal("open a database holding another application's table: got no error")
+		} else if !strings.Contains(err.Error(), "other_app_users") {
+			t.Fatalf("error %q does not name the foreign table", err)
+		}
+	})
+	t.Run("concurrent opens of a new database all make or find its layout", func(t *testing.T) {
+		// Each open applies the pending layout steps or waits for the one that does;
+		// none may fail on a table another open just created.
+		addr := testkit.NewAddress(t, "race.db")
+		const n = 4
+		type opened struct {
+			db  *store.DB
+			err error
+		}
+		results := make(chan opened, n)
+		for range n {
+			go func() {
+				db, err := store.Open(ctx, addr, store.Options{})
+				results <- opened{db, err}
+			}()
+		}
+		for range n {
+			r := <-results
+			if r.err != nil {
+				t.Errorf("concurrent open: %v", r.err)
+				continue
+			}
+			if !hasRelation(t, r.db, "table", "instances") {
+				t.Error("an open returned before the layout was made")
+			}
+			r.db.Close()
+		}
+	})
+}
+
+// hasRelation reports whether the database holds the table or index name: in
+// sqlite_master on SQLite, through to_regclass on PostgreSQL.
+func hasRelation(tb testing.TB, db *store.DB, kind, name string) bool {
+	tb.Helper()
+	if testkit.Postgres() {
+		return queryInt(tb, db, "SELECT count(*) FROM pg_class WHERE oid = to_regclass(?) AND relkind = ?", name, map[string]string{"table": "r", "index": "i"}[kind]) == 1
+	}
+	return queryInt(tb, db, "SELECT count(*) FROM sqlite_master WHERE type = ? AND name = ?", kind, name) == 1
 }
 
 func TestRegistry(t *testing.T) {

@@ -111,12 +111,16 @@ func ExecAll(tb testing.TB, db *store.DB, stmts ...string) {
 	}
 }
 
-// ExecFile runs statements on the file at path through a plain database/sql
-// connection, outside the store (as an older release or another tool would leave the
-// file): the file must not be open in the store meanwhile.
+// ExecFile runs statements on the database at path (a file, or a PostgreSQL URL)
+// through a plain database/sql connection, outside the store (as an older release or
+// another tool would leave it): a file must not be open in the store meanwhile.
 func ExecFile(tb testing.TB, path string, stmts ...string) {
 	tb.Helper()
-	sdb, err := sql.Open("sqlite", path)
+	driver := "sqlite"
+	if !store.IsFileAddr(path) {
+		driver = "pgx"
+	}
+	sdb, err := sql.Open(driver, path)
 	if err != nil {
 		tb.Fatal(err)
 	}
