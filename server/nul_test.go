@@ -40,6 +40,11 @@ func TestNULIsTheCallersError(t *testing.T) {
 		{"/api/load/", "- {classname: \"ser\\0ver\", keyname: n4}"},
 		{"/api/load/", "- {classname: server, keyname: srv1, _action: \"upd\\0ate\"}"},
 		{"/api/load/?dryrun=1", "- {classname: server, keyname: n6, hostname: \"\\0\"}"},
+		{"/api/load/", "- {classname: _schema, keyname: s1, _options: {description: \"d\\0\"}}"},
+		{"/api/load/", "- {classname: _schema, keyname: s2, f: {dataformat: string, displayname: \"d\\0\"}}"},
+		{"/api/load/", "- {classname: _schema, keyname: s3, f: {dataformat: string, dataformat_ext: \"d\\0\"}}"},
+		{"/api/load/", "- {classname: _pipeline, keyname: p1, content: \"[]\\0\"}"},
+		{"/api/load/", "- {classname: _permission, keyname: p_x, displayname: \"d\\0\"}"},
 		{"/api/rawfile/?schema=server&keyfield=" + n, "keyname;hostname\nn7;x\n"},
 		{"/api/rawfile/?schema=server", "keyname;hostname\nn8;a\x00b\n"},
 		{"/api/conf/", `{"GLOBAL_APPNAME": "a\u0000b"}`},
@@ -67,10 +72,13 @@ func TestNULIsTheCallersError(t *testing.T) {
 			}
 		}
 	}
-	_, rows = testkit.Rows(t, e.db, `SELECT keyname, value FROM configuration`)
-	for _, r := range rows {
-		if s := fmt.Sprint(r...); strings.Contains(s, "\x00") || strings.Contains(s, `\u0000`) {
-			t.Errorf("configuration stored: %q", r)
+	for _, q := range []string{`SELECT keyname, value FROM configuration`,
+		`SELECT keyname, displayname, description, options FROM schemas`, `SELECT * FROM schema_fields`} {
+		_, rows = testkit.Rows(t, e.db, q)
+		for _, r := range rows {
+			if s := fmt.Sprint(r...); strings.Contains(s, "\x00") || strings.Contains(s, `\u0000`) {
+				t.Errorf("stored: %q", r)
+			}
 		}
 	}
 }

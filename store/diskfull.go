@@ -23,10 +23,11 @@ func dryRunFull(err error) bool {
 }
 
 // Aborts reports whether err stops a whole operation rather than refusing one entry or
-// instance: an internal error, or a full disk (every later write would fail too).
+// instance: an internal error, a full disk (every later write would fail too), or text
+// the engine refused (PostgreSQL aborts the transaction it ran in).
 func Aborts(err error) bool {
 	code := ErrorCode(err)
-	return code == model.EInternal || code == model.EDiskFull
+	return code == model.EInternal || code == model.EDiskFull || isBadText(err)
 }
 
 // NoSpace returns err as an EDiskFull error naming the database file when err is a

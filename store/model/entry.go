@@ -74,6 +74,11 @@ func (e *Entry) syncOrder() {
 // prepare reads the header keys; action overrides _action when non-empty.
 func (e *Entry) Prepare(action Action) error {
 	e.syncOrder()
+	// Refused before anything is written: on PostgreSQL a NUL that reaches the engine
+	// aborts the whole transaction, not only this entry.
+	if where, ok := holdsNUL(e.Fields); ok {
+		return Errorf(EInvalid, "%s: %s", where, nulText)
+	}
 	cls, ok := e.Fields["classname"].(string)
 	cls = strings.TrimSpace(cls)
 	if !ok || cls == "" {
@@ -94,9 +99,6 @@ func (e *Entry) Prepare(action Action) error {
 		t, ok := ScalarText(d)
 		if !ok {
 			return Errorf(EInvalid, "displayname must be a scalar")
-		}
-		if strings.ContainsRune(t, 0) {
-			return Errorf(EInvalid, "displayname: %s", nulText)
 		}
 		e.Displayname, e.HasDisplayname = t, true
 	}
@@ -221,4 +223,35 @@ func (e *Entry) ResolveKeyname(s *Schema) error {
 		}
 	}
 	return CheckKeyname(e.Keyname)
+}
+
+// holdsNUL reports whether a key or a string anywhere in v holds a NUL character,
+// and where: the top-level key under which it is.
+func holdsNUL(fields map[string]any) (string, bool) {
+	for k, v := range fields {
+		if strings.ContainsRune(k, 0) {
+			return "a field name", true
+		}
+		if valueHoldsNUL(v) {
+			return "field " + clip.Quote(k), true
+		}
+	}
+	return "", false
+}
+
+func valueHoldsNUL(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return strings.ContainsRune(x, 0)
+	case []any:
+		for _, it := range x {
+			if valueHoldsNUL(it) {
+				return true
+			}
+		}
+	case map[string]any:
+		_, ok := holdsNUL(x)
+		return ok
+	}
+	return false
 }

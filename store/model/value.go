@@ -177,10 +177,9 @@ func (f *Field) normalizeOne(raw any, refs RefResolver) (any, bool, error) {
 	if !utf8.ValidString(text) {
 		return nil, false, f.invalid("value is not valid UTF-8")
 	}
-	// A secret is stored as its hash; any other value as text, and PostgreSQL can
-	// neither store nor read back a NUL in text (nor \u0000 in JSON it reads as
-	// jsonb), so no engine takes one.
-	if f.Dataformat != "secret" && strings.ContainsRune(text, 0) {
+	// PostgreSQL can neither store a NUL in text nor read \u0000 in JSON as jsonb, so
+	// no engine takes one (a value a pipeline rule computes comes through here too).
+	if strings.ContainsRune(text, 0) {
 		return nil, false, f.invalid("%s", nulText)
 	}
 	switch f.Dataformat {
