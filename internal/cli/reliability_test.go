@@ -176,6 +176,11 @@ func TestCrashDuringMigration(t *testing.T) {
 	rng := reliabilitySeed(t, 2)
 	env := reliabilityEnv(t)
 	env["SERVICE_BACKUP"] = "on"
+	if !store.IsFileAddr(env["SERVICE_DB"]) {
+		// PostgreSQL's backup before migrating is a pg_dump archive written into
+		// SERVICE_BACKUP_DIR, which must be set there; checkMigrationBackups reads it.
+		env["SERVICE_BACKUP_DIR"] = childDir(t)
+	}
 	if code, _, stderr := runCLI(t, quiet(env), "migrate"); code != 0 {
 		t.Fatalf("migrate: exit %d: %s", code, stderr)
 	}
@@ -338,8 +343,8 @@ func TestCrashDuringMigration(t *testing.T) {
 // checkMigrationBackups checks the backups killed and completed migrations of the
 // database at addr left: each complete one is whole and holds the DB_VERSION its
 // name says and every ipam_ip. On SQLite they are copies beside the file; on
-// PostgreSQL pg_dump archives named after the database in the program's working
-// directory (childDir), each restored into a new database to be read.
+// PostgreSQL pg_dump archives named after the database in SERVICE_BACKUP_DIR (the
+// test sets childDir), each restored into a new database to be read.
 func checkMigrationBackups(t *testing.T, addr string, ips int64) {
 	t.Helper()
 	pattern := addr + ".*.bak"
