@@ -27,8 +27,11 @@ var postgresDialect = &dialect{
 	// PostgreSQL queues the waiters of a lock in arrival order: no turnstile.
 	turnstile:  false,
 	lockWriter: "SELECT pg_advisory_xact_lock(" + writerLockKey + ")",
-	snapshot:   &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
-	rebind:     postgresRebind,
+	// Each statement of a write transaction sees what committed before it began, so
+	// the statements after the writer lock see every earlier writer's commit.
+	writeTx:  &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	snapshot: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+	rebind:   postgresRebind,
 
 	isUnique:   func(err error) bool { return pgCode(err) == "23505" },
 	isBusy:     func(err error) bool { return pgCode(err) == "55P03" },
