@@ -144,6 +144,10 @@ type dialect struct {
 	// in until beforeCommit folds them: a copy that replaces the maintained table's
 	// rows clears those notes too.
 	countDeltas map[string]string
+	// foldedRead is, for a maintained table, a query giving its rows as the next
+	// commit's fold would leave them (what SQL outside the store wrote is not folded
+	// yet): what a copy reads from a source of this engine.
+	foldedRead map[string]string
 
 	// Full-text search (search.go, searchindex.go). searchDirty reads whether
 	// written rows wait for the index; reindexAll are the statements bringing the

@@ -85,6 +85,14 @@ var postgresDialect = &dialect{
 	},
 	countDeltas: map[string]string{"instance_counts": "instance_count_deltas", "ipam_blocks": "ipam_block_deltas",
 		"instance_ids": "instance_id_deletes"},
+	foldedRead: map[string]string{
+		"instance_counts": `SELECT classname, CAST(sum(n) AS BIGINT) AS n FROM (SELECT classname, n FROM instance_counts
+			UNION ALL SELECT classname, n FROM instance_count_deltas) d GROUP BY classname`,
+		"ipam_blocks": `SELECT block, CAST(sum(n) AS BIGINT) AS n FROM (SELECT block, n FROM ipam_blocks
+			UNION ALL SELECT block, n FROM ipam_block_deltas) d GROUP BY block`,
+		"instance_ids": `SELECT id, greatest(high, coalesce((SELECT max(id) FROM instance_id_deletes), high)) AS high
+			FROM instance_ids`,
+	},
 
 	// The engine maintains the trigram index in every write: nothing waits for it.
 	searchDirty: "SELECT false",
