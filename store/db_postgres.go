@@ -78,6 +78,16 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	db.r = r
+	// The heartbeat's connection is made at the first heartbeat: commands that run
+	// none never open it.
+	hb, err := openPostgresPool(dia.dsn(addr, false))
+	if err != nil {
+		r.Close()
+		return fail(err)
+	}
+	hb.SetMaxOpenConns(1)
+	hb.SetMaxIdleConns(1)
+	db.hb = hb
 	return db, nil
 }
 

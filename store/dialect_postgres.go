@@ -27,8 +27,11 @@ var postgresDialect = &dialect{
 	// PostgreSQL queues the waiters of a lock in arrival order: no turnstile.
 	turnstile:  false,
 	lockWriter: "SELECT pg_advisory_xact_lock(" + writerLockKey + ")",
-	snapshot:   &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
-	rebind:     postgresRebind,
+	// Each statement of a write transaction sees what committed before it began, so
+	// the statements after the writer lock see every earlier writer's commit.
+	writeTx:  &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	snapshot: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+	rebind:   postgresRebind,
 
 	isUnique:   func(err error) bool { return pgCode(err) == "23505" },
 	isBusy:     func(err error) bool { return pgCode(err) == "55P03" },
@@ -82,6 +85,14 @@ var postgresDialect = &dialect{
 	},
 	countDeltas: map[string]string{"instance_counts": "instance_count_deltas", "ipam_blocks": "ipam_block_deltas",
 		"instance_ids": "instance_id_deletes"},
+	foldedRead: map[string]string{
+		"instance_counts": `SELECT classname, CAST(sum(n) AS BIGINT) AS n FROM (SELECT classname, n FROM instance_counts
+			UNION ALL SELECT classname, n FROM instance_count_deltas) d GROUP BY classname`,
+		"ipam_blocks": `SELECT block, CAST(sum(n) AS BIGINT) AS n FROM (SELECT block, n FROM ipam_blocks
+			UNION ALL SELECT block, n FROM ipam_block_deltas) d GROUP BY block`,
+		"instance_ids": `SELECT id, greatest(high, coalesce((SELECT max(id) FROM instance_id_deletes), high)) AS high
+			FROM instance_ids`,
+	},
 
 	// The engine maintains the trigram index in every write: nothing waits for it.
 	searchDirty: "SELECT false",
