@@ -63,6 +63,13 @@ func runPostgresTool(ctx context.Context, name, addr string, args ...string) ([]
 			env = append(env, secretParams[name]+"="+value)
 			return "", false
 		})
+		// search_path is pgx's (a setting sent at connect), not a parameter libpq's
+		// tools know; pg_dump and pg_restore set the search path themselves.
+		q := u.Query()
+		if q.Has("search_path") {
+			q.Del("search_path")
+			u.RawQuery = q.Encode()
+		}
 		args = append(args, "--dbname="+u.String())
 	}
 	cmd := exec.CommandContext(ctx, path, args...)

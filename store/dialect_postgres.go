@@ -123,7 +123,9 @@ func isPostgresURL(addr string) bool {
 }
 
 // postgresDSN is the URL with the settings every connection applies: the read pool's
-// transactions are read-only.
+// transactions are read-only; the search path is the URL's search_path, or public,
+// sent at connect, which overrides a search_path the database or the role sets (so
+// such a setting cannot redirect the service's names to another schema's objects).
 func postgresDSN(addr string, readOnly bool) string {
 	u, err := url.Parse(addr)
 	if err != nil {
@@ -132,6 +134,9 @@ func postgresDSN(addr string, readOnly bool) string {
 	q := u.Query()
 	if q.Get("application_name") == "" {
 		q.Set("application_name", "dataservice")
+	}
+	if q.Get("search_path") == "" && !strings.Contains(q.Get("options"), "search_path") {
+		q.Set("search_path", "public")
 	}
 	if readOnly {
 		q.Set("default_transaction_read_only", "on")
