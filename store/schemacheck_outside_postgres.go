@@ -29,10 +29,11 @@ func pgTrgmFunction(oid string) string {
 // the service's database: each changes what its statements do or who runs them.
 // search_path is also set on every connection (postgresDSN), so a database's cannot
 // redirect names; it is still refused, so the operator learns it is ignored. Timeouts,
-// memory, planner and logging settings are left alone.
+// memory, planner and logging settings are left alone, and so are the default
+// isolation and deferrability: every transaction of the service sets its own.
 var settingsRefused = []string{
 	"search_path", "role", "session_authorization", "session_replication_role",
-	"default_transaction_isolation", "default_transaction_read_only", "default_transaction_deferrable",
+	"default_transaction_read_only",
 	"transform_null_equals", "standard_conforming_strings", "backslash_quote", "array_nulls",
 	"check_function_bodies", "row_security", "session_preload_libraries", "local_preload_libraries",
 	"lo_compat_privileges", "exit_on_error", "default_table_access_method", "client_encoding",

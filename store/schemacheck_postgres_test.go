@@ -60,8 +60,8 @@ func TestPostgresSchemaCheckRefusesForeignObjects(t *testing.T) {
 		{"another extension", `CREATE EXTENSION citext`, "unexpected extension citext"},
 		{"function added to pg_trgm", `CREATE FUNCTION sneak() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$; ALTER EXTENSION pg_trgm ADD FUNCTION sneak()`,
 			"unexpected member of the extension function sneak() on pg_trgm"},
-		{"database setting", `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation = serializable', current_database()); END $$`,
-			"unexpected setting default_transaction_isolation on database"},
+		{"database setting", `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET session_replication_role = replica', current_database()); END $$`,
+			"unexpected setting session_replication_role on database"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
