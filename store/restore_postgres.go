@@ -136,6 +136,10 @@ func layoutNames(re *regexp.Regexp, steps ...string) []string {
 	return names
 }
 
+// restoreBeforeCommit is called, when not nil, just before a restore checks for
+// other sessions a last time and commits: the tests connect a session there.
+var restoreBeforeCommit func()
+
 // layoutSteps are all the layout steps this program knows, store's and every
 // owner's, with the owners' version table.
 func layoutSteps() []string {
@@ -237,6 +241,9 @@ func restoreArchive(ctx context.Context, c *sql.Conn, addr, file string, v *arch
 	}
 	if err := checkRestoredLayout(ctx, c); err != nil {
 		return err
+	}
+	if restoreBeforeCommit != nil {
+		restoreBeforeCommit()
 	}
 	if err := noOtherSessions(ctx, c, addr); err != nil {
 		return err
