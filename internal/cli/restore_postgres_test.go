@@ -160,9 +160,9 @@ func TestPostgresRestoreRefusesCraftedArchive(t *testing.T) {
 		t.Error("the refused restore changed the database")
 	}
 	for q, what := range map[string]string{
-		"SELECT count(*) FROM pg_proc WHERE proname IN ('evil_fn', 'evil_evt')": "functions",
-		"SELECT count(*) FROM pg_event_trigger":                                 "event triggers",
-		"SELECT count(*) FROM pg_class WHERE relname = 'loot'":                  "tables",
+		"SELECT count(*) FROM pg_proc WHERE proname IN ('evil_fn', 'evil_evt')":                                                      "functions",
+		"SELECT count(*) FROM pg_event_trigger":                                                                                      "event triggers",
+		"SELECT count(*) FROM pg_class WHERE relname = 'loot'":                                                                       "tables",
 		"SELECT count(*) FROM pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase WHERE d.datname = current_database()": "settings",
 	} {
 		if n := testkit.QueryInt(t, testkit.Pool(raw), q); n != 0 {
