@@ -146,10 +146,11 @@ func copyTables() []string {
 	return slices.Concat(copyFirst, middle, copyLast)
 }
 
-// copyEmptyExempt are the tables a new database's layout fills itself (a row
-// counter, the built-in permission the layout adds): they do not make a target
-// non-empty, and Copy replaces their rows with the source's.
-var copyEmptyExempt = []string{"permissions", "schema_generation", "instance_ids"}
+// copyEmptyExempt are the tables a new database's layout or first open fills itself
+// (a row counter, the built-in permission the layout adds, the database's salt):
+// they do not make a target non-empty, and Copy replaces their rows with the
+// source's.
+var copyEmptyExempt = []string{"permissions", "schema_generation", "instance_ids", "node_salt"}
 
 // checkEmptyTarget refuses a target holding rows in any table Copy moves, besides
 // the rows a new layout writes.
