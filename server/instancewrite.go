@@ -170,17 +170,15 @@ func (s *server) instanceBody(w http.ResponseWriter, r *http.Request, merge bool
 		s.writeError(w, r, http.StatusBadRequest, "request body must be one YAML mapping, not a list")
 		return nil, false
 	}
-	entries, _, err := codec.ParseBody("body", body, 1)
+	// No bound on the entries here: a JSON body is one object (checked above), and a
+	// YAML one is bounded by codec.MaxYAMLBody (413).
+	entries, _, err := codec.ParseBody("body", body, 0)
 	if err != nil {
-		if model.HasCode(err, model.ETooLarge) {
-			// More than one document or object: one instance is written at a time.
-			err = model.Errorf(model.EInvalid, "request body must be one object (POST /api/load/ takes several)")
-		}
 		s.fail(w, r, err)
 		return nil, false
 	}
 	if len(entries) != 1 || entries[0].Fields == nil {
-		s.writeError(w, r, http.StatusBadRequest, "request body must be one object")
+		s.writeError(w, r, http.StatusBadRequest, "request body must be one object (POST /api/load/ takes several)")
 		return nil, false
 	}
 	return entries[0].Fields, true

@@ -126,6 +126,11 @@ func TestInstanceWrites(t *testing.T) {
 			t.Fatalf("YAML reply %q: %v", r.body, err)
 		}
 	})
+	t.Run("a YAML body over the YAML bound is 413", func(t *testing.T) {
+		big := "hostname: " + strings.Repeat("y", 9<<20) + "\n"
+		wantError(t, e.send("PUT", "/api/instances/server/srv1/", adminCred, "application/yaml", big), 413,
+			"body: a YAML body is limited to 8 MiB (send JSON for larger loads)")
+	})
 	t.Run("DELETE deletes and answers the deleted instance", func(t *testing.T) {
 		got := object(t, e.send("DELETE", "/api/instances/server/web/1/", adminCred, "", ""), 200)
 		if got["keyname"] != "web/1" || got["site"] != "lyo" {
@@ -432,7 +437,7 @@ func TestInstanceWriteHostileBodies(t *testing.T) {
 		{"merge-patch on PUT", "PUT", "application/merge-patch+json", `{"hostname": "x"}`, 415, ""},
 		{"unknown fields", "PATCH", "application/json", `{"hostnme": "x", "zz": 1}`, 400, `server has no field "hostnme", "zz" (fields are set by name; classname, keyname, displayname and is_enabled are the other keys)`},
 		{"another classname", "PUT", "application/json", `{"classname": "rack"}`, 400, `classname "rack" is not the schema of the path (server)`},
-		{"_action", "PUT", "application/json", `{"_action": "delete"}`, 400, ""},
+		{"_action", "PUT", "application/json", `{"_action": "delete"}`, 400, "_action is not taken here: the method says what the write does (POST creates, PUT replaces, PATCH changes, DELETE deletes)"},
 		{"a map for a string", "PATCH", "application/json", `{"hostname": {"a": 1}}`, 400, ""},
 		{"a list for a string", "PATCH", "application/json", `{"hostname": [1, 2]}`, 400, ""},
 		{"a wrong is_enabled", "PATCH", "application/json", `{"is_enabled": "maybe"}`, 400, `is_enabled "maybe" is not a boolean`},

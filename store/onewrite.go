@@ -268,6 +268,10 @@ func mergeState(s *model.Schema, old *Instance, patch map[string]any) map[string
 func stateEntry(s *model.Schema, state map[string]any, key string, replace bool) (*model.Entry, error) {
 	var unknown []string
 	e := &model.Entry{Fields: make(map[string]any, len(s.Fields)+4), File: "body", Index: 1}
+	if _, ok := state["_action"]; ok {
+		return nil, model.Errorf(model.EInvalid, "_action is not taken here: the method says what the write does "+
+			"(POST creates, PUT replaces, PATCH changes, DELETE deletes)")
+	}
 	for k, v := range state {
 		switch {
 		case k == "classname":
@@ -275,7 +279,7 @@ func stateEntry(s *model.Schema, state map[string]any, key string, replace bool)
 				c, _ := model.ScalarText(v)
 				return nil, model.Errorf(model.EInvalid, "classname %s is not the schema of the path (%s)", clip.Quote(c), s.Keyname)
 			}
-		case model.IsHeaderKey(k) && k != "_action":
+		case model.IsHeaderKey(k):
 			e.Fields[k] = v
 		default:
 			f := s.Field(k)
