@@ -171,6 +171,58 @@ func TestInstanceWrites(t *testing.T) {
 	})
 }
 
+// TestInstanceWriteBuiltins: keyname modes, secrets and the admin account's
+// protection apply to the one-instance writes as to a load.
+func TestInstanceWriteBuiltins(t *testing.T) {
+	t.Parallel()
+	e := writeEnv(t, envOptions{})
+	t.Run("a hexip keyname is derived from the address", func(t *testing.T) {
+		r := e.send("POST", "/api/instances/ipam_ip/", adminCred, "application/json", `{"displayname": "10.0.0.5", "hostname": "h5"}`)
+		got := object(t, r, 201)
+		if got["keyname"] != "0a000005" || r.header.Get("Location") != "/api/instances/ipam_ip/0a000005/" {
+			t.Fatalf("reply %v, Location %q", got, r.header.Get("Location"))
+		}
+		got = object(t, e.send("PUT", "/api/instances/ipam_ip/0a000005/", adminCred, "application/json", `{"description": "d"}`), 200)
+		if got["keyname"] != "0a000005" || got["displayname"] != "10.0.0.5" || got["description"] != "d" {
+			t.Fatalf("PUT reply %v", got)
+		}
+		if _, ok := got["hostname"]; ok {
+			t.Fatalf("PUT kept hostname: %v", got)
+		}
+	})
+	t.Run("a password set by PATCH is hashed and signs in", func(t *testing.T) {
+		e.user("bob", true)
+		object(t, e.send("PATCH", "/api/instances/_user/bob/", adminCred, "application/json", `{"password": "new-bob-pass"}`), 200)
+		if got := e.queryString("SELECT data ->> 'password' FROM instances WHERE classname = '_user' AND keyname = 'bob'"); got == "new-bob-pass" || got == "" {
+			t.Fatalf("stored password %q is not a hash", got)
+		}
+		if r := e.get("/api/version/", basic("bob", "new-bob-pass")); r.status != 200 {
+			t.Fatalf("the new password does not sign in: %d %s", r.status, r.body)
+		}
+	})
+	t.Run("the admin account cannot be deleted or renamed", func(t *testing.T) {
+		before := e.instanceRows()
+		wantError(t, e.send("DELETE", "/api/instances/_user/admin/", adminCred, "", ""), 403, "the admin account cannot be deleted")
+		wantError(t, e.send("PATCH", "/api/instances/_user/admin/", adminCred, "application/json", `{"keyname": "root"}`), 403,
+			"the admin account cannot be renamed")
+		if e.instanceRows() != before {
+			t.Fatal("a refused write changed the tables")
+		}
+	})
+	t.Run("a role beyond the caller's permissions is refused", func(t *testing.T) {
+		ui := e.key("ui", keySpec{perms: []string{"p_data_access", "p_data_read", "p_user_import"}})
+		before := e.instanceRows()
+		r := e.send("POST", "/api/instances/_role/", ui, "application/json", `{"keyname": "r_conf", "permissions": ["p_conf_admin"], "users": ["bob"]}`)
+		if r.status != 403 || !strings.Contains(string(r.body), "permission denied") {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+		if e.instanceRows() != before {
+			t.Fatal("a refused write changed the tables")
+		}
+		object(t, e.send("POST", "/api/instances/_role/", ui, "application/json", `{"keyname": "r_small", "permissions": ["p_user_import"], "users": ["bob"]}`), 201)
+	})
+}
+
 func jsonMarshal(v any) (string, error) {
 	b, err := json.Marshal(v)
 	return string(b), err
