@@ -16,6 +16,9 @@ import (
 	"dataservice/store/model"
 )
 
+// instanceWriteMethods are the methods of the one-instance writes of /api/instances/.
+var instanceWriteMethods = []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
 // instanceWriteKinds are the writes of /api/instances/ by method.
 var instanceWriteKinds = map[string]string{http.MethodPost: store.WriteCreate, http.MethodPut: store.WriteReplace,
 	http.MethodPatch: store.WriteMerge, http.MethodDelete: store.WriteDelete}

@@ -58,7 +58,7 @@ func (s *server) routes() http.Handler {
 	r.GET("/api/schemas/", s.api(s.schemaList))
 	r.GET("/api/schemas/:name/", s.api(s.schemaDetail))
 	r.GET("/api/instances/:schema/*rest", s.apiWanting(s.instances, wantedInstance))
-	for m := range instanceWriteKinds {
+	for _, m := range instanceWriteMethods {
 		r.Handle(m, "/api/instances/:schema/*rest", s.api(s.instanceWrite))
 	}
 	r.POST("/api/load/", s.api(s.load))

@@ -124,14 +124,16 @@ func (tx *Tx) writeOne(ctx context.Context, w OneWrite) (*OneResult, error) {
 	res := &OneResult{Schema: s}
 	var old *Instance
 	if w.Kind != WriteCreate {
-		if old, err = tx.Instance(ctx, s.Keyname, w.Key); err != nil && !IsNotFound(err) {
-			return nil, err
+		var missing error
+		if old, missing = tx.Instance(ctx, s.Keyname, w.Key); missing != nil && !IsNotFound(missing) {
+			return nil, missing
 		}
+		// The precondition first: with If-Match, a missing instance is 412, not 404.
 		if err := tx.checkIfMatch(ctx, s, w, old); err != nil {
 			return nil, err
 		}
 		if old == nil {
-			return nil, err // not found
+			return nil, missing
 		}
 	}
 	ao := ApplyOptions{Auth: w.Auth}
