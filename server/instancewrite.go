@@ -33,12 +33,13 @@ type dryWriteReply struct {
 
 // instanceWrite: POST /api/instances/<schema>/ (create), PUT, PATCH and DELETE
 // /api/instances/<schema>/<keyname>/ (replace, merge-patch, delete) — one instance,
-// through the same checks and apply path as a load entry. Order of checks: credentials
-// and p_data_access, read-only key, the path (404, 405), the schema's read
-// permission, If-Match, the body (415, 413, 400), then the write (its own permission,
-// the precondition, the values).
+// through the same checks and apply path as a load entry. Order of checks, as the
+// pipeline routes order theirs (permission, method, read-only): credentials and
+// p_data_access, the path (404, 405), read-only key, the schema's read permission,
+// If-Match, the body (415, 413, 400), then the write (its own permission, the
+// precondition, the values).
 func (s *server) instanceWrite(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	if !s.writeGate(w, r, "p_data_access") {
+	if s.denied(w, r, "p_data_access") {
 		return
 	}
 	rest := ps.ByName("rest")
@@ -49,6 +50,9 @@ func (s *server) instanceWrite(w http.ResponseWriter, r *http.Request, ps httpro
 	kind := instanceWriteKinds[r.Method]
 	if (kind == store.WriteCreate) != (rest == "/") {
 		s.writeError(w, r, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	if !s.writeGate(w, r) {
 		return
 	}
 	sch := s.readableSchema(w, r, ps.ByName("schema"))

@@ -258,9 +258,11 @@ func TestInstanceRenameByPatch(t *testing.T) {
 		}
 	})
 	t.Run("a rename onto a taken keyname is refused", func(t *testing.T) {
-		r := e.send("PATCH", "/api/instances/server/srv9/", adminCred, "application/json", `{"keyname": "srv3"}`)
-		if r.status != 409 && r.status != 400 {
-			t.Fatalf("status = %d, want 409 or 400: %s", r.status, r.body)
+		before := e.instanceRows()
+		wantError(t, e.send("PATCH", "/api/instances/server/srv9/", adminCred, "application/json", `{"keyname": "srv3", "site": "x"}`),
+			409, `server "srv3" already exists`)
+		if e.instanceRows() != before {
+			t.Fatal("a refused rename changed the tables")
 		}
 	})
 }
