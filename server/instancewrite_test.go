@@ -152,6 +152,9 @@ func TestInstanceWrites(t *testing.T) {
 		wantError(t, e.send("PUT", "/api/instances/server/", adminCred, json, `{}`), 405, "method not allowed")
 		wantError(t, e.send("POST", "/api/instances/nosuch/", adminCred, json, `{"keyname": "a"}`), 404, `schema "nosuch" not found`)
 		wantError(t, e.send("DELETE", "/api/instances/server/srv1", adminCred, "", ""), 404, "not found")
+		// Schema and permission definitions are not instances: loads write them.
+		wantError(t, e.send("POST", "/api/instances/_schema/", adminCred, json, `{"keyname": "x"}`), 404, `schema "_schema" not found`)
+		wantError(t, e.send("DELETE", "/api/instances/_permission/p_data_read/", adminCred, "", ""), 404, `schema "_permission" not found`)
 	})
 	t.Run("a secret is kept by a PUT that leaves it out, and never shown", func(t *testing.T) {
 		e.key("k1", keySpec{perms: []string{"p_data_access"}})
