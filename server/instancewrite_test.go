@@ -357,11 +357,23 @@ func TestInstanceETags(t *testing.T) {
 			t.Fatal("a write that changed nothing changed the ETag")
 		}
 	})
+	t.Run("a load changes it", func(t *testing.T) {
+		before := etag()
+		e.load(`[{classname: server, keyname: srv3, _action: update, site: loaded}]`)
+		if etag() == before {
+			t.Fatal("the ETag did not change after a load")
+		}
+	})
 	t.Run("a migration-style SQL update changes it", func(t *testing.T) {
 		before := etag()
 		e.exec(`UPDATE instances SET displayname = 'migrated' WHERE classname = 'server' AND keyname = 'srv3'`)
 		if etag() == before {
-			t.Fatal("the ETag did not change after an SQL update")
+			t.Fatal("the ETag did not change after an SQL update of displayname")
+		}
+		before = etag()
+		e.exec(`UPDATE instances SET data = '{"hostname": "migrated", "site": "m"}' WHERE classname = 'server' AND keyname = 'srv3'`)
+		if etag() == before {
+			t.Fatal("the ETag did not change after an SQL update of the data")
 		}
 	})
 	t.Run("If-Match with an old ETag is 412 and changes nothing", func(t *testing.T) {
