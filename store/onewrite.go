@@ -116,6 +116,9 @@ func (db *DB) WriteOne(ctx context.Context, w OneWrite) (*OneResult, error) {
 	return res, tx.Commit()
 }
 
+// writeOne is WriteOne inside the transaction, in a load entry's order: the stored
+// instance and the precondition, the entry's header and keyname, the write permission
+// of the kind, the values, then the apply path.
 func (tx *Tx) writeOne(ctx context.Context, w OneWrite) (*OneResult, error) {
 	s, err := tx.Schema(ctx, w.Class)
 	if err != nil {
@@ -188,8 +191,8 @@ func (tx *Tx) writeOne(ctx context.Context, w OneWrite) (*OneResult, error) {
 		if err := prepareState(s, e, model.ActionUpdate); err != nil {
 			return nil, err
 		}
-		// Refused before the state is looked at when the caller may not update, as a
-		// load entry is.
+		// Refused before the values are validated, and even when nothing would change,
+		// as a load entry is.
 		if err := model.AuthorizeWrite(w.Auth, s, model.ActionUpdate); err != nil {
 			return nil, err
 		}
