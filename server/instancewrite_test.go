@@ -115,6 +115,9 @@ func TestInstanceWrites(t *testing.T) {
 		if got := e.queryString("SELECT data FROM instances WHERE classname = 'server' AND keyname = 'web/1'"); strings.Contains(got, "hostname") {
 			t.Fatalf("stored data still holds hostname: %s", got)
 		}
+		if got := e.queryString("SELECT COUNT(*) FROM revisions WHERE classname = 'server' AND keyname = 'web/1' AND action = 'update'"); got != "3" {
+			t.Fatalf("%s update revisions after a PUT and two PATCHes, want 3", got)
+		}
 	})
 	t.Run("a YAML body and a YAML reply", func(t *testing.T) {
 		r := e.send("POST", "/api/instances/server/?format=yaml", adminCred, "application/yaml", "keyname: y1\nhostname: yaml-host\n")
@@ -266,6 +269,32 @@ func TestInstanceRenameByPatch(t *testing.T) {
 			409, `server "srv3" already exists`)
 		if e.instanceRows() != before {
 			t.Fatal("a refused rename changed the tables")
+		}
+	})
+	t.Run("a rename reaching references the caller may not update is refused", func(t *testing.T) {
+		e.load(`
+- {classname: _permission, keyname: p_shelf_update}
+- {classname: _schema, keyname: shelf, p_update: p_shelf_update, hosts: {dataformat: schema, dataformat_ext: server, cardinal_max: 0}}
+- {classname: shelf, keyname: s1, hosts: [srv3]}
+`)
+		renamer := e.key("renamer", keySpec{perms: []string{"p_data_access", "p_data_read", "p_data_update", "p_keyname_rename"}})
+		before := e.instanceRows()
+		wantError(t, e.send("PATCH", "/api/instances/server/srv3/", renamer, "application/json", `{"keyname": "srv4"}`), 403,
+			"permission denied: renaming server srv3 would rewrite references in shelf, which you may not update")
+		if e.instanceRows() != before {
+			t.Fatal("a refused rename changed the tables")
+		}
+		// Without references in shelf, the same caller renames, and the revision names it.
+		got := object(t, e.send("PATCH", "/api/instances/server/srv9/", renamer, "application/json", `{"keyname": "srv8"}`), 200)
+		if got["keyname"] != "srv8" {
+			t.Fatalf("reply = %v", got)
+		}
+		rack := object(t, e.get("/api/instances/rack/r1/", adminCred), 200)
+		if fmt.Sprint(rack["hosts"]) != "[srv8 srv3]" {
+			t.Fatalf("rack hosts = %v, want [srv8 srv3]", rack["hosts"])
+		}
+		if got := e.queryString("SELECT author FROM revisions WHERE classname = 'server' AND keyname = 'srv8' ORDER BY id DESC LIMIT 1"); got != "apikey:renamer" {
+			t.Fatalf("revision author = %q, want apikey:renamer", got)
 		}
 	})
 }
