@@ -49,6 +49,11 @@ func (s *server) instanceWrite(w http.ResponseWriter, r *http.Request, ps httpro
 	}
 	kind := instanceWriteKinds[r.Method]
 	if (kind == store.WriteCreate) != (rest == "/") {
+		allow := "GET, PUT, PATCH, DELETE"
+		if rest == "/" {
+			allow = "GET, POST"
+		}
+		w.Header().Set("Allow", allow) // a 405 names the methods the path takes
 		s.writeError(w, r, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}

@@ -150,9 +150,17 @@ func TestInstanceWrites(t *testing.T) {
 		wantError(t, e.send("PATCH", "/api/instances/server/nope/", adminCred, json, `{"hostname": "x"}`), 404, `server "nope" not found`)
 	})
 	t.Run("wrong method for the path is 405, unknown schema 404", func(t *testing.T) {
-		wantError(t, e.send("POST", "/api/instances/server/srv1/", adminCred, json, `{}`), 405, "method not allowed")
-		wantError(t, e.send("DELETE", "/api/instances/server/", adminCred, "", ""), 405, "method not allowed")
-		wantError(t, e.send("PUT", "/api/instances/server/", adminCred, json, `{}`), 405, "method not allowed")
+		for _, tc := range []struct{ method, path, allow string }{
+			{"POST", "/api/instances/server/srv1/", "GET, PUT, PATCH, DELETE"},
+			{"DELETE", "/api/instances/server/", "GET, POST"},
+			{"PUT", "/api/instances/server/", "GET, POST"},
+		} {
+			r := e.send(tc.method, tc.path, adminCred, json, `{}`)
+			wantError(t, r, 405, "method not allowed")
+			if got := r.header.Get("Allow"); got != tc.allow {
+				t.Fatalf("%s %s: Allow %q, want %q", tc.method, tc.path, got, tc.allow)
+			}
+		}
 		wantError(t, e.send("POST", "/api/instances/nosuch/", adminCred, json, `{"keyname": "a"}`), 404, `schema "nosuch" not found`)
 		wantError(t, e.send("DELETE", "/api/instances/server/srv1", adminCred, "", ""), 404, "not found")
 		// Schema and permission definitions are not instances: loads write them.
