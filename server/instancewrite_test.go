@@ -235,6 +235,25 @@ func TestInstanceWriteBuiltins(t *testing.T) {
 		}
 		object(t, e.send("POST", "/api/instances/_role/", ui, "application/json", `{"keyname": "r_small", "permissions": ["p_user_import"], "users": ["bob"]}`), 201)
 	})
+	t.Run("a user holding more than the caller cannot be changed by it", func(t *testing.T) {
+		carol := e.user("carol", true)
+		e.load(`[{classname: _role, keyname: r_carol, permissions: [p_conf_admin], users: [carol]}]`)
+		ui := e.key("ui2", keySpec{perms: []string{"p_data_access", "p_data_read", "p_user_import"}})
+		before := e.instanceRows()
+		for _, body := range []string{`{"password": "taken-over"}`, `{"is_enabled": false}`, `{"keyname": "carol2"}`} {
+			wantError(t, e.send("PATCH", "/api/instances/_user/carol/", ui, "application/json", body), 403,
+				"permission denied: _user carol would grant permissions you do not hold (p_conf_admin)")
+		}
+		if r := e.send("DELETE", "/api/instances/_user/carol/", ui, "", ""); r.status != 403 || !strings.Contains(string(r.body), "permission denied") {
+			t.Fatalf("DELETE: status %d: %s", r.status, r.body)
+		}
+		if e.instanceRows() != before {
+			t.Fatal("a refused write changed the tables")
+		}
+		if r := e.get("/api/version/", carol); r.status != 200 {
+			t.Fatalf("carol's own password no longer signs in: %d %s", r.status, r.body)
+		}
+	})
 }
 
 func jsonMarshal(v any) (string, error) {
