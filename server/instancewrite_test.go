@@ -369,6 +369,24 @@ func TestInstanceWritePermissions(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a schema's own write permissions replace the global ones", func(t *testing.T) {
+		e.load(`
+- {classname: _permission, keyname: p_vault_create}
+- {classname: _permission, keyname: p_vault_delete}
+- {classname: _schema, keyname: vault, p_create: p_vault_create, p_delete: p_vault_delete, note: {dataformat: string}}
+`)
+		global := e.key("global", keySpec{perms: []string{"p_data_access", "p_data_read", "p_data_create", "p_data_delete"}})
+		own := e.key("own", keySpec{perms: []string{"p_data_access", "p_data_read", "p_vault_create", "p_vault_delete"}})
+		before := e.instanceRows()
+		wantError(t, e.send("POST", "/api/instances/vault/", global, "application/json", `{"keyname": "v1"}`), 403,
+			"permission denied: create of vault")
+		if e.instanceRows() != before {
+			t.Fatal("a refused write changed the tables")
+		}
+		object(t, e.send("POST", "/api/instances/vault/", own, "application/json", `{"keyname": "v1", "note": "n"}`), 201)
+		wantError(t, e.send("DELETE", "/api/instances/vault/v1/", global, "", ""), 403, "permission denied: delete of vault")
+		object(t, e.send("DELETE", "/api/instances/vault/v1/", own, "", ""), 200)
+	})
 	t.Run("a key within the caller's permissions is created", func(t *testing.T) {
 		object(t, e.send("POST", "/api/instances/_apikey/", keyAdmin, "application/json",
 			`{"keyname": "small", "secret": "chosen-secret", "permissions": ["p_data_access"]}`), 201)
