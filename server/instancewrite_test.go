@@ -554,7 +554,8 @@ func TestInstanceWriteDryRun(t *testing.T) {
 			}
 			got := object(t, e.send(tc.method, tc.path, tc.c, ct, tc.body), 200)
 			inst, _ := got["instance"].(map[string]any)
-			if got["dryrun"] != true || got["result"] != tc.result || inst["keyname"] != tc.keyname {
+			renamed := tc.keyname != "srv1" && tc.method != "POST"
+			if got["dryrun"] != true || got["result"] != tc.result || inst["keyname"] != tc.keyname || got["renamed"] != renamed {
 				t.Fatalf("reply = %v", got)
 			}
 		})
