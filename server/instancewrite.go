@@ -27,6 +27,7 @@ type dryWriteReply struct {
 	DryRun   bool       `json:"dryrun" yaml:"dryrun"`
 	Result   string     `json:"result" yaml:"result"`
 	Renamed  bool       `json:"renamed" yaml:"renamed"`
+	Changed  []string   `json:"changed" yaml:"changed"`
 	Instance *model.Doc `json:"instance" yaml:"instance"`
 	Warnings []string   `json:"warnings,omitempty" yaml:"warnings,omitempty"`
 }
@@ -92,7 +93,10 @@ func (s *server) instanceWrite(w http.ResponseWriter, r *http.Request, ps httpro
 	}
 	doc := s.db.InstanceDocAs(r.Context(), principalOf(r).auth, res.Schema, res.Instance)
 	if ow.DryRun {
-		s.reply(w, r, http.StatusOK, dryWriteReply{DryRun: true, Result: res.Result, Renamed: res.Renamed, Instance: doc,
+		if res.Changed == nil {
+			res.Changed = []string{} // a list in the reply, even when empty
+		}
+		s.reply(w, r, http.StatusOK, dryWriteReply{DryRun: true, Result: res.Result, Renamed: res.Renamed, Changed: res.Changed, Instance: doc,
 			Warnings: res.Warnings})
 		return
 	}

@@ -404,13 +404,14 @@ func TestInstanceWriteDryRun(t *testing.T) {
 	for _, tc := range []struct {
 		method, path, body, result string
 		c                          cred
-		keyname                    string
+		keyname, changed           string
 	}{
-		{"POST", "/api/instances/server/?dryrun=1", `{"keyname": "d1", "hostname": "h"}`, "created", adminCred, "d1"},
-		{"PUT", "/api/instances/server/srv1/?dryrun=true", `{"hostname": "h"}`, "updated", adminCred, "srv1"},
-		{"PATCH", "/api/instances/server/srv1/?dryrun=1", `{"keyname": "srv7"}`, "updated", both(adminCred, header("If-Match", tag)), "srv7"},
-		{"PATCH", "/api/instances/server/srv1/?dryrun=1", `{"hostname": "alpha"}`, "unchanged", adminCred, "srv1"},
-		{"DELETE", "/api/instances/server/srv1/?dryrun=1", "", "deleted", adminCred, "srv1"},
+		{"POST", "/api/instances/server/?dryrun=1", `{"keyname": "d1", "hostname": "h"}`, "created", adminCred, "d1", "[keyname hostname]"},
+		{"PUT", "/api/instances/server/srv1/?dryrun=true", `{"hostname": "h", "displayname": "D"}`, "updated", adminCred, "srv1", "[displayname hostname]"},
+		{"PATCH", "/api/instances/server/srv1/?dryrun=1", `{"keyname": "srv7"}`, "updated", both(adminCred, header("If-Match", tag)), "srv7", "[keyname]"},
+		{"PATCH", "/api/instances/server/srv2/?dryrun=1", `{"is_enabled": true, "site": "s", "hostname": null}`, "updated", adminCred, "srv2", "[is_enabled hostname site]"},
+		{"PATCH", "/api/instances/server/srv1/?dryrun=1", `{"hostname": "alpha"}`, "unchanged", adminCred, "srv1", "[]"},
+		{"DELETE", "/api/instances/server/srv1/?dryrun=1", "", "deleted", adminCred, "srv1", "[]"},
 	} {
 		t.Run(tc.method+" "+tc.result, func(t *testing.T) {
 			ct := "application/json"
@@ -419,12 +420,29 @@ func TestInstanceWriteDryRun(t *testing.T) {
 			}
 			got := object(t, e.send(tc.method, tc.path, tc.c, ct, tc.body), 200)
 			inst, _ := got["instance"].(map[string]any)
-			renamed := tc.keyname != "srv1" && tc.method != "POST"
-			if got["dryrun"] != true || got["result"] != tc.result || inst["keyname"] != tc.keyname || got["renamed"] != renamed {
-				t.Fatalf("reply = %v", got)
+			renamed := tc.keyname == "srv7"
+			if got["dryrun"] != true || got["result"] != tc.result || inst["keyname"] != tc.keyname || got["renamed"] != renamed ||
+				fmt.Sprint(got["changed"]) != tc.changed {
+				t.Fatalf("reply = %v, want changed %s", got, tc.changed)
 			}
 		})
 	}
+	t.Run("a changed secret is named, never shown", func(t *testing.T) {
+		e.user("bob", true)
+		rows := e.instanceRows()
+		r := e.send("PATCH", "/api/instances/_user/bob/?dryrun=1", adminCred, "application/json", `{"password": "bob-new-secret", "email": "b@example.org"}`)
+		got := object(t, r, 200)
+		if fmt.Sprint(got["changed"]) != "[email password]" {
+			t.Fatalf("changed = %v", got["changed"])
+		}
+		if strings.Contains(string(r.body), "bob-new-secret") || strings.Contains(string(r.body), "$argon2") || strings.Contains(string(r.body), "$sha256") {
+			t.Fatalf("the reply shows the secret: %s", r.body)
+		}
+		if e.instanceRows() != rows {
+			t.Fatal("a dry run changed the tables")
+		}
+	})
+	before = e.instanceRows() // with bob
 	t.Run("a dry run's refusal is the real one", func(t *testing.T) {
 		r := e.send("PATCH", "/api/instances/server/srv1/?dryrun=1", both(adminCred, header("If-Match", `"old"`)), "application/json", `{"site": "x"}`)
 		if r.status != 412 {

@@ -56,6 +56,10 @@ type OneResult struct {
 	Instance *Instance
 	// Renamed is set when the write renamed the instance.
 	Renamed bool
+	// Changed names what the write sets or changes, in the schema's order: keyname,
+	// displayname, is_enabled, then fields (secret fields by name only). Empty for a
+	// delete and for a write that changes nothing.
+	Changed []string
 	// Warnings are what did not stop the write (IP collection).
 	Warnings []string
 }
@@ -211,7 +215,37 @@ func (tx *Tx) writeOne(ctx context.Context, w OneWrite) (*OneResult, error) {
 	if res.Instance, err = tx.Instance(ctx, s.Keyname, key); err != nil {
 		return nil, err
 	}
+	if res.Result != OutUnchanged {
+		res.Changed = changedKeys(s, old, res.Instance)
+	}
 	return res, nil
+}
+
+// changedKeys names what differs between the instance before (nil: none) and after,
+// in the schema's order. Values are compared as stored; only names are returned, so a
+// changed secret is named without a trace of its value.
+func changedKeys(s *model.Schema, before, after *Instance) []string {
+	var out []string
+	if before == nil {
+		before = &Instance{IsEnabled: true}
+	}
+	if before.Keyname != after.Keyname {
+		out = append(out, "keyname")
+	}
+	if before.Displayname != after.Displayname {
+		out = append(out, "displayname")
+	}
+	if before.IsEnabled != after.IsEnabled {
+		out = append(out, "is_enabled")
+	}
+	for _, f := range s.Fields {
+		b, inBefore := before.Data[f.Keyname]
+		a, inAfter := after.Data[f.Keyname]
+		if inBefore != inAfter || inBefore && model.MustJSON(b) != model.MustJSON(a) {
+			out = append(out, f.Keyname)
+		}
+	}
+	return out
 }
 
 // checkIfMatch applies w's If-Match to the stored instance old (nil: none). A dry run
