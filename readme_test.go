@@ -141,6 +141,8 @@ func TestREADMEQuickStart(t *testing.T) {
 		"pending: none",                 // migrate --status after the load
 		"p_pipeline_run",                // permission list
 		`"keyname":"normalize_servers"`, // GET /api/pipelines/
+		"precondition failed: server",   // PATCH with a stale If-Match
+		`"hostname":"replaced.example"`, // the PUT's reply
 		`"status":"succeeded"`,          // the task detail after the poll
 		"msg=stopped",                   // the server stopped cleanly
 	} {

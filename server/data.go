@@ -126,6 +126,8 @@ func (s *server) instances(w http.ResponseWriter, r *http.Request, ps httprouter
 			s.fail(w, r, err)
 			return
 		}
+		// The ETag is what If-Match on PUT, PATCH and DELETE compares with.
+		w.Header().Set("ETag", store.ETag(in))
 		s.reply(w, r, http.StatusOK, s.db.InstanceDocAs(r.Context(), principalOf(r).auth, sch, in))
 		return
 	}

@@ -358,6 +358,10 @@ var hostileRoutes = []routeSpec{
 	{path: "/api/instances/{s}/{s}/", method: "GET", names: [][]string{schemaNames, keyNames}},
 	{path: "/api/instances/{s}/{s}/{s}/", method: "GET", names: [][]string{schemaNames, keyNames, keyNames}},
 	{path: "/api/instances/{s}", method: "GET"},
+	{path: "/api/instances/{s}/", method: "POST", body: "load", query: []string{"dryrun=1"}, names: [][]string{schemaNames}},
+	{path: "/api/instances/{s}/{s}/", method: "PUT", body: "load", query: []string{"dryrun=1"}, names: [][]string{schemaNames, keyNames}},
+	{path: "/api/instances/{s}/{s}/", method: "PATCH", body: "load", query: []string{"dryrun=1"}, names: [][]string{schemaNames, keyNames}},
+	{path: "/api/instances/{s}/{s}/", method: "DELETE", query: []string{"dryrun=1"}, names: [][]string{schemaNames, keyNames}},
 	{path: "/api/load/", method: "POST", body: "load", query: []string{"dryrun=1", "action=update", "pipeline=bulk_delete_disabled"}},
 	{path: "/api/load", method: "POST", body: "load"},
 	{path: "/api/rawfile/", method: "POST", body: "csv", query: []string{"schema=server", "schema=server&delimiter=,", "schema=server&encoding=latin1"}},
@@ -379,6 +383,10 @@ var writeRoutes = func() []routeSpec {
 		switch r.path {
 		case "/api/load/", "/api/rawfile/", "/api/conf/", "/api/pipelines/{s}/", "/api/tasks/{task}/cancel/":
 			if r.method == "POST" {
+				out = append(out, r)
+			}
+		case "/api/instances/{s}/", "/api/instances/{s}/{s}/":
+			if r.method != "GET" {
 				out = append(out, r)
 			}
 		}

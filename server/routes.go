@@ -58,6 +58,9 @@ func (s *server) routes() http.Handler {
 	r.GET("/api/schemas/", s.api(s.schemaList))
 	r.GET("/api/schemas/:name/", s.api(s.schemaDetail))
 	r.GET("/api/instances/:schema/*rest", s.apiWanting(s.instances, wantedInstance))
+	for _, m := range instanceWriteMethods {
+		r.Handle(m, "/api/instances/:schema/*rest", s.api(s.instanceWrite))
+	}
 	r.POST("/api/load/", s.api(s.load))
 	r.POST("/api/rawfile/", s.api(s.rawfile))
 	r.GET("/api/conf/", s.api(s.confGet))

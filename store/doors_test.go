@@ -17,7 +17,7 @@ import (
 // the apply path and of a load.
 var writerCalls = []string{"write", "deleteInstance", "revision", "rename", "convertKeyname", "rewriteAll",
 	"rewriteAllReferences", "rewriteReferences", "rewriteInstance", "deleteField", "deletePermission",
-	"collectIPs", "putSchema", "putPermission", "writeSchema", "deleteSchema", "putInstance", "loadEntry", "writeInstance",
+	"collectIPs", "putSchema", "putPermission", "writeSchema", "deleteSchema", "putInstance", "loadEntry", "writeInstance", "writeOne",
 	"applyCreate", "applyUpdate", "applyDelete", "applyEnabled", "applyRename", "Apply", "loadStream", "execAny",
 	"cascadeRename"}
 
@@ -40,6 +40,7 @@ var doors = map[string]string{
 	"Migration.Apply":                    "the apply path as the system identity, without revision",
 	"DB.LoadStream":                      "a load: instances through the apply path, schemas and permissions through their load writers",
 	"Tx.Load":                            "a load inside the caller's transaction (start-up reloads)",
+	"DB.WriteOne":                        "one instance of the API's per-instance writes: a load entry's checks, then the apply path",
 	"DB.CollectIPs":                      "IP collection over stored data, through the apply path",
 	"Migrator.Rename":                    "migration door only: the apply path's cascading rename without its permission checks (tests' set-up)",
 	"DB.TouchAPIKey":                     "an API key's last_used timestamp, not its data: no revision by design",

@@ -20,6 +20,7 @@ var statuses = map[string]int{
 	model.EInternal:     http.StatusInternalServerError,
 	model.ETooLarge:     http.StatusRequestEntityTooLarge,
 	model.EDiskFull:     http.StatusInsufficientStorage,
+	model.EPrecondition: http.StatusPreconditionFailed,
 }
 
 // Status is the HTTP status of err, by its store error code (store.ErrorCode): an

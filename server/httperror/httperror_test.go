@@ -25,6 +25,7 @@ func TestStatus(t *testing.T) {
 		{"internal is 500", model.Errorf(model.EInternal, "x"), http.StatusInternalServerError},
 		{"too large is 413", model.Errorf(model.ETooLarge, "x"), http.StatusRequestEntityTooLarge},
 		{"disk full is 507", model.Errorf(model.EDiskFull, "x"), http.StatusInsufficientStorage},
+		{"precondition failed is 412", model.Errorf(model.EPrecondition, "x"), http.StatusPreconditionFailed},
 		{"a wrapped code keeps its status", fmt.Errorf("load: %w", model.Errorf(model.ETooLarge, "x")), http.StatusRequestEntityTooLarge},
 		{"an unknown code is 500", model.Errorf("no_such_code", "x"), http.StatusInternalServerError},
 		{"a plain error is 500", errors.New("boom"), http.StatusInternalServerError},

@@ -26,6 +26,9 @@ const (
 	// space left. It is the operator's problem, not the caller's, and not a bug: the
 	// server answers 507 with a message naming the file.
 	EDiskFull = "disk_full"
+	// EPrecondition is the code of a conditional write (If-Match) whose condition no
+	// longer holds: the instance changed (or went) since the caller read it.
+	EPrecondition = "precondition_failed"
 )
 
 // Error is the one error type of the store: a code and a message safe to show a caller.
