@@ -43,3 +43,14 @@ func IsNotFound(err error) bool { return ErrorCode(err) == model.ENotFound }
 
 // badTextMessage is the message of text the engine cannot hold.
 const badTextMessage = "text holds a character the database cannot store (a NUL character)"
+
+// ErrorProblems lists the problems of err, each with its field, code and caller-safe
+// message: every one of an error that stands for several, else err itself as one
+// problem of no field (ErrorCode and ErrorMessage).
+func ErrorProblems(err error) []model.Problem {
+	var e *model.Error
+	if errors.As(err, &e) && len(e.Problems) > 0 {
+		return append([]model.Problem(nil), e.Problems...)
+	}
+	return []model.Problem{{Code: ErrorCode(err), Message: ErrorMessage(err)}}
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -44,6 +46,9 @@ type LoadOptions struct {
 	Transform rules.Transform
 	// BatchSize is the number of entries per committed transaction (default 1000).
 	BatchSize int
+	// Strict refuses an entry that names fields its schema does not have; without it
+	// they are ignored and counted in the result's warnings.
+	Strict bool
 	// OnChange, when set, is given each change the load makes (or, in a dry run,
 	// would make) as the revision it records, secrets masked; with the second pass an
 	// entry's change may come after later entries' (DB.Load and DB.LoadStream only).
@@ -57,14 +62,35 @@ type EntryError struct {
 	Classname string `json:"classname" yaml:"classname"`
 	Keyname   string `json:"keyname" yaml:"keyname"`
 	Message   string `json:"message" yaml:"message"`
+	// Problems are every problem of the entry, in entry order (Message is the first's).
+	Problems []model.Problem `json:"errors" yaml:"errors"`
+	// seq is the entry's place in the load, which orders the messages: an entry retried
+	// for an unresolved reference fails after the entries that follow it.
+	seq int
 }
 
 func (e EntryError) String() string {
+	return e.where() + ": " + e.Message
+}
+
+func (e EntryError) where() string {
 	where := fmt.Sprintf("entry %d", e.Index)
 	if e.File != "" {
 		where = e.File + ": " + where
 	}
-	return fmt.Sprintf("%s (%s %s): %s", where, e.Classname, e.Keyname, e.Message)
+	return fmt.Sprintf("%s (%s %s)", where, e.Classname, e.Keyname)
+}
+
+// Lines are the entry's problems, one line each, every one naming the entry.
+func (e EntryError) Lines() []string {
+	if len(e.Problems) == 0 {
+		return []string{e.String()}
+	}
+	out := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		out[i] = e.where() + ": " + p.Message
+	}
+	return out
 }
 
 // LoadResult counts the outcome of every entry.
@@ -81,6 +107,43 @@ type LoadResult struct {
 	Messages  []EntryError `json:"error_messages" yaml:"error_messages"`
 	// Warnings are problems that did not stop an entry (e.g. a repaired YAML line).
 	Warnings []string `json:"warnings,omitempty" yaml:"warnings,omitempty"`
+	// UnknownFields counts the values of entries under a name their schema has no
+	// field of (ignored, or with Strict refused); UnknownFieldNames lists the first
+	// distinct ones as class.field, at most MaxUnknownFieldNames.
+	UnknownFields     int      `json:"unknown_fields" yaml:"unknown_fields"`
+	UnknownFieldNames []string `json:"unknown_field_names,omitempty" yaml:"unknown_field_names,omitempty"`
+	// maxSeq is the largest seq of Messages.
+	maxSeq int
+}
+
+// MaxUnknownFieldNames bounds the unknown field names a load result lists.
+const MaxUnknownFieldNames = 20
+
+// noteUnknown counts the unknown field names of one entry of class cls.
+func (r *LoadResult) noteUnknown(cls string, names []string) {
+	r.UnknownFields += len(names)
+	for _, n := range names {
+		if len(r.UnknownFieldNames) >= MaxUnknownFieldNames {
+			return
+		}
+		q := clip.Text(cls + "." + n)
+		if !slices.Contains(r.UnknownFieldNames, q) {
+			r.UnknownFieldNames = append(r.UnknownFieldNames, q)
+		}
+	}
+}
+
+// finish orders the messages by entry and adds the warning of the unknown fields.
+func (r *LoadResult) finish() {
+	sort.SliceStable(r.Messages, func(i, j int) bool { return r.Messages[i].seq < r.Messages[j].seq })
+	if r.UnknownFields > 0 {
+		more := ""
+		if r.UnknownFields > len(r.UnknownFieldNames) {
+			more = ", ..."
+		}
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d values under unknown field names were ignored (%s%s)",
+			r.UnknownFields, strings.Join(r.UnknownFieldNames, ", "), more))
+	}
 }
 
 // Add merges r2 into r.
@@ -93,6 +156,12 @@ func (r *LoadResult) Add(r2 *LoadResult) {
 	r.Disabled += r2.Disabled
 	r.Skipped += r2.Skipped
 	r.Errors += r2.Errors
+	r.UnknownFields += r2.UnknownFields
+	for _, n := range r2.UnknownFieldNames {
+		if len(r.UnknownFieldNames) < MaxUnknownFieldNames && !slices.Contains(r.UnknownFieldNames, n) {
+			r.UnknownFieldNames = append(r.UnknownFieldNames, n)
+		}
+	}
 	for _, m := range r2.Messages {
 		if len(r.Messages) < MaxErrorMessages {
 			r.Messages = append(r.Messages, m)
@@ -127,10 +196,25 @@ func (r *LoadResult) count(outcome string) {
 	}
 }
 
-func (r *LoadResult) fail(e *model.Entry, err error) {
+// fail records the failure of e, the seq-th entry of the load. Once the list is full,
+// an entry retried by the second pass still takes the place of a later one.
+func (r *LoadResult) fail(e *model.Entry, err error, seq int) {
 	r.Errors++
 	if len(r.Messages) >= MaxErrorMessages {
-		return
+		if seq >= r.maxSeq {
+			return
+		}
+		last := 0
+		for i, m := range r.Messages {
+			if m.seq > r.Messages[last].seq {
+				last = i
+			}
+		}
+		r.Messages = slices.Delete(r.Messages, last, last+1)
+		r.maxSeq = 0
+		for _, m := range r.Messages {
+			r.maxSeq = max(r.maxSeq, m.seq)
+		}
 	}
 	cls, key := e.Classname, e.Keyname
 	if cls == "" || key == "" {
@@ -139,7 +223,8 @@ func (r *LoadResult) fail(e *model.Entry, err error) {
 	}
 	// The entry is named as written, which may be any size: cut like quoted input.
 	r.Messages = append(r.Messages, EntryError{File: e.File, Index: e.Index, Classname: clip.Text(cls),
-		Keyname: clip.Text(key), Message: ErrorMessage(err)})
+		Keyname: clip.Text(key), Message: ErrorMessage(err), Problems: ErrorProblems(err), seq: seq})
+	r.maxSeq = max(r.maxSeq, seq)
 }
 
 // Load loads entries, committing every BatchSize entries. Each entry is applied
@@ -236,6 +321,8 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entr
 		return err
 	}
 	var retry []*model.Entry
+	seen := 0                          // entries the source gave
+	retrySeq := map[*model.Entry]int{} // the place in the load of each retried entry
 	one := func(e *model.Entry, second bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -245,6 +332,11 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entr
 				return err
 			}
 		}
+		seq, retried := retrySeq[e]
+		if !retried {
+			seen++
+			seq = seen
+		}
 		outcome, err := l.loadEntry(ctx, e)
 		l.report(res)
 		l.tx.db.HoldForTest(1)
@@ -253,11 +345,14 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entr
 			res.count(outcome)
 		case !second && model.IsUnresolved(err):
 			retry = append(retry, e)
+			retrySeq[e] = seq
+			l.unknown = nil // counted when the entry is done
 		case Aborts(err):
 			return fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
 		default:
-			res.fail(e, err)
+			res.fail(e, err, seq)
 		}
+		l.reportUnknown(res, e)
 		inBatch++
 		// A batch also commits once it has held the writer for a quarter of a second, so
 		// other writers never wait long behind a large load.
@@ -292,6 +387,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entr
 			}
 		}
 	}
+	res.finish()
 	if dry != nil {
 		return res, nil, nil // the deferred rollback discards the private writes
 	}
@@ -321,6 +417,10 @@ func (tx *Tx) Load(ctx context.Context, entries []*model.Entry, opts LoadOptions
 	l := &loader{tx: tx, opts: opts}
 	res := &LoadResult{DryRun: opts.DryRun}
 	list, last := entries, false
+	seqs := make(map[*model.Entry]int, len(entries))
+	for i, e := range entries {
+		seqs[e] = i + 1
+	}
 	for len(list) > 0 {
 		var retry []*model.Entry
 		for _, e := range list {
@@ -331,16 +431,19 @@ func (tx *Tx) Load(ctx context.Context, entries []*model.Entry, opts LoadOptions
 				res.count(outcome)
 			case !last && model.IsUnresolved(err):
 				retry = append(retry, e)
+				l.unknown = nil // counted when the entry is done
 			case Aborts(err):
 				return nil, fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
 			default:
-				res.fail(e, err)
+				res.fail(e, err, seqs[e])
 			}
+			l.reportUnknown(res, e)
 		}
 		// Retry while a pass resolves something; the last pass reports the rest.
 		last = len(retry) == len(list)
 		list = retry
 	}
+	res.finish()
 	return res, nil
 }
 
@@ -355,6 +458,16 @@ type loader struct {
 	before func(context.Context, *model.Entry) error
 	// warnings are the apply path's warnings (IP collection) not yet in the result.
 	warnings []string
+	// unknown are the unknown field names of the entry being loaded.
+	unknown []string
+}
+
+// reportUnknown counts the unknown field names of e, just loaded, in res.
+func (l *loader) reportUnknown(res *LoadResult, e *model.Entry) {
+	if len(l.unknown) > 0 {
+		res.noteUnknown(e.Classname, l.unknown)
+		l.unknown = nil
+	}
 }
 
 // report moves the loader's warnings into res (at most MaxErrorMessages kept).
@@ -384,7 +497,7 @@ func (l *loader) loadEntry(ctx context.Context, e *model.Entry) (string, error) 
 		}
 	}
 	if err := e.Prepare(opts.Action); err != nil {
-		return "", err
+		return "", l.withValueProblems(ctx, e, err, false)
 	}
 	if l.before != nil {
 		if err := l.before(ctx, e); err != nil {
@@ -455,8 +568,20 @@ func (l *loader) applyEntry(ctx context.Context, e *model.Entry) (string, error)
 // entry and the stored object and hands it to the apply path.
 func (l *loader) putInstance(ctx context.Context, s *model.Schema, e *model.Entry) (string, error) {
 	tx, opts := l.tx, l.opts
+	l.unknown = unknownFields(s, e)
 	if err := e.ResolveKeyname(s); err != nil {
-		return "", err
+		var probs model.Problems
+		if probs.Add(keynameField(err), err) != nil {
+			return "", err
+		}
+		return "", l.withValueProblems(ctx, e, probs.Err(), false)
+	}
+	if opts.Strict && len(l.unknown) > 0 {
+		var probs model.Problems
+		for _, k := range l.unknown {
+			probs.Add(k, model.Errorf(model.EInvalid, "unknown field %s of %s (a strict load refuses it)", clip.Quote(k), s.Keyname))
+		}
+		return "", l.withValueProblems(ctx, e, probs.Err(), true)
 	}
 	ao := ApplyOptions{Auth: opts.Auth, System: opts.System}
 	// Only a caller holding every permission learns whether a plain secret it gives is
@@ -501,7 +626,75 @@ func (l *loader) putInstance(ctx context.Context, s *model.Schema, e *model.Entr
 	}
 	out, err := tx.Apply(ctx, w, ao)
 	l.warnings = append(l.warnings, out.Warnings...)
+	if err == nil && old != nil {
+		switch out.Result {
+		case OutDeleted, OutEnabled, OutDisabled:
+			if n := notApplied(s, e, old); n > 0 {
+				where := EntryError{File: e.File, Index: e.Index, Classname: s.Keyname, Keyname: clip.Text(old.Keyname)}.where()
+				l.warnings = append(l.warnings, fmt.Sprintf("%s: %s; %d field %s not applied", where, out.Result, n, plural(n, "change")))
+			}
+		}
+	}
 	return out.Result, err
+}
+
+// notApplied counts the values of e that differ from old's: with an _action of delete,
+// enable or disable that action is the whole write, and these changes are not applied.
+// Secret values are not compared (that would cost a hash each) and not counted.
+func notApplied(s *model.Schema, e *model.Entry, old *Instance) int {
+	n := 0
+	if e.HasDisplayname && e.Displayname != old.Displayname {
+		n++
+	}
+	for _, k := range e.Order {
+		f := s.Field(k)
+		if model.IsHeaderKey(k) || f == nil || f.Dataformat == "secret" || f.Dataformat == "external" {
+			continue
+		}
+		v, present, err := f.Normalize(e.Fields[k], nil)
+		ov, had := old.Data[k]
+		if err != nil || present != had || present && !model.SameJSONValue(ov, v) {
+			n++
+		}
+	}
+	return n
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// withValueProblems is err, a refusal of e's header, keyname or field names, with the
+// problems of e's field values after it, so one answer names every problem of the
+// entry. Values are checked only when e's class is an instance schema; cardinality is
+// not (it depends on the stored object, which a refused header may not name). With
+// ordered, every problem is put in entry order; else err's come first, as the one
+// error a caller saw before problems were collected.
+func (l *loader) withValueProblems(ctx context.Context, e *model.Entry, err error, ordered bool) error {
+	var probs model.Problems
+	if probs.Add("", err) != nil || e.Classname == "" || e.Classname == "_schema" || e.Classname == "_permission" {
+		return err
+	}
+	s, serr := l.tx.Schema(ctx, e.Classname)
+	if serr != nil {
+		return err
+	}
+	if verr := l.tx.entryValues(ctx, s, e, nil, false, nil, &probs); verr != nil {
+		return verr
+	}
+	if ordered {
+		probs.SortBy(func(field string) int {
+			if i := slices.Index(e.Order, field); i >= 0 {
+				return i
+			}
+			return len(e.Order)
+		})
+	}
+	return probs.Err()
 }
 
 // loadOp is the kind of write an entry's action asks of a stored object old (nil:
@@ -526,7 +719,9 @@ func loadOp(action model.Action, old *Instance) model.Action {
 
 // buildInstance merges the entry into old (nil: a new object with the fields'
 // defaults) and validates every value. With compareSecrets, a plain secret that verifies
-// against the stored hash keeps it (no change).
+// against the stored hash keeps it (no change). It reports every problem of the entry's
+// values at once, in entry order, then the cardinality problems of the fields that
+// have none.
 func (tx *Tx) buildInstance(ctx context.Context, s *model.Schema, e *model.Entry, old *Instance, compareSecrets bool) (*Instance, error) {
 	next := &Instance{Classname: s.Keyname, Keyname: e.Keyname, IsEnabled: true, Data: map[string]any{}}
 	if old != nil {
@@ -538,6 +733,31 @@ func (tx *Tx) buildInstance(ctx context.Context, s *model.Schema, e *model.Entry
 	if e.IsEnabled != nil {
 		next.IsEnabled = *e.IsEnabled
 	}
+	var probs model.Problems
+	if err := tx.entryValues(ctx, s, e, old, compareSecrets, next.Data, &probs); err != nil {
+		return nil, err
+	}
+	if old == nil {
+		for _, f := range s.Fields {
+			if _, ok := next.Data[f.Keyname]; ok || f.Default == nil || f.Dataformat == "external" {
+				continue
+			}
+			if nv, present, err := f.Normalize(f.Default, tx.refs(ctx)); err == nil && present {
+				next.Data[f.Keyname] = nv
+			}
+		}
+	}
+	s.AddCardinality(next.Data, &probs)
+	if err := probs.Err(); err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+// entryValues validates the entry's field values in entry order into data (nil:
+// validated only), recording each problem in probs; it returns an error only when
+// validation itself failed (the database).
+func (tx *Tx) entryValues(ctx context.Context, s *model.Schema, e *model.Entry, old *Instance, compareSecrets bool, data map[string]any, probs *model.Problems) error {
 	for _, k := range e.Order {
 		if model.IsHeaderKey(k) || strings.HasPrefix(k, "_") {
 			continue
@@ -550,7 +770,10 @@ func (tx *Tx) buildInstance(ctx context.Context, s *model.Schema, e *model.Entry
 		if s.Keyname == "_pipeline" && k == "content" {
 			norm, err := PipelineContent(v)
 			if err != nil {
-				return nil, err
+				if err := probs.Add(k, err); err != nil {
+					return err
+				}
+				continue
 			}
 			v = norm
 		}
@@ -559,28 +782,35 @@ func (tx *Tx) buildInstance(ctx context.Context, s *model.Schema, e *model.Entry
 		}
 		nv, present, err := f.Normalize(v, tx.refs(ctx))
 		if err != nil {
-			return nil, err
+			if err := probs.Add(k, err); err != nil {
+				return err
+			}
+			continue
+		}
+		if data == nil {
+			continue
 		}
 		if present {
-			next.Data[k] = nv
+			data[k] = nv
 		} else {
-			delete(next.Data, k)
+			delete(data, k)
 		}
 	}
-	if old == nil {
-		for _, f := range s.Fields {
-			if _, ok := next.Data[f.Keyname]; ok || f.Default == nil || f.Dataformat == "external" {
-				continue
-			}
-			if nv, present, err := f.Normalize(f.Default, tx.refs(ctx)); err == nil && present {
-				next.Data[f.Keyname] = nv
-			}
+	return nil
+}
+
+// unknownFields lists the keys of e that name no field of s, in entry order: header
+// keys, scratch keys (starting with _) and a _user entry's login are not fields.
+func unknownFields(s *model.Schema, e *model.Entry) []string {
+	var out []string
+	for _, k := range e.Order {
+		if model.IsHeaderKey(k) || strings.HasPrefix(k, "_") || s.Field(k) != nil ||
+			k == "login" && s.Keyname == "_user" {
+			continue
 		}
+		out = append(out, k)
 	}
-	if err := s.CheckCardinality(next.Data); err != nil {
-		return nil, err
-	}
-	return next, nil
+	return out
 }
 
 // sameSecret reports whether v is plain text that verifies against the stored hash, so
