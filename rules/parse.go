@@ -116,7 +116,6 @@ func (e *ListError) Messages() []string {
 
 func (e *ListError) add(pos int, err error) { e.Rules = append(e.Rules, BadRule{Pos: pos, Err: err}) }
 
-
 // noTags refuses an explicit YAML tag anywhere under n. An unquoted gate `!is_prod`
 // is a tag, not the text "!is_prod": YAML drops it from the value, which would turn a
 // negated gate into "always run", so a tag is never read as anything.

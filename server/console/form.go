@@ -174,7 +174,7 @@ func posted(r *http.Request, sch *model.Schema) map[string]any {
 func fieldError(fields []*formField, msg string) bool {
 	for _, ff := range fields {
 		if p := "field " + ff.Name + ":"; strings.HasPrefix(msg, p) {
-			ff.Error = strings.TrimSpace(strings.TrimPrefix(msg, p))
+			ff.Error = joinError(ff.Error, strings.TrimSpace(strings.TrimPrefix(msg, p)))
 			return true
 		}
 	}
@@ -234,15 +234,26 @@ func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *f
 		c.fail(w, r, q, err)
 		return
 	}
-	msg := store.ErrorMessage(err)
-	if !fieldError(d.Fields, msg) {
-		if strings.Contains(msg, "keyname") {
-			d.KeyError = msg
-		} else {
-			d.Error = msg
+	// Every problem at once, each next to its field.
+	for _, p := range store.ErrorProblems(err) {
+		msg := p.Message
+		switch {
+		case fieldError(d.Fields, msg):
+		case p.Field == "keyname" || p.Field == "displayname" || strings.Contains(msg, "keyname"):
+			d.KeyError = joinError(d.KeyError, msg)
+		default:
+			d.Error = joinError(d.Error, msg)
 		}
 	}
 	c.render(w, r, q, httperror.Status(err), "form", title, d)
+}
+
+// joinError adds msg to the errors shown in one place.
+func joinError(shown, msg string) string {
+	if shown == "" {
+		return msg
+	}
+	return shown + "; " + msg
 }
 
 // checked reads a checkbox that follows a hidden "false" input of the same name.

@@ -142,7 +142,7 @@ type fieldChange struct {
 
 type changeRow struct {
 	Classname, Keyname, NewKey, Action, Link, Note string
-	Fields                                   []fieldChange
+	Fields                                         []fieldChange
 }
 
 type taskData struct {

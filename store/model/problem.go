@@ -39,11 +39,12 @@ func (p *Problems) Add(field string, err error) error {
 				q.Field = field
 			}
 			p.list = append(p.list, q)
+			p.errs = append(p.errs, err)
 		}
-	} else {
-		p.list = append(p.list, Problem{Field: field, Code: e.Code, Message: e.Message})
+		return nil
 	}
-	p.errs = append(p.errs, err)
+	p.list = append(p.list, Problem{Field: field, Code: e.Code, Message: e.Message})
+	p.errs = append(p.errs, err) // one per problem: SortBy moves them together
 	return nil
 }
 
