@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -248,8 +249,20 @@ func TestLoadUnknownFields(t *testing.T) {
 	if got, want := strings.Join(res.UnknownFieldNames, ","), "rack.unts,rack.colour"; got != want {
 		t.Fatalf("unknown_field_names = %s, want %s", got, want)
 	}
-	if len(res.Warnings) != 1 || res.Warnings[0] != "3 values under unknown field names were ignored (rack.unts, rack.colour, ...)" {
+	if len(res.Warnings) != 1 || res.Warnings[0] != "3 values under unknown field names were ignored (rack.unts, rack.colour)" {
 		t.Fatalf("warnings %q", res.Warnings)
+	}
+
+	var many strings.Builder
+	many.WriteString("- {classname: rack, keyname: m1")
+	for i := 0; i < 25; i++ {
+		many.WriteString(", x" + strconv.Itoa(i) + ": 1")
+	}
+	many.WriteString("}\n")
+	bounded := postLoad(t, e, "/api/load/?dryrun=1", many.String())
+	if bounded.UnknownFields != 25 || len(bounded.UnknownFieldNames) != 20 || bounded.UnknownFieldNames[19] != "rack.x19" ||
+		len(bounded.Warnings) != 1 || !strings.HasSuffix(bounded.Warnings[0], "rack.x19, ...)") {
+		t.Fatalf("25 unknown names: %+v", bounded)
 	}
 
 	strict := postLoad(t, e, "/api/load/?strict=1", `
@@ -269,6 +282,9 @@ func TestLoadUnknownFields(t *testing.T) {
 	}
 	if got, want := fieldsOf(strict.Messages[1].Errors), "snts=invalid units=invalid"; got != want {
 		t.Fatalf("strict problems with a bad value %s, want %s", got, want)
+	}
+	if len(strict.Warnings) != 1 || strict.Warnings[0] != "3 values under unknown field names were refused (rack.snts, rack.colour)" {
+		t.Fatalf("strict warnings %q", strict.Warnings)
 	}
 	if n := e.queryString(`SELECT COUNT(*) FROM instances WHERE classname = 'rack' AND keyname IN ('s1', 's2')`); n != "0" {
 		t.Fatalf("a strict load wrote %s refused entries", n)

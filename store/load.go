@@ -114,6 +114,10 @@ type LoadResult struct {
 	UnknownFieldNames []string `json:"unknown_field_names,omitempty" yaml:"unknown_field_names,omitempty"`
 	// maxSeq is the largest seq of Messages.
 	maxSeq int
+	// namesCut is set when UnknownFieldNames left names out.
+	namesCut bool
+	// strict is the load's Strict: its unknown fields were refused, not ignored.
+	strict bool
 }
 
 // MaxUnknownFieldNames bounds the unknown field names a load result lists.
@@ -123,11 +127,12 @@ const MaxUnknownFieldNames = 20
 func (r *LoadResult) noteUnknown(cls string, names []string) {
 	r.UnknownFields += len(names)
 	for _, n := range names {
-		if len(r.UnknownFieldNames) >= MaxUnknownFieldNames {
-			return
-		}
 		q := clip.Text(cls + "." + n)
-		if !slices.Contains(r.UnknownFieldNames, q) {
+		switch {
+		case slices.Contains(r.UnknownFieldNames, q):
+		case len(r.UnknownFieldNames) >= MaxUnknownFieldNames:
+			r.namesCut = true
+		default:
 			r.UnknownFieldNames = append(r.UnknownFieldNames, q)
 		}
 	}
@@ -138,11 +143,15 @@ func (r *LoadResult) finish() {
 	sort.SliceStable(r.Messages, func(i, j int) bool { return r.Messages[i].seq < r.Messages[j].seq })
 	if r.UnknownFields > 0 {
 		more := ""
-		if r.UnknownFields > len(r.UnknownFieldNames) {
+		if r.namesCut {
 			more = ", ..."
 		}
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%d values under unknown field names were ignored (%s%s)",
-			r.UnknownFields, strings.Join(r.UnknownFieldNames, ", "), more))
+		what := "ignored"
+		if r.strict {
+			what = "refused"
+		}
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d values under unknown field names were %s (%s%s)",
+			r.UnknownFields, what, strings.Join(r.UnknownFieldNames, ", "), more))
 	}
 }
 
@@ -158,10 +167,15 @@ func (r *LoadResult) Add(r2 *LoadResult) {
 	r.Errors += r2.Errors
 	r.UnknownFields += r2.UnknownFields
 	for _, n := range r2.UnknownFieldNames {
-		if len(r.UnknownFieldNames) < MaxUnknownFieldNames && !slices.Contains(r.UnknownFieldNames, n) {
+		switch {
+		case slices.Contains(r.UnknownFieldNames, n):
+		case len(r.UnknownFieldNames) >= MaxUnknownFieldNames:
+			r.namesCut = true
+		default:
 			r.UnknownFieldNames = append(r.UnknownFieldNames, n)
 		}
 	}
+	r.namesCut = r.namesCut || r2.namesCut
 	for _, m := range r2.Messages {
 		if len(r.Messages) < MaxErrorMessages {
 			r.Messages = append(r.Messages, m)
@@ -283,7 +297,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entr
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 1000
 	}
-	res = &LoadResult{DryRun: opts.DryRun}
+	res = &LoadResult{DryRun: opts.DryRun, strict: opts.Strict}
 	committed = &LoadResult{DryRun: opts.DryRun}
 	var tx *Tx
 	var l *loader
@@ -415,7 +429,7 @@ func loadAuthor(opts LoadOptions) string {
 func (tx *Tx) Load(ctx context.Context, entries []*model.Entry, opts LoadOptions) (*LoadResult, error) {
 	tx = tx.withRevisions(Revisions{Author: loadAuthor(opts), Off: tx.rev.Off || opts.NoRevisions})
 	l := &loader{tx: tx, opts: opts}
-	res := &LoadResult{DryRun: opts.DryRun}
+	res := &LoadResult{DryRun: opts.DryRun, strict: opts.Strict}
 	list, last := entries, false
 	seqs := make(map[*model.Entry]int, len(entries))
 	for i, e := range entries {

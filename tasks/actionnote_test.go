@@ -14,7 +14,7 @@ func TestActionNotesUnappliedFieldChanges(t *testing.T) {
 	t.Parallel()
 	db := newDB(t)
 	mustLoad(t, db, `
-- {classname: _schema, keyname: box, word: {dataformat: string}, size: {dataformat: int}}
+- {classname: _schema, keyname: box, word: {dataformat: string}, size: {dataformat: int}, when: {dataformat: date}}
 - {classname: box, keyname: b1, word: quiet, size: 1}
 - {classname: box, keyname: b2, word: keep, size: 2}
 `)
@@ -42,5 +42,25 @@ func TestActionNotesUnappliedFieldChanges(t *testing.T) {
 	rows := instanceRows(t, db, "box")
 	if b1 := rows["b1"]; b1.Enabled != 0 || !strings.Contains(b1.Data, `"word":"quiet"`) || !strings.Contains(b1.Data, `"size":1`) {
 		t.Fatalf("b1 after the run: %+v, want disabled with its word kept", b1)
+	}
+}
+
+// A pipeline run's failed instance names every bad value its rules left, in the
+// schema's field order.
+func TestPipelineFailureNamesEveryBadValue(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	mustLoad(t, db, `
+- {classname: _schema, keyname: box, word: {dataformat: string}, size: {dataformat: int}, when: {dataformat: date}}
+- {classname: box, keyname: b1, word: quiet, size: 1}
+`)
+	addPipeline(t, db, "spoil", `
+- field_set: ['', when, soon]
+- field_set: ['', size, big]
+`, "")
+	r := newRunner(t, db, tasks.Options{})
+	res := mustSucceed(t, runPipeline(t, r, "spoil", true, "box"))
+	if got, want := strings.Join(res.ErrorMessages, " | "), `box b1: field size: "big" is not an integer; field when: "soon" is not a date (YYYY-MM-DD)`; got != want {
+		t.Fatalf("messages %q, want %q", got, want)
 	}
 }

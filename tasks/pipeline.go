@@ -111,14 +111,14 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *mo
 	}
 	pl.Content = p.Content
 	if err := r.checkRun(ctx, pl, p.Schemas, p.DryRun, auth); err != nil {
-		return StatusFailed, store.ErrorMessage(err)
+		return StatusFailed, allMessages(err)
 	}
 	compiled, err := rules.Parse(p.Content)
 	if err != nil {
-		// Every bad rule, one a line.
+		// Every bad rule.
 		var le *rules.ListError
 		if errors.As(err, &le) {
-			return StatusFailed, strings.Join(le.Messages(), "\n")
+			return StatusFailed, strings.Join(le.Messages(), "; ")
 		}
 		return StatusFailed, err.Error()
 	}
@@ -347,7 +347,21 @@ func errText(err error) string {
 	if store.ErrorCode(err) == model.EInternal {
 		return err.Error()
 	}
-	return store.ErrorMessage(err)
+	return allMessages(err)
+}
+
+// allMessages is the caller-safe message of err, or of each of its problems when it
+// stands for several (every bad value of an instance, every bad rule), joined by "; ".
+func allMessages(err error) string {
+	list := store.ErrorProblems(err)
+	if len(list) < 2 {
+		return store.ErrorMessage(err)
+	}
+	msgs := make([]string, len(list))
+	for i, p := range list {
+		msgs[i] = p.Message
+	}
+	return strings.Join(msgs, "; ")
 }
 
 func (x *pipelineRun) record(c Change) {
