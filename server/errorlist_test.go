@@ -185,6 +185,20 @@ func TestErrorReplyListsProblems(t *testing.T) {
 		}
 	})
 
+	t.Run("a run of a pipeline with two bad rules names both, still a 400 with the first", func(t *testing.T) {
+		runner := e.key("errrunner", keySpec{perms: []string{"p_pipeline_run"}})
+		testkit.SetDataField(t, e.db, "_pipeline", "broken", "content", "- no_such_rule: [x]\n- field_noop: ['']\n- other_rule: [y]\n")
+		r := e.post("/api/pipelines/broken/?schema=server", runner, nil)
+		msg, list := decode(r)
+		if r.status != 400 || msg != `pipeline broken: invalid content: rule 1: unknown rule "no_such_rule"` {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		if len(list) != 2 || list[0].Message != msg || list[0].Code != model.EInvalid || list[0].Field != "content" ||
+			list[1].Message != `pipeline broken: invalid content: rule 3: unknown rule "other_rule"` {
+			t.Fatalf("errors %+v", list)
+		}
+	})
+
 	t.Run("a 403 names the permission the request needs", func(t *testing.T) {
 		r := e.post("/api/load/", e.noPerm, []byte(`[]`))
 		msg, list := decode(r)
@@ -288,5 +302,16 @@ func TestLoadUnknownFields(t *testing.T) {
 	}
 	if n := e.queryString(`SELECT COUNT(*) FROM instances WHERE classname = 'rack' AND keyname IN ('s1', 's2')`); n != "0" {
 		t.Fatalf("a strict load wrote %s refused entries", n)
+	}
+
+	// A CSV file's column that names no field: the same warning, and ?strict=1 refuses.
+	var raw loadReport
+	wantJSON(t, e.post("/api/rawfile/?schema=rack", e.rawfile, []byte("keyname;unts\nc1;4\n")), 200, &raw)
+	if raw.Created != 1 || raw.UnknownFields != 1 || strings.Join(raw.UnknownFieldNames, ",") != "rack.unts" {
+		t.Fatalf("rawfile with an unknown column: %+v", raw)
+	}
+	wantJSON(t, e.post("/api/rawfile/?schema=rack&strict=1", e.rawfile, []byte("keyname;unts\nc2;4\n")), 200, &raw)
+	if raw.Created != 0 || raw.Errors != 1 || fieldsOf(raw.Messages[0].Errors) != "unts=invalid" {
+		t.Fatalf("strict rawfile with an unknown column: %+v", raw)
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"strings"
 
 	"dataservice/store/model"
 )
@@ -53,4 +54,19 @@ func ErrorProblems(err error) []model.Problem {
 		return append([]model.Problem(nil), e.Problems...)
 	}
 	return []model.Problem{{Code: ErrorCode(err), Message: ErrorMessage(err)}}
+}
+
+// ErrorText is the caller-safe message of err, or, when err stands for several
+// problems (every bad value of an entry, every bad rule of a list), each problem's
+// message joined by "; " in their order: for a caller that shows one line of text.
+func ErrorText(err error) string {
+	list := ErrorProblems(err)
+	if len(list) < 2 {
+		return ErrorMessage(err)
+	}
+	msgs := make([]string, len(list))
+	for i, p := range list {
+		msgs[i] = p.Message
+	}
+	return strings.Join(msgs, "; ")
 }

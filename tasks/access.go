@@ -81,6 +81,11 @@ func (r *Runner) Start(ctx context.Context, q RunRequest) (*store.Pipeline, stri
 		} else {
 			r.log.Error("submit task", "pipeline", pl.Keyname, "error", err)
 		}
+		if list := store.ErrorProblems(err); len(list) > 1 {
+			// Every problem (each bad rule of the content), still a 400 whose message is
+			// the first one's.
+			return nil, "", &model.Error{Code: model.EInvalid, Message: msg, Problems: list}
+		}
 		return nil, "", model.Errorf(model.EInvalid, "%s", msg)
 	}
 	return pl, handle, nil

@@ -111,7 +111,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *mo
 	}
 	pl.Content = p.Content
 	if err := r.checkRun(ctx, pl, p.Schemas, p.DryRun, auth); err != nil {
-		return StatusFailed, allMessages(err)
+		return StatusFailed, store.ErrorText(err)
 	}
 	compiled, err := rules.Parse(p.Content)
 	if err != nil {
@@ -347,21 +347,7 @@ func errText(err error) string {
 	if store.ErrorCode(err) == model.EInternal {
 		return err.Error()
 	}
-	return allMessages(err)
-}
-
-// allMessages is the caller-safe message of err, or of each of its problems when it
-// stands for several (every bad value of an instance, every bad rule), joined by "; ".
-func allMessages(err error) string {
-	list := store.ErrorProblems(err)
-	if len(list) < 2 {
-		return store.ErrorMessage(err)
-	}
-	msgs := make([]string, len(list))
-	for i, p := range list {
-		msgs[i] = p.Message
-	}
-	return strings.Join(msgs, "; ")
+	return store.ErrorText(err)
 }
 
 func (x *pipelineRun) record(c Change) {

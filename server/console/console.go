@@ -362,5 +362,5 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, q *req, err error
 		c.errorPage(w, r, q, http.StatusInternalServerError, "internal error")
 		return
 	}
-	c.errorPage(w, r, q, status, store.ErrorMessage(err))
+	c.errorPage(w, r, q, status, store.ErrorText(err))
 }

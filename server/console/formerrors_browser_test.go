@@ -69,4 +69,27 @@ func TestBrowserFormMarksEveryField(t *testing.T) {
 	if err != nil || in.Data["units"] != int64(42) || in.Data["mgmt"] != "10.1.0.19" {
 		t.Fatalf("created rack: %+v %v", in, err)
 	}
+
+	// A keyname that is taken is named with the values' problems, not before them.
+	b.run("create a second par-r09 with a bad number",
+		chromedp.Navigate(base+"/data/private/rack/?do=new"),
+		chromedp.WaitVisible("#keyname", chromedp.ByID),
+		chromedp.SendKeys("#keyname", "par-r09", chromedp.ByID),
+		chromedp.SendKeys("#f_units", "0", chromedp.ByID),
+		chromedp.SendKeys("#f_mgmt", "10.1.0.999", chromedp.ByID),
+		chromedp.Click("#save", chromedp.ByID),
+		chromedp.WaitVisible("#error-keyname", chromedp.ByID),
+	)
+	for sel, want := range map[string]string{
+		"#error-keyname": "exists already",
+		"#error-units":   "out of bounds",
+		"#error-mgmt":    "not an IPv4 address",
+	} {
+		if s := b.textOf(sel); !strings.Contains(s, want) {
+			t.Fatalf("taken keyname: %s = %q, want it to say %q", sel, s, want)
+		}
+	}
+	if in, err := e.db.Instance(context.Background(), "rack", "par-r09"); err != nil || in.Data["units"] != int64(42) {
+		t.Fatalf("the refused second create changed par-r09: %+v %v", in, err)
+	}
 }

@@ -187,7 +187,7 @@ func (c *Console) savePipeline(ctx context.Context, w http.ResponseWriter, r *ht
 			c.fail(w, r, q, err)
 			return 0
 		}
-		d.ContentErr = store.ErrorMessage(err)
+		d.ContentErr = store.ErrorText(err)
 		return httperror.Status(err)
 	}
 	http.Redirect(w, r, d.Self+"?done=updated", http.StatusSeeOther)
@@ -205,7 +205,7 @@ func (c *Console) runPipeline(ctx context.Context, w http.ResponseWriter, r *htt
 			c.fail(w, r, q, err)
 			return 0
 		}
-		d.RunErr = store.ErrorMessage(err)
+		d.RunErr = store.ErrorText(err)
 		return httperror.Status(err)
 	}
 	http.Redirect(w, r, taskURL(handle), http.StatusSeeOther)

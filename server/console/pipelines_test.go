@@ -164,6 +164,10 @@ func TestPipelineContentEdit(t *testing.T) {
 	// A wrong number of arguments is named too.
 	p = padmin.post("/data/private/pipeline/tag/?do=edit", url.Values{"csrf": {padmin.csrf()}, "content": {"- field_noop: ''\n- field_set: ['', note]\n"}})
 	want(t, p, 400, "content: rule 2: field_set")
+	// Every bad rule at once, in list order, in one answer.
+	p = padmin.post("/data/private/pipeline/tag/?do=edit", url.Values{"csrf": {padmin.csrf()},
+		"content": {"- field_uper: ['', note]\n- field_noop: ['']\n- field_set: ['', note]\n"}})
+	want(t, p, 400, `id="content-error"`, "content: rule 1: unknown rule &#34;field_uper&#34;; content: rule 3: field_set")
 
 	// Without the CSRF token: refused.
 	want(t, padmin.post("/data/private/pipeline/tag/?do=edit", url.Values{"content": {"[]"}}), 403, "CSRF")
