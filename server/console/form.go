@@ -194,7 +194,7 @@ func fieldError(fields []*formField, p model.Problem) bool {
 // createPage: GET/POST /data/private/<schema>/?do=new.
 func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema) {
 	if !model.CanWrite(q.auth, sch, model.ActionCreate) {
-		c.forbidden(w, r, q)
+		c.forbidden(w, r, q, model.WritePermission(sch, model.ActionCreate))
 		return
 	}
 	ctx := r.Context()

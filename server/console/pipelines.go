@@ -141,7 +141,7 @@ func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, q *req) {
 	case r.Method == http.MethodGet:
 	case do == "edit":
 		if !d.CanEdit {
-			c.forbidden(w, r, q)
+			c.forbidden(w, r, q, model.WritePermission(sch, model.ActionUpdate))
 			return
 		}
 		if status = c.savePipeline(ctx, w, r, q, sch, in, d); status == 0 {

@@ -120,7 +120,7 @@ func TestPipelineListAndDetail(t *testing.T) {
 	want(t, p, 200, `id="run-refused"`, "p_pipeline_run", `id="rule-list"`)
 	lacks(t, p, `id="run-button"`)
 	want(t, viewer.runForm("tag", true, "host"), 403)
-	want(t, viewer.get("/data/private/task/"), 403)
+	want(t, viewer.get("/data/private/task/"), 403, "it needs p_pipeline_run.")
 	lacks(t, viewer.get("/"), `href="/data/private/task/"`)
 	if n := e.queryInt("SELECT count(*) FROM tasks"); n != 0 {
 		t.Fatalf("%d tasks after refused runs", n)
@@ -143,7 +143,8 @@ func TestPipelineContentEdit(t *testing.T) {
 	// Without p_pipeline_admin the content is read-only and a post is refused.
 	ops := e.browser()
 	ops.signIn("ops", "ops-pass-1")
-	want(t, ops.post("/data/private/pipeline/tag/?do=edit", url.Values{"csrf": {ops.csrf()}, "content": {"[]"}}), 403)
+	want(t, ops.post("/data/private/pipeline/tag/?do=edit", url.Values{"csrf": {ops.csrf()}, "content": {"[]"}}), 403,
+		"You do not have the permission to use this page: it needs p_pipeline_admin.")
 	if got := stored(); got != before {
 		t.Fatalf("content changed by a refused edit: %q", got)
 	}
