@@ -102,6 +102,10 @@ func TestLoadEntryListsEveryProblem(t *testing.T) {
 		if got, want := fieldsOf(res.Messages[0].Errors), "keyname=invalid units=invalid"; got != want {
 			t.Fatalf("problems %s, want %s", got, want)
 		}
+		res = postLoad(t, e, "/api/load/", `[{classname: rack, keyname: "bad key", is_enabled: maybe, units: x}]`)
+		if got, want := fieldsOf(res.Messages[0].Errors), "is_enabled=invalid keyname=invalid units=invalid"; got != want {
+			t.Fatalf("with a bad header too: problems %s, want %s", got, want)
+		}
 	})
 
 	t.Run("a disable's other field changes are named as not applied", func(t *testing.T) {

@@ -511,7 +511,7 @@ func (l *loader) loadEntry(ctx context.Context, e *model.Entry) (string, error) 
 		}
 	}
 	if err := e.Prepare(opts.Action); err != nil {
-		return "", l.withValueProblems(ctx, e, err, false)
+		return "", l.tx.headerProblems(ctx, e, err)
 	}
 	if l.before != nil {
 		if err := l.before(ctx, e); err != nil {
@@ -584,18 +584,14 @@ func (l *loader) putInstance(ctx context.Context, s *model.Schema, e *model.Entr
 	tx, opts := l.tx, l.opts
 	l.unknown = unknownFields(s, e)
 	if err := e.ResolveKeyname(s); err != nil {
-		var probs model.Problems
-		if probs.Add(keynameField(err), err) != nil {
-			return "", err
-		}
-		return "", l.withValueProblems(ctx, e, probs.Err(), false)
+		return "", tx.keynameProblems(ctx, e, err)
 	}
 	if opts.Strict && len(l.unknown) > 0 {
 		var probs model.Problems
 		for _, k := range l.unknown {
 			probs.Add(k, model.Errorf(model.EInvalid, "unknown field %s of %s (a strict load refuses it)", clip.Quote(k), s.Keyname))
 		}
-		return "", l.withValueProblems(ctx, e, probs.Err(), true)
+		return "", l.tx.withValueProblems(ctx, e, probs.Err(), true)
 	}
 	ao := ApplyOptions{Auth: opts.Auth, System: opts.System}
 	// Only a caller holding every permission learns whether a plain secret it gives is
@@ -682,22 +678,52 @@ func plural(n int, word string) string {
 	return word + "s"
 }
 
+// headerProblems is err, the refusal of e's header keys (Prepare), with the refusal of
+// its keyname by the schema's keyname mode when the header gave one to check, then
+// the problems of its field values.
+func (tx *Tx) headerProblems(ctx context.Context, e *model.Entry, err error) error {
+	var probs model.Problems
+	if probs.Add("", err) != nil {
+		return err
+	}
+	if !probs.Has("classname") && !probs.Has("keyname") && e.Classname != "_schema" && e.Classname != "_permission" {
+		if s, serr := tx.Schema(ctx, e.Classname); serr == nil {
+			if kerr := e.ResolveKeyname(s); kerr != nil && probs.Add(keynameField(kerr), kerr) != nil {
+				return kerr
+			}
+		}
+	}
+	return tx.withValueProblems(ctx, e, probs.Err(), false)
+}
+
+// keynameProblems is err, the refusal of e's keyname by its schema's keyname mode
+// (ResolveKeyname), as a problem of the keyname (or displayname, when the mode derives
+// the keyname from it), with the problems of e's field values after it.
+func (tx *Tx) keynameProblems(ctx context.Context, e *model.Entry, err error) error {
+	var probs model.Problems
+	if probs.Add(keynameField(err), err) != nil {
+		return err
+	}
+	return tx.withValueProblems(ctx, e, probs.Err(), false)
+}
+
 // withValueProblems is err, a refusal of e's header, keyname or field names, with the
 // problems of e's field values after it, so one answer names every problem of the
 // entry. Values are checked only when e's class is an instance schema; cardinality is
 // not (it depends on the stored object, which a refused header may not name). With
 // ordered, every problem is put in entry order; else err's come first, as the one
-// error a caller saw before problems were collected.
-func (l *loader) withValueProblems(ctx context.Context, e *model.Entry, err error, ordered bool) error {
+// error a caller saw before problems were collected. Every writer of entries (the
+// loader, a one-instance write) uses it, so their answers list the same problems.
+func (tx *Tx) withValueProblems(ctx context.Context, e *model.Entry, err error, ordered bool) error {
 	var probs model.Problems
 	if probs.Add("", err) != nil || e.Classname == "" || e.Classname == "_schema" || e.Classname == "_permission" {
 		return err
 	}
-	s, serr := l.tx.Schema(ctx, e.Classname)
+	s, serr := tx.Schema(ctx, e.Classname)
 	if serr != nil {
 		return err
 	}
-	if verr := l.tx.entryValues(ctx, s, e, nil, false, nil, &probs); verr != nil {
+	if verr := tx.entryValues(ctx, s, e, nil, false, nil, &probs); verr != nil {
 		return verr
 	}
 	if ordered {
