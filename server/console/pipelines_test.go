@@ -387,3 +387,23 @@ func TestTaskErrorsShown(t *testing.T) {
 	want(t, p, 200, `id="error-list"`, `id="c-errors">1<`, "v2")
 	lacks(t, p, "pin-secret-value", "changed-secret-3", "$argon2")
 }
+
+// TestTaskPageNotesUnappliedChanges: when a rule disables an entry, the task page's
+// change sample says the entry's other changes were not applied.
+func TestTaskPageNotesUnappliedChanges(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t, 0, nil)
+	e.load(pipelinePeople + `
+- {classname: _pipeline, keyname: retire, content: "- set_condition: [old, field_match, note, '^old$']\n- field_set: [old, note, gone]\n- field_set: [old, displayname, Retired]\n- field_set: [old, _action, disable]"}
+`)
+	e.loop.Start()
+	admin := e.browser()
+	admin.signIn("admin", adminPassword)
+	h := started(t, admin.runForm("retire", true, "host"))
+	testkit.WaitFor(t, 20*time.Second, "the run to finish", func() bool {
+		task, _ := e.runner.Get(context.Background(), h)
+		return task.Finished()
+	})
+	want(t, admin.get("/data/private/task/"+h+"/"), 200, `id="change-list"`, "host h1",
+		`<span class="meta note">(disabled; 2 field changes not applied)</span>`)
+}
