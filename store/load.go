@@ -150,8 +150,12 @@ func (r *LoadResult) finish() {
 		if r.strict {
 			what = "refused"
 		}
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%d values under unknown field names were %s (%s%s)",
-			r.UnknownFields, what, strings.Join(r.UnknownFieldNames, ", "), more))
+		were := "were"
+		if r.UnknownFields == 1 {
+			were = "was"
+		}
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d %s under unknown field names %s %s (%s%s)",
+			r.UnknownFields, plural(r.UnknownFields, "value"), were, what, strings.Join(r.UnknownFieldNames, ", "), more))
 	}
 }
 

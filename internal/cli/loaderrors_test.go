@@ -40,7 +40,7 @@ func TestLoadPrintsEveryErrorInEntryOrder(t *testing.T) {
 	if want := "r1.units r1.mgmt r2.site r3.units"; strings.Join(got, " ") != want {
 		t.Fatalf("errors in the order %v, want %s; stderr:\n%s", got, want, stderr)
 	}
-	if !strings.Contains(stderr, "warning: 1 values under unknown field names were ignored (rack.colour)\n") {
+	if !strings.Contains(stderr, "warning: 1 value under unknown field names was ignored (rack.colour)\n") {
 		t.Fatalf("no warning of the unknown field: %s", stderr)
 	}
 
