@@ -287,8 +287,9 @@ func TestLoadUnknownFields(t *testing.T) {
 - {classname: rack, keyname: s1, snts: 4, notes: a, colour: red}
 - {classname: rack, keyname: s2, snts: 5, units: 0}
 - {classname: rack, keyname: s3, units: 6, _scratch: x}
+- {classname: rack, keyname: "s 4", units: 0, snts: 3}
 `)
-	if strict.Errors != 2 || strict.Created != 1 {
+	if strict.Errors != 3 || strict.Created != 1 {
 		t.Fatalf("strict result %+v, want the two entries with unknown fields refused", strict)
 	}
 	m := strict.Messages[0]
@@ -301,7 +302,10 @@ func TestLoadUnknownFields(t *testing.T) {
 	if got, want := fieldsOf(strict.Messages[1].Errors), "snts=invalid units=invalid"; got != want {
 		t.Fatalf("strict problems with a bad value %s, want %s", got, want)
 	}
-	if len(strict.Warnings) != 1 || strict.Warnings[0] != "3 values under unknown field names were refused (rack.snts, rack.colour)" {
+	if got, want := fieldsOf(strict.Messages[2].Errors), "keyname=invalid snts=invalid units=invalid"; got != want {
+		t.Fatalf("strict problems with a bad keyname %s, want %s", got, want)
+	}
+	if len(strict.Warnings) != 1 || strict.Warnings[0] != "4 values under unknown field names were refused (rack.snts, rack.colour)" {
 		t.Fatalf("strict warnings %q", strict.Warnings)
 	}
 	if n := e.queryString(`SELECT COUNT(*) FROM instances WHERE classname = 'rack' AND keyname IN ('s1', 's2')`); n != "0" {

@@ -587,15 +587,12 @@ func (l *loader) applyEntry(ctx context.Context, e *model.Entry) (string, error)
 func (l *loader) putInstance(ctx context.Context, s *model.Schema, e *model.Entry) (string, error) {
 	tx, opts := l.tx, l.opts
 	l.unknown = unknownFields(s, e)
-	if err := e.ResolveKeyname(s); err != nil {
-		return "", tx.keynameProblems(ctx, e, err)
+	var refused []string // the unknown names a strict load refuses
+	if opts.Strict {
+		refused = l.unknown
 	}
-	if opts.Strict && len(l.unknown) > 0 {
-		var probs model.Problems
-		for _, k := range l.unknown {
-			probs.Add(k, model.Errorf(model.EInvalid, "unknown field %s of %s (a strict load refuses it)", clip.Quote(k), s.Keyname))
-		}
-		return "", l.tx.withValueProblems(ctx, e, probs.Err(), true)
+	if err := tx.nameProblems(ctx, s, e, refused); err != nil {
+		return "", err
 	}
 	ao := ApplyOptions{Auth: opts.Auth, System: opts.System}
 	// Only a caller holding every permission learns whether a plain secret it gives is
@@ -700,15 +697,25 @@ func (tx *Tx) headerProblems(ctx context.Context, e *model.Entry, err error) err
 	return tx.withValueProblems(ctx, e, probs.Err(), false)
 }
 
-// keynameProblems is err, the refusal of e's keyname by its schema's keyname mode
-// (ResolveKeyname), as a problem of the keyname (or displayname, when the mode derives
-// the keyname from it), with the problems of e's field values after it.
-func (tx *Tx) keynameProblems(ctx context.Context, e *model.Entry, err error) error {
+// nameProblems checks e's keyname by s's keyname mode (ResolveKeyname) and refuses
+// the unknown field names given: nil when neither has a problem, else every problem
+// of e, the keyname's first (as the one error a caller saw before problems were
+// collected; it is about the keyname, or the displayname a keyname mode derives it
+// from), then the unknown names and the field values (in entry order when the keyname
+// is good).
+func (tx *Tx) nameProblems(ctx context.Context, s *model.Schema, e *model.Entry, unknown []string) error {
 	var probs model.Problems
-	if probs.Add(keynameField(err), err) != nil {
-		return err
+	kerr := e.ResolveKeyname(s)
+	if kerr != nil && probs.Add(keynameField(kerr), kerr) != nil {
+		return kerr
 	}
-	return tx.withValueProblems(ctx, e, probs.Err(), false)
+	for _, k := range unknown {
+		probs.Add(k, model.Errorf(model.EInvalid, "unknown field %s of %s (a strict load refuses it)", clip.Quote(k), s.Keyname))
+	}
+	if probs.Len() == 0 {
+		return nil
+	}
+	return tx.withValueProblems(ctx, e, probs.Err(), kerr == nil)
 }
 
 // withValueProblems is err, a refusal of e's header, keyname or field names, with the
