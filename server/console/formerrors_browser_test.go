@@ -92,4 +92,27 @@ func TestBrowserFormMarksEveryField(t *testing.T) {
 	if in, err := e.db.Instance(context.Background(), "rack", "par-r09"); err != nil || in.Data["units"] != int64(42) {
 		t.Fatalf("the refused second create changed par-r09: %+v %v", in, err)
 	}
+
+	// The edit form marks every bad field too.
+	b.run("edit par-r09 with three bad values",
+		chromedp.Navigate(base+"/data/private/rack/par-r09/?do=edit"),
+		chromedp.WaitVisible("#f_units", chromedp.ByID),
+		b.clear("f_units"), chromedp.SendKeys("#f_units", "61", chromedp.ByID),
+		b.clear("f_mgmt"), chromedp.SendKeys("#f_mgmt", "mgmt", chromedp.ByID),
+		b.clear("f_site"), chromedp.SendKeys("#f_site", "atlantis", chromedp.ByID),
+		chromedp.Click("#save", chromedp.ByID),
+		chromedp.WaitVisible("#error-mgmt", chromedp.ByID),
+	)
+	for sel, want := range map[string]string{
+		"#error-site":  `no site instance "atlantis"`,
+		"#error-units": "out of bounds",
+		"#error-mgmt":  "not an IPv4 address",
+	} {
+		if s := b.textOf(sel); !strings.Contains(s, want) {
+			t.Fatalf("edit: %s = %q, want it to say %q", sel, s, want)
+		}
+	}
+	if in, err := e.db.Instance(context.Background(), "rack", "par-r09"); err != nil || in.Data["units"] != int64(42) || in.Data["mgmt"] != "10.1.0.19" {
+		t.Fatalf("the refused edit changed par-r09: %+v %v", in, err)
+	}
 }
