@@ -237,6 +237,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	db.r = r
+	if !opts.AsIs {
+		// The salt exists from the first open on, so the throttle reads it where a
+		// write would fail (a full disk).
+		if _, err := db.NodeSalt(ctx); err != nil {
+			r.Close()
+			return fail(err)
+		}
+	}
 	return db, nil
 }
 

@@ -88,6 +88,14 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	hb.SetMaxOpenConns(1)
 	hb.SetMaxIdleConns(1)
 	db.hb = hb
+	if !opts.AsIs {
+		// The salt exists from the first open on, so the throttle reads it where a
+		// write would fail.
+		if _, err := db.NodeSalt(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open database %s: %w", shown, redactErr(err, addr))
+		}
+	}
 	return db, nil
 }
 

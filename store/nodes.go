@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -41,15 +42,25 @@ func NewNodeID() string {
 	return hex.EncodeToString(b)
 }
 
-// NodeSalt is the database's salt of the nodes' settings hashes, made at first use:
-// every node hashes its settings under it, so equal settings give equal hashes.
+// NodeSalt is the database's salt of the nodes' settings hashes and the throttle's
+// login names, made at the first open that may write: every node hashes under it, so
+// equal settings give equal hashes.
 func (db *DB) NodeSalt(ctx context.Context) ([]byte, error) {
+	// Read first: the salt exists after the first start, and a read works where a
+	// write may not (a full disk, a read-only database).
+	var text string
+	err := db.rqueryRow(ctx, "SELECT salt FROM node_salt WHERE id = 1").Scan(&text)
+	if err == nil {
+		return decodeNodeSalt(text)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("node salt: %w", err)
+	}
 	fresh := make([]byte, 16)
 	if _, err := rand.Read(fresh); err != nil {
 		return nil, fmt.Errorf("node salt: %w", err)
 	}
-	var text string
-	err := db.withWriter(ctx, func(c conn) error {
+	err = db.withWriter(ctx, func(c conn) error {
 		if _, err := c.execContext(ctx, "INSERT INTO node_salt(id, salt) VALUES(1, ?) ON CONFLICT(id) DO NOTHING",
 			base64.RawStdEncoding.EncodeToString(fresh)); err != nil {
 			return err
@@ -59,6 +70,11 @@ func (db *DB) NodeSalt(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node salt: %w", err)
 	}
+	return decodeNodeSalt(text)
+}
+
+// decodeNodeSalt reads the stored salt's text.
+func decodeNodeSalt(text string) ([]byte, error) {
 	salt, err := base64.RawStdEncoding.DecodeString(text)
 	if err != nil || len(salt) < 16 {
 		return nil, fmt.Errorf("node salt: the stored salt is not 16 bytes of base64")
