@@ -49,29 +49,72 @@ func parse(content string, knownConds bool) (*Pipeline, error) {
 	}
 	c := compiler{conds: make(map[string]int)}
 	p.rules = make([]rule, 0, len(root.Content))
+	var bad ListError // every bad rule, in list order
 	for i, n := range root.Content {
 		if err := noTags(n); err != nil {
-			return nil, fmt.Errorf("rule %d: %w", i+1, err)
+			bad.add(i+1, fmt.Errorf("rule %d: %w", i+1, err))
+			continue
 		}
 		r, err := c.compileRule(n)
 		if err != nil {
-			return nil, fmt.Errorf("rule %d: %w", i+1, err)
+			bad.add(i+1, fmt.Errorf("rule %d: %w", i+1, err))
+			continue
 		}
 		r.pos = i + 1
 		p.rules = append(p.rules, r)
 	}
 	// A gate naming a condition that no set_condition sets would be a constant: most
 	// likely a typo, which would make a gated delete never (or, negated, always) run.
+	// (A condition whose set_condition rule is itself bad counts as unknown too.)
 	for i := range p.rules {
 		r := &p.rules[i]
 		if knownConds && r.gate >= 0 && !c.set[r.gate] {
-			return nil, fmt.Errorf("rule %d: %s: unknown condition %s: no set_condition of the pipeline sets it",
-				r.pos, r.task, clip.Quote(c.names[r.gate]))
+			bad.add(r.pos, fmt.Errorf("rule %d: %s: unknown condition %s: no set_condition of the pipeline sets it",
+				r.pos, r.task, clip.Quote(c.names[r.gate])))
 		}
+	}
+	if len(bad.Rules) > 0 {
+		return nil, &bad
 	}
 	p.nconds = len(c.conds)
 	return p, nil
 }
+
+// ListError is the error of a rule list with bad rules: every one of them, the rules
+// that do not compile in list order, then the gates naming a condition nobody sets
+// (checked once every rule is read). Its message is the first one's, the one a
+// caller that shows one message shows; Rules lists them all.
+type ListError struct {
+	Rules []BadRule
+}
+
+// BadRule is one bad rule of a list: its 1-based position and why ("rule 2: ...").
+type BadRule struct {
+	Pos int
+	Err error
+}
+
+func (e *ListError) Error() string { return e.Rules[0].Err.Error() }
+
+// Unwrap returns every bad rule's error, so errors.As finds a *RuleError in any.
+func (e *ListError) Unwrap() []error {
+	out := make([]error, len(e.Rules))
+	for i, r := range e.Rules {
+		out[i] = r.Err
+	}
+	return out
+}
+
+// Messages are the bad rules' messages, in list order.
+func (e *ListError) Messages() []string {
+	out := make([]string, len(e.Rules))
+	for i, r := range e.Rules {
+		out[i] = r.Err.Error()
+	}
+	return out
+}
+
+func (e *ListError) add(pos int, err error) { e.Rules = append(e.Rules, BadRule{Pos: pos, Err: err}) }
 
 // noTags refuses an explicit YAML tag anywhere under n. An unquoted gate `!is_prod`
 // is a tag, not the text "!is_prod": YAML drops it from the value, which would turn a

@@ -70,7 +70,8 @@ func (s *server) denied(w http.ResponseWriter, r *http.Request, perms ...string)
 	}
 	for _, perm := range perms {
 		if !p.auth.Has(perm) {
-			s.writeError(w, r, http.StatusForbidden, "permission denied")
+			// Names only what this request needs: never what the caller (or anyone) holds.
+			s.writeError(w, r, http.StatusForbidden, "permission denied: this request needs "+perm)
 			return true
 		}
 	}

@@ -17,7 +17,7 @@ func (s *server) confGet(w http.ResponseWriter, r *http.Request, _ httprouter.Pa
 	}
 	p := principalOf(r)
 	if !p.has("p_conf_view") && !p.has("p_conf_admin") {
-		s.writeError(w, r, http.StatusForbidden, "permission denied")
+		s.writeError(w, r, http.StatusForbidden, "permission denied: reading the configuration needs p_conf_view or p_conf_admin")
 		return
 	}
 	list, err := s.db.Config(r.Context())

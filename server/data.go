@@ -38,7 +38,7 @@ func (s *server) readableSchema(w http.ResponseWriter, r *http.Request, name str
 		return nil
 	}
 	if !model.CanRead(principalOf(r).auth, sch) {
-		s.writeError(w, r, http.StatusForbidden, "permission denied")
+		s.writeError(w, r, http.StatusForbidden, "permission denied: reading "+sch.Keyname+" needs "+model.ReadPermission(sch))
 		return nil
 	}
 	return sch

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"dataservice/internal/testkit"
 	"dataservice/server"
 	"dataservice/store"
+	"dataservice/store/model"
 	"dataservice/tasks"
 )
 
@@ -248,15 +250,20 @@ func wantError(t *testing.T, r reply, status int, msg string) {
 	if r.status != status {
 		t.Fatalf("status = %d, want %d (body %s)", r.status, status, r.body)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(r.body, &m); err != nil {
-		t.Fatalf("error body %q is not JSON: %v", r.body, err)
+	var m struct {
+		Error  *string         `json:"error"`
+		Errors []model.Problem `json:"errors"`
 	}
-	if got, want := len(m), 1; got != want {
-		t.Fatalf("error body has %d keys, want %d: %s", got, want, r.body)
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil || m.Error == nil {
+		t.Fatalf("error body %q is not {error, errors}: %v", r.body, err)
 	}
-	if got, want := m["error"], any(msg); got != want {
-		t.Fatalf("error = %q, want %q", got, want)
+	if !deniedMatches(*m.Error, msg) {
+		t.Fatalf("error = %q, want %q", *m.Error, msg)
+	}
+	if len(m.Errors) == 0 || m.Errors[0].Message != *m.Error || m.Errors[0].Code == "" {
+		t.Fatalf("errors %+v do not start with the error %q and its code", m.Errors, *m.Error)
 	}
 	if status == http.StatusUnauthorized && len(r.header.Values("WWW-Authenticate")) == 0 {
 		t.Fatalf("401 without WWW-Authenticate")
@@ -325,4 +332,14 @@ func num(t *testing.T, v any) int64 {
 		t.Fatalf("%v is not an integer: %v", v, err)
 	}
 	return i
+}
+
+// deniedMatches reports whether the error message got is want; a want of "permission
+// denied" stands for a denial that names what was needed ("permission denied: ...
+// needs p_x"), which the tests of each denial's exact message check.
+func deniedMatches(got, want string) bool {
+	if want == "permission denied" {
+		return strings.HasPrefix(got, "permission denied: ") && strings.Contains(got, " needs ")
+	}
+	return got == want
 }

@@ -878,8 +878,8 @@ func (e *hostileEnv) send(r *hostileReq, st *hostileStats) error {
 	if err != nil {
 		return fmt.Errorf("status %d: body is not a %s object: %v: %s", resp.StatusCode, ct, err, hostileClip(string(got), 300))
 	}
-	if msg, _ := m["error"].(string); msg == "" || len(m) != 1 {
-		return fmt.Errorf("status %d: body is not {\"error\": message}: %s", resp.StatusCode, hostileClip(string(got), 300))
+	if msg, _ := m["error"].(string); msg == "" || len(m) != 2 || m["errors"] == nil {
+		return fmt.Errorf("status %d: body is not {\"error\": message, \"errors\": [...]}: %s", resp.StatusCode, hostileClip(string(got), 300))
 	}
 	return nil
 }

@@ -29,11 +29,11 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return body, true
 }
 
-// loadOptions reads pipeline, action and dryrun; it answers a 400 itself.
+// loadOptions reads pipeline, action, dryrun and strict (read as dryrun is); it answers a 400 itself.
 func (s *server) loadOptions(w http.ResponseWriter, r *http.Request) (store.LoadOptions, bool) {
 	q := r.URL.Query()
 	p := principalOf(r)
-	opts := store.LoadOptions{Auth: p.auth, DryRun: ParseDryRun(q.Get("dryrun"))}
+	opts := store.LoadOptions{Auth: p.auth, DryRun: ParseDryRun(q.Get("dryrun")), Strict: ParseDryRun(q.Get("strict"))}
 	if a := model.Action(strings.ToLower(strings.TrimSpace(q.Get("action")))); a != "" {
 		switch a {
 		case model.ActionCreate, model.ActionUpdate, model.ActionInit, model.ActionDelete, model.ActionEnable,

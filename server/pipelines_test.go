@@ -189,12 +189,12 @@ func TestPipelineRunSubmissionFailures(t *testing.T) {
 	t.Run("missing read permission of a schema is 400", func(t *testing.T) {
 		e := newRunEnv(t, envOptions{NoRunner: true})
 		c := e.key("blind", keySpec{perms: []string{"p_pipeline_run", "p_data_update"}})
-		wantError(t, e.post("/api/pipelines/upper/?schema=server", c, nil), 400, "permission denied: reading server")
+		wantError(t, e.post("/api/pipelines/upper/?schema=server", c, nil), 400, "permission denied: reading server needs p_data_read")
 	})
 	t.Run("missing update permission is 400 for a real run only", func(t *testing.T) {
 		e := newRunEnv(t, envOptions{NoRunner: true})
 		c := e.key("viewer", keySpec{perms: []string{"p_pipeline_run", "p_data_read"}})
-		wantError(t, e.post("/api/pipelines/upper/?schema=server", c, nil), 400, "permission denied: updating server")
+		wantError(t, e.post("/api/pipelines/upper/?schema=server", c, nil), 400, "permission denied: updating server needs p_data_update")
 		if got := decodeRun(t, e.post("/api/pipelines/upper/?schema=server&dryrun=yes", c, nil)); !got.DryRun {
 			t.Fatalf("dry run refused or not dry: %+v", got)
 		}

@@ -33,7 +33,7 @@ func TestNotFound(t *testing.T) {
 			if got, want := r.status, 404; got != want {
 				t.Fatalf("status = %d, want %d", got, want)
 			}
-			if got, want := string(r.body), "{\"error\":\"not found\"}\n"; got != want {
+			if got, want := string(r.body), "{\"error\":\"not found\",\"errors\":[{\"field\":\"\",\"code\":\"not_found\",\"message\":\"not found\"}]}\n"; got != want {
 				t.Fatalf("body = %q, want %q", got, want)
 			}
 		})
@@ -135,7 +135,7 @@ func TestYAMLReplies(t *testing.T) {
 		if got, want := r.status, http.StatusUnauthorized; got != want {
 			t.Fatalf("status = %d, want %d", got, want)
 		}
-		if got, want := string(r.body), "error: authentication required\n"; got != want {
+		if got, want := string(r.body), "error: authentication required\nerrors:\n    - field: \"\"\n      code: unauthorized\n      message: authentication required\n"; got != want {
 			t.Fatalf("body = %q, want %q", got, want)
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"dataservice/internal/clip"
 	"dataservice/store/model"
@@ -299,9 +300,26 @@ func (tx *Tx) applyRename(ctx context.Context, s *model.Schema, old, next *Insta
 func (tx *Tx) validateNew(ctx context.Context, s *model.Schema, next *Instance) (*Instance, error) {
 	e := entryOfInstance(s, next)
 	if err := e.ResolveKeyname(s); err != nil {
-		return nil, err
+		// The values' problems too, so a form shows every one at once.
+		var probs model.Problems
+		if probs.Add(keynameField(err), err) != nil {
+			return nil, err
+		}
+		if verr := tx.entryValues(ctx, s, e, nil, false, nil, &probs); verr != nil {
+			return nil, verr
+		}
+		return nil, probs.Err()
 	}
 	return tx.buildInstance(ctx, s, e, nil, false)
+}
+
+// keynameField is the field a keyname refusal is about: displayname when the keyname
+// mode derives the keyname from it, else keyname.
+func keynameField(err error) string {
+	if strings.Contains(ErrorMessage(err), "displayname") {
+		return "displayname"
+	}
+	return "keyname"
 }
 
 // entryOfInstance is the load entry that creates in.

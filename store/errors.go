@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"strings"
 
 	"dataservice/store/model"
 )
@@ -43,3 +44,29 @@ func IsNotFound(err error) bool { return ErrorCode(err) == model.ENotFound }
 
 // badTextMessage is the message of text the engine cannot hold.
 const badTextMessage = "text holds a character the database cannot store (a NUL character)"
+
+// ErrorProblems lists the problems of err, each with its field, code and caller-safe
+// message: every one of an error that stands for several, else err itself as one
+// problem of no field (ErrorCode and ErrorMessage).
+func ErrorProblems(err error) []model.Problem {
+	var e *model.Error
+	if errors.As(err, &e) && len(e.Problems) > 0 {
+		return append([]model.Problem(nil), e.Problems...)
+	}
+	return []model.Problem{{Code: ErrorCode(err), Message: ErrorMessage(err)}}
+}
+
+// ErrorText is the caller-safe message of err, or, when err stands for several
+// problems (every bad value of an entry, every bad rule of a list), each problem's
+// message joined by "; " in their order: for a caller that shows one line of text.
+func ErrorText(err error) string {
+	list := ErrorProblems(err)
+	if len(list) < 2 {
+		return ErrorMessage(err)
+	}
+	msgs := make([]string, len(list))
+	for i, p := range list {
+		msgs[i] = p.Message
+	}
+	return strings.Join(msgs, "; ")
+}

@@ -318,6 +318,7 @@ func (tx *Tx) prepare(ctx context.Context, s *model.Schema, in, old *Instance) (
 	}
 	data := in.Data
 	var refs model.RefResolver // made once, when a value needs checking
+	var probs model.Problems   // every refused value, reported at once
 	// Only existing keys are rewritten or deleted while ranging, which Go allows.
 	for k, v := range data {
 		if old != nil {
@@ -340,7 +341,10 @@ func (tx *Tx) prepare(ctx context.Context, s *model.Schema, in, old *Instance) (
 		if s.Keyname == "_pipeline" && k == "content" && !tx.migration {
 			norm, err := PipelineContent(v)
 			if err != nil {
-				return false, err
+				if err := probs.Add(k, err); err != nil {
+					return false, err
+				}
+				continue
 			}
 			v = norm
 		}
@@ -349,7 +353,10 @@ func (tx *Tx) prepare(ctx context.Context, s *model.Schema, in, old *Instance) (
 		}
 		nv, present, err := f.Normalize(v, refs)
 		if err != nil {
-			return false, err
+			if err := probs.Add(k, err); err != nil {
+				return false, err
+			}
+			continue
 		}
 		if old != nil && !differs && utf8.ValidString(k) {
 			ov, had := old.Data[k]
@@ -366,7 +373,10 @@ func (tx *Tx) prepare(ctx context.Context, s *model.Schema, in, old *Instance) (
 			delete(data, k)
 		}
 	}
-	return differs, s.CheckCardinality(data)
+	// The map gave the values in no order: the problems are put in the schema's.
+	probs.SortBy(s.FieldIndex)
+	s.AddCardinality(data, &probs)
+	return differs, probs.Err()
 }
 
 // deepEqual is reflect.DeepEqual with the common scalar cases compared directly.

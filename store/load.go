@@ -44,102 +44,13 @@ type LoadOptions struct {
 	Transform rules.Transform
 	// BatchSize is the number of entries per committed transaction (default 1000).
 	BatchSize int
+	// Strict refuses an entry that names fields its schema does not have; without it
+	// they are ignored and counted in the result's warnings.
+	Strict bool
 	// OnChange, when set, is given each change the load makes (or, in a dry run,
 	// would make) as the revision it records, secrets masked; with the second pass an
 	// entry's change may come after later entries' (DB.Load and DB.LoadStream only).
 	OnChange func(Revision)
-}
-
-// EntryError describes one failed entry.
-type EntryError struct {
-	File      string `json:"file,omitempty" yaml:"file,omitempty"`
-	Index     int    `json:"index" yaml:"index"`
-	Classname string `json:"classname" yaml:"classname"`
-	Keyname   string `json:"keyname" yaml:"keyname"`
-	Message   string `json:"message" yaml:"message"`
-}
-
-func (e EntryError) String() string {
-	where := fmt.Sprintf("entry %d", e.Index)
-	if e.File != "" {
-		where = e.File + ": " + where
-	}
-	return fmt.Sprintf("%s (%s %s): %s", where, e.Classname, e.Keyname, e.Message)
-}
-
-// LoadResult counts the outcome of every entry.
-type LoadResult struct {
-	Created   int          `json:"created" yaml:"created"`
-	Updated   int          `json:"updated" yaml:"updated"`
-	Unchanged int          `json:"unchanged" yaml:"unchanged"`
-	Deleted   int          `json:"deleted" yaml:"deleted"`
-	Enabled   int          `json:"enabled" yaml:"enabled"`
-	Disabled  int          `json:"disabled" yaml:"disabled"`
-	Skipped   int          `json:"skipped" yaml:"skipped"`
-	Errors    int          `json:"errors" yaml:"errors"`
-	DryRun    bool         `json:"dryrun" yaml:"dryrun"`
-	Messages  []EntryError `json:"error_messages" yaml:"error_messages"`
-	// Warnings are problems that did not stop an entry (e.g. a repaired YAML line).
-	Warnings []string `json:"warnings,omitempty" yaml:"warnings,omitempty"`
-}
-
-// Add merges r2 into r.
-func (r *LoadResult) Add(r2 *LoadResult) {
-	r.Created += r2.Created
-	r.Updated += r2.Updated
-	r.Unchanged += r2.Unchanged
-	r.Deleted += r2.Deleted
-	r.Enabled += r2.Enabled
-	r.Disabled += r2.Disabled
-	r.Skipped += r2.Skipped
-	r.Errors += r2.Errors
-	for _, m := range r2.Messages {
-		if len(r.Messages) < MaxErrorMessages {
-			r.Messages = append(r.Messages, m)
-		}
-	}
-}
-
-// Loaded is the number of entries counted with an outcome (every one but the failed).
-func (r *LoadResult) Loaded() int {
-	return r.Created + r.Updated + r.Unchanged + r.Deleted + r.Enabled + r.Disabled + r.Skipped
-}
-
-// MaxErrorMessages bounds the error messages a load result lists; Errors counts all.
-const MaxErrorMessages = 100
-
-func (r *LoadResult) count(outcome string) {
-	switch outcome {
-	case OutCreated:
-		r.Created++
-	case OutUpdated:
-		r.Updated++
-	case OutUnchanged:
-		r.Unchanged++
-	case OutDeleted:
-		r.Deleted++
-	case OutEnabled:
-		r.Enabled++
-	case OutDisabled:
-		r.Disabled++
-	case OutSkipped:
-		r.Skipped++
-	}
-}
-
-func (r *LoadResult) fail(e *model.Entry, err error) {
-	r.Errors++
-	if len(r.Messages) >= MaxErrorMessages {
-		return
-	}
-	cls, key := e.Classname, e.Keyname
-	if cls == "" || key == "" {
-		// prepare failed or a keyname mode rewrote nothing yet: name the entry as written.
-		cls, key = e.Key()
-	}
-	// The entry is named as written, which may be any size: cut like quoted input.
-	r.Messages = append(r.Messages, EntryError{File: e.File, Index: e.Index, Classname: clip.Text(cls),
-		Keyname: clip.Text(key), Message: ErrorMessage(err)})
 }
 
 // Load loads entries, committing every BatchSize entries. Each entry is applied
@@ -198,7 +109,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entr
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = 1000
 	}
-	res = &LoadResult{DryRun: opts.DryRun}
+	res = &LoadResult{DryRun: opts.DryRun, strict: opts.Strict}
 	committed = &LoadResult{DryRun: opts.DryRun}
 	var tx *Tx
 	var l *loader
@@ -236,6 +147,8 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entr
 		return err
 	}
 	var retry []*model.Entry
+	seen := 0                          // entries the source gave
+	retrySeq := map[*model.Entry]int{} // the place in the load of each retried entry
 	one := func(e *model.Entry, second bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -245,6 +158,11 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entr
 				return err
 			}
 		}
+		seq, retried := retrySeq[e]
+		if !retried {
+			seen++
+			seq = seen
+		}
 		outcome, err := l.loadEntry(ctx, e)
 		l.report(res)
 		l.tx.db.HoldForTest(1)
@@ -253,11 +171,14 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entr
 			res.count(outcome)
 		case !second && model.IsUnresolved(err):
 			retry = append(retry, e)
+			retrySeq[e] = seq
+			l.unknown = nil // counted when the entry is done
 		case Aborts(err):
 			return fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
 		default:
-			res.fail(e, err)
+			res.fail(e, err, seq)
 		}
+		l.reportUnknown(res, e)
 		inBatch++
 		// A batch also commits once it has held the writer for a quarter of a second, so
 		// other writers never wait long behind a large load.
@@ -292,6 +213,7 @@ func (db *DB) loadStream(ctx context.Context, source func(yield func(*model.Entr
 			}
 		}
 	}
+	res.finish()
 	if dry != nil {
 		return res, nil, nil // the deferred rollback discards the private writes
 	}
@@ -319,8 +241,12 @@ func loadAuthor(opts LoadOptions) string {
 func (tx *Tx) Load(ctx context.Context, entries []*model.Entry, opts LoadOptions) (*LoadResult, error) {
 	tx = tx.withRevisions(Revisions{Author: loadAuthor(opts), Off: tx.rev.Off || opts.NoRevisions})
 	l := &loader{tx: tx, opts: opts}
-	res := &LoadResult{DryRun: opts.DryRun}
+	res := &LoadResult{DryRun: opts.DryRun, strict: opts.Strict}
 	list, last := entries, false
+	seqs := make(map[*model.Entry]int, len(entries))
+	for i, e := range entries {
+		seqs[e] = i + 1
+	}
 	for len(list) > 0 {
 		var retry []*model.Entry
 		for _, e := range list {
@@ -331,16 +257,19 @@ func (tx *Tx) Load(ctx context.Context, entries []*model.Entry, opts LoadOptions
 				res.count(outcome)
 			case !last && model.IsUnresolved(err):
 				retry = append(retry, e)
+				l.unknown = nil // counted when the entry is done
 			case Aborts(err):
 				return nil, fmt.Errorf("%s entry %d: %w", e.File, e.Index, err)
 			default:
-				res.fail(e, err)
+				res.fail(e, err, seqs[e])
 			}
+			l.reportUnknown(res, e)
 		}
 		// Retry while a pass resolves something; the last pass reports the rest.
 		last = len(retry) == len(list)
 		list = retry
 	}
+	res.finish()
 	return res, nil
 }
 
@@ -355,6 +284,16 @@ type loader struct {
 	before func(context.Context, *model.Entry) error
 	// warnings are the apply path's warnings (IP collection) not yet in the result.
 	warnings []string
+	// unknown are the unknown field names of the entry being loaded.
+	unknown []string
+}
+
+// reportUnknown counts the unknown field names of e, just loaded, in res.
+func (l *loader) reportUnknown(res *LoadResult, e *model.Entry) {
+	if len(l.unknown) > 0 {
+		res.noteUnknown(e.Classname, l.unknown)
+		l.unknown = nil
+	}
 }
 
 // report moves the loader's warnings into res (at most MaxErrorMessages kept).
@@ -384,7 +323,7 @@ func (l *loader) loadEntry(ctx context.Context, e *model.Entry) (string, error) 
 		}
 	}
 	if err := e.Prepare(opts.Action); err != nil {
-		return "", err
+		return "", l.tx.headerProblems(ctx, e, err)
 	}
 	if l.before != nil {
 		if err := l.before(ctx, e); err != nil {
@@ -455,7 +394,12 @@ func (l *loader) applyEntry(ctx context.Context, e *model.Entry) (string, error)
 // entry and the stored object and hands it to the apply path.
 func (l *loader) putInstance(ctx context.Context, s *model.Schema, e *model.Entry) (string, error) {
 	tx, opts := l.tx, l.opts
-	if err := e.ResolveKeyname(s); err != nil {
+	l.unknown = unknownFields(s, e)
+	var refused []string // the unknown names a strict load refuses
+	if opts.Strict {
+		refused = l.unknown
+	}
+	if err := tx.nameProblems(ctx, s, e, refused); err != nil {
 		return "", err
 	}
 	ao := ApplyOptions{Auth: opts.Auth, System: opts.System}
@@ -501,6 +445,15 @@ func (l *loader) putInstance(ctx context.Context, s *model.Schema, e *model.Entr
 	}
 	out, err := tx.Apply(ctx, w, ao)
 	l.warnings = append(l.warnings, out.Warnings...)
+	if err == nil && old != nil {
+		switch out.Result {
+		case OutDeleted, OutEnabled, OutDisabled:
+			if n := notApplied(s, e, old); n > 0 {
+				where := EntryError{File: e.File, Index: e.Index, Classname: s.Keyname, Keyname: clip.Text(old.Keyname)}.where()
+				l.warnings = append(l.warnings, fmt.Sprintf("%s: %s; %d field %s not applied", where, out.Result, n, plural(n, "change")))
+			}
+		}
+	}
 	return out.Result, err
 }
 
@@ -526,7 +479,9 @@ func loadOp(action model.Action, old *Instance) model.Action {
 
 // buildInstance merges the entry into old (nil: a new object with the fields'
 // defaults) and validates every value. With compareSecrets, a plain secret that verifies
-// against the stored hash keeps it (no change).
+// against the stored hash keeps it (no change). It reports every problem of the entry's
+// values at once, in entry order, then the cardinality problems of the fields that
+// have none.
 func (tx *Tx) buildInstance(ctx context.Context, s *model.Schema, e *model.Entry, old *Instance, compareSecrets bool) (*Instance, error) {
 	next := &Instance{Classname: s.Keyname, Keyname: e.Keyname, IsEnabled: true, Data: map[string]any{}}
 	if old != nil {
@@ -538,6 +493,31 @@ func (tx *Tx) buildInstance(ctx context.Context, s *model.Schema, e *model.Entry
 	if e.IsEnabled != nil {
 		next.IsEnabled = *e.IsEnabled
 	}
+	var probs model.Problems
+	if err := tx.entryValues(ctx, s, e, old, compareSecrets, next.Data, &probs); err != nil {
+		return nil, err
+	}
+	if old == nil {
+		for _, f := range s.Fields {
+			if _, ok := next.Data[f.Keyname]; ok || f.Default == nil || f.Dataformat == "external" {
+				continue
+			}
+			if nv, present, err := f.Normalize(f.Default, tx.refs(ctx)); err == nil && present {
+				next.Data[f.Keyname] = nv
+			}
+		}
+	}
+	s.AddCardinality(next.Data, &probs)
+	if err := probs.Err(); err != nil {
+		return nil, err
+	}
+	return next, nil
+}
+
+// entryValues validates the entry's field values in entry order into data (nil:
+// validated only), recording each problem in probs; it returns an error only when
+// validation itself failed (the database).
+func (tx *Tx) entryValues(ctx context.Context, s *model.Schema, e *model.Entry, old *Instance, compareSecrets bool, data map[string]any, probs *model.Problems) error {
 	for _, k := range e.Order {
 		if model.IsHeaderKey(k) || strings.HasPrefix(k, "_") {
 			continue
@@ -550,7 +530,10 @@ func (tx *Tx) buildInstance(ctx context.Context, s *model.Schema, e *model.Entry
 		if s.Keyname == "_pipeline" && k == "content" {
 			norm, err := PipelineContent(v)
 			if err != nil {
-				return nil, err
+				if err := probs.Add(k, err); err != nil {
+					return err
+				}
+				continue
 			}
 			v = norm
 		}
@@ -559,28 +542,21 @@ func (tx *Tx) buildInstance(ctx context.Context, s *model.Schema, e *model.Entry
 		}
 		nv, present, err := f.Normalize(v, tx.refs(ctx))
 		if err != nil {
-			return nil, err
+			if err := probs.Add(k, err); err != nil {
+				return err
+			}
+			continue
+		}
+		if data == nil {
+			continue
 		}
 		if present {
-			next.Data[k] = nv
+			data[k] = nv
 		} else {
-			delete(next.Data, k)
+			delete(data, k)
 		}
 	}
-	if old == nil {
-		for _, f := range s.Fields {
-			if _, ok := next.Data[f.Keyname]; ok || f.Default == nil || f.Dataformat == "external" {
-				continue
-			}
-			if nv, present, err := f.Normalize(f.Default, tx.refs(ctx)); err == nil && present {
-				next.Data[f.Keyname] = nv
-			}
-		}
-	}
-	if err := s.CheckCardinality(next.Data); err != nil {
-		return nil, err
-	}
-	return next, nil
+	return nil
 }
 
 // sameSecret reports whether v is plain text that verifies against the stored hash, so

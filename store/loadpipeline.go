@@ -9,7 +9,7 @@ import (
 )
 
 // LoadTransform is the load-time pipeline named name, as auth may use it: a pipeline
-// whose run_permission auth lacks is refused (model.EForbidden "permission denied"), a
+// whose run_permission auth lacks is refused (model.EForbidden, naming the permission), a
 // disabled one or one whose content does not parse is model.EInvalid, an unknown one
 // model.ENotFound. The API's load endpoints and the console's import tool share it.
 func (db *DB) LoadTransform(ctx context.Context, auth *model.Auth, name string) (rules.Transform, error) {
@@ -18,7 +18,7 @@ func (db *DB) LoadTransform(ctx context.Context, auth *model.Auth, name string) 
 		return nil, err
 	}
 	if pl.RunPermission != nil && !auth.Has(*pl.RunPermission) {
-		return nil, model.Errorf(model.EForbidden, "permission denied")
+		return nil, model.Errorf(model.EForbidden, "permission denied: pipeline %s needs %s", pl.Keyname, *pl.RunPermission)
 	}
 	if !pl.IsEnabled {
 		// Refused at load time as it is for runs.
@@ -26,7 +26,7 @@ func (db *DB) LoadTransform(ctx context.Context, auth *model.Auth, name string) 
 	}
 	tf, err := rules.LoadTransform(pl.Content, db.Now)
 	if err != nil {
-		return nil, model.Errorf(model.EInvalid, "pipeline %s: invalid content: %s", pl.Keyname, err.Error())
+		return nil, RulesError("pipeline "+pl.Keyname+": invalid content: ", err)
 	}
 	return tf, nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 
 	"dataservice/rules"
 	"dataservice/store/model"
@@ -71,11 +72,27 @@ func PipelineContent(v any) (string, error) {
 		// Normalize is the migration's rule, which turns unparsable content into an
 		// empty list: a write is refused instead, naming what is wrong.
 		if err := rules.Check(text); err != nil {
-			return "", model.Errorf(model.EInvalid, "content: %v", err)
+			return "", RulesError("content: ", err)
 		}
 	}
 	if err := rules.Check(norm); err != nil {
-		return "", model.Errorf(model.EInvalid, "content: %v", err)
+		return "", RulesError("content: ", err)
 	}
 	return norm, nil
+}
+
+// RulesError is the invalid error of a rule list that does not compile, err from the
+// rules package: one problem (field content) per bad rule, each message after prefix;
+// its message is the first one's.
+func RulesError(prefix string, err error) error {
+	msgs := []string{err.Error()}
+	var le *rules.ListError
+	if errors.As(err, &le) {
+		msgs = le.Messages()
+	}
+	list := make([]model.Problem, len(msgs))
+	for i, m := range msgs {
+		list[i] = model.Problem{Field: "content", Code: model.EInvalid, Message: prefix + m}
+	}
+	return model.ProblemsError(list)
 }

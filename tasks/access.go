@@ -38,14 +38,14 @@ type RunRequest struct {
 
 // Start applies the run checks in the seed's order after the permission and method
 // checks, then submits the task: the caller lacks p_pipeline_run (forbidden,
-// "permission denied"); the credential is read-only (forbidden, "API key is
+// "permission denied: ... needs p_pipeline_run"); the credential is read-only (forbidden, "API key is
 // read-only"); no schema (invalid, "missing required parameter: schema"); no
 // identifier (invalid, "missing pipeline identifier"); no such pipeline (not found,
 // "pipeline not found"); the submission fails (invalid, with its message, or "failed
 // to submit task" when it has none). It returns the pipeline and the task's handle.
 func (r *Runner) Start(ctx context.Context, q RunRequest) (*store.Pipeline, string, error) {
 	if !q.Auth.Has(PermRun) {
-		return nil, "", model.Errorf(model.EForbidden, "permission denied")
+		return nil, "", model.Errorf(model.EForbidden, "permission denied: running a pipeline needs %s", PermRun)
 	}
 	if q.Auth != nil && q.Auth.ReadOnly {
 		return nil, "", model.Errorf(model.EForbidden, "API key is read-only")
@@ -80,6 +80,11 @@ func (r *Runner) Start(ctx context.Context, q RunRequest) (*store.Pipeline, stri
 			}
 		} else {
 			r.log.Error("submit task", "pipeline", pl.Keyname, "error", err)
+		}
+		if list := store.ErrorProblems(err); len(list) > 1 {
+			// Every problem (each bad rule of the content), still a 400 whose message is
+			// the first one's.
+			return nil, "", &model.Error{Code: model.EInvalid, Message: msg, Problems: list}
 		}
 		return nil, "", model.Errorf(model.EInvalid, "%s", msg)
 	}
@@ -125,10 +130,10 @@ func Runnable(auth *model.Auth, s *model.Schema, dryrun bool) error {
 		return model.Errorf(model.EInvalid, "schema %s cannot be run (built-in class)", clip.Quote(s.Keyname))
 	}
 	if !model.CanRead(auth, s) {
-		return model.Errorf(model.EInvalid, "permission denied: reading %s", s.Keyname)
+		return model.Errorf(model.EInvalid, "permission denied: reading %s needs %s", s.Keyname, model.ReadPermission(s))
 	}
 	if !dryrun && !model.CanWrite(auth, s, model.ActionUpdate) {
-		return model.Errorf(model.EInvalid, "permission denied: updating %s", s.Keyname)
+		return model.Errorf(model.EInvalid, "permission denied: updating %s needs %s", s.Keyname, model.WritePermission(s, model.ActionUpdate))
 	}
 	return nil
 }
@@ -193,10 +198,10 @@ func (r *Runner) ListFor(ctx context.Context, auth *model.Auth, status string, l
 }
 
 // CancelFor cancels a task auth may see (as Cancel): it needs p_pipeline_run
-// (forbidden, "permission denied") and a credential that is not read-only.
+// (forbidden, "permission denied: ... needs p_pipeline_run") and a credential that is not read-only.
 func (r *Runner) CancelFor(ctx context.Context, handle string, auth *model.Auth) (*Task, error) {
 	if !auth.Has(PermRun) {
-		return nil, model.Errorf(model.EForbidden, "permission denied")
+		return nil, model.Errorf(model.EForbidden, "permission denied: cancelling a task needs %s", PermRun)
 	}
 	if auth != nil && auth.ReadOnly {
 		return nil, model.Errorf(model.EForbidden, "API key is read-only")

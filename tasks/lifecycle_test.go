@@ -440,7 +440,7 @@ func TestPermissionsRecheckedAtStart(t *testing.T) {
 			"permission denied: pipeline guarded needs p_special"},
 		{"a lost update permission fails the task", "carol", "guarded",
 			"- {classname: _role, keyname: role_runner, permissions: [p_pipeline_run, p_data_read, p_special]}",
-			"permission denied: updating host"},
+			"permission denied: updating host needs p_data_update"},
 		{"a disabled API key fails the task", "k1", "marker",
 			"- {classname: _apikey, keyname: k1, is_enabled: false}",
 			"API key k1 is no longer valid"},

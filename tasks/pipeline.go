@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -110,10 +111,15 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *mo
 	}
 	pl.Content = p.Content
 	if err := r.checkRun(ctx, pl, p.Schemas, p.DryRun, auth); err != nil {
-		return StatusFailed, store.ErrorMessage(err)
+		return StatusFailed, store.ErrorText(err)
 	}
 	compiled, err := rules.Parse(p.Content)
 	if err != nil {
+		// Every bad rule.
+		var le *rules.ListError
+		if errors.As(err, &le) {
+			return StatusFailed, strings.Join(le.Messages(), "; ")
+		}
 		return StatusFailed, err.Error()
 	}
 	x := &pipelineRun{r: r, handle: t.Handle, lease: lease, p: p, auth: auth, rules: compiled, res: t.Result, now: r.db.Now().UTC()}
@@ -341,7 +347,7 @@ func errText(err error) string {
 	if store.ErrorCode(err) == model.EInternal {
 		return err.Error()
 	}
-	return store.ErrorMessage(err)
+	return store.ErrorText(err)
 }
 
 func (x *pipelineRun) record(c Change) {
@@ -418,8 +424,40 @@ func (x *pipelineRun) process(ctx context.Context, tx *store.Tx, s *model.Schema
 		x.record(change)
 		return nil
 	}
-	x.record(Change{Classname: in.Classname, Keyname: in.Keyname, Action: string(w.Action)})
+	change := Change{Classname: in.Classname, Keyname: in.Keyname, Action: string(w.Action)}
+	if len(x.res.Changes) < maxListed {
+		if n := x.notApplied(s, in, e, all); n > 0 {
+			change.Note = fmt.Sprintf("%s; %d field %s not applied", out.Result, n, plural(n, "change"))
+		}
+	}
+	x.record(change)
 	return nil
+}
+
+// notApplied counts the changes the rules made to in (fields, displayname, keyname)
+// that an _action of delete, enable or disable leaves unapplied: that action is the
+// whole write.
+func (x *pipelineRun) notApplied(s *model.Schema, in *store.Instance, e rules.Entry, all bool) int {
+	var next store.Instance
+	if err := newState(&next, s, in, e, all); err != nil {
+		return 1 // is_enabled is not a boolean: a change, if a bad one
+	}
+	n := len(changedFields(s, in, &next))
+	if next.Displayname != in.Displayname {
+		n++
+	}
+	if next.Keyname != in.Keyname {
+		n++
+	}
+	return n
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // newState sets next to the state the rules left in e: the fields they may set, displayname,

@@ -635,7 +635,7 @@ func TestPipelineEntryPermissions(t *testing.T) {
 		if got, want := counts(res), counts(&tasks.Result{Scanned: 300, Errors: 300}); got != want {
 			t.Fatalf("counts:\n got %s\nwant %s", got, want)
 		}
-		if got, want := res.ErrorMessages[0]+" | "+res.ErrorMessages[1], "vault v000: permission denied: update of vault | vault v001: permission denied: update of vault"; got != want {
+		if got, want := res.ErrorMessages[0]+" | "+res.ErrorMessages[1], "vault v000: permission denied: update of vault needs p_data_update | vault v001: permission denied: update of vault needs p_data_update"; got != want {
 			t.Fatalf("messages %q, want %q", got, want)
 		}
 		if after := dumpData(t, db); after["instances"] != before["instances"] || after["revisions"] != before["revisions"] {
@@ -647,7 +647,7 @@ func TestPipelineEntryPermissions(t *testing.T) {
 		if got, want := counts(res), counts(&tasks.Result{Scanned: 300, Unchanged: 200, Errors: 100}); got != want {
 			t.Fatalf("counts:\n got %s\nwant %s", got, want)
 		}
-		if got, want := res.ErrorMessages[0], "vault v000: permission denied: delete of vault"; got != want {
+		if got, want := res.ErrorMessages[0], "vault v000: permission denied: delete of vault needs p_vault_delete"; got != want {
 			t.Fatalf("first message %q, want %q", got, want)
 		}
 		if got, want := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'vault'"), 300; got != want {

@@ -81,9 +81,9 @@ func TestSubmitRejects(t *testing.T) {
 		{"missing run_permission is rejected", tasks.Params{Pipeline: "guarded", Schemas: []string{"host"}, Auth: writer},
 			model.EInvalid, "permission denied: pipeline guarded needs p_special"},
 		{"missing read permission is rejected", tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: nobody, DryRun: true},
-			model.EInvalid, "permission denied: reading host"},
+			model.EInvalid, "permission denied: reading host needs p_data_read"},
 		{"missing update permission is rejected", tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: reader},
-			model.EInvalid, "permission denied: updating host"},
+			model.EInvalid, "permission denied: updating host needs p_data_update"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.p.Auth == nil {

@@ -117,6 +117,10 @@ type Change struct {
 	Action    string                 `json:"action" yaml:"action"`
 	NewKey    string                 `json:"new_keyname,omitempty" yaml:"new_keyname,omitempty"`
 	Fields    map[string]FieldChange `json:"fields,omitempty" yaml:"fields,omitempty"`
+	// Note says what else happened to the entry: when a rule set _action to delete,
+	// enable or disable, the other changes its rules made are not applied, and the note
+	// counts them ("disabled; 2 field changes not applied").
+	Note string `json:"note,omitempty" yaml:"note,omitempty"`
 }
 
 // FieldChange is the old and new value of a changed field.
@@ -273,7 +277,7 @@ func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []str
 		return err
 	}
 	if _, err := rules.Parse(pl.Content); err != nil {
-		return model.Errorf(model.EInvalid, "pipeline %s: invalid content: %v", pl.Keyname, err)
+		return store.RulesError("pipeline "+pl.Keyname+": invalid content: ", err)
 	}
 	if len(schemas) == 0 {
 		return model.Errorf(model.EInvalid, "no schema given")

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"dataservice/bootstrap"
+	"dataservice/store/model"
 )
 
 // Exit statuses of every command (documented in README.md "Commands").
@@ -190,6 +191,13 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return exitUsage
 	}
 	fmt.Fprintf(stderr, "dataservice %s: %v\n", cmd.name, err)
+	// An error that stands for several problems (a pipeline's bad rules): the others too.
+	var me *model.Error
+	if errors.As(err, &me) && len(me.Problems) > 1 {
+		for _, p := range me.Problems[1:] {
+			fmt.Fprintf(stderr, "dataservice %s: %s\n", cmd.name, p.Message)
+		}
+	}
 	return exitFailure
 }
 

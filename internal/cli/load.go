@@ -132,10 +132,13 @@ func setupLoad(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error 
 	action := fs.String("action", "", "replace every entry's _action (create, update, init, delete, enable, disable, noop)")
 	dryrun := fs.Bool("dryrun", false, "report what would change, write nothing")
 	pipe := fs.String("pipeline", "", "apply this pipeline's rules to each entry before loading it")
-	return func(ctx context.Context, args []string) error { return c.load(ctx, args, *action, *dryrun, *pipe) }
+	strict := fs.Bool("strict", false, "refuse entries that name fields their schema does not have (default: ignore them, with a warning)")
+	return func(ctx context.Context, args []string) error {
+		return c.load(ctx, args, *action, *dryrun, *pipe, *strict)
+	}
 }
 
-func (c *cli) load(ctx context.Context, args []string, action string, dryrun bool, pipe string) error {
+func (c *cli) load(ctx context.Context, args []string, action string, dryrun bool, pipe string, strict bool) error {
 	switch model.Action(action) {
 	case "", model.ActionCreate, model.ActionUpdate, model.ActionInit, model.ActionDelete, model.ActionEnable, model.ActionDisable, model.ActionNoop:
 	default:
@@ -153,7 +156,7 @@ func (c *cli) load(ctx context.Context, args []string, action string, dryrun boo
 		return err
 	}
 	defer db.Close()
-	opts := store.LoadOptions{Action: model.Action(action), DryRun: dryrun}
+	opts := store.LoadOptions{Action: model.Action(action), DryRun: dryrun, Strict: strict}
 	if pipe != "" {
 		// The API's load-time pipeline, with its checks: a disabled pipeline or one
 		// whose content does not parse is refused, as it is there.
@@ -174,8 +177,14 @@ func (c *cli) load(ctx context.Context, args []string, action string, dryrun boo
 	for _, p := range problems {
 		fmt.Fprintf(c.stderr, "error: %s\n", p)
 	}
+	// Every problem of each failed entry, entries in load order.
 	for _, m := range res.Messages {
-		fmt.Fprintf(c.stderr, "error: %s\n", m)
+		for _, line := range m.Lines() {
+			fmt.Fprintf(c.stderr, "error: %s\n", line)
+		}
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(c.stderr, "warning: %s\n", w)
 	}
 	prefix := ""
 	if dryrun {

@@ -193,7 +193,8 @@ func (s *secServer) want(status int, method, path string, a auth, body string) m
 func (s *secServer) wantErr(status int, msg, method, path string, a auth, body string) {
 	s.t.Helper()
 	m := s.want(status, method, path, a, body)
-	if len(m) != 1 || m["error"] != msg {
+	got, _ := m["error"].(string)
+	if len(m) != 2 || m["errors"] == nil || !(got == msg || msg == "permission denied" && strings.HasPrefix(got, msg+": ")) {
 		s.t.Fatalf("%s %s: reply %v, want {\"error\": %q}", method, path, m, msg)
 	}
 }
@@ -922,7 +923,7 @@ func TestBodyOverLimit(t *testing.T) {
 	for _, path := range []string{"/api/load/", "/api/rawfile/?schema=_user", "/api/conf/"} {
 		for _, chunked := range []bool{false, true} {
 			resp, body := rawPost(t, s.addr, path, authz, 32<<20+1, chunked)
-			if resp.StatusCode != http.StatusRequestEntityTooLarge || strings.TrimSpace(string(body)) != `{"error":"request body too large"}` {
+			if resp.StatusCode != http.StatusRequestEntityTooLarge || strings.TrimSpace(string(body)) != `{"error":"request body too large","errors":[{"field":"","code":"too_large","message":"request body too large"}]}` {
 				t.Fatalf("POST %s (chunked %v) over the limit: %d %s", path, chunked, resp.StatusCode, body)
 			}
 		}

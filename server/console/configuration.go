@@ -31,7 +31,7 @@ func (c *Console) configurationTool(w http.ResponseWriter, r *http.Request, q *r
 	ctx := r.Context()
 	d := configurationData{CanAdmin: q.auth.Has("p_conf_admin")}
 	if r.Method == http.MethodPost && !d.CanAdmin {
-		c.forbidden(w, r, q)
+		c.forbidden(w, r, q, "p_conf_admin")
 		return
 	}
 	entries, err := c.db.Config(ctx)

@@ -345,8 +345,10 @@ func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, q *req, stat
 	c.render(w, r, q, status, "error", http.StatusText(status), map[string]any{"Status": status, "Message": msg})
 }
 
-func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, q *req) {
-	c.errorPage(w, r, q, http.StatusForbidden, "You do not have the permission to use this page.")
+// forbidden is the 403 page of a user lacking need, which it names (what the page
+// needs, never what the user or anyone else holds).
+func (c *Console) forbidden(w http.ResponseWriter, r *http.Request, q *req, need string) {
+	c.errorPage(w, r, q, http.StatusForbidden, "You do not have the permission to use this page: it needs "+need+".")
 }
 
 // fail shows a store error with the API's status for its code (httperror.Status):
@@ -362,5 +364,5 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, q *req, err error
 		c.errorPage(w, r, q, http.StatusInternalServerError, "internal error")
 		return
 	}
-	c.errorPage(w, r, q, status, store.ErrorMessage(err))
+	c.errorPage(w, r, q, status, store.ErrorText(err))
 }

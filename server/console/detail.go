@@ -202,7 +202,7 @@ func changes(before, after string) []change {
 // editPage: GET/POST ?do=edit — the form prefilled; a post updates with the user's rights.
 func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
 	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
-		c.forbidden(w, r, q)
+		c.forbidden(w, r, q, model.WritePermission(sch, model.ActionUpdate))
 		return
 	}
 	ctx := r.Context()
@@ -235,7 +235,7 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 // enable: POST ?do=enable|disable.
 func (c *Console) enable(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance, do string) {
 	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
-		c.forbidden(w, r, q)
+		c.forbidden(w, r, q, model.WritePermission(sch, model.ActionUpdate))
 		return
 	}
 	if _, err := c.apply(r.Context(), q.auth, sch, in, nil, model.Action(do)); err != nil {
@@ -265,7 +265,7 @@ type renameReport struct {
 // deletePage: GET ?do=delete asks, POST deletes.
 func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
 	if !model.CanWrite(q.auth, sch, model.ActionDelete) {
-		c.forbidden(w, r, q)
+		c.forbidden(w, r, q, model.WritePermission(sch, model.ActionDelete))
 		return
 	}
 	ctx := r.Context()
@@ -289,8 +289,12 @@ func (c *Console) deletePage(w http.ResponseWriter, r *http.Request, q *req, sch
 // renamePage: GET ?do=rename asks for the new keyname (showing what refers here), POST
 // renames and shows the cascade report.
 func (c *Console) renamePage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
-	if !model.CanWrite(q.auth, sch, model.ActionUpdate) || !q.auth.Has("p_keyname_rename") {
-		c.forbidden(w, r, q)
+	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
+		c.forbidden(w, r, q, model.WritePermission(sch, model.ActionUpdate))
+		return
+	}
+	if !q.auth.Has(model.PermKeynameRename) {
+		c.forbidden(w, r, q, model.PermKeynameRename)
 		return
 	}
 	ctx := r.Context()
@@ -339,7 +343,7 @@ type passwordData struct {
 // passwordPage: GET/POST ?do=password on a user — the new password typed twice.
 func (c *Console) passwordPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema, in *store.Instance) {
 	if !model.CanWrite(q.auth, sch, model.ActionUpdate) {
-		c.forbidden(w, r, q)
+		c.forbidden(w, r, q, model.WritePermission(sch, model.ActionUpdate))
 		return
 	}
 	d := passwordData{Instance: in, Self: link(sch.Keyname, in.Keyname)}

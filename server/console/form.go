@@ -169,14 +169,24 @@ func posted(r *http.Request, sch *model.Schema) map[string]any {
 	return out
 }
 
-// fieldError puts a store error next to the field it names ("field X: ..."); it
-// returns false when the error names no field of the form.
-func fieldError(fields []*formField, msg string) bool {
+// fieldError puts a problem next to the field of the form it is about (its field, or
+// the field its message names: "field X: ..."), the message without that name; it
+// returns false when the problem is about no field of the form.
+func fieldError(fields []*formField, p model.Problem) bool {
 	for _, ff := range fields {
-		if p := "field " + ff.Name + ":"; strings.HasPrefix(msg, p) {
-			ff.Error = strings.TrimSpace(strings.TrimPrefix(msg, p))
-			return true
+		named := "field " + ff.Name + ":"
+		if p.Field != ff.Name && !strings.HasPrefix(p.Message, named) {
+			continue
 		}
+		msg := p.Message
+		for _, prefix := range []string{named, ff.Name + ":"} {
+			if strings.HasPrefix(msg, prefix) {
+				msg = strings.TrimSpace(strings.TrimPrefix(msg, prefix))
+				break
+			}
+		}
+		ff.Error = joinError(ff.Error, msg)
+		return true
 	}
 	return false
 }
@@ -184,7 +194,7 @@ func fieldError(fields []*formField, msg string) bool {
 // createPage: GET/POST /data/private/<schema>/?do=new.
 func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema) {
 	if !model.CanWrite(q.auth, sch, model.ActionCreate) {
-		c.forbidden(w, r, q)
+		c.forbidden(w, r, q, model.WritePermission(sch, model.ActionCreate))
 		return
 	}
 	ctx := r.Context()
@@ -215,6 +225,15 @@ func (c *Console) createPage(w http.ResponseWriter, r *http.Request, q *req, sch
 	if key != "" {
 		if _, err := c.db.Instance(ctx, sch.Keyname, key); err == nil {
 			d.KeyError = "an instance with this keyname exists already"
+			// The values' problems too (a dry run of the create checks them), so one
+			// answer names every one.
+			try := wanted(sch, nil, key, d.Displayname, d.Enabled, vals)
+			_, err := c.db.Apply(ctx, store.Write{Schema: sch, New: try, Action: model.ActionCreate}, store.ApplyOptions{Auth: q.auth, DryRun: true})
+			if err != nil && store.Aborts(err) {
+				c.fail(w, r, q, err)
+				return
+			}
+			d.addProblems(err)
 			c.render(w, r, q, http.StatusConflict, "form", "New "+sch.Keyname, d)
 			return
 		}
@@ -234,15 +253,33 @@ func (c *Console) formError(w http.ResponseWriter, r *http.Request, q *req, d *f
 		c.fail(w, r, q, err)
 		return
 	}
-	msg := store.ErrorMessage(err)
-	if !fieldError(d.Fields, msg) {
-		if strings.Contains(msg, "keyname") {
-			d.KeyError = msg
-		} else {
-			d.Error = msg
+	d.addProblems(err)
+	c.render(w, r, q, httperror.Status(err), "form", title, d)
+}
+
+// addProblems shows every problem of err (nil: none) at once, each next to its field.
+func (d *formData) addProblems(err error) {
+	if err == nil {
+		return
+	}
+	for _, p := range store.ErrorProblems(err) {
+		msg := p.Message
+		switch {
+		case fieldError(d.Fields, p):
+		case p.Field == "keyname" || p.Field == "displayname" || strings.Contains(msg, "keyname"):
+			d.KeyError = joinError(d.KeyError, msg)
+		default:
+			d.Error = joinError(d.Error, msg)
 		}
 	}
-	c.render(w, r, q, httperror.Status(err), "form", title, d)
+}
+
+// joinError adds msg to the errors shown in one place.
+func joinError(shown, msg string) string {
+	if shown == "" {
+		return msg
+	}
+	return shown + "; " + msg
 }
 
 // checked reads a checkbox that follows a hidden "false" input of the same name.

@@ -245,7 +245,7 @@ func (c *Console) refusal(r *http.Request, err error) (int, *loadReport, string)
 		}
 		return http.StatusInternalServerError, nil, "internal error"
 	}
-	return status, nil, store.ErrorMessage(err)
+	return status, nil, store.ErrorText(err) // every problem (each bad rule of a load-time pipeline)
 }
 
 // runnablePipelines are the enabled pipelines auth may run.

@@ -305,3 +305,16 @@ func TestImportBodyLimit(t *testing.T) {
 		t.Fatalf("sites big, small: %d, want only small", n)
 	}
 }
+
+// TestImportReportsEveryProblem: the import tool's report lists every problem of a
+// failed entry, and warns of values under unknown field names.
+func TestImportReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	e := toolEnv(t)
+	b, tok := signedIn(e, "importer")
+	doc := "- {classname: rack, keyname: r7, site: nowhere, units: 99}\n- {classname: rack, keyname: r8, units: 4, colour: red}\n"
+	p := b.postMultipart("/data/private/import/", map[string]string{"csrf": tok, "do": "check", "text": doc}, "", "")
+	want(t, p, 200, `id="report-errors"`, `<div class="problem">field site: no site instance &#34;nowhere&#34;</div>`,
+		`<div class="problem">field units: 99 is out of bounds`, `id="report-warnings"`,
+		"1 value under unknown field names was ignored (rack.colour)")
+}

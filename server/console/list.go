@@ -287,7 +287,7 @@ const exportLimit = 100_000
 // search, all pages) in CSV (the view's columns) or the load format (JSON or YAML).
 func (c *Console) export(w http.ResponseWriter, r *http.Request, q *req, sch *model.Schema) {
 	if !q.auth.Has("p_data_export") {
-		c.forbidden(w, r, q)
+		c.forbidden(w, r, q, "p_data_export")
 		return
 	}
 	ctx := r.Context()

@@ -224,7 +224,7 @@ func (c *Console) data(w http.ResponseWriter, r *http.Request, q *req) {
 		return
 	}
 	if !q.auth.Has("p_data_access") {
-		c.forbidden(w, r, q)
+		c.forbidden(w, r, q, "p_data_access")
 		return
 	}
 	path := strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/")
@@ -237,7 +237,7 @@ func (c *Console) data(w http.ResponseWriter, r *http.Request, q *req) {
 	}
 	if t := toolNamed(name); t != nil {
 		if !t.allowed(q.auth) {
-			c.forbidden(w, r, q)
+			c.forbidden(w, r, q, t.need(q.auth))
 			return
 		}
 		t.serve(c, w, r, q, key)
@@ -255,7 +255,7 @@ func (c *Console) data(w http.ResponseWriter, r *http.Request, q *req) {
 		return
 	}
 	if !model.CanRead(q.auth, sch) {
-		c.forbidden(w, r, q)
+		c.forbidden(w, r, q, model.ReadPermission(sch))
 		return
 	}
 	if serve, ok := pick(c, w, r, q, schemaRoutes, key); ok {

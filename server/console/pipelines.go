@@ -141,7 +141,7 @@ func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, q *req) {
 	case r.Method == http.MethodGet:
 	case do == "edit":
 		if !d.CanEdit {
-			c.forbidden(w, r, q)
+			c.forbidden(w, r, q, model.WritePermission(sch, model.ActionUpdate))
 			return
 		}
 		if status = c.savePipeline(ctx, w, r, q, sch, in, d); status == 0 {
@@ -187,7 +187,7 @@ func (c *Console) savePipeline(ctx context.Context, w http.ResponseWriter, r *ht
 			c.fail(w, r, q, err)
 			return 0
 		}
-		d.ContentErr = store.ErrorMessage(err)
+		d.ContentErr = store.ErrorText(err)
 		return httperror.Status(err)
 	}
 	http.Redirect(w, r, d.Self+"?done=updated", http.StatusSeeOther)
@@ -205,7 +205,7 @@ func (c *Console) runPipeline(ctx context.Context, w http.ResponseWriter, r *htt
 			c.fail(w, r, q, err)
 			return 0
 		}
-		d.RunErr = store.ErrorMessage(err)
+		d.RunErr = store.ErrorText(err)
 		return httperror.Status(err)
 	}
 	http.Redirect(w, r, taskURL(handle), http.StatusSeeOther)

@@ -120,7 +120,7 @@ func TestPipelineListAndDetail(t *testing.T) {
 	want(t, p, 200, `id="run-refused"`, "p_pipeline_run", `id="rule-list"`)
 	lacks(t, p, `id="run-button"`)
 	want(t, viewer.runForm("tag", true, "host"), 403)
-	want(t, viewer.get("/data/private/task/"), 403)
+	want(t, viewer.get("/data/private/task/"), 403, "it needs p_pipeline_run.")
 	lacks(t, viewer.get("/"), `href="/data/private/task/"`)
 	if n := e.queryInt("SELECT count(*) FROM tasks"); n != 0 {
 		t.Fatalf("%d tasks after refused runs", n)
@@ -143,7 +143,8 @@ func TestPipelineContentEdit(t *testing.T) {
 	// Without p_pipeline_admin the content is read-only and a post is refused.
 	ops := e.browser()
 	ops.signIn("ops", "ops-pass-1")
-	want(t, ops.post("/data/private/pipeline/tag/?do=edit", url.Values{"csrf": {ops.csrf()}, "content": {"[]"}}), 403)
+	want(t, ops.post("/data/private/pipeline/tag/?do=edit", url.Values{"csrf": {ops.csrf()}, "content": {"[]"}}), 403,
+		"You do not have the permission to use this page: it needs p_pipeline_admin.")
 	if got := stored(); got != before {
 		t.Fatalf("content changed by a refused edit: %q", got)
 	}
@@ -164,6 +165,10 @@ func TestPipelineContentEdit(t *testing.T) {
 	// A wrong number of arguments is named too.
 	p = padmin.post("/data/private/pipeline/tag/?do=edit", url.Values{"csrf": {padmin.csrf()}, "content": {"- field_noop: ''\n- field_set: ['', note]\n"}})
 	want(t, p, 400, "content: rule 2: field_set")
+	// Every bad rule at once, in list order, in one answer.
+	p = padmin.post("/data/private/pipeline/tag/?do=edit", url.Values{"csrf": {padmin.csrf()},
+		"content": {"- field_uper: ['', note]\n- field_noop: ['']\n- field_set: ['', note]\n"}})
+	want(t, p, 400, `id="content-error"`, "content: rule 1: unknown rule &#34;field_uper&#34;; content: rule 3: field_set")
 
 	// Without the CSRF token: refused.
 	want(t, padmin.post("/data/private/pipeline/tag/?do=edit", url.Values{"content": {"[]"}}), 403, "CSRF")
@@ -381,4 +386,24 @@ func TestTaskErrorsShown(t *testing.T) {
 	p := admin.get("/data/private/task/" + h + "/")
 	want(t, p, 200, `id="error-list"`, `id="c-errors">1<`, "v2")
 	lacks(t, p, "pin-secret-value", "changed-secret-3", "$argon2")
+}
+
+// TestTaskPageNotesUnappliedChanges: when a rule disables an entry, the task page's
+// change sample says the entry's other changes were not applied.
+func TestTaskPageNotesUnappliedChanges(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t, 0, nil)
+	e.load(pipelinePeople + `
+- {classname: _pipeline, keyname: retire, content: "- set_condition: [old, field_match, note, '^old$']\n- field_set: [old, note, gone]\n- field_set: [old, displayname, Retired]\n- field_set: [old, _action, disable]"}
+`)
+	e.loop.Start()
+	admin := e.browser()
+	admin.signIn("admin", adminPassword)
+	h := started(t, admin.runForm("retire", true, "host"))
+	testkit.WaitFor(t, 20*time.Second, "the run to finish", func() bool {
+		task, _ := e.runner.Get(context.Background(), h)
+		return task.Finished()
+	})
+	want(t, admin.get("/data/private/task/"+h+"/"), 200, `id="change-list"`, "host h1",
+		`<span class="meta note">(disabled; 2 field changes not applied)</span>`)
 }

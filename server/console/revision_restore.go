@@ -101,7 +101,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req) {
 	if r.Method == http.MethodPost {
 		version := r.PostFormValue("version")
 		if sch != nil && !d.CanUpdate {
-			c.forbidden(w, r, q)
+			c.forbidden(w, r, q, model.WritePermission(sch, model.ActionUpdate))
 			return
 		}
 		plan, refused, err := c.restorePlan(ctx, rev, sch, version)

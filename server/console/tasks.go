@@ -141,8 +141,8 @@ type fieldChange struct {
 }
 
 type changeRow struct {
-	Classname, Keyname, NewKey, Action, Link string
-	Fields                                   []fieldChange
+	Classname, Keyname, NewKey, Action, Link, Note string
+	Fields                                         []fieldChange
 }
 
 type taskData struct {
@@ -178,7 +178,7 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, q *req) {
 	if res := t.Result; res != nil {
 		d.Errors = res.ErrorMessages
 		for _, ch := range res.Changes {
-			row := changeRow{Classname: ch.Classname, Keyname: ch.Keyname, NewKey: ch.NewKey, Action: ch.Action}
+			row := changeRow{Classname: ch.Classname, Keyname: ch.Keyname, NewKey: ch.NewKey, Action: ch.Action, Note: ch.Note}
 			if ch.Action != string(model.ActionDelete) && !t.DryRun {
 				key := ch.Keyname
 				if ch.NewKey != "" {

@@ -18,6 +18,8 @@ type tool struct {
 	// Allowed reports whether auth may open the tool; nil allows every caller with
 	// p_data_access. A caller without it gets 403, and no sidebar link.
 	Allowed func(auth *model.Auth) bool
+	// Needs names the permission Allowed asks for, for the 403 page.
+	Needs string
 	// Documents marks a tool whose forms carry load documents: its requests may be as
 	// large as the API's (Options.MaxBody) instead of 1 MiB.
 	Documents bool
@@ -50,7 +52,7 @@ func init() {
 				{Path: "", Methods: get, Serve: (*Console).pipelineList},
 				{Path: ":name", Methods: getPost, Serve: (*Console).pipelinePage},
 			}},
-		{Name: "task", Title: "Tasks", Icon: "fa-tasks", Allowed: func(a *model.Auth) bool { return a.Has(tasks.PermRun) },
+		{Name: "task", Title: "Tasks", Icon: "fa-tasks", Allowed: func(a *model.Auth) bool { return a.Has(tasks.PermRun) }, Needs: tasks.PermRun,
 			NoRunner: "Tasks cannot be shown here: the task runner is not available.", Routes: []route[pageFunc]{
 				{Path: "", Methods: get, Serve: (*Console).taskList},
 				{Path: ":handle", Methods: get, Serve: (*Console).taskPage},
@@ -58,14 +60,14 @@ func init() {
 				{Path: ":handle/cancel", Methods: post, Serve: (*Console).taskCancel},
 			}},
 		{Name: "import", Title: "Import", Icon: "fa-upload", Documents: true,
-			Allowed: func(a *model.Auth) bool { return a.Has("p_data_import") }, Routes: []route[pageFunc]{
+			Allowed: func(a *model.Auth) bool { return a.Has("p_data_import") }, Needs: "p_data_import", Routes: []route[pageFunc]{
 				{Path: "", Methods: getPost, Serve: (*Console).importTool},
 			}},
 		{Name: "code_editor", Title: "Code editor", Icon: "fa-code", Documents: true,
-			Allowed: func(a *model.Auth) bool { return a.Has("p_code_editor") }, Routes: []route[pageFunc]{
+			Allowed: func(a *model.Auth) bool { return a.Has("p_code_editor") }, Needs: "p_code_editor", Routes: []route[pageFunc]{
 				{Path: "", Methods: getPost, Serve: (*Console).codeEditor},
 			}},
-		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, Routes: []route[pageFunc]{
+		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, Needs: "p_conf_view or p_conf_admin", Routes: []route[pageFunc]{
 			{Path: "", Methods: getPost, Serve: (*Console).configurationTool},
 		}},
 	}
@@ -114,6 +116,14 @@ func (t *tool) serve(c *Console, w http.ResponseWriter, r *http.Request, q *req,
 
 func (t *tool) allowed(auth *model.Auth) bool {
 	return auth.Has("p_data_access") && (t.Allowed == nil || t.Allowed(auth))
+}
+
+// need names the permission auth lacks to open the tool.
+func (t *tool) need(auth *model.Auth) string {
+	if !auth.Has("p_data_access") || t.Needs == "" {
+		return "p_data_access"
+	}
+	return t.Needs
 }
 
 // toolLinks are the sidebar links of the tools auth may open that no `_home` entry

@@ -95,11 +95,32 @@ func CanRead(auth *Auth, s *Schema) bool {
 // CanRename reports whether auth may change keynames (a cascading rename).
 func CanRename(auth *Auth) bool { return auth == nil || auth.Has(PermKeynameRename) }
 
+// WritePermission names the permission a write of kind op to instances of s needs:
+// the built-in class's, else the schema's own for op or p_data_<op> (p_data_admin and
+// the schema's p_admin would do too; the message names the one for the operation).
+func WritePermission(s *Schema, op Action) string {
+	if p := ClassPermission(s.Keyname); p != "" {
+		return p
+	}
+	return dataPermission(s, op)
+}
+
+// ReadPermission names the permission reading instances of s needs (as CanRead).
+func ReadPermission(s *Schema) string {
+	if s.Keyname == "_apikey" {
+		return classPermissions["_apikey"]
+	}
+	if s.PRead != "" {
+		return s.PRead
+	}
+	return PermDataRead
+}
+
 // AuthorizeWrite is the one permission decision of the apply path: nil when auth may
 // make a write of kind op to instances of s, else the forbidden error.
 func AuthorizeWrite(auth *Auth, s *Schema, op Action) error {
 	if !CanWrite(auth, s, op) {
-		return Errorf(EForbidden, "permission denied: %s of %s", op, s.Keyname)
+		return Errorf(EForbidden, "permission denied: %s of %s needs %s", op, s.Keyname, WritePermission(s, op))
 	}
 	return nil
 }

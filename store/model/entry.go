@@ -71,7 +71,9 @@ func (e *Entry) syncOrder() {
 	e.Order = out
 }
 
-// prepare reads the header keys; action overrides _action when non-empty.
+// Prepare reads the header keys; action overrides _action when non-empty. It reports
+// every header problem at once (classname, keyname, displayname, is_enabled, _action,
+// in that order: the first is the one a caller saw when only one was reported).
 func (e *Entry) Prepare(action Action) error {
 	e.syncOrder()
 	// Refused before anything is written: on PostgreSQL a NUL that reaches the engine
@@ -79,10 +81,11 @@ func (e *Entry) Prepare(action Action) error {
 	if where, ok := holdsNUL(e.Fields); ok {
 		return Errorf(EInvalid, "%s: %s", where, nulText)
 	}
+	var probs Problems
 	cls, ok := e.Fields["classname"].(string)
 	cls = strings.TrimSpace(cls)
 	if !ok || cls == "" {
-		return Errorf(EInvalid, "entry has no classname")
+		probs.Add("classname", Errorf(EInvalid, "entry has no classname"))
 	}
 	e.Classname = cls
 	kv := e.Fields["keyname"]
@@ -91,16 +94,17 @@ func (e *Entry) Prepare(action Action) error {
 	}
 	k, ok := ScalarText(kv)
 	if !ok {
-		return Errorf(EInvalid, "keyname must be a scalar")
+		probs.Add("keyname", Errorf(EInvalid, "keyname must be a scalar"))
 	}
 	e.Keyname = strings.TrimSpace(k)
 	e.HasDisplayname = false
 	if d, present := e.Fields["displayname"]; present {
 		t, ok := ScalarText(d)
 		if !ok {
-			return Errorf(EInvalid, "displayname must be a scalar")
+			probs.Add("displayname", Errorf(EInvalid, "displayname must be a scalar"))
+		} else {
+			e.Displayname, e.HasDisplayname = t, true
 		}
-		e.Displayname, e.HasDisplayname = t, true
 	}
 	e.IsEnabled = nil
 	if v, present := e.Fields["is_enabled"]; present && v != nil {
@@ -108,10 +112,12 @@ func (e *Entry) Prepare(action Action) error {
 		if !ok {
 			t, scalar := ScalarText(v)
 			if b, ok = BoolWord(t); !ok || !scalar {
-				return Errorf(EInvalid, "is_enabled %s is not a boolean", clip.Quote(t))
+				probs.Add("is_enabled", Errorf(EInvalid, "is_enabled %s is not a boolean", clip.Quote(t)))
 			}
 		}
-		e.IsEnabled = &b
+		if ok {
+			e.IsEnabled = &b
+		}
 	}
 	e.Action = ActionCreate
 	if a, present := e.Fields["_action"]; present && a != nil {
@@ -126,9 +132,9 @@ func (e *Entry) Prepare(action Action) error {
 	case actionCreateOrUpdate:
 		e.Action = ActionCreate
 	default:
-		return Errorf(EInvalid, "unknown _action %s", clip.Quote(string(e.Action)))
+		probs.Add("_action", Errorf(EInvalid, "unknown _action %s", clip.Quote(string(e.Action))))
 	}
-	return nil
+	return probs.Err()
 }
 
 // Key returns the entry's classname and keyname as written (login stands for the

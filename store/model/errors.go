@@ -35,6 +35,9 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// Problems lists every problem when the error stands for several (Message is then
+	// the first one's); empty for an error that is one problem.
+	Problems []Problem
 	// err is the cause, when there is one worth keeping for the log (a full disk's
 	// SQLite error); the caller sees only Message.
 	err error

@@ -46,6 +46,17 @@ type Field struct {
 // Field returns the field named name, or nil.
 func (s *Schema) Field(name string) *Field { return s.byName[name] }
 
+// FieldIndex is the position of field name among the schema's fields; names of no
+// field come after them all.
+func (s *Schema) FieldIndex(name string) int {
+	for i, f := range s.Fields {
+		if f.Keyname == name {
+			return i
+		}
+	}
+	return len(s.Fields)
+}
+
 // AddField appends f to the schema's fields.
 func (s *Schema) AddField(f *Field) {
 	if s.byName == nil {
@@ -331,6 +342,15 @@ func (s *Schema) SetAttr(k string, v any) error {
 // CheckCardinality checks that data holds at least each field's minimum number of
 // values (external fields are computed, not stored: they are not counted).
 func (s *Schema) CheckCardinality(data map[string]any) error {
+	var probs Problems
+	s.AddCardinality(data, &probs)
+	return probs.Err()
+}
+
+// AddCardinality records in probs a problem for each field of s that data holds too
+// few values of (in field order), leaving out the fields probs has a problem of
+// already: their value was refused, so their count says nothing.
+func (s *Schema) AddCardinality(data map[string]any, probs *Problems) {
 	for _, f := range s.Fields {
 		if f.CardinalMin <= 0 || f.Dataformat == "external" {
 			continue
@@ -343,9 +363,8 @@ func (s *Schema) CheckCardinality(data map[string]any) error {
 		default:
 			n = 1
 		}
-		if n < f.CardinalMin {
-			return Errorf(EInvalid, "field %s: needs at least %d value(s)", f.Keyname, f.CardinalMin)
+		if n < f.CardinalMin && !probs.Has(f.Keyname) {
+			probs.Add(f.Keyname, Errorf(EInvalid, "field %s: needs at least %d value(s)", f.Keyname, f.CardinalMin))
 		}
 	}
-	return nil
 }
