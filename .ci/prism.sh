@@ -22,8 +22,9 @@ prism_pkg=@stoplight/prism-cli@5.14.2 # 5.15 and later need Node 24
 
 # Statuses the document declares that one healthy server cannot be made to answer from
 # outside: 503 before start-up is done or when 64 credential checks are already waiting,
-# 507 on a full disk. Tests in server/ cover them (starting up, diskfull, throttle).
-UNREACHABLE='^[A-Z]+ [^ ]+ (503|507)$'
+# 507 on a full disk, 500 on an internal failure (where an operation declares it). Tests
+# in server/ cover them (starting up, diskfull, throttle).
+UNREACHABLE='^[A-Z]+ [^ ]+ (500|503|507)$'
 
 work=$(mktemp -d)
 server_pid="" prism_pid=""
@@ -261,6 +262,83 @@ call 403 ok "POST /api/conf/" "${ro[@]}" "${json[@]}" --data-binary '{"GLOBAL_AP
 head -c $((33 << 20)) /dev/zero | tr '\0' ' ' >"$work/big.json"
 call 413 direct "POST /api/conf/" "${A[@]}" "${json[@]}" --data-binary "@$work/big.json" "$S/api/conf/"
 
+# One-instance writes (POST on a schema's path; PUT, PATCH and DELETE on an instance's),
+# when the document declares them.
+declares() { # declares METHOD PATH: the document has the operation
+  node -e 'const d = require(process.argv[1]); const p = d.paths[process.argv[3]];
+    process.exit(p && p[process.argv[2]] ? 0 : 1)' "$work/openapi.json" "$1" "$2"
+}
+if declares post /api/instances/{schema}/; then
+  rest_writes=1
+  I=/api/instances
+  # A YAML body over the 8 MiB YAML bound and under Prism's 10 MB (a JSON one would need 32 MiB).
+  { printf 'keyname: big\nnote: '; head -c $((9 << 20)) /dev/zero | tr '\0' x; echo; } >"$work/big.yaml"
+  txt=(-H 'Content-Type: text/plain')
+  mp=(-H 'Content-Type: application/merge-patch+json')
+  c="POST $I/{schema}/"
+  call 201 ok "$c" "${A[@]}" "${json[@]}" --data-binary '{"keyname":"rest1","name":"Rest 1","port":80}' "$P$I/host/"
+  grep -qi '^location: /api/instances/host/rest1/' "$work/headers" || { echo "FAIL $c: no Location"; failures=$((failures + 1)); }
+  call 201 ok "$c" "${A[@]}" "${yaml[@]}" --data-binary $'keyname: rest2\nname: Rest 2\n' "$P$I/host/?format=yaml"
+  call 201 ok "$c" "${A[@]}" "${json[@]}" "${Y[@]}" --data-binary '{"keyname":"rest3"}' "$P$I/host/"
+  call 200 ok "$c" "${A[@]}" "${json[@]}" --data-binary '{"keyname":"rest4"}' "$P$I/host/?dryrun=1"
+  call 200 ok "$c" "${A[@]}" "${json[@]}" --data-binary '{"keyname":"rest4"}' "$P$I/host/?dryrun=1&format=yaml"
+  call 400 ok "$c" "${A[@]}" "${json[@]}" --data-binary '{"keyname":"rest4","port":"many"}' "$P$I/host/"
+  call 400 ok "$c" "${A[@]}" "${json[@]}" --data-binary '{"keyname":"rest4","nofield":1}' "$P$I/host/?format=yaml"
+  call 401 bad "$c" "${json[@]}" --data-binary '{"keyname":"rest4"}' "$P$I/host/"
+  call 403 ok "$c" "${plain[@]}" "${json[@]}" --data-binary '{"keyname":"rest4"}' "$P$I/host/"
+  call 403 ok "$c" "${ro[@]}" "${json[@]}" --data-binary '{"keyname":"rest4"}' "$P$I/host/"
+  call 403 ok "$c" "${reader[@]}" "${json[@]}" --data-binary '{"keyname":"rest4"}' "$P$I/host/"
+  call 404 ok "$c" "${A[@]}" "${json[@]}" --data-binary '{"keyname":"rest4"}' "$P$I/nothing/"
+  call 409 ok "$c" "${A[@]}" "${json[@]}" --data-binary '{"keyname":"web1"}' "$P$I/host/"
+  call 413 ok "$c" "${A[@]}" "${yaml[@]}" --data-binary "@$work/big.yaml" "$P$I/host/"
+  call 415 bad "$c" "${A[@]}" "${txt[@]}" --data-binary 'keyname=rest4' "$P$I/host/"
+  etag=$(curl -s --max-time 30 -D - -o /dev/null "${A[@]}" "$S$I/host/rest1/" | tr -d '\r' | sed -n 's/^[Ee][Tt]ag: //p')
+  [ -n "$etag" ] || { echo "no ETag on GET $I/host/rest1/"; exit 1; }
+  for m in PUT PATCH; do
+    c="$m $I/{schema}/{keyname}/"
+    ct=("${json[@]}")
+    [ "$m" = PATCH ] && ct=("${mp[@]}")
+    call 200 ok "$c" "${A[@]}" "${ct[@]}" -X "$m" -H "If-Match: $etag" --data-binary '{"keyname":"rest1","name":"Rest one"}' "$P$I/host/rest1/"
+    etag=$(tr -d '\r' <"$work/headers" | sed -n 's/^[Ee][Tt]ag: //p')
+    call 200 ok "$c" "${A[@]}" "${yaml[@]}" -X "$m" --data-binary $'keyname: rest2\nname: Rest two\n' "$P$I/host/rest2/?format=yaml"
+    call 200 ok "$c" "${A[@]}" "${ct[@]}" -X "$m" --data-binary '{"keyname":"rest2","port":8080}' "$P$I/host/rest2/?dryrun=1"
+    call 400 ok "$c" "${A[@]}" "${ct[@]}" -X "$m" -H 'If-Match: no-quotes' --data-binary '{"keyname":"rest1"}' "$P$I/host/rest1/"
+    call 400 ok "$c" "${A[@]}" "${ct[@]}" -X "$m" --data-binary '{"keyname":"rest1","port":"many"}' "$P$I/host/rest1/?format=yaml"
+    call 401 bad "$c" "${ct[@]}" -X "$m" --data-binary '{}' "$P$I/host/rest1/"
+    call 403 ok "$c" "${plain[@]}" "${ct[@]}" -X "$m" --data-binary '{}' "$P$I/host/rest1/"
+    call 403 ok "$c" "${ro[@]}" "${ct[@]}" -X "$m" --data-binary '{}' "$P$I/host/rest1/"
+    call 403 ok "$c" "${reader[@]}" "${ct[@]}" -X "$m" --data-binary '{"keyname":"rest1"}' "$P$I/host/rest1/"
+    call 404 ok "$c" "${A[@]}" "${ct[@]}" -X "$m" --data-binary '{"keyname":"nothing"}' "$P$I/host/nothing/"
+    call 409 ok "$c" "${A[@]}" "${ct[@]}" -X "$m" --data-binary '{"keyname":"web1"}' "$P$I/host/rest1/"
+    call 412 ok "$c" "${A[@]}" "${ct[@]}" -X "$m" -H 'If-Match: "0000"' --data-binary '{"keyname":"rest1"}' "$P$I/host/rest1/"
+    call 413 ok "$c" "${A[@]}" "${yaml[@]}" -X "$m" --data-binary "@$work/big.yaml" "$P$I/host/rest1/"
+    call 415 bad "$c" "${A[@]}" "${txt[@]}" -X "$m" --data-binary 'name=x' "$P$I/host/rest1/"
+  done
+  c="DELETE $I/{schema}/{keyname}/"
+  call 200 ok "$c" "${A[@]}" -X DELETE "$P$I/host/rest3/?dryrun=1&format=yaml"
+  call 200 ok "$c" "${A[@]}" -X DELETE -H 'If-Match: *' "$P$I/host/rest3/"
+  call 200 ok "$c" "${A[@]}" "${Y[@]}" -X DELETE "$P$I/host/rest2/"
+  call 400 ok "$c" "${A[@]}" -X DELETE -H 'If-Match: no-quotes' "$P$I/host/rest1/"
+  call 401 bad "$c" -X DELETE "$P$I/host/rest1/"
+  call 403 ok "$c" "${plain[@]}" -X DELETE "$P$I/host/rest1/"
+  call 403 ok "$c" "${ro[@]}" -X DELETE "$P$I/host/rest1/"
+  call 403 ok "$c" "${reader[@]}" -X DELETE "$P$I/host/rest1/"
+  call 404 ok "$c" "${A[@]}" -X DELETE "$P$I/host/nothing/"
+  call 412 ok "$c" "${A[@]}" -X DELETE -H 'If-Match: "0000"' "$P$I/host/rest1/"
+  # POST on an instance's path, PUT, PATCH or DELETE on a schema's: the permission check,
+  # then 405 (when the document declares these operations).
+  if declares post /api/instances/{schema}/{keyname}/; then
+    rest_405=1
+    for m in POST PUT PATCH DELETE; do
+      p=$I/host/ t2="$m $I/{schema}/"
+      [ "$m" = POST ] && p=$I/host/rest1/ t2="$m $I/{schema}/{keyname}/"
+      call 405 ok "$t2" "${A[@]}" -X "$m" "$P$p"
+      call 401 bad "$t2" -X "$m" "$P$p"
+      call 403 ok "$t2" "${plain[@]}" -X "$m" "$P$p"
+    done
+  fi
+fi
+
 # The web console. Prism's proxy follows redirects itself (and drops their Set-Cookie), so
 # the calls whose answer is a redirect (303) go to the server directly: their status is
 # still checked against the document (the coverage check at the end; "direct" in the
@@ -349,6 +427,18 @@ call 429 ok "POST /api/load/" "${t[@]}" "${yaml[@]}" --data-binary '[]' "$P/api/
 call 429 ok "POST /api/rawfile/" "${t[@]}" "${csv[@]}" --data-binary $'keyname\nx\n' "$P/api/rawfile/?schema=host"
 call 429 ok "POST /api/conf/" "${t[@]}" "${json[@]}" --data-binary '{"GLOBAL_APPNAME":"x"}' "$P/api/conf/"
 call 429 ok "POST /login" -b "$jar" "${origin[@]}" --data-urlencode login=throttled --data-urlencode password=wrong "$P/login"
+if [ -n "${rest_writes:-}" ]; then
+  call 429 ok "POST /api/instances/{schema}/" "${t[@]}" "${json[@]}" --data-binary '{"keyname":"x"}' "$P/api/instances/host/"
+  call 429 ok "PUT /api/instances/{schema}/{keyname}/" "${t[@]}" "${json[@]}" -X PUT --data-binary '{}' "$P/api/instances/host/web1/"
+  call 429 ok "PATCH /api/instances/{schema}/{keyname}/" "${t[@]}" "${json[@]}" -X PATCH --data-binary '{}' "$P/api/instances/host/web1/"
+  call 429 ok "DELETE /api/instances/{schema}/{keyname}/" "${t[@]}" -X DELETE "$P/api/instances/host/web1/"
+  if [ -n "${rest_405:-}" ]; then
+    call 429 ok "POST /api/instances/{schema}/{keyname}/" "${t[@]}" -X POST "$P/api/instances/host/web1/"
+    for m in PUT PATCH DELETE; do
+      call 429 ok "$m /api/instances/{schema}/" "${t[@]}" -X "$m" "$P/api/instances/host/"
+    done
+  fi
+fi
 
 # Coverage: every documented (method, path, status) was answered by some call.
 node -e '
