@@ -181,8 +181,12 @@ func TestOpenAPIDeclaresThrottle(t *testing.T) {
 				continue
 			}
 			resp, _ := op["responses"].(map[string]any)
-			if _, ok := resp["401"]; !ok {
+			r401, ok := resp["401"].(map[string]any)
+			if !ok {
 				continue
+			}
+			if ref, _ := r401["$ref"].(string); ref == "#/components/responses/NoSession" {
+				continue // a console form post without a session: no credentials are checked
 			}
 			n++
 			if _, ok := resp["429"]; !ok {
@@ -213,4 +217,53 @@ func hasRetryAfter(doc map[string]any, r any) bool {
 	h, _ := m["headers"].(map[string]any)
 	_, ok := h["Retry-After"]
 	return ok
+}
+
+// resolveResponse returns the response r, following a $ref to a component.
+func resolveResponse(doc map[string]any, r any) map[string]any {
+	m, _ := r.(map[string]any)
+	if ref, ok := m["$ref"].(string); ok {
+		name := strings.TrimPrefix(ref, "#/components/responses/")
+		m, _ = doc["components"].(map[string]any)["responses"].(map[string]any)[name].(map[string]any)
+	}
+	return m
+}
+
+// Every reply the server encodes itself is JSON or YAML, as the request asks (?format=yaml
+// or Accept): a response declaring application/json declares application/yaml too, with
+// the YAMLReply schema. Only /api/openapi.json is JSON whatever is asked.
+func TestOpenAPIDeclaresYAMLBesideJSON(t *testing.T) {
+	t.Parallel()
+	doc, err := server.OpenAPI("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for path, v := range doc["paths"].(map[string]any) {
+		if path == "/api/openapi.json" {
+			continue
+		}
+		for _, m := range docMethods {
+			op, ok := v.(map[string]any)[m].(map[string]any)
+			if !ok {
+				continue
+			}
+			resp, _ := op["responses"].(map[string]any)
+			for status, r := range resp {
+				content, _ := resolveResponse(doc, r)["content"].(map[string]any)
+				if _, ok := content["application/json"]; !ok {
+					continue
+				}
+				n++
+				y, _ := content["application/yaml"].(map[string]any)
+				schema, _ := y["schema"].(map[string]any)
+				if ref, _ := schema["$ref"].(string); ref != "#/components/schemas/YAMLReply" {
+					t.Errorf("%s %s %s: application/json without application/yaml (schema YAMLReply)", strings.ToUpper(m), path, status)
+				}
+			}
+		}
+	}
+	if n < 50 {
+		t.Fatalf("only %d JSON responses found", n)
+	}
 }

@@ -30,6 +30,7 @@ const (
 	ConfigDataDefaultSize     = "DATA_DEFAULT_SIZE"
 	ConfigDataMaxSize         = "DATA_MAX_SIZE"
 	ConfigTaskRetentionDays   = "TASK_RETENTION_DAYS"
+	ConfigRevisionRetention   = "REVISION_RETENTION_DAYS"
 	ConfigQueueMax            = "QUEUE_MAX"
 	ConfigSessionIdleMinutes  = "CONSOLE_SESSION_IDLE_MINUTES"
 	ConfigSessionMaxHours     = "CONSOLE_SESSION_MAX_HOURS"
@@ -47,6 +48,7 @@ var ConfigDefs = []ConfigDef{
 	{Keyname: ConfigDataDefaultSize, Default: "200", Description: "default page size of instance lists", Int: true, Min: 1, Max: 100000},
 	{Keyname: ConfigDataMaxSize, Default: "500", Description: "largest page size of instance lists", Int: true, Min: 1, Max: 100000},
 	{Keyname: ConfigTaskRetentionDays, Default: "30", Description: "days finished tasks are kept", Int: true, Min: 1, Max: 36500},
+	{Keyname: ConfigRevisionRetention, Default: "0", Description: "days revisions are kept (0 = forever); an instance's latest revision is always kept", Int: true, Min: 0, Max: 36500},
 	{Keyname: ConfigQueueMax, Default: "1000", Description: "most unfinished tasks the queue accepts", Int: true, Min: 1, Max: 1000000},
 	{Keyname: ConfigSessionIdleMinutes, Default: "60", Description: "web console: minutes without a request after which a session ends", Int: true, Min: 1, Max: 525600},
 	{Keyname: ConfigSessionMaxHours, Default: "12", Description: "web console: hours after sign-in after which a session ends", Int: true, Min: 1, Max: 8760},

@@ -49,6 +49,7 @@ func TestSyncConfig(t *testing.T) {
 		"GLOBAL_APPNAME=dataservice (default dataservice)",
 		"QUEUE_MAX=1000 (default 1000)",
 		"QUEUE_MAX_PER_OWNER=100 (default 100)",
+		"REVISION_RETENTION_DAYS=0 (default 0)",
 		"TASK_RETENTION_DAYS=30 (default 30)",
 	}, "\n")
 	if got := configText(t, db); got != want {
@@ -129,6 +130,7 @@ func TestSetConfig(t *testing.T) {
 		{"below range", map[string]string{"TASK_RETENTION_DAYS": "0"}, "outside"},
 		{"above range", map[string]string{"DATA_MAX_SIZE": "100001"}, "outside"},
 		{"negative", map[string]string{"QUEUE_MAX": "-1"}, "outside"},
+		{"negative retention", map[string]string{"REVISION_RETENTION_DAYS": "-1"}, "outside"},
 		{"two-character delimiter", map[string]string{"CSV_DELIMITER": ";;"}, "CSV_DELIMITER"},
 		{"empty delimiter", map[string]string{"CSV_DELIMITER": ""}, "CSV_DELIMITER"},
 		{"one bad value among good ones", map[string]string{"GLOBAL_APPNAME": "x", "DATA_MAX_SIZE": "600", "QUEUE_MAX": "zero"}, "QUEUE_MAX"},
@@ -199,12 +201,12 @@ func TestConfigKeysAreDefined(t *testing.T) {
 	for _, k := range []string{store.ConfigAppName, store.ConfigCSVDelimiter, store.ConfigDataDefaultSize,
 		store.ConfigDataMaxSize, store.ConfigTaskRetentionDays, store.ConfigQueueMax,
 		store.ConfigSessionIdleMinutes, store.ConfigSessionMaxHours, store.ConfigQueueMaxPerOwner,
-		store.ConfigBackupIntervalHours, store.ConfigBackupKeep} {
+		store.ConfigBackupIntervalHours, store.ConfigBackupKeep, store.ConfigRevisionRetention} {
 		if !defined[k] {
 			t.Errorf("configuration key constant %q has no ConfigDefs entry", k)
 		}
 	}
-	if got, want := len(defined), 11; got != want {
+	if got, want := len(defined), 12; got != want {
 		t.Errorf("ConfigDefs: %d entries, want %d (one constant each)", got, want)
 	}
 }

@@ -16,13 +16,14 @@ import (
 
 // Run starts the workers and blocks until ctx ends; it then waits for running tasks to
 // commit their current batch and hands them back to the queue. It purges old tasks at
-// start and daily.
+// start and daily, and old revisions (PurgeRevisions).
 func (r *Runner) Run(ctx context.Context) error {
 	if n, err := r.Purge(ctx); err != nil {
 		r.log.Error("purge tasks", "error", err)
 	} else if n > 0 {
 		r.log.Info("purged finished tasks", "count", n)
 	}
+	r.purgeRevisions(ctx)
 	var wg sync.WaitGroup
 	for i := 0; i < r.o.Workers; i++ {
 		wg.Add(1)
@@ -44,6 +45,7 @@ func (r *Runner) Run(ctx context.Context) error {
 				if _, err := r.Purge(ctx); err != nil {
 					r.log.Error("purge tasks", "error", err)
 				}
+				r.purgeRevisions(ctx)
 			}
 		}
 	}()

@@ -52,6 +52,10 @@ type Options struct {
 	// OnProcessed, when set, is told how many instances each committed pipeline batch
 	// processed (metrics).
 	OnProcessed func(n int)
+	// RevisionBatch and RevisionBatches bound one clean-up of old revisions
+	// (REVISION_RETENTION_DAYS): revisions deleted per transaction (default 1000) and
+	// transactions per clean-up (default 1000); the next clean-up goes on.
+	RevisionBatch, RevisionBatches int
 }
 
 // Runner submits and runs tasks.
@@ -75,6 +79,12 @@ func New(db *store.DB, o Options) *Runner {
 	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 1000
+	}
+	if o.RevisionBatch <= 0 {
+		o.RevisionBatch = 1000
+	}
+	if o.RevisionBatches <= 0 {
+		o.RevisionBatches = 1000
 	}
 	if o.Lease <= 0 {
 		o.Lease = 30 * time.Second

@@ -29,6 +29,8 @@ func TestConfigurationPage(t *testing.T) {
 	p := v.get(path)
 	want(t, p, 200, `id="conf-readonly"`, `id="conf-DATA_MAX_SIZE"`, "largest page size of instance lists", "<code>500</code>", `<span id="v-DATA_MAX_SIZE">500</span>`)
 	lacks(t, p, "<input id=\"v-", `id="conf-save"`, `id="conf-form"`)
+	// The revision retention, with what 0 means.
+	want(t, p, 200, `id="conf-REVISION_RETENTION_DAYS"`, "days revisions are kept (0 = forever)", `<span id="v-REVISION_RETENTION_DAYS">0</span>`)
 	want(t, v.get("/"), 200, `href="/data/private/configuration/"`)
 	want(t, v.get(path+"DATA_MAX_SIZE/"), http.StatusNotFound) // a one-page tool
 	tok := v.csrf()
