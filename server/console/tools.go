@@ -68,6 +68,7 @@ func init() {
 		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, Routes: []route[pageFunc]{
 			{Path: "", Methods: getPost, Serve: (*Console).configurationTool},
 		}},
+		{Name: schemaToolName, Title: "Schemas", Icon: "fa-database", Routes: schemaToolRoutes()},
 	}
 }
 

@@ -1,0 +1,216 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"testing"
+
+	"dataservice/internal/testkit"
+)
+
+// schemaData: an editor who may change schemas, a reader who may only read, and a
+// schema server with 1,250 instances of which 1,200 hold notes.
+const schemaData = `
+- {classname: _user, keyname: editor, password: editor-pass-1}
+- {classname: _user, keyname: reader, password: reader-pass-1}
+- {classname: _role, keyname: schema_editors, permissions: [p_data_access, p_data_read, p_schema_import], users: [editor]}
+- {classname: _role, keyname: readers, permissions: [p_data_access, p_data_read], users: [reader]}
+- {classname: _schema, keyname: site, displayname: Sites, location: {dataformat: string}}
+- {classname: _schema, keyname: server, displayname: Servers, _options: {description: Physical servers},
+   hostname: {displayname: Hostname, dataformat: string, order: 10},
+   site: {displayname: Site, dataformat: schema, dataformat_ext: site, order: 20},
+   units: {displayname: Units, dataformat: int, dataformat_ext: gte_1 lte_4, default: 1, order: 30},
+   notes: {displayname: Notes, dataformat: text, order: 40}}
+- {classname: _dataview, keyname: server_default, displayname: Servers, target_class: server, content: "columns: [keyname, hostname, site]"}
+- {classname: site, keyname: paris}
+`
+
+func newSchemaEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t, "")
+	e.load(schemaData)
+	rows := make([]testkit.Row, 0, 1250)
+	for i := range 1250 {
+		data := map[string]any{"hostname": fmt.Sprintf("srv%04d", i), "site": "paris"}
+		if i < 1200 {
+			data["notes"] = "rack note"
+		}
+		rows = append(rows, testkit.Row{Keyname: fmt.Sprintf("srv%04d", i), Enabled: true, Data: data})
+	}
+	testkit.InsertInstances(t, e.db, "server", rows)
+	return e
+}
+
+var previewedRE = regexp.MustCompile(`name="previewed" value="([0-9a-f]+)"`)
+
+func TestSchemaPagesShowDefinitionsCountsAndReferences(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t)
+	b := e.browser()
+	b.signIn("reader", "reader-pass-1")
+
+	list := b.get("/data/private/_schema/")
+	want(t, list, http.StatusOK, `<a href="server/">server</a>`, "1,250", "_user")
+	lacks(t, list, "New schema", `<a href="_apikey/">`) // no p_schema_import; _apikey needs p_apikey_admin to read
+
+	p := b.get("/data/private/_schema/server/")
+	want(t, p, http.StatusOK, "Physical servers", "gte_1 lte_4", `id="field-notes"`, "1,200", // notes held by 1,200
+		"server_default", `<a href="/data/private/_schema/site/">site</a>`)
+	lacks(t, p, "Add a field", "?do=delete_field")
+	site := b.get("/data/private/_schema/site/")
+	want(t, site, http.StatusOK, `<a href="/data/private/_schema/server/">server</a>.site (schema)`)
+
+	want(t, b.get("/data/private/_schema/nosuch/"), http.StatusNotFound, "There is no schema")
+	want(t, b.get("/data/private/_schema/_apikey/"), http.StatusForbidden)
+}
+
+func TestSchemaFormsNeedTheSchemaPermission(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t)
+	b := e.browser()
+	b.signIn("reader", "reader-pass-1")
+	csrf := b.csrf()
+	for _, u := range []string{"/data/private/_schema/?do=new", "/data/private/_schema/server/?do=field",
+		"/data/private/_schema/server/?do=delete_field&field=notes"} {
+		want(t, b.get(u), http.StatusForbidden)
+		want(t, b.post(u, url.Values{"csrf": {csrf}, "keyname": {"x"}, "step": {"apply"}}), http.StatusForbidden)
+	}
+	if n := e.queryInt("SELECT count(*) FROM schema_fields WHERE classname = 'server'"); n != 4 {
+		t.Fatalf("server has %d fields after refused posts", n)
+	}
+}
+
+func TestSchemaFieldDeletePreviewsTheCountThenClears(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t)
+	b := e.browser()
+	b.signIn("editor", "editor-pass-1")
+	csrf := b.csrf()
+	u := "/data/private/_schema/server/?do=delete_field&field=notes"
+
+	p := b.get(u)
+	want(t, p, http.StatusOK, "Deleting `notes` clears it on 1,200 server instances (of 1,250).")
+	m := previewedRE.FindStringSubmatch(p.body)
+	if m == nil {
+		t.Fatalf("no apply digest on the preview:\n%s", p.body)
+	}
+	// Without the CSRF token the post is refused and nothing changes.
+	want(t, b.post(u, url.Values{"previewed": {m[1]}}), http.StatusForbidden, "CSRF")
+	// A digest of another preview shows the preview again, writing nothing.
+	want(t, b.post(u, url.Values{"csrf": {csrf}, "previewed": {"00"}}), http.StatusOK, "clears it on 1,200")
+	const held = "SELECT count(*) FROM instances WHERE classname = 'server' AND data ->> 'notes' = 'rack note'"
+	if n := e.queryInt(held); n != 1200 {
+		t.Fatalf("%d notes before the delete", n)
+	}
+	done := b.post(u, url.Values{"csrf": {csrf}, "previewed": {m[1]}})
+	if done.status != http.StatusSeeOther || done.loc != "/data/private/_schema/server/?done=deleted" {
+		t.Fatalf("delete: %d %s\n%s", done.status, done.loc, done.body)
+	}
+	if n := e.queryInt(held); n != 0 {
+		t.Fatalf("%d notes after the delete", n)
+	}
+	if n := e.queryInt("SELECT count(*) FROM revisions WHERE classname = '_schema' AND keyname = 'server' AND author = 'user:editor'"); n != 1 {
+		t.Fatalf("%d revisions of the schema by the editor", n)
+	}
+	lacks(t, b.get("/data/private/_schema/server/"), `id="field-notes"`)
+}
+
+func TestSchemaFieldChangePreviewsThenApplies(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t)
+	b := e.browser()
+	b.signIn("editor", "editor-pass-1")
+	csrf := b.csrf()
+	u := "/data/private/_schema/server/?do=field&field=hostname"
+	form := url.Values{"csrf": {csrf}, "displayname": {"Host name"}, "dataformat": {"string"}, "cardinal_min": {"1"},
+		"cardinal_max": {"1"}, "order": {"10"}, "is_enabled": {"false", "true"}, "step": {"preview"}}
+	p := b.post(u, form)
+	want(t, p, http.StatusOK, "No instance is written", "Preview")
+	// All 1,250 hold a hostname: none lacks the value the new minimum asks for.
+	lacks(t, p, "have no value")
+	m := previewedRE.FindStringSubmatch(p.body)
+	if m == nil {
+		t.Fatalf("no apply digest:\n%s", p.body)
+	}
+	// Applying a form that differs from the previewed one shows its preview instead.
+	other := url.Values{}
+	for k, v := range form {
+		other[k] = v
+	}
+	other.Set("displayname", "Something else")
+	other.Set("step", "apply")
+	other.Set("previewed", m[1])
+	want(t, b.post(u, other), http.StatusOK, "Preview: nothing is written yet")
+	if n := e.queryInt("SELECT count(*) FROM schema_fields WHERE classname = 'server' AND keyname = 'hostname' AND cardinal_min = 1"); n != 0 {
+		t.Fatal("a change was applied without its preview")
+	}
+	form.Set("step", "apply")
+	form.Set("previewed", m[1])
+	done := b.post(u, form)
+	if done.status != http.StatusSeeOther {
+		t.Fatalf("apply: %d\n%s", done.status, done.body)
+	}
+	if n := e.queryInt("SELECT count(*) FROM schema_fields WHERE classname = 'server' AND keyname = 'hostname' AND cardinal_min = 1 AND displayname = 'Host name'"); n != 1 {
+		t.Fatal("the change was not applied")
+	}
+
+	// An invalid definition is refused with the load's message, and nothing changes.
+	bad := b.post("/data/private/_schema/server/?do=field", url.Values{"csrf": {csrf}, "keyname": {"rack"},
+		"dataformat": {"schema"}, "step": {"preview"}})
+	want(t, bad, http.StatusBadRequest, "dataformat schema needs dataformat_ext")
+	lacks(t, bad, `name="previewed"`)
+
+	// A field with a minimum added to a schema with instances: the preview names them.
+	add := url.Values{"csrf": {csrf}, "keyname": {"serial"}, "dataformat": {"string"}, "cardinal_min": {"1"},
+		"cardinal_max": {"1"}, "is_enabled": {"true"}, "step": {"preview"}}
+	want(t, b.post("/data/private/_schema/server/?do=field", add), http.StatusOK,
+		"The 1,250 server instances existing now get no value for `serial`.",
+		"updating any of the 1,250 server instances fails until the update gives it a value")
+
+	// The unchanged default of units keeps its type (a number) when the field is saved.
+	keep := url.Values{"csrf": {csrf}, "displayname": {"Units"}, "dataformat": {"int"}, "dataformat_ext": {"gte_1 lte_4"},
+		"cardinal_min": {"0"}, "cardinal_max": {"1"}, "default": {"1"}, "order": {"30"}, "is_enabled": {"true"}, "step": {"preview"}}
+	want(t, b.post("/data/private/_schema/server/?do=field&field=units", keep), http.StatusOK, "Nothing changes")
+	sch, err := e.db.Schema(context.Background(), "server")
+	if err != nil || sch.Field("units").Default != int64(1) {
+		t.Fatalf("units default: %#v %v", sch.Field("units").Default, err)
+	}
+}
+
+func TestSchemaCreateThroughPreview(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t)
+	b := e.browser()
+	b.signIn("editor", "editor-pass-1")
+	csrf := b.csrf()
+	form := url.Values{"csrf": {csrf}, "keyname": {"switch"}, "displayname": {"Switches"}, "keyname_mode": {"edit"}, "step": {"preview"}}
+	p := b.post("/data/private/_schema/?do=new", form)
+	want(t, p, http.StatusOK, "Creates the schema switch")
+	if _, err := e.db.Schema(context.Background(), "switch"); err == nil {
+		t.Fatal("the preview created the schema")
+	}
+	form.Set("step", "apply")
+	form.Set("previewed", previewedRE.FindStringSubmatch(p.body)[1])
+	done := b.post("/data/private/_schema/?do=new", form)
+	if done.status != http.StatusSeeOther || done.loc != "/data/private/_schema/switch/?done=created" {
+		t.Fatalf("create: %d %s\n%s", done.status, done.loc, done.body)
+	}
+	want(t, b.post("/data/private/_schema/?do=new", form), http.StatusConflict, "exists already")
+	for _, bad := range []struct{ keyname, mode, msg string }{
+		{"_mine", "edit", "built-in"},
+		{"Bad Name", "edit", "must match"},
+		{"router", "dataformat nosuch", "unknown dataformat"},
+	} {
+		f := url.Values{"csrf": {csrf}, "keyname": {bad.keyname}, "keyname_mode": {bad.mode}, "step": {"preview"}}
+		p := b.post("/data/private/_schema/?do=new", f)
+		if p.status == http.StatusOK {
+			t.Fatalf("%s: accepted\n%s", bad.keyname, p.body)
+		}
+		want(t, p, p.status, bad.msg)
+	}
+	// Built-in schemas have no forms.
+	want(t, b.get("/data/private/_schema/_user/?do=field"), http.StatusForbidden, "built-in")
+}
