@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"html"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
@@ -23,8 +25,9 @@ import (
 
 // schemaPreview is what a change would do, shown before it is applied.
 type schemaPreview struct {
-	// Effects say what the change does to the existing instances, one sentence each.
-	Effects []string
+	// Effects say what the change does to the existing instances, one sentence each
+	// (codeSpans of fieldEffects' text).
+	Effects []template.HTML
 	// Digest identifies the previewed change (applyDigest); the apply button posts it.
 	Digest string
 }
@@ -147,8 +150,8 @@ func (c *Console) schemaNew(w http.ResponseWriter, r *http.Request, q *req) {
 		http.Redirect(w, r, schemaURL(d.Keyname)+"?done=created", http.StatusSeeOther)
 		return
 	}
-	d.Preview = &schemaPreview{Digest: digest, Effects: []string{
-		fmt.Sprintf("Creates the schema %s, without fields and without instances: add its fields on its page.", d.Keyname)}}
+	d.Preview = &schemaPreview{Digest: digest, Effects: codeSpans([]string{
+		fmt.Sprintf("Creates the schema `%s`, without fields and without instances: add its fields on its page.", d.Keyname)})}
 	c.render(w, r, q, http.StatusOK, "schema_new", "New schema", d)
 }
 
@@ -237,7 +240,7 @@ func (c *Console) schemaField(w http.ResponseWriter, r *http.Request, q *req) {
 		effects = []string{"Nothing changes: the definition is the one the field has."}
 		digest = ""
 	}
-	d.Preview = &schemaPreview{Effects: effects, Digest: digest}
+	d.Preview = &schemaPreview{Effects: codeSpans(effects), Digest: digest}
 	c.render(w, r, q, http.StatusOK, "schema_field", title, d)
 }
 
@@ -279,7 +282,7 @@ func (c *Console) schemaDeleteField(w http.ResponseWriter, r *http.Request, q *r
 		c.fail(w, r, q, err)
 		return
 	}
-	d.Preview = &schemaPreview{Effects: effects, Digest: digest}
+	d.Preview = &schemaPreview{Effects: codeSpans(effects), Digest: digest}
 	c.render(w, r, q, http.StatusOK, "schema_field", title, d)
 }
 
@@ -338,4 +341,25 @@ func (d *fieldForm) attrs(old *model.Field) map[string]any {
 		a["_action"] = string(model.ActionUpdate)
 	}
 	return a
+}
+
+// codeSpans escapes each text and shows its `quoted` names as code.
+func codeSpans(texts []string) []template.HTML {
+	out := make([]template.HTML, len(texts))
+	for i, t := range texts {
+		parts := strings.Split(html.EscapeString(t), "`")
+		var b strings.Builder
+		for j, p := range parts {
+			switch {
+			case j%2 == 0:
+				b.WriteString(p)
+			case j == len(parts)-1: // an unpaired backquote: kept as written
+				b.WriteString("`" + p)
+			default:
+				b.WriteString("<code>" + p + "</code>")
+			}
+		}
+		out[i] = template.HTML(b.String())
+	}
+	return out
 }

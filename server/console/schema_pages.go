@@ -190,7 +190,12 @@ func (c *Console) schemaDetail(w http.ResponseWriter, r *http.Request, q *req) {
 		d.Fields = append(d.Fields, row)
 	}
 	if dv, err := c.db.Schema(ctx, "_dataview"); err == nil && model.CanRead(q.auth, dv) {
-		d.Dataviews, _ = c.dataviews(ctx, sch, "")
+		views, _ := c.dataviews(ctx, sch, "")
+		for _, v := range views {
+			if v.Keyname != "_all" { // the list's own choice of every field, no `_dataview`
+				d.Dataviews = append(d.Dataviews, v)
+			}
+		}
 	}
 	if d.Out, d.In, err = c.schemaRefs(ctx, q.auth, sch); err != nil {
 		c.fail(w, r, q, err)

@@ -92,7 +92,7 @@ func TestSchemaFieldDeletePreviewsTheCountThenClears(t *testing.T) {
 	u := "/data/private/_schema/server/?do=delete_field&field=notes"
 
 	p := b.get(u)
-	want(t, p, http.StatusOK, "Deleting `notes` clears it on 1,200 server instances (of 1,250).")
+	want(t, p, http.StatusOK, "Deleting <code>notes</code> clears it on 1,200 server instances (of 1,250).")
 	m := previewedRE.FindStringSubmatch(p.body)
 	if m == nil {
 		t.Fatalf("no apply digest on the preview:\n%s", p.body)
@@ -167,7 +167,7 @@ func TestSchemaFieldChangePreviewsThenApplies(t *testing.T) {
 	add := url.Values{"csrf": {csrf}, "keyname": {"serial"}, "dataformat": {"string"}, "cardinal_min": {"1"},
 		"cardinal_max": {"1"}, "is_enabled": {"true"}, "step": {"preview"}}
 	want(t, b.post("/data/private/_schema/server/?do=field", add), http.StatusOK,
-		"The 1,250 server instances existing now get no value for `serial`.",
+		"The 1,250 server instances existing now get no value for <code>serial</code>.",
 		"updating any of the 1,250 server instances fails until the update gives it a value")
 
 	// The unchanged default of units keeps its type (a number) when the field is saved.
@@ -188,7 +188,7 @@ func TestSchemaCreateThroughPreview(t *testing.T) {
 	csrf := b.csrf()
 	form := url.Values{"csrf": {csrf}, "keyname": {"switch"}, "displayname": {"Switches"}, "keyname_mode": {"edit"}, "step": {"preview"}}
 	p := b.post("/data/private/_schema/?do=new", form)
-	want(t, p, http.StatusOK, "Creates the schema switch")
+	want(t, p, http.StatusOK, "Creates the schema <code>switch</code>")
 	if _, err := e.db.Schema(context.Background(), "switch"); err == nil {
 		t.Fatal("the preview created the schema")
 	}
