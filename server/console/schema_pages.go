@@ -46,8 +46,8 @@ func schemaToolRoutes() []route[pageFunc] {
 	}
 }
 
-// thousands writes n with a comma between groups of three digits (12,400).
-func thousands(n int) string {
+// groupDigits writes n with a comma between groups of three digits (12,400).
+func groupDigits(n int) string {
 	s := strconv.Itoa(n)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
@@ -100,7 +100,7 @@ func (c *Console) schemaList(w http.ResponseWriter, r *http.Request, q *req) {
 			return
 		}
 		d.Schemas = append(d.Schemas, schemaListRow{Keyname: sch.Keyname, Displayname: sch.Displayname,
-			Description: sch.Description, Count: thousands(count), Fields: len(sch.Fields), Enabled: sch.IsEnabled, Builtin: sch.IsBuiltin})
+			Description: sch.Description, Count: groupDigits(count), Fields: len(sch.Fields), Enabled: sch.IsEnabled, Builtin: sch.IsBuiltin})
 	}
 	// User-defined schemas first, the built-in classes after them.
 	sort.SliceStable(d.Schemas, func(i, j int) bool {
@@ -172,7 +172,7 @@ func (c *Console) schemaDetail(w http.ResponseWriter, r *http.Request, q *req) {
 		c.fail(w, r, q, err)
 		return
 	}
-	d := schemaDetailData{Schema: sch, Count: thousands(count), CanChange: canChangeSchemas(q.auth), Builtin: sch.IsBuiltin,
+	d := schemaDetailData{Schema: sch, Count: groupDigits(count), CanChange: canChangeSchemas(q.auth), Builtin: sch.IsBuiltin,
 		Options: optionText(sch.Options)}
 	for _, f := range sch.Fields {
 		row := schemaFieldRow{Field: f, Options: optionText(f.Options)}
@@ -185,7 +185,7 @@ func (c *Console) schemaDetail(w http.ResponseWriter, r *http.Request, q *req) {
 				c.fail(w, r, q, err)
 				return
 			}
-			row.Values = thousands(n)
+			row.Values = groupDigits(n)
 		}
 		d.Fields = append(d.Fields, row)
 	}
