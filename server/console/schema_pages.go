@@ -174,18 +174,24 @@ func (c *Console) schemaDetail(w http.ResponseWriter, r *http.Request, q *req) {
 	}
 	d := schemaDetailData{Schema: sch, Count: groupDigits(count), CanChange: canChangeSchemas(q.auth), Builtin: sch.IsBuiltin,
 		Options: optionText(sch.Options)}
+	var stored []string // the fields holding values (external ones are computed)
+	for _, f := range sch.Fields {
+		if f.Dataformat != "external" {
+			stored = append(stored, f.Keyname)
+		}
+	}
+	held, err := c.db.FieldValueCounts(ctx, sch.Keyname, stored)
+	if err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
 	for _, f := range sch.Fields {
 		row := schemaFieldRow{Field: f, Options: optionText(f.Options)}
 		if f.Default != nil {
 			row.Default = model.MustJSON(f.Default)
 		}
 		if f.Dataformat != "external" {
-			n, err := c.db.FieldValueCount(ctx, sch.Keyname, f.Keyname)
-			if err != nil {
-				c.fail(w, r, q, err)
-				return
-			}
-			row.Values = groupDigits(n)
+			row.Values = groupDigits(held[f.Keyname])
 		}
 		d.Fields = append(d.Fields, row)
 	}
