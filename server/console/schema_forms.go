@@ -114,8 +114,10 @@ func (c *Console) schemaNew(w http.ResponseWriter, r *http.Request, q *req) {
 	d.Displayname = strings.TrimSpace(r.PostFormValue("displayname"))
 	d.Description = strings.TrimSpace(r.PostFormValue("description"))
 	d.KeynameMode = strings.TrimSpace(r.PostFormValue("keyname_mode"))
-	entry := map[string]any{"classname": schemaToolName, "keyname": d.Keyname, "_action": string(model.ActionInit),
-		"keyname_mode": d.KeynameMode}
+	entry := map[string]any{"classname": schemaToolName, "keyname": d.Keyname, "_action": string(model.ActionInit)}
+	if d.KeynameMode != "" { // empty: the load's default, edit
+		entry["keyname_mode"] = d.KeynameMode
+	}
 	if d.Displayname != "" {
 		entry["displayname"] = d.Displayname
 	}

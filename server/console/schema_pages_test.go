@@ -105,6 +105,13 @@ func TestSchemaFieldDeletePreviewsTheCountThenClears(t *testing.T) {
 	if n := e.queryInt(held); n != 1200 {
 		t.Fatalf("%d notes before the delete", n)
 	}
+	// The schema changed after the preview: the apply shows the new preview instead.
+	e.load(`[{classname: _schema, keyname: server, notes: {displayname: Remarks}}]`)
+	want(t, b.post(u, url.Values{"csrf": {csrf}, "previewed": {m[1]}}), http.StatusOK, "clears it on 1,200")
+	if n := e.queryInt(held); n != 1200 {
+		t.Fatalf("%d notes after an apply of a stale preview", n)
+	}
+	m = previewedRE.FindStringSubmatch(b.get(u).body)
 	done := b.post(u, url.Values{"csrf": {csrf}, "previewed": {m[1]}})
 	if done.status != http.StatusSeeOther || done.loc != "/data/private/_schema/server/?done=deleted" {
 		t.Fatalf("delete: %d %s\n%s", done.status, done.loc, done.body)
@@ -199,6 +206,9 @@ func TestSchemaCreateThroughPreview(t *testing.T) {
 		t.Fatalf("create: %d %s\n%s", done.status, done.loc, done.body)
 	}
 	want(t, b.post("/data/private/_schema/?do=new", form), http.StatusConflict, "exists already")
+	// An empty keyname mode is the default, edit.
+	noMode := url.Values{"csrf": {csrf}, "keyname": {"router"}, "keyname_mode": {""}, "step": {"preview"}}
+	want(t, b.post("/data/private/_schema/?do=new", noMode), http.StatusOK, "Creates the schema <code>router</code>")
 	for _, bad := range []struct{ keyname, mode, msg string }{
 		{"_mine", "edit", "built-in"},
 		{"Bad Name", "edit", "must match"},
