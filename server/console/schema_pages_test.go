@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 
 	"dataservice/internal/testkit"
@@ -223,4 +224,134 @@ func TestSchemaCreateThroughPreview(t *testing.T) {
 	}
 	// Built-in schemas have no forms.
 	want(t, b.get("/data/private/_schema/_user/?do=field"), http.StatusForbidden, "built-in")
+}
+
+// A change of a field's definition keeps the values stored under the old one, and a
+// raised minimum does not fill the instances lacking a value: the preview counts both
+// groups before anything is written, and the apply leaves every value in place.
+func TestSchemaFieldChangePreviewCountsTheInstancesItConcerns(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t)
+	b := e.browser()
+	b.signIn("editor", "editor-pass-1")
+	u := "/data/private/_schema/server/?do=field&field=notes"
+	form := url.Values{"csrf": {b.csrf()}, "displayname": {"Notes"}, "dataformat": {"string"}, "cardinal_min": {"1"},
+		"cardinal_max": {"1"}, "order": {"40"}, "is_enabled": {"true"}, "step": {"preview"}}
+	p := b.post(u, form)
+	want(t, p, http.StatusOK, "No instance is written: only the definition changes.",
+		"1,200 server instances hold a value for <code>notes</code> and keep it as stored",
+		"50 server instances have no value for <code>notes</code>: updating one fails until the update gives it one.")
+	if n := e.queryInt("SELECT count(*) FROM schema_fields WHERE classname = 'server' AND keyname = 'notes' AND dataformat = 'string'"); n != 0 {
+		t.Fatal("the preview changed the field")
+	}
+	m := previewedRE.FindStringSubmatch(p.body)
+	if m == nil {
+		t.Fatalf("no apply digest:\n%s", p.body)
+	}
+	form.Set("step", "apply")
+	form.Set("previewed", m[1])
+	if done := b.post(u, form); done.status != http.StatusSeeOther || done.loc != "/data/private/_schema/server/?done=updated" {
+		t.Fatalf("apply: %d %s\n%s", done.status, done.loc, done.body)
+	}
+	if n := e.queryInt("SELECT count(*) FROM schema_fields WHERE classname = 'server' AND keyname = 'notes' AND dataformat = 'string' AND cardinal_min = 1"); n != 1 {
+		t.Fatal("the change was not applied")
+	}
+	if n := e.queryInt("SELECT count(*) FROM instances WHERE classname = 'server' AND data ->> 'notes' = 'rack note'"); n != 1200 {
+		t.Fatalf("%d servers hold their notes after the change, want 1200", n)
+	}
+	want(t, b.get("/data/private/_schema/server/?done=updated"), http.StatusOK, "Saved.")
+}
+
+// Every schema form is a console form like the others: a post without the session's
+// CSRF token and a body over the console's 1 MiB are refused before anything is read
+// or written, and a user without p_data_access cannot open the tool at all.
+func TestSchemaFormsRefuseForgedAndOversizedPosts(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t)
+	e.load(`
+- {classname: _user, keyname: importer, password: importer-pass-1}
+- {classname: _role, keyname: schema_only, permissions: [p_schema_import], users: [importer]}
+`)
+	b := e.browser()
+	b.signIn("editor", "editor-pass-1")
+	csrf := b.csrf()
+	big := strings.Repeat("x", 2<<20)
+	forms := map[string]url.Values{
+		"/data/private/_schema/?do=new": {"keyname": {"switch"}, "step": {"apply"}},
+		"/data/private/_schema/server/?do=field": {"keyname": {"rack"}, "dataformat": {"string"}, "cardinal_max": {"1"},
+			"is_enabled": {"true"}, "step": {"apply"}},
+		"/data/private/_schema/server/?do=field&field=notes": {"displayname": {"Remarks"}, "dataformat": {"text"},
+			"cardinal_max": {"1"}, "is_enabled": {"true"}, "step": {"apply"}},
+		"/data/private/_schema/server/?do=delete_field&field=notes": {},
+	}
+	for u, f := range forms {
+		// The digest the apply would need, taken from the form's real preview.
+		pf := url.Values{"csrf": {csrf}, "step": {"preview"}}
+		for k, v := range f {
+			if k != "step" {
+				pf[k] = v
+			}
+		}
+		var p page
+		if strings.Contains(u, "delete_field") {
+			p = b.get(u)
+		} else {
+			p = b.post(u, pf)
+		}
+		m := previewedRE.FindStringSubmatch(p.body)
+		if p.status != http.StatusOK || m == nil {
+			t.Fatalf("%s: no preview: %d\n%s", u, p.status, p.body)
+		}
+		f.Set("previewed", m[1])
+		want(t, b.post(u, f), http.StatusForbidden, "CSRF")
+		f.Set("csrf", "not-the-token")
+		want(t, b.post(u, f), http.StatusForbidden, "CSRF")
+		f.Set("csrf", csrf)
+		f.Set("description", big)
+		want(t, b.post(u, f), http.StatusRequestEntityTooLarge, "larger than")
+	}
+	if _, err := e.db.Schema(context.Background(), "switch"); err == nil {
+		t.Fatal("a refused post created a schema")
+	}
+	sch, err := e.db.Schema(context.Background(), "server")
+	if err != nil || len(sch.Fields) != 4 || sch.Field("notes").Displayname != "Notes" {
+		t.Fatalf("server changed by refused posts: %v %v", sch, err)
+	}
+	if n := e.queryInt("SELECT count(*) FROM instances WHERE classname = 'server' AND data ->> 'notes' IS NOT NULL"); n != 1200 {
+		t.Fatalf("%d servers hold notes after refused posts", n)
+	}
+
+	// p_schema_import alone opens nothing: the console's pages need p_data_access.
+	o := e.browser()
+	o.signIn("importer", "importer-pass-1")
+	want(t, o.get("/data/private/_schema/"), http.StatusForbidden)
+	want(t, o.get("/data/private/_schema/server/?do=delete_field&field=notes"), http.StatusForbidden)
+}
+
+// References in come only from the schemas the user may read; references out name
+// their target (linked when readable) and say through which field an external field
+// reads.
+func TestSchemaReferencesFollowReadPermissions(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t)
+	e.load(`
+- {classname: _schema, keyname: vault, p_read: p_vault_read, host: {dataformat: schema, dataformat_ext: server}}
+- {classname: _schema, keyname: rack, row: {dataformat: string}, servers: {dataformat: schema, dataformat_ext: server, cardinal_max: 0}}
+- {classname: _schema, keyname: server, city: {dataformat: external, dataformat_ext: site location}, cage: {dataformat: schema, dataformat_ext: vault}}
+`)
+	b := e.browser()
+	b.signIn("reader", "reader-pass-1")
+	p := b.get("/data/private/_schema/server/")
+	want(t, p, http.StatusOK,
+		`<a href="/data/private/_schema/rack/">rack</a>.servers (schema)`, // in, from a readable schema
+		"city (external) → through site, its field location",              // out, computed
+		"cage (schema) → vault</li>",                                      // out, to a schema the reader may not open: no link
+	)
+	lacks(t, p, `<a href="/data/private/_schema/vault/">`, "vault</a>.host")
+	want(t, b.get("/data/private/_schema/vault/"), http.StatusForbidden)
+	lacks(t, b.get("/data/private/_schema/"), `id="schema-vault"`)
+	// The editor may not read vault either: the same page for them.
+	ed := e.browser()
+	ed.signIn("editor", "editor-pass-1")
+	lacks(t, ed.get("/data/private/_schema/server/"), "vault</a>.host")
 }
