@@ -1,8 +1,11 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"dataservice/store/model"
 )
@@ -80,6 +83,60 @@ func (c *Console) fieldEffects(r *http.Request, sch *model.Schema, old, next *mo
 	}
 	if !model.SameJSONValue(old.Default, next.Default) {
 		out = append(out, "The new default is given only to instances created from now on.")
+	}
+	return out, nil
+}
+
+// fieldDependents says what else reads the field name of sch, which a deletion leaves
+// without it: the external fields (of the schemas auth may read) that read it, either
+// as the field they follow or as the field they show, and the dataviews of sch that
+// list it (their lists leave the column out). A field keeps no count of such readers,
+// so they are found here, from the definitions.
+func (c *Console) fieldDependents(ctx context.Context, auth *model.Auth, sch *model.Schema, name string) ([]string, error) {
+	names, err := c.db.SchemaNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var externals []string
+	for _, n := range names {
+		s, err := c.db.Schema(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if !model.CanRead(auth, s) {
+			continue
+		}
+		for _, f := range s.Fields {
+			ext := strings.Fields(f.DataformatExt)
+			if f.Dataformat != "external" || len(ext) < 2 {
+				continue
+			}
+			follows := s.Keyname == sch.Keyname && ext[0] == name
+			shows := ext[1] == name
+			if shows {
+				parent := s.Field(ext[0])
+				shows = parent != nil && parent.Dataformat == "schema" && !parent.IsMulti() && refTarget(parent) == sch.Keyname
+			}
+			if follows || shows {
+				externals = append(externals, "`"+s.Keyname+"."+f.Keyname+"`")
+			}
+		}
+	}
+	var out []string
+	if len(externals) > 0 {
+		out = append(out, fmt.Sprintf("The external field(s) %s read it: they show no value once it is deleted.", strings.Join(externals, ", ")))
+	}
+	if dv, err := c.db.Schema(ctx, "_dataview"); err == nil && model.CanRead(auth, dv) {
+		views, _ := c.dataviews(ctx, sch, "")
+		var listing []string
+		for _, v := range views {
+			if v.Keyname != "_all" && slices.Contains(v.Columns, name) {
+				listing = append(listing, "`"+v.Keyname+"`")
+			}
+		}
+		if len(listing) > 0 {
+			out = append(out, fmt.Sprintf("The dataview(s) %s list it: their lists leave the column out (their definitions keep its name).", strings.Join(listing, ", ")))
+		}
 	}
 	return out, nil
 }

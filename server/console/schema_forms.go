@@ -284,6 +284,12 @@ func (c *Console) schemaDeleteField(w http.ResponseWriter, r *http.Request, q *r
 		c.fail(w, r, q, err)
 		return
 	}
+	dependents, err := c.fieldDependents(r.Context(), q.auth, sch, f.Keyname)
+	if err != nil {
+		c.fail(w, r, q, err)
+		return
+	}
+	effects = append(effects, dependents...)
 	d.Preview = &schemaPreview{Effects: codeSpans(effects), Digest: digest}
 	c.render(w, r, q, http.StatusOK, "schema_field", title, d)
 }

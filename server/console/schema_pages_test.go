@@ -355,3 +355,25 @@ func TestSchemaReferencesFollowReadPermissions(t *testing.T) {
 	ed.signIn("editor", "editor-pass-1")
 	lacks(t, ed.get("/data/private/_schema/server/"), "vault</a>.host")
 }
+
+// A field's deletion preview names what else reads the field: the external fields that
+// follow it or show it, and the dataviews listing it.
+func TestSchemaFieldDeletePreviewNamesItsReaders(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t)
+	e.load(`
+- {classname: _schema, keyname: server, city: {dataformat: external, dataformat_ext: site location}}
+- {classname: _schema, keyname: vault, p_read: p_vault_read, host: {dataformat: schema, dataformat_ext: site}, where: {dataformat: external, dataformat_ext: host location}}
+`)
+	b := e.browser()
+	b.signIn("editor", "editor-pass-1")
+	p := b.get("/data/private/_schema/server/?do=delete_field&field=site")
+	want(t, p, http.StatusOK, "Deleting <code>site</code> clears it on 1,250 server instances (of 1,250).",
+		"The external field(s) <code>server.city</code> read it",
+		"The dataview(s) <code>server_default</code> list it")
+	p = b.get("/data/private/_schema/site/?do=delete_field&field=location")
+	want(t, p, http.StatusOK, "The external field(s) <code>server.city</code> read it")
+	lacks(t, p, "vault", "dataview(s)") // vault is not the editor's to read; no dataview of site
+	p = b.get("/data/private/_schema/server/?do=delete_field&field=notes")
+	lacks(t, p, "external field(s)", "dataview(s)")
+}
