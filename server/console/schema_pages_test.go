@@ -337,7 +337,7 @@ func TestSchemaReferencesFollowReadPermissions(t *testing.T) {
 	e.load(`
 - {classname: _schema, keyname: vault, p_read: p_vault_read, host: {dataformat: schema, dataformat_ext: server}}
 - {classname: _schema, keyname: rack, row: {dataformat: string}, servers: {dataformat: schema, dataformat_ext: server, cardinal_max: 0}}
-- {classname: _schema, keyname: server, city: {dataformat: external, dataformat_ext: site location}, cage: {dataformat: schema, dataformat_ext: vault}}
+- {classname: _schema, keyname: server, city: {dataformat: external, dataformat_ext: site location, description: The city of its site}, cage: {dataformat: schema, dataformat_ext: vault}}
 `)
 	b := e.browser()
 	b.signIn("reader", "reader-pass-1")
@@ -346,6 +346,7 @@ func TestSchemaReferencesFollowReadPermissions(t *testing.T) {
 		`<a href="/data/private/_schema/rack/">rack</a>.servers (schema)`, // in, from a readable schema
 		"city (external) → through site, its field location",              // out, computed
 		"cage (schema) → vault</li>",                                      // out, to a schema the reader may not open: no link
+		"<small class=\"meta\">The city of its site</small>",              // a field's description
 	)
 	lacks(t, p, `<a href="/data/private/_schema/vault/">`, "vault</a>.host")
 	want(t, b.get("/data/private/_schema/vault/"), http.StatusForbidden)
