@@ -11,10 +11,11 @@ import (
 )
 
 // TestSchemaBrowser drives the schema pages as a person would: the list with its
-// counts, a schema's page, creating a schema, adding a field (preview, then apply) and
-// deleting one (the preview names how many instances it clears). A reader without the
-// schema permission sees no form, and a post of theirs is refused. It takes the
-// screenshot of the schema page.
+// counts, a schema's page, creating a schema, adding a field (preview, then apply),
+// deleting one (the preview names how many instances it clears) and changing one (the
+// preview names how many instances lack a value the new minimum asks for). A reader
+// without the schema permission sees no form, and a post of theirs is refused. It takes
+// the screenshots of the schema pages.
 func TestSchemaBrowser(t *testing.T) {
 	t.Parallel()
 	bin := chromium(t)
@@ -98,6 +99,28 @@ func TestSchemaBrowser(t *testing.T) {
 	run("fields after the deletion", chromedp.Text("#fields", &fields, chromedp.ByID))
 	if strings.Contains(fields, "notes") {
 		t.Fatalf("notes still listed: %q", fields)
+	}
+
+	run("change a field: its preview",
+		chromedp.Click("#change-units", chromedp.ByID),
+		chromedp.WaitVisible("#cardinal_min", chromedp.ByID),
+		b.clear("cardinal_min"),
+		chromedp.SendKeys("#cardinal_min", "1", chromedp.ByID),
+		chromedp.Click("#preview", chromedp.ByID),
+		chromedp.WaitVisible("#schema-preview", chromedp.ByID),
+	)
+	if s := textOf("#schema-preview"); !strings.Contains(s, "1,250 server instances have no value for units: updating one fails until the update gives it one.") {
+		t.Fatalf("change preview: %q", s)
+	}
+	if sch, _ := e.db.Schema(context.Background(), "server"); sch.Field("units").CardinalMin != 0 {
+		t.Fatal("the preview changed the field")
+	}
+	run("apply the change",
+		chromedp.Click("#apply", chromedp.ByID),
+		chromedp.WaitVisible(`//p[@class="flash"][contains(., "Saved.")]`, chromedp.BySearch),
+	)
+	if s := textOf("#field-units"); !strings.Contains(s, "1–1") {
+		t.Fatalf("units after the change: %q", s)
 	}
 
 	// A reader sees the pages without a form; their post is refused.
