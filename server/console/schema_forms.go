@@ -167,7 +167,40 @@ type fieldForm struct {
 	Enabled                                       bool
 	Dataformats                                   []string
 	Action, Cancel, Error                         string
-	Preview                                       *schemaPreview
+	// Problems are the invalid values by input name (fieldProblems).
+	Problems map[string]string
+	Preview  *schemaPreview
+}
+
+// fieldProblems checks each of a field form's values on its own, with the code the load
+// uses (Schema.ApplyField on a copy of sch), so a form with several invalid values names
+// every one in a single answer: the load stops at the first. A number is checked with
+// the bounds that cannot conflict (cardinal_max 0 is no maximum), so only its own value
+// can be refused; the dataformat with its extension. Whether the numbers fit together (a
+// minimum above the maximum) is checked afterwards, on the whole definition.
+func fieldProblems(sch *model.Schema, name string, attrs map[string]any) map[string]string {
+	checks := []struct {
+		input string
+		attrs map[string]any
+	}{
+		{"dataformat", map[string]any{"dataformat": attrs["dataformat"], "dataformat_ext": attrs["dataformat_ext"]}},
+		{"cardinal_min", map[string]any{"cardinal_min": attrs["cardinal_min"], "cardinal_max": 0}},
+		{"cardinal_max", map[string]any{"cardinal_max": attrs["cardinal_max"], "cardinal_min": 0}},
+		{"order", map[string]any{"order": attrs["order"]}},
+	}
+	out := map[string]string{}
+	for _, c := range checks {
+		if v, ok := attrs[c.input]; !ok || v == nil {
+			continue // left out: the field keeps its value
+		}
+		if a, ok := attrs["_action"]; ok {
+			c.attrs["_action"] = a
+		}
+		if _, err := sch.Clone().ApplyField(name, c.attrs, 0); err != nil {
+			out[c.input] = store.ErrorMessage(err)
+		}
+	}
+	return out
 }
 
 // schemaField: /data/private/_schema/<name>/?do=field[&field=F] — GET the form to add a
@@ -210,6 +243,17 @@ func (c *Console) schemaField(w http.ResponseWriter, r *http.Request, q *req) {
 			refuse(http.StatusConflict, fmt.Sprintf("Schema %s has a field %s already: change it on the schema's page.", sch.Keyname, clip.Quote(d.Name)))
 			return
 		}
+	}
+	if probs := fieldProblems(sch, d.Name, attrs); len(probs) > 0 {
+		d.Problems = probs
+		msg := fmt.Sprintf("%d values of the form are not valid; each is named at its input.", len(probs))
+		if len(probs) == 1 {
+			for _, m := range probs {
+				msg = m
+			}
+		}
+		refuse(http.StatusBadRequest, msg)
+		return
 	}
 	// The new definition, computed by the code the load uses, for the preview.
 	next := sch.Clone()

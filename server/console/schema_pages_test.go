@@ -378,3 +378,36 @@ func TestSchemaFieldDeletePreviewNamesItsReaders(t *testing.T) {
 	p = b.get("/data/private/_schema/server/?do=delete_field&field=notes")
 	lacks(t, p, "external field(s)", "dataview(s)")
 }
+
+// A field form with several invalid values names every one in one answer, each at its
+// input, and writes nothing; values that are each valid but do not fit together are
+// refused with the load's message.
+func TestSchemaFieldFormNamesEveryInvalidValue(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t)
+	b := e.browser()
+	b.signIn("editor", "editor-pass-1")
+	csrf := b.csrf()
+	form := url.Values{"csrf": {csrf}, "keyname": {"rack"}, "dataformat": {"nosuch"}, "cardinal_min": {"abc"},
+		"cardinal_max": {"-1"}, "order": {"x"}, "is_enabled": {"true"}, "step": {"preview"}}
+	p := b.post("/data/private/_schema/server/?do=field", form)
+	want(t, p, http.StatusBadRequest, "4 values of the form are not valid",
+		`id="error-dataformat">schema server: field rack: unknown dataformat &#34;nosuch&#34;`,
+		`id="error-cardinal_min">schema server: field rack: cardinal_min &#34;abc&#34; is not a non-negative integer`,
+		`id="error-cardinal_max">schema server: field rack: cardinal_max &#34;-1&#34; is not a non-negative integer`,
+		`id="error-order">schema server: field rack: order &#34;x&#34; is not a non-negative integer`)
+	lacks(t, p, `name="previewed"`)
+	// The change form of an existing field: one invalid value is the form's message.
+	p = b.post("/data/private/_schema/server/?do=field&field=units", url.Values{"csrf": {csrf}, "dataformat": {"int"},
+		"cardinal_min": {"0"}, "cardinal_max": {"many"}, "is_enabled": {"true"}, "step": {"apply"}})
+	want(t, p, http.StatusBadRequest, `id="form-error">schema server: field units: cardinal_max &#34;many&#34; is not a non-negative integer`,
+		`class="row invalid"><label for="cardinal_max">`)
+	// Each number is valid, together they are not.
+	form = url.Values{"csrf": {csrf}, "keyname": {"rack"}, "dataformat": {"string"}, "cardinal_min": {"3"},
+		"cardinal_max": {"2"}, "is_enabled": {"true"}, "step": {"preview"}}
+	want(t, b.post("/data/private/_schema/server/?do=field", form), http.StatusBadRequest, "cardinal_min 3 exceeds cardinal_max 2")
+	sch, err := e.db.Schema(context.Background(), "server")
+	if err != nil || sch.Field("rack") != nil || sch.Field("units").CardinalMax != 1 {
+		t.Fatalf("a refused form changed server: %v", err)
+	}
+}
