@@ -95,7 +95,20 @@ func (c *Console) changeableSchema(w http.ResponseWriter, r *http.Request, q *re
 type newSchemaForm struct {
 	Keyname, Displayname, Description, KeynameMode string
 	Error                                          string
-	Preview                                        *schemaPreview
+	// Problems are the invalid values by input name.
+	Problems map[string]string
+	Preview  *schemaPreview
+}
+
+// problemsMessage is a form's message for its invalid values: the problem itself when
+// there is one, else how many there are (each is shown at its input).
+func problemsMessage(probs map[string]string) string {
+	if len(probs) == 1 {
+		for _, m := range probs {
+			return m
+		}
+	}
+	return fmt.Sprintf("%d values of the form are not valid; each is named at its input.", len(probs))
 }
 
 // schemaNew: /data/private/_schema/?do=new — GET the form to create a schema, POST its
@@ -128,8 +141,17 @@ func (c *Console) schemaNew(w http.ResponseWriter, r *http.Request, q *req) {
 		d.Error = msg
 		c.render(w, r, q, status, "schema_new", "New schema", d)
 	}
+	// The keyname mode is checked on its own (with the load's code) as well as by the
+	// load, which stops at the keyname's problem: a form with both names both.
+	d.Problems = map[string]string{}
+	if d.KeynameMode != "" {
+		if err := (&model.Schema{Keyname: d.Keyname, Options: map[string]any{}}).SetAttr("keyname_mode", d.KeynameMode); err != nil {
+			d.Problems["keyname_mode"] = store.ErrorMessage(err)
+		}
+	}
 	if d.Keyname == "" {
-		refuse(http.StatusBadRequest, "The keyname is empty.")
+		d.Problems["keyname"] = "The keyname is empty."
+		refuse(http.StatusBadRequest, problemsMessage(d.Problems))
 		return
 	}
 	if _, err := c.db.Schema(r.Context(), d.Keyname); err == nil {
@@ -140,7 +162,12 @@ func (c *Console) schemaNew(w http.ResponseWriter, r *http.Request, q *req) {
 	apply := r.PostFormValue("step") == "apply" && r.PostFormValue("previewed") == digest
 	res, status, msg := c.loadSchemaEntry(r, q, entry, !apply)
 	if msg != "" {
-		refuse(status, msg)
+		// The entry holds only the keyname, labels and mode: a refusal that is not the
+		// mode's is the keyname's.
+		if mode := d.Problems["keyname_mode"]; mode == "" || !strings.Contains(msg, mode) {
+			d.Problems["keyname"] = msg
+		}
+		refuse(status, problemsMessage(d.Problems))
 		return
 	}
 	if res.Created != 1 {
@@ -246,13 +273,7 @@ func (c *Console) schemaField(w http.ResponseWriter, r *http.Request, q *req) {
 	}
 	if probs := fieldProblems(sch, d.Name, attrs); len(probs) > 0 {
 		d.Problems = probs
-		msg := fmt.Sprintf("%d values of the form are not valid; each is named at its input.", len(probs))
-		if len(probs) == 1 {
-			for _, m := range probs {
-				msg = m
-			}
-		}
-		refuse(http.StatusBadRequest, msg)
+		refuse(http.StatusBadRequest, problemsMessage(probs))
 		return
 	}
 	// The new definition, computed by the code the load uses, for the preview.

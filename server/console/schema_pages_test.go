@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -409,5 +410,32 @@ func TestSchemaFieldFormNamesEveryInvalidValue(t *testing.T) {
 	sch, err := e.db.Schema(context.Background(), "server")
 	if err != nil || sch.Field("rack") != nil || sch.Field("units").CardinalMax != 1 {
 		t.Fatalf("a refused form changed server: %v", err)
+	}
+}
+
+// The create form names a bad keyname and a bad keyname mode together, each at its input.
+func TestSchemaCreateNamesEveryInvalidValue(t *testing.T) {
+	t.Parallel()
+	e := newSchemaEnv(t)
+	b := e.browser()
+	b.signIn("editor", "editor-pass-1")
+	csrf := b.csrf()
+	post := func(keyname, mode string) page {
+		return b.post("/data/private/_schema/?do=new", url.Values{"csrf": {csrf}, "keyname": {keyname}, "keyname_mode": {mode}, "step": {"preview"}})
+	}
+	for _, keyname := range []string{"", "Bad Name"} {
+		p := post(keyname, "dataformat nosuch")
+		want(t, p, http.StatusBadRequest, "2 values of the form are not valid", `id="error-keyname">`,
+			`id="error-keyname_mode">keyname_mode &#34;dataformat nosuch&#34;: unknown dataformat &#34;nosuch&#34;`)
+	}
+	p := post("router", "dataformat nosuch")
+	want(t, p, http.StatusBadRequest, `id="error-keyname_mode">`, "unknown dataformat")
+	lacks(t, p, `id="error-keyname"`, "values of the form")
+	p = post("Bad Name", "edit")
+	want(t, p, http.StatusBadRequest, `id="error-keyname">`, "must match")
+	lacks(t, p, `id="error-keyname_mode"`)
+	names, err := e.db.SchemaNames(context.Background())
+	if err != nil || slices.Contains(names, "router") {
+		t.Fatalf("a refused form created a schema: %v %v", names, err)
 	}
 }
