@@ -215,6 +215,10 @@ func fieldProblems(sch *model.Schema, name string, attrs map[string]any) map[str
 		{"cardinal_max", map[string]any{"cardinal_max": attrs["cardinal_max"], "cardinal_min": 0}},
 		{"order", map[string]any{"order": attrs["order"]}},
 	}
+	// A bad name would refuse every check below: it is the one problem named.
+	if _, err := sch.Clone().ApplyField(name, map[string]any{}, 0); err != nil {
+		return map[string]string{"keyname": store.ErrorMessage(err)}
+	}
 	out := map[string]string{}
 	for _, c := range checks {
 		if v, ok := attrs[c.input]; !ok || v == nil {

@@ -403,6 +403,12 @@ func TestSchemaFieldFormNamesEveryInvalidValue(t *testing.T) {
 		"cardinal_min": {"0"}, "cardinal_max": {"many"}, "is_enabled": {"true"}, "step": {"apply"}})
 	want(t, p, http.StatusBadRequest, `id="form-error">schema server: field units: cardinal_max &#34;many&#34; is not a non-negative integer`,
 		`class="row invalid"><label for="cardinal_max">`)
+	// A bad name is the one problem named, not once per value.
+	form = url.Values{"csrf": {csrf}, "keyname": {"bad name"}, "dataformat": {"string"}, "cardinal_min": {"x"},
+		"is_enabled": {"true"}, "step": {"preview"}}
+	p = b.post("/data/private/_schema/server/?do=field", form)
+	want(t, p, http.StatusBadRequest, `id="error-keyname">schema server: &#34;bad name&#34; is not a valid field name`)
+	lacks(t, p, "values of the form", `id="error-cardinal_min"`)
 	// Each number is valid, together they are not.
 	form = url.Values{"csrf": {csrf}, "keyname": {"rack"}, "dataformat": {"string"}, "cardinal_min": {"3"},
 		"cardinal_max": {"2"}, "is_enabled": {"true"}, "step": {"preview"}}
