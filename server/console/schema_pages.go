@@ -34,6 +34,26 @@ func canChangeSchemas(auth *model.Auth) bool {
 	return auth.Has(model.ClassPermission(schemaToolName))
 }
 
+// schemaForbidden is the schema pages' 403: it names the permission the page needs,
+// never what the user or anyone else holds. The console's error work names the missing
+// permission on every 403 page (its forbidden takes it); once both are in one tree,
+// this gives way to it.
+func (c *Console) schemaForbidden(w http.ResponseWriter, r *http.Request, q *req, need string) {
+	c.errorPage(w, r, q, http.StatusForbidden, "You do not have the permission to use this page: it needs "+need+".")
+}
+
+// schemaReadNeed names the permission reading sch needs, as model.CanRead decides it
+// (p_data_admin or the schema's p_admin would do too; the page names the plain one).
+func schemaReadNeed(sch *model.Schema) string {
+	if sch.Keyname == "_apikey" { // keys are credentials: only their class permission reads them
+		return model.ClassPermission(sch.Keyname)
+	}
+	if sch.PRead != "" {
+		return sch.PRead
+	}
+	return model.PermDataRead
+}
+
 // schemaRoutes are the tool's pages; a route with ?do= comes before the page it is a
 // form of, as pick takes the first route that matches.
 func schemaToolRoutes() []route[pageFunc] {
@@ -154,7 +174,7 @@ func (c *Console) readableSchema(w http.ResponseWriter, r *http.Request, q *req)
 		return nil, false
 	}
 	if !model.CanRead(q.auth, sch) {
-		c.forbidden(w, r, q)
+		c.schemaForbidden(w, r, q, schemaReadNeed(sch))
 		return nil, false
 	}
 	return sch, true

@@ -66,7 +66,7 @@ func TestSchemaPagesShowDefinitionsCountsAndReferences(t *testing.T) {
 	want(t, site, http.StatusOK, `<a href="/data/private/_schema/server/">server</a>.site (schema)`)
 
 	want(t, b.get("/data/private/_schema/nosuch/"), http.StatusNotFound, "There is no schema")
-	want(t, b.get("/data/private/_schema/_apikey/"), http.StatusForbidden)
+	want(t, b.get("/data/private/_schema/_apikey/"), http.StatusForbidden, "it needs p_apikey_admin.")
 }
 
 func TestSchemaFormsNeedTheSchemaPermission(t *testing.T) {
@@ -77,8 +77,8 @@ func TestSchemaFormsNeedTheSchemaPermission(t *testing.T) {
 	csrf := b.csrf()
 	for _, u := range []string{"/data/private/_schema/?do=new", "/data/private/_schema/server/?do=field",
 		"/data/private/_schema/server/?do=delete_field&field=notes"} {
-		want(t, b.get(u), http.StatusForbidden)
-		want(t, b.post(u, url.Values{"csrf": {csrf}, "keyname": {"x"}, "step": {"apply"}}), http.StatusForbidden)
+		want(t, b.get(u), http.StatusForbidden, "it needs p_schema_import.")
+		want(t, b.post(u, url.Values{"csrf": {csrf}, "keyname": {"x"}, "step": {"apply"}}), http.StatusForbidden, "it needs p_schema_import.")
 	}
 	if n := e.queryInt("SELECT count(*) FROM schema_fields WHERE classname = 'server'"); n != 4 {
 		t.Fatalf("server has %d fields after refused posts", n)
@@ -350,7 +350,7 @@ func TestSchemaReferencesFollowReadPermissions(t *testing.T) {
 		"<small class=\"meta\">The city of its site</small>",              // a field's description
 	)
 	lacks(t, p, `<a href="/data/private/_schema/vault/">`, "vault</a>.host")
-	want(t, b.get("/data/private/_schema/vault/"), http.StatusForbidden)
+	want(t, b.get("/data/private/_schema/vault/"), http.StatusForbidden, "it needs p_vault_read.")
 	lacks(t, b.get("/data/private/_schema/"), `id="schema-vault"`)
 	// The editor may not read vault either: the same page for them.
 	ed := e.browser()
