@@ -70,6 +70,7 @@ func init() {
 		{Name: "configuration", Title: "Configuration", Icon: "fa-cog", Allowed: confViewer, Needs: "p_conf_view or p_conf_admin", Routes: []route[pageFunc]{
 			{Path: "", Methods: getPost, Serve: (*Console).configurationTool},
 		}},
+		{Name: schemaToolName, Title: "Schemas", Icon: "fa-database", Routes: schemaToolRoutes()},
 	}
 }
 
