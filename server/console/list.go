@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -359,6 +360,11 @@ func (c *Console) export(w http.ResponseWriter, r *http.Request, q *req, sch *mo
 	case "csv":
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		cw := csv.NewWriter(w)
+		// The delimiter the import tool and /api/rawfile/ default to, so the file loads
+		// back with the defaults (the setting is checked to be one character when set).
+		if d, _ := utf8.DecodeRuneInString(c.db.ConfigValue(ctx, store.ConfigCSVDelimiter)); d != utf8.RuneError {
+			cw.Comma = d
+		}
 		cw.Write(view.Columns)
 		for _, d := range docs {
 			rec := make([]string, len(view.Columns))
