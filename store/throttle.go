@@ -94,6 +94,20 @@ type Throttle struct {
 	// ended is closed, and replaced, whenever a pending attempt ends: Wait calls
 	// blocked by attempts in flight then look again.
 	ended chan struct{}
+	// reading holds, per address with a Wait reading the table, how many read and how
+	// many of the address's pending attempts ended meanwhile. Wait reads the table
+	// outside mu: an attempt that failed during that read may be gone from pending
+	// while its refusal is missing from what was read, so Wait decides only on a read
+	// during which none of its address's attempts ended, and reads again otherwise.
+	reading map[string]*throttleReads
+	// afterRead, when set (tests only), runs after Wait's read of the table.
+	afterRead func()
+}
+
+// throttleReads is Throttle.reading's entry of one address.
+type throttleReads struct {
+	readers int
+	endings uint64
 }
 
 // throttlePendingMax is how long an attempt in flight holds its address's place.
@@ -103,7 +117,7 @@ const throttlePendingMax = int64(time.Minute)
 func (db *DB) Throttle() *Throttle {
 	db.throttleOnce.Do(func() {
 		db.throttle = &Throttle{db: db, maxEntries: throttleMaxEntries, pending: map[string][]int64{},
-			ended: make(chan struct{})}
+			reading: map[string]*throttleReads{}, ended: make(chan struct{})}
 	})
 	return db.throttle
 }
@@ -115,6 +129,10 @@ func (t *Throttle) SetMaxEntriesForTest(n int) {
 	defer t.mu.Unlock()
 	t.maxEntries = n
 }
+
+// SetAfterReadForTest makes f run after each read of the table by Wait, before its
+// decision: a test ends other attempts there. Production never calls it.
+func (t *Throttle) SetAfterReadForTest(f func()) { t.afterRead = f }
 
 // ThrottleAddress is the address a request from remote (a net/http RemoteAddr,
 // "host:port" or a bare host) counts under: the IP, or its /64 for IPv6.
@@ -171,15 +189,35 @@ type refusals struct {
 func (t *Throttle) Wait(ctx context.Context, remote, login string) time.Duration {
 	addr := ThrottleAddress(remote)
 	for {
+		t.mu.Lock()
+		reads := t.reading[addr]
+		if reads == nil {
+			reads = &throttleReads{}
+			t.reading[addr] = reads
+		}
+		reads.readers++
+		endings := reads.endings
+		t.mu.Unlock()
 		now := t.db.Now().UnixNano()
 		r, err := t.read(ctx, addr, login, now)
+		if t.afterRead != nil {
+			t.afterRead()
+		}
+		t.mu.Lock()
+		if reads.readers--; reads.readers == 0 {
+			delete(t.reading, addr)
+		}
 		if err != nil {
+			t.mu.Unlock()
 			if ctx.Err() == nil {
 				t.db.log.Error("read the credential throttle", "error", err)
 			}
 			return time.Second
 		}
-		t.mu.Lock()
+		if reads.endings != endings {
+			t.mu.Unlock()
+			continue
+		}
 		wait, inFlight := t.wait(r, addr, login, now)
 		if wait == 0 && !inFlight {
 			t.pending[addr] = append(t.pending[addr], now)
@@ -292,6 +330,9 @@ func (t *Throttle) done(addr string) {
 		t.pending[addr] = p[1:]
 	} else {
 		delete(t.pending, addr)
+	}
+	if reads := t.reading[addr]; reads != nil {
+		reads.endings++
 	}
 	close(t.ended)
 	t.ended = make(chan struct{})

@@ -187,6 +187,31 @@ func TestThrottleCountsAttemptsInFlight(t *testing.T) {
 	}
 }
 
+// TestThrottleAttemptEndingDuringARead: an attempt in flight that fails while another
+// attempt of its address reads the table is counted once, never zero times. The
+// reader's read missed the refusal and the pending place is gone, so it reads again:
+// with the limit's worth counted (one refusal and the rest in flight) it is refused
+// unchecked until that refusal leaves the window, not let through as a 21st check.
+func TestThrottleAttemptEndingDuringARead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	th := throttleDB(t, newThrottleClock()).Throttle()
+	const addr = "192.0.2.9:1"
+	for i := 0; i < store.ThrottlePerAddress; i++ {
+		if w := th.Wait(ctx, addr, ""); w != 0 {
+			t.Fatalf("attempt %d in flight: wait %v, want 0", i+1, w)
+		}
+	}
+	var once sync.Once
+	th.SetAfterReadForTest(func() { once.Do(func() { fail(t, th, addr, "") }) })
+	if w := th.Wait(ctx, addr, ""); w != store.ThrottleWindow {
+		t.Fatalf("an attempt failed during the read: wait %v, want %v", w, store.ThrottleWindow)
+	}
+	if n := th.InFlight(addr); n != store.ThrottlePerAddress-1 {
+		t.Fatalf("%d attempts in flight, want %d", n, store.ThrottlePerAddress-1)
+	}
+}
+
 // An attempt whose outcome is never reported (a panic between Wait and it) holds its
 // address's place for a minute at most.
 func TestThrottleAttemptInFlightExpires(t *testing.T) {
