@@ -1,0 +1,80 @@
+package console
+
+import (
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"dataservice/store"
+)
+
+// TestImportSpoolExpiresAndBounds: a kept file is gone (and its file removed) once its
+// time has passed; the bytes kept for all sessions are bounded.
+func TestImportSpoolExpiresAndBounds(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := newImportSpool(100, slog.New(slog.DiscardHandler))
+	s.now = func() time.Time { return now }
+	t.Cleanup(func() { os.RemoveAll(s.dir) })
+	a := &store.Session{ID: 1, CSRF: "csrf-a"}
+	tok := s.keep(a, "a.yml", []byte("- {}\n"))
+	if tok == "" {
+		t.Fatal("nothing kept")
+	}
+	path := s.files[tok].path
+	now = now.Add(spoolTTL - time.Second)
+	if _, body, err := s.open(a, tok, 100); err != nil || string(body) != "- {}\n" {
+		t.Fatalf("before its time: %q, %v", body, err)
+	}
+	// The same id with another CSRF token is another session.
+	if _, _, err := s.open(&store.Session{ID: 1, CSRF: "csrf-b"}, tok, 100); err != errSpoolForeign {
+		t.Fatalf("another session with the same id: %v", err)
+	}
+	now = now.Add(2 * time.Second)
+	if _, _, err := s.open(a, tok, 100); err != errSpoolGone {
+		t.Fatalf("after its time: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the expired file is still on disk: %v", err)
+	}
+	// 4 bodies of 100 bytes at most, for everyone together.
+	big := []byte(strings.Repeat("x", 100))
+	for i := range 4 {
+		if s.keep(&store.Session{ID: int64(10 + i), CSRF: "c"}, "f", big) == "" {
+			t.Fatalf("file %d of 4 not kept", i+1)
+		}
+	}
+	if s.keep(&store.Session{ID: 20, CSRF: "c"}, "f", big) != "" || s.total != 400 {
+		t.Fatalf("a fifth body was kept past the bound: %d bytes kept", s.total)
+	}
+}
+
+// TestErrorLine: the line a YAML error names, counted from 1 whether the library's
+// scanner (which counts from 1) or its parser (from 0) found it.
+func TestErrorLine(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		doc  string
+		line int
+	}{
+		{"- {a: 1}\n- {b: 2\n- {c: 3}\n", 2},         // parser: a flow mapping not closed
+		{"- a: 1\n  b: 2\n c: 3\n", 3},               // parser: did not find expected key
+		{"- a: 1\n- b: c: d\n", 2},                   // scanner: mapping values not allowed
+		{"- a: 1\n- b: 2\n- c: \"x\n", 3},            // scanner: unclosed quoted scalar
+		{"- a: 1\n\t- b: 2\n", 2},                    // scanner: a tab
+		{"- a\n- b\n- c\n- d: [1, 2\n- e\n- f\n", 4}, // parser: a flow sequence not closed
+	} {
+		var n yaml.Node
+		err := yaml.Unmarshal([]byte(c.doc), &n)
+		if err == nil {
+			t.Fatalf("%q parsed", c.doc)
+		}
+		if got := errorLine("doc: invalid YAML/JSON: " + err.Error()); got != c.line {
+			t.Fatalf("%q: %v: line %d, want %d", c.doc, err, got, c.line)
+		}
+	}
+}
