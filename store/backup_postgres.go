@@ -17,8 +17,9 @@ import (
 )
 
 // PostgreSQL's backups are its own tools': pg_dump writes a custom-format archive
-// (-Fc) of the whole database, pg_restore reads it back. The password of the URL
-// goes to them in PGPASSWORD, never on their command line (where any user of the
+// (-Fc) of the whole database, pg_restore reads it back. The passwords of the URL
+// (the user's, and the password and sslpassword query parameters) go to them in
+// PGPASSWORD and PGSSLPASSWORD, never on their command line (where any user of the
 // host sees it in the process list); the URL they get has none.
 
 // ErrToolMissing is the error of a backup or restore on PostgreSQL when pg_dump or
@@ -55,6 +56,19 @@ func runPostgresTool(ctx context.Context, name, addr string, args ...string) ([]
 				env = append(env, "PGPASSWORD="+pw)
 				u.User = url.User(u.User.Username())
 			}
+		}
+		// A password given as a query parameter goes the same way: the tools read
+		// PGPASSWORD and PGSSLPASSWORD (the later of two same names wins in Env).
+		u.RawQuery = mapSecretParams(u.RawQuery, func(name, value string) (string, bool) {
+			env = append(env, secretParams[name]+"="+value)
+			return "", false
+		})
+		// search_path is pgx's (a setting sent at connect), not a parameter libpq's
+		// tools know; pg_dump and pg_restore set the search path themselves.
+		q := u.Query()
+		if q.Has("search_path") {
+			q.Del("search_path")
+			u.RawQuery = q.Encode()
 		}
 		args = append(args, "--dbname="+u.String())
 	}

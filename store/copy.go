@@ -294,15 +294,21 @@ func (b *copyBatcher) flush() error {
 	return nil
 }
 
-// tableSum reads table's columns cols (in order, when order is not empty) and
-// returns the row count and the checksum of the rows, passing each row (its values
-// as the target takes them) to each when not nil. The checksum is the sum, lane by
+// tableSum reads table's columns cols (in order, when order is not empty; a
+// maintained table's rows as the engine's fold gives them) and returns the row count
+// and the checksum of the rows, passing each row (its values as the target takes
+// them) to each when not nil. The checksum is the sum, lane by
 // lane modulo 2^64, of a SHA-256 of every row's values in a form both engines read
 // alike (integers as decimal text, text as text, NULL distinct from every text):
 // it does not depend on the order the rows come in, which an engine's collation
 // decides for text keys.
 func tableSum(ctx context.Context, tx *Tx, table string, cols []string, order string, each func([]any) error) (CopiedTable, error) {
-	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + table
+	// A maintained table's counts as the next commit's fold would leave them.
+	from := table
+	if q, ok := tx.db.dia.foldedRead[table]; ok {
+		from = "(" + q + ") AS " + table
+	}
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + from
 	if order != "" {
 		q += " ORDER BY " + order
 	}

@@ -31,6 +31,14 @@ type DB struct {
 	addr string
 	w    *sql.DB
 	r    *sql.DB
+	// hb is the pool of a node's heartbeat (TouchNode, LeaveNodes): one connection
+	// of its own, outside the writer lock, where the engine's row locks let the
+	// update of the node's own row wait for nothing (PostgreSQL). A node whose write
+	// transaction (or another node's) holds the writer lock longer than the liveness
+	// window so still shows live. nil for SQLite, whose every write waits for the
+	// file's one write lock, and for a read-only handle: the heartbeat writes through
+	// the writer there.
+	hb *sql.DB
 	// dia is the engine's SQL where engines differ (dialect.go), chosen at Open.
 	dia *dialect
 	log *slog.Logger
@@ -266,6 +274,11 @@ func (db *DB) Close() error {
 		return true
 	})
 	err := db.w.Close()
+	if db.hb != nil {
+		if herr := db.hb.Close(); err == nil {
+			err = herr
+		}
+	}
 	if db.r != nil && db.r != db.w {
 		if rerr := db.r.Close(); err == nil {
 			err = rerr

@@ -33,7 +33,7 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	}
 	w, err := openPostgresPool(writeDSN)
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", shown, err)
+		return nil, fmt.Errorf("open database %s: %w", shown, redactErr(err, addr))
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
@@ -73,11 +73,21 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	}
 	r, err := openPostgresPool(dia.dsn(addr, true))
 	if err != nil {
-		return fail(err)
+		return fail(err) // fail redacts
 	}
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	db.r = r
+	// The heartbeat's connection is made at the first heartbeat: commands that run
+	// none never open it.
+	hb, err := openPostgresPool(dia.dsn(addr, false))
+	if err != nil {
+		r.Close()
+		return fail(err)
+	}
+	hb.SetMaxOpenConns(1)
+	hb.SetMaxIdleConns(1)
+	db.hb = hb
 	return db, nil
 }
 
@@ -100,26 +110,31 @@ func (db *DB) migrateLayoutLocked(ctx context.Context) error {
 	return db.migrateLayout(ctx)
 }
 
-// redactErr is err with the password of addr removed from its text, should the
-// driver have quoted the URL.
+// redactErr is err with the passwords of addr (urlSecrets) removed from its text,
+// should the driver or a tool have quoted the URL or the password.
 func redactErr(err error, addr string) error {
-	u, perr := url.Parse(addr)
-	if perr != nil || u.User == nil {
+	if err == nil {
+		return nil
+	}
+	secrets := urlSecrets(addr)
+	if len(secrets) == 0 {
 		return err
 	}
-	pw, ok := u.User.Password()
-	if !ok || pw == "" {
-		return err
-	}
-	return redacted{err, pw}
+	return redacted{err, secrets}
 }
 
 type redacted struct {
-	err error
-	pw  string
+	err     error
+	secrets []string
 }
 
-func (r redacted) Error() string { return strings.ReplaceAll(r.err.Error(), r.pw, "xxxxx") }
+func (r redacted) Error() string {
+	text := r.err.Error()
+	for _, s := range r.secrets {
+		text = strings.ReplaceAll(text, s, "xxxxx")
+	}
+	return text
+}
 func (r redacted) Unwrap() error { return r.err }
 
 // Engine is the database engine's name: "sqlite" or "postgres".

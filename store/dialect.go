@@ -60,6 +60,13 @@ type dialect struct {
 	// engine's writer lock ("" where beginning the transaction takes it).
 	lockWriter string
 
+	// writeTx are the options of every write transaction (beginWriter, withWriter):
+	// READ COMMITTED on PostgreSQL, set explicitly whatever the database's
+	// default_transaction_isolation, because the writer lock is taken by the
+	// transaction's first statement: under REPEATABLE READ its snapshot would date
+	// from before the wait and miss what the previous holder committed. nil for
+	// SQLite, where a write transaction sees the database as its lock finds it.
+	writeTx *sql.TxOptions
 	// snapshot are the options of a read transaction that sees one snapshot of the
 	// database from its first read to its end (BeginRead, an indexed search, a dry
 	// run's snapshot); nil for SQLite, where every read transaction does.
@@ -137,6 +144,10 @@ type dialect struct {
 	// in until beforeCommit folds them: a copy that replaces the maintained table's
 	// rows clears those notes too.
 	countDeltas map[string]string
+	// foldedRead is, for a maintained table, a query giving its rows as the next
+	// commit's fold would leave them (what SQL outside the store wrote is not folded
+	// yet): what a copy reads from a source of this engine.
+	foldedRead map[string]string
 
 	// Full-text search (search.go, searchindex.go). searchDirty reads whether
 	// written rows wait for the index; reindexAll are the statements bringing the

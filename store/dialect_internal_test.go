@@ -230,11 +230,12 @@ func TestSQLiteDialectFragments(t *testing.T) {
 }
 
 // Every dialect fills every field (the SQLite one included): a statement or function
-// left out would fail at its first use. The read snapshot's options may be nil (the
-// engine's default transaction is one snapshot), and so may resetIdentities (SQLite
-// numbers new rows from the largest id).
+// left out would fail at its first use. The read snapshot's and the write
+// transaction's options may be nil (the engine's default transaction is one snapshot,
+// and sees the database as its write lock finds it), and so may resetIdentities
+// (SQLite numbers new rows from the largest id).
 func TestDialectsAreComplete(t *testing.T) {
-	mayBeZero := map[string]bool{"snapshot": true, "turnstile": true, "lockWriter": true, "skipLocked": true, "resetIdentities": true, "deferIndexes": true}
+	mayBeZero := map[string]bool{"snapshot": true, "writeTx": true, "turnstile": true, "lockWriter": true, "skipLocked": true, "resetIdentities": true, "deferIndexes": true}
 	for _, d := range dialects {
 		v := reflect.ValueOf(*d)
 		for i := 0; i < v.NumField(); i++ {

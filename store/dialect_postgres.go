@@ -27,8 +27,11 @@ var postgresDialect = &dialect{
 	// PostgreSQL queues the waiters of a lock in arrival order: no turnstile.
 	turnstile:  false,
 	lockWriter: "SELECT pg_advisory_xact_lock(" + writerLockKey + ")",
-	snapshot:   &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
-	rebind:     postgresRebind,
+	// Each statement of a write transaction sees what committed before it began, so
+	// the statements after the writer lock see every earlier writer's commit.
+	writeTx:  &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	snapshot: &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
+	rebind:   postgresRebind,
 
 	isUnique:   func(err error) bool { return pgCode(err) == "23505" },
 	isBusy:     func(err error) bool { return pgCode(err) == "55P03" },
@@ -82,6 +85,14 @@ var postgresDialect = &dialect{
 	},
 	countDeltas: map[string]string{"instance_counts": "instance_count_deltas", "ipam_blocks": "ipam_block_deltas",
 		"instance_ids": "instance_id_deletes"},
+	foldedRead: map[string]string{
+		"instance_counts": `SELECT classname, CAST(sum(n) AS BIGINT) AS n FROM (SELECT classname, n FROM instance_counts
+			UNION ALL SELECT classname, n FROM instance_count_deltas) d GROUP BY classname`,
+		"ipam_blocks": `SELECT block, CAST(sum(n) AS BIGINT) AS n FROM (SELECT block, n FROM ipam_blocks
+			UNION ALL SELECT block, n FROM ipam_block_deltas) d GROUP BY block`,
+		"instance_ids": `SELECT id, greatest(high, coalesce((SELECT max(id) FROM instance_id_deletes), high)) AS high
+			FROM instance_ids`,
+	},
 
 	// The engine maintains the trigram index in every write: nothing waits for it.
 	searchDirty: "SELECT false",
@@ -123,7 +134,9 @@ func isPostgresURL(addr string) bool {
 }
 
 // postgresDSN is the URL with the settings every connection applies: the read pool's
-// transactions are read-only.
+// transactions are read-only; the search path is the URL's search_path, or public,
+// sent at connect, which overrides a search_path the database or the role sets (so
+// such a setting cannot redirect the service's names to another schema's objects).
 func postgresDSN(addr string, readOnly bool) string {
 	u, err := url.Parse(addr)
 	if err != nil {
@@ -132,6 +145,9 @@ func postgresDSN(addr string, readOnly bool) string {
 	q := u.Query()
 	if q.Get("application_name") == "" {
 		q.Set("application_name", "dataservice")
+	}
+	if q.Get("search_path") == "" && !strings.Contains(q.Get("options"), "search_path") {
+		q.Set("search_path", "public")
 	}
 	if readOnly {
 		q.Set("default_transaction_read_only", "on")
@@ -146,7 +162,8 @@ func postgresDSN(addr string, readOnly bool) string {
 func IsFileAddr(addr string) bool { return !isPostgresURL(addr) }
 
 // RedactURL is a database address for messages: a PostgreSQL URL without its
-// password; a path as it is.
+// passwords (the user's, and the password and sslpassword query parameters, each
+// shown as xxxxx); a path as it is.
 func RedactURL(addr string) string {
 	if !isPostgresURL(addr) {
 		return addr
@@ -155,7 +172,70 @@ func RedactURL(addr string) string {
 	if err != nil {
 		return "postgres://(an address that does not parse)"
 	}
+	u.RawQuery = mapSecretParams(u.RawQuery, func(string, string) (string, bool) { return "xxxxx", true })
 	return u.Redacted()
+}
+
+// secretParams are the query parameters of a PostgreSQL URL that hold a secret, and
+// the environment variable PostgreSQL's client tools read each from.
+var secretParams = map[string]string{"password": "PGPASSWORD", "sslpassword": "PGSSLPASSWORD"}
+
+// mapSecretParams rewrites the secret parameters of the raw query q, in place and
+// order: f gets each one's name and value and returns its new value, or false to
+// drop it. Other parameters are kept byte for byte.
+func mapSecretParams(q string, f func(name, value string) (string, bool)) string {
+	if q == "" {
+		return q
+	}
+	parts := strings.Split(q, "&")
+	kept := parts[:0]
+	for _, p := range parts {
+		k, v, _ := strings.Cut(p, "=")
+		name, err := url.QueryUnescape(k)
+		if _, secret := secretParams[name]; err != nil || !secret {
+			kept = append(kept, p)
+			continue
+		}
+		value, err := url.QueryUnescape(v)
+		if err != nil {
+			value = v
+		}
+		if nv, ok := f(name, value); ok {
+			kept = append(kept, k+"="+url.QueryEscape(nv))
+		}
+	}
+	return strings.Join(kept, "&")
+}
+
+// urlSecrets are the secrets a PostgreSQL URL holds: the user's password and the
+// values of its secret query parameters, each also as the URL escapes it.
+func urlSecrets(addr string) []string {
+	u, err := url.Parse(addr)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	add := func(s string) {
+		if s == "" {
+			return
+		}
+		out = append(out, s)
+		for _, e := range []string{url.QueryEscape(s), url.PathEscape(s)} {
+			if e != s {
+				out = append(out, e)
+			}
+		}
+	}
+	if u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			add(pw)
+		}
+	}
+	mapSecretParams(u.RawQuery, func(_, v string) (string, bool) {
+		add(v)
+		return v, true
+	})
+	return out
 }
 
 // pgCode is the SQLSTATE of a PostgreSQL error, "" for any other error.

@@ -59,6 +59,7 @@ var sqliteDialect = &dialect{
 	countBlocks:    "SELECT coalesce(sum(n), 0) FROM ipam_blocks WHERE block >= ? AND block <= ?",
 	beforeCommit:   []string{},
 	countDeltas:    map[string]string{},
+	foldedRead:     map[string]string{},
 
 	searchDirty: SearchDirtyCheck,
 	reindexAll:  SearchReindex,

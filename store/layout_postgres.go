@@ -246,6 +246,27 @@ CREATE TABLE throttle (
 );
 CREATE INDEX throttle_last ON throttle(kind, last);
 `,
+	// 4: the text columns lists are ordered by, and the keys they are found by, compare
+	// by their bytes (COLLATE "C"), as SQLite compares text, whatever the database's
+	// collation: a database created with en_US.UTF-8 would order a < ä < B < Z and put
+	// "_" before digits. A column's collation is what its comparisons, ORDER BY and
+	// indexes use, so the unique index on (classname, keyname) both finds a key and
+	// gives a class's instances in keyname order. Changing it rebuilds the indexes on
+	// those columns (the search index with them) once; the trigger on updates of
+	// classname and keyname names them, so it is made again around the change.
+	`
+DROP TRIGGER instances_update ON instances;
+ALTER TABLE instances ALTER COLUMN classname TYPE TEXT COLLATE "C",
+	ALTER COLUMN keyname TYPE TEXT COLLATE "C",
+	ALTER COLUMN displayname TYPE TEXT COLLATE "C";
+ALTER TABLE schemas ALTER COLUMN keyname TYPE TEXT COLLATE "C";
+ALTER TABLE schema_fields ALTER COLUMN classname TYPE TEXT COLLATE "C",
+	ALTER COLUMN keyname TYPE TEXT COLLATE "C";
+ALTER TABLE permissions ALTER COLUMN keyname TYPE TEXT COLLATE "C";
+ALTER TABLE configuration ALTER COLUMN keyname TYPE TEXT COLLATE "C";
+CREATE TRIGGER instances_update AFTER UPDATE OF classname, keyname ON instances
+	FOR EACH ROW EXECUTE FUNCTION dataservice_instances_update();
+`,
 }
 
 // postgresNextInstanceID is the id a new instance takes: above every id ever given

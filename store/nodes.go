@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -110,8 +111,12 @@ func (db *DB) JoinNodes(ctx context.Context, n *Node, liveSince time.Time, check
 }
 
 // TouchNode renews node id's last_seen (its heartbeat); false when its row is gone.
+// Where the engine allows it, the update runs on the heartbeat's own connection
+// without the writer lock (DB.hb): JoinNodes, which reads the live nodes under that
+// lock, sees every heartbeat committed before it, and a heartbeat racing it changes
+// only a row it does not write.
 func (db *DB) TouchNode(ctx context.Context, id string, now time.Time) (bool, error) {
-	res, err := db.execWriter(ctx, "UPDATE nodes SET last_seen = ? WHERE id = ?", now.UnixMilli(), id)
+	res, err := db.execHeartbeat(ctx, "UPDATE nodes SET last_seen = ? WHERE id = ?", now.UnixMilli(), id)
 	if err != nil {
 		return false, fmt.Errorf("node heartbeat: %w", err)
 	}
@@ -124,10 +129,20 @@ func (db *DB) TouchNode(ctx context.Context, id string, now time.Time) (bool, er
 
 // LeaveNodes removes node id's row: the node stops cleanly.
 func (db *DB) LeaveNodes(ctx context.Context, id string) error {
-	if _, err := db.execWriter(ctx, "DELETE FROM nodes WHERE id = ?", id); err != nil {
+	if _, err := db.execHeartbeat(ctx, "DELETE FROM nodes WHERE id = ?", id); err != nil {
 		return fmt.Errorf("leave nodes: %w", err)
 	}
 	return nil
+}
+
+// execHeartbeat runs a statement on the node's own row: on the heartbeat's
+// connection where there is one (DB.hb), a transaction of its own taking no writer
+// lock; on the writer otherwise.
+func (db *DB) execHeartbeat(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if db.hb == nil {
+		return db.execWriter(ctx, query, args...)
+	}
+	return conn{db.hb, db.dia}.execContext(ctx, query, args...)
 }
 
 // Nodes lists the recorded nodes, live or not, oldest start first.

@@ -95,3 +95,72 @@ func ids(nodes []store.Node) string {
 	}
 	return s
 }
+
+// TestHeartbeatBesideALongWriteTransaction: a node whose write transaction holds the
+// writer lock longer than the liveness window (a long migration block) keeps renewing
+// its heartbeat meanwhile, so a node of another version starting then waits for the
+// lock, sees it live, and is refused. The heartbeat is a plain update of the node's
+// own row: it takes neither the writer lock nor the node's writer connection.
+func TestHeartbeatBesideALongWriteTransaction(t *testing.T) {
+	if !testkit.Postgres() {
+		t.Skip("PostgreSQL only: SQLite has one write lock per file, so there every write, the heartbeat's too, waits for the write transaction in progress")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	addr := testkit.NewAddress(t, "nodes.db")
+	a := testkit.Open(t, addr, testkit.Options{})
+	b := testkit.Open(t, addr, testkit.Options{})
+	t0 := time.Now()
+	if err := a.JoinNodes(ctx, &store.Node{ID: "a", Host: "ha", Version: "4.9.0", StartedAt: t0}, t0.Add(-30*time.Second), nil); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := a.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	// The transaction runs on: 40 s later by the nodes' clock, a beat renews a's row.
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	ok, err := a.TouchNode(tctx, "a", t0.Add(40*time.Second))
+	cancel()
+	if !ok || err != nil {
+		t.Fatalf("heartbeat while the node's own transaction holds the writer lock: %v %v, want renewed", ok, err)
+	}
+	refused := errors.New("refused")
+	joined := make(chan error, 1)
+	var seen []store.Node
+	go func() {
+		at := t0.Add(45 * time.Second)
+		joined <- b.JoinNodes(ctx, &store.Node{ID: "b", Host: "hb", Version: "4.8.0", StartedAt: at}, at.Add(-30*time.Second),
+			func(live []store.Node) error {
+				seen = live
+				for _, n := range live {
+					if n.Version != "4.8.0" {
+						return refused
+					}
+				}
+				return nil
+			})
+	}()
+	// b waits for the writer lock a's transaction holds.
+	for i := 0; testkit.QueryInt(t, a, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"+
+		" AND database = (SELECT oid FROM pg_database WHERE datname = current_database())") == 0; i++ {
+		if i == 400 {
+			t.Fatal("node b never waited for the writer lock")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-joined; !errors.Is(err, refused) {
+		t.Fatalf("node b of another version joined beside live node a (saw %+v): %v", seen, err)
+	}
+	nodes, err := a.Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(nodes); got != "a" {
+		t.Fatalf("nodes %q, want a alone", got)
+	}
+}

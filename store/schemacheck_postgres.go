@@ -44,8 +44,12 @@ func checkPostgresSchema(ctx context.Context, pool *sql.DB) error {
 			}
 			switch typ, ok := c.judge(ref, kind, name, table, def); {
 			case ok:
-			case typ == "changed":
-				changed = append(changed, SchemaObject{Type: c.what, Name: name, Table: table, SQL: def})
+			case typ == "changed" || strings.HasPrefix(typ, "changed "):
+				what := strings.TrimPrefix(strings.TrimPrefix(typ, "changed"), " ")
+				if what == "" {
+					what = c.what
+				}
+				changed = append(changed, SchemaObject{Type: what, Name: name, Table: table, SQL: def})
 			default:
 				if typ == "table" {
 					tables = append(tables, name)
@@ -74,7 +78,7 @@ func notExtension(oid, cat string) string {
 
 // postgresCheck is one catalog query of the check, each row (kind, name, table,
 // definition), and how a row is judged: ok, or the kind of object to report
-// ("changed" for a layout object that differs).
+// ("changed" for a layout object that differs, "changed KIND" to name its kind).
 type postgresCheck struct {
 	what  string
 	query string
@@ -87,7 +91,7 @@ var postgresChecks = []postgresCheck{
 			ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
 			WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'i' AND a.attidentity <> '') THEN 'identity' ELSE '' END
 		WHEN c.relkind IN ('i', 'I') THEN CASE WHEN EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = c.oid AND k.contype IN ('p', 'u'))
-			THEN 'key' ELSE '' END
+			THEN 'key' ELSE replace(pg_get_indexdef(c.oid), ' ON ' || quote_ident(n.nspname) || '.', ' ON ') END
 		WHEN c.relrowsecurity THEN 'row-level security' ELSE '' END
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		LEFT JOIN pg_index x ON x.indexrelid = c.oid LEFT JOIN pg_class t ON t.oid = x.indrelid
@@ -103,7 +107,16 @@ var postgresChecks = []postgresCheck{
 				}
 				return "", true
 			case "i", "I":
-				return "index", def == "key" && r.tables[table] || r.indexes[name] == table
+				if def == "key" {
+					return "index", r.tables[table]
+				}
+				want, ok := r.indexes[name]
+				if !ok || want.table != table {
+					return "index", false
+				}
+				// The layout's index, but on another expression (one calling a
+				// function of another schema, say).
+				return "changed index", indexWords(def) == want.words
 			case "S":
 				return "sequence", def == "identity"
 			case "v":
@@ -132,7 +145,7 @@ var postgresChecks = []postgresCheck{
 			r.seenFunction[name] = true
 			return "changed", body == want
 		}},
-	{what: "trigger", query: `SELECT '', t.tgname, c.relname, pg_get_triggerdef(t.oid)
+	{what: "trigger", query: `SELECT '', t.tgname, c.relname, replace(pg_get_triggerdef(t.oid), ' ON ' || quote_ident(n.nspname) || '.', ' ON ')
 		FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = current_schema() AND NOT t.tgisinternal ORDER BY 2`,
 		judge: func(r *postgresRef, _, name, table, def string) (string, bool) {
@@ -185,8 +198,8 @@ var constantDefault = regexp.MustCompile(`^(-?[0-9]+|'(?:[^']|'')*'(?:::[a-z ]+)
 // postgresRef is what the layout creates, read from its text.
 type postgresRef struct {
 	tables    map[string]bool
-	indexes   map[string]string // index -> table
-	functions map[string]string // function -> "LANGUAGE lang AS body", as the check reads it
+	indexes   map[string]struct{ table, words string } // index -> its table and indexWords
+	functions map[string]string                        // function -> "LANGUAGE lang AS body", as the check reads it
 	triggers  map[string]struct{ table, words string }
 	defaults  map[string]bool     // "table.column"
 	checks    map[string][]string // table -> CHECK expressions (checkWords)
@@ -196,7 +209,8 @@ type postgresRef struct {
 }
 
 var (
-	pgCreateIndex    = regexp.MustCompile(`(?i)\bCREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s+ON\s+(\w+)`)
+	pgCreateIndex    = regexp.MustCompile(`(?i)\bCREATE\s+(?:UNIQUE\s+)?INDEX\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s+ON\s+(\w+)[^;]*`)
+	pgCast           = regexp.MustCompile(`(?i)\bCAST\s*\(\s*(\w+)\s+AS\s+(\w+)\s*\)`)
 	pgCreateFunction = regexp.MustCompile(`(?s)\bCREATE\s+FUNCTION\s+(\w+)\s*\(.*?\bLANGUAGE\s+(\w+).*?\bAS\s+\$\$(.*?)\$\$`)
 	pgCreateTrigger  = regexp.MustCompile(`(?s)\bCREATE\s+TRIGGER\s+(\w+)\s+(.*?)\s+ON\s+(\w+)\s+(FOR\s+EACH.*?)\);`)
 	pgTableBody      = regexp.MustCompile(`(?s)\bCREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s*\((.*?)\n\)`)
@@ -210,7 +224,7 @@ var (
 // postgresReference reads what PostgreSQL's layout and every registered owner's
 // steps create.
 func postgresReference() *postgresRef {
-	r := &postgresRef{tables: knownTables(), indexes: map[string]string{}, functions: map[string]string{},
+	r := &postgresRef{tables: knownTables(), indexes: map[string]struct{ table, words string }{}, functions: map[string]string{},
 		triggers: map[string]struct{ table, words string }{}, defaults: map[string]bool{}, checks: map[string][]string{},
 		seenFunction: map[string]bool{}}
 	steps := append([]string{}, postgresLayout...)
@@ -225,7 +239,7 @@ func postgresReference() *postgresRef {
 	}
 	for _, step := range steps {
 		for _, m := range pgCreateIndex.FindAllStringSubmatch(step, -1) {
-			r.indexes[m[1]] = m[2]
+			r.indexes[m[1]] = struct{ table, words string }{m[2], indexWords(m[0])}
 		}
 		for _, m := range pgCreateFunction.FindAllStringSubmatch(step, -1) {
 			r.functions[m[1]] = "LANGUAGE " + m[2] + " AS " + m[3]
@@ -268,20 +282,27 @@ func (r *postgresRef) column(table, line string) {
 	}
 }
 
-// triggerWords is a trigger's definition as a sorted list of words, without the
-// schema's name and parentheses: PostgreSQL writes the events of a trigger in its
-// own order and qualifies the table.
+// triggerWords is a trigger's definition as a sorted list of words, without
+// parentheses: PostgreSQL writes the events of a trigger in its own order. Names keep
+// their schema: the query takes the service schema's off the table's name only, and
+// PostgreSQL qualifies a function outside the search path (the service's schema), so
+// a trigger calling other.dataservice_instances_insert() differs from the layout's.
 func triggerWords(def string) string {
 	def = strings.NewReplacer("(", " ", ")", " ", ",", " ", ";", " ").Replace(def)
-	words := strings.Fields(def)
-	for i, w := range words {
-		if j := strings.LastIndexByte(w, '.'); j >= 0 {
-			w = w[j+1:]
-		}
-		words[i] = strings.ToLower(w)
-	}
+	words := strings.Fields(strings.ToLower(def))
 	sort.Strings(words)
 	return strings.Join(words, " ")
+}
+
+// indexWords is an index's definition reduced to compare the layout's text with
+// pg_get_indexdef's: lower case, CAST(x AS t) as x::t, text casts, btree (the
+// default method), IF NOT EXISTS, quotes, parentheses and spaces left out. Names keep
+// their schema, as in triggerWords: an index on other.f(classname) differs from one
+// on classname.
+func indexWords(def string) string {
+	def = strings.ToLower(pgCast.ReplaceAllString(def, "$1::$2"))
+	def = strings.NewReplacer("::text", "", "(", "", ")", "", "'", "", " ", "", "\t", "", "\n", "", ";", "").Replace(def)
+	return strings.NewReplacer("ifnotexists", "", "usingbtree", "").Replace(def)
 }
 
 // checkWords is a CHECK expression without parentheses, spaces or the word CHECK.

@@ -37,6 +37,31 @@ func TestPostgresSchemaCheckRefusesForeignObjects(t *testing.T) {
 			CREATE EVENT TRIGGER on_ddl ON ddl_command_start EXECUTE FUNCTION on_ddl()`, "unexpected event trigger on_ddl"},
 		{"foreign index", `CREATE INDEX instances_evil ON instances(displayname)`, "unexpected index instances_evil on instances"},
 		{"foreign sequence", `CREATE SEQUENCE counter`, "unexpected sequence counter"},
+		// A layout trigger calling another schema's function of the same name.
+		{"layout trigger calling another schema", `CREATE SCHEMA evil;
+			CREATE FUNCTION evil.dataservice_instances_insert() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+			DROP TRIGGER instances_insert ON instances;
+			CREATE TRIGGER instances_insert AFTER INSERT ON instances FOR EACH ROW EXECUTE FUNCTION evil.dataservice_instances_insert()`,
+			"changed trigger instances_insert"},
+		{"another schema", `CREATE SCHEMA other`, "unexpected schema other"},
+		{"function in public beside the service's schema", `CREATE SCHEMA svc; CREATE FUNCTION svc.f() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$`,
+			"unexpected function svc.f"},
+		{"aggregate in another schema", `CREATE SCHEMA other; CREATE AGGREGATE other.total(int) (SFUNC = int4pl, STYPE = int)`,
+			"unexpected aggregate other.total"},
+		{"type in another schema", `CREATE SCHEMA other; CREATE TYPE other.mood AS ENUM ('a')`, "unexpected type other.mood"},
+		{"collation in the service's schema", `CREATE COLLATION mine FROM "C"`, "unexpected collation public.mine"},
+		// The layout's index, on an expression calling a function.
+		{"layout index on an expression", `DROP INDEX revisions_class; CREATE INDEX revisions_class ON revisions(dataservice_fold(classname), id)`,
+			"changed index revisions_class"},
+		{"layout index on another schema's function", `CREATE SCHEMA evil;
+			CREATE FUNCTION evil.f(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT t $$;
+			DROP INDEX instances_classname_id; CREATE INDEX instances_classname_id ON instances(evil.f(classname), id)`,
+			"changed index instances_classname_id"},
+		{"another extension", `CREATE EXTENSION citext`, "unexpected extension citext"},
+		{"function added to pg_trgm", `CREATE FUNCTION sneak() RETURNS int LANGUAGE sql AS $$ SELECT 1 $$; ALTER EXTENSION pg_trgm ADD FUNCTION sneak()`,
+			"unexpected member of the extension function sneak() on pg_trgm"},
+		{"database setting", `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET session_replication_role = replica', current_database()); END $$`,
+			"unexpected setting session_replication_role on database"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -69,6 +94,32 @@ func TestPostgresSchemaCheckRefusesForeignObjects(t *testing.T) {
 			}
 		})
 	}
+	// A search_path the database sets does not move the service's names: every
+	// connection sets its own (public), so the check reads the service's tables where
+	// they are and refuses the setting alone.
+	t.Run("database search_path", func(t *testing.T) {
+		addr := testkit.NewPostgresAddress(t)
+		db, err := store.Open(ctx, addr, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		raw, err := sql.Open("pgx", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		if _, err := raw.ExecContext(ctx, `CREATE SCHEMA evil; CREATE TABLE evil.registry(key text, value text);
+			DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET search_path = evil, public', current_database()); END $$`); err != nil {
+			t.Fatal(err)
+		}
+		raw.Close()
+		_, err = store.Open(ctx, addr, store.Options{})
+		if err == nil || !strings.Contains(err.Error(), "unexpected setting search_path on database") ||
+			!strings.Contains(err.Error(), "unexpected table evil.registry") || strings.Contains(err.Error(), "table instances") {
+			t.Fatalf("open: %v, want the setting and the other schema's table refused, the service's tables found", err)
+		}
+	})
 	t.Run("clean layout with data", func(t *testing.T) {
 		addr := testkit.NewPostgresAddress(t)
 		db, err := testkit.OpenStore(t, addr, store.Options{})

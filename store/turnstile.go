@@ -202,7 +202,7 @@ func (db *DB) beginWriter(ctx context.Context) (tx *sql.Tx, done func(), err err
 		conn.Close()
 		return nil, nil, err
 	}
-	tx, err = conn.BeginTx(ctx, nil)
+	tx, err = conn.BeginTx(ctx, db.dia.writeTx)
 	leave()
 	if err == nil && db.dia.lockWriter != "" {
 		if _, err = tx.ExecContext(ctx, db.dia.lockWriter); err != nil {
@@ -234,7 +234,7 @@ func (db *DB) withWriter(ctx context.Context, fn func(c conn) error) error {
 	if db.dia.lockWriter == "" {
 		return fn(conn{raw, db.dia})
 	}
-	tx, err := raw.BeginTx(ctx, nil)
+	tx, err := raw.BeginTx(ctx, db.dia.writeTx)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func postgresWithData(t *testing.T) (addr, secret string) {
 }
 
 // fakeTools puts on PATH a pg_dump and a pg_restore that record their arguments and
-// whether PGPASSWORD holds the password, then run the real program.
+// whether PGPASSWORD (PGSSLPASSWORD) holds the password, then run the real program.
 func fakeTools(t *testing.T, secret string) (log string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -47,6 +47,7 @@ func fakeTools(t *testing.T, secret string) (log string) {
 		script := "#!/bin/sh\n" +
 			"echo \"" + tool + " $*\" >> " + log + "\n" +
 			"[ \"$PGPASSWORD\" = '" + secret + "' ] && echo 'PGPASSWORD set' >> " + log + "\n" +
+			"[ \"$PGSSLPASSWORD\" = '" + secret + "' ] && echo 'PGSSLPASSWORD set' >> " + log + "\n" +
 			"exec " + real + " \"$@\"\n"
 		if err := os.WriteFile(filepath.Join(dir, tool), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
@@ -122,6 +123,48 @@ func TestPostgresBackupAndRestore(t *testing.T) {
 	if !strings.Contains(string(log), "pg_dump --format=custom") || !strings.Contains(string(log), "pg_restore --clean") ||
 		!strings.Contains(string(log), "PGPASSWORD set") {
 		t.Fatalf("the tools' calls:\n%s", log)
+	}
+}
+
+// TestPostgresBackupPasswordInTheQuery: a password given as the URL's password= or
+// sslpassword= query parameter reaches pg_dump in PGPASSWORD and PGSSLPASSWORD,
+// never on its command line (where the process list shows it) nor in any output.
+func TestPostgresBackupPasswordInTheQuery(t *testing.T) {
+	pg := testkit.NewPostgresAddress(t)
+	u, err := url.Parse(pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := "query-pw-must-not-show"
+	q := u.Query()
+	q.Set("password", secret)
+	q.Set("sslpassword", secret)
+	u.RawQuery = q.Encode()
+	addr := u.String()
+	db, err := testkit.OpenStore(t, addr, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	calls := fakeTools(t, secret)
+	env := testEnv(t)
+	env["SERVICE_DB"] = addr
+	file := filepath.Join(t.TempDir(), "b.dump")
+	code, out, stderr := runCLI(t, env, "backup", file)
+	if code != 0 {
+		t.Fatalf("backup: exit %d: %s%s", code, out, stderr)
+	}
+	log, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(log)+out+stderr, secret) {
+		t.Fatalf("the password shows on a command line or in the output:\n%s%s%s", log, out, stderr)
+	}
+	for _, want := range []string{"pg_dump --format=custom", "PGPASSWORD set", "PGSSLPASSWORD set"} {
+		if !strings.Contains(string(log), want) {
+			t.Fatalf("the tool's call lacks %q:\n%s", want, log)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/url"
 	"os"
@@ -223,5 +224,60 @@ func TestCopyNeedsBothEnds(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.db")); !os.IsNotExist(err) {
 		t.Fatalf("a refused copy created the target: %v", err)
+	}
+}
+
+// TestCopyFromPostgresFoldsPendingCounts: rows a PostgreSQL database's owner wrote
+// with SQL outside the service leave their count changes noted but not yet folded
+// into the counts (the next store commit folds them); a copy from that database
+// carries the counts as the fold gives them, so the target counts every instance.
+func TestCopyFromPostgresFoldsPendingCounts(t *testing.T) {
+	env := testEnv(t)
+	env["SERVICE_DB"] = testkit.NewPostgresAddress(t)
+	migrateDB(t, env)
+	loadDoc(t, env, `
+- {classname: _schema, keyname: box, note: {dataformat: string}}
+- {classname: box, keyname: b1, note: one}
+- {classname: box, keyname: b2, note: two}
+- {classname: box, keyname: b3, note: three}
+`)
+	raw, err := sql.Open("pgx", env["SERVICE_DB"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for _, q := range []string{
+		`INSERT INTO instances(id, classname, keyname, data, created_at, updated_at)
+			SELECT max(id) + 1, 'box', 'by-sql', '{}', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z' FROM instances`,
+		`DELETE FROM instances WHERE id = (SELECT max(id) FROM instances)`,
+		`DELETE FROM instances WHERE keyname = 'b1'`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	var pending int
+	if err := raw.QueryRow("SELECT (SELECT count(*) FROM instance_count_deltas) + (SELECT count(*) FROM instance_id_deletes)").Scan(&pending); err != nil || pending == 0 {
+		t.Fatalf("no count change waits for a fold (%d, %v): the test proves nothing", pending, err)
+	}
+	var high int
+	if err := raw.QueryRow("SELECT max(id) FROM instance_id_deletes").Scan(&high); err != nil {
+		t.Fatal(err)
+	}
+
+	file := filepath.Join(t.TempDir(), "copy.db")
+	if code, _, stderr := runCLI(t, env, "copy", "--from", env["SERVICE_DB"], "--to", file); code != 0 {
+		t.Fatalf("copy: exit %d: %s", code, stderr)
+	}
+	db, err := testkit.OpenStore(t, file, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n := testkit.QueryInt(t, db, "SELECT n FROM instance_counts WHERE classname = 'box'"); n != 2 {
+		t.Errorf("the copy counts %d box instances, the source holds 2", n)
+	}
+	if got := testkit.QueryInt(t, db, "SELECT high FROM instance_ids"); got != high {
+		t.Errorf("the copy's id high-water mark is %d, the source's deleted id %d", got, high)
 	}
 }

@@ -29,7 +29,13 @@ func TestUnusableDatabaseURLFailsAtStart(t *testing.T) {
 		name, url, host, reason string
 	}
 	cases := []urlCase{{"a closed port", "postgres://svc:hunter2-secret@" + closed + "/dataservice?sslmode=disable&connect_timeout=5",
-		closed, "connect"}}
+		closed, "connect"},
+		// The password given as a query parameter (password=, sslpassword=) hides too.
+		{"a closed port, password in the query", "postgres://svc@" + closed + "/dataservice?sslmode=disable&password=hunter2-secret&sslpassword=hunter2-secret&connect_timeout=5",
+			closed, "connect"},
+		// A URL pgx refuses to parse (a port out of range): its error quotes the URL.
+		{"a URL pgx refuses", "postgres://svc@" + closed + "0000/dataservice?password=hunter2-secret",
+			"dataservice", "invalid port"}}
 	var missingDB string
 	if testkit.Postgres() {
 		// A server that answers, but has no such database.
@@ -45,6 +51,11 @@ func TestUnusableDatabaseURLFailsAtStart(t *testing.T) {
 		u.Path = "/" + missingDB
 		u.User = url.UserPassword(u.User.Username(), "hunter2-secret")
 		cases = append(cases, urlCase{"a database that does not exist", u.String(), u.Host, "does not exist"})
+		u.User = url.User(u.User.Username())
+		q := u.Query()
+		q.Set("password", "hunter2-secret")
+		u.RawQuery = q.Encode()
+		cases = append(cases, urlCase{"a database that does not exist, password in the query", u.String(), u.Host, "does not exist"})
 	}
 	for _, c := range cases {
 		for _, args := range [][]string{{"migrate"}, {"serve"}, {"migrate", "--status"}, {"apikey", "list"}, {"backup", t.TempDir() + "/b.db"}} {

@@ -110,6 +110,12 @@ func newDatabaseName() string {
 // createDatabase makes a new database, from template (empty: PostgreSQL's
 // template0), and returns its URL.
 func createDatabase(template string) (name, addr string, err error) {
+	return createDatabaseWith(template, "LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'")
+}
+
+// createDatabaseWith is createDatabase with locale, the CREATE DATABASE options
+// of the database's collation.
+func createDatabaseWith(template, locale string) (name, addr string, err error) {
 	db, u, err := clusterDB()
 	if err != nil {
 		return "", "", err
@@ -121,7 +127,7 @@ func createDatabase(template string) (name, addr string, err error) {
 	// A template in use by another connection cannot be copied: the kit closes its
 	// template stores before copying, but the server may still be ending a session.
 	for attempt := 0; ; attempt++ {
-		_, err = db.Exec("CREATE DATABASE " + name + " TEMPLATE " + template + " ENCODING 'UTF8' LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'")
+		_, err = db.Exec("CREATE DATABASE " + name + " TEMPLATE " + template + " ENCODING 'UTF8' " + locale)
 		if err == nil || attempt == 50 {
 			break
 		}
@@ -154,6 +160,24 @@ func NewAddress(tb testing.TB, name string) string {
 	return newPostgresDatabase(tb, "")
 }
 
+// NewAddressCollated is NewAddress whose PostgreSQL database compares text by a
+// language's rules rather than by bytes, as a production database created with a
+// locale such as en_US.UTF-8 does: ICU's root collation (und-x-icu), which every
+// PostgreSQL built with ICU has, whatever locales the system holds. (The kit's other
+// databases compare text as C.UTF-8, by code point.)
+func NewAddressCollated(tb testing.TB, name string) string {
+	tb.Helper()
+	if !Postgres() {
+		return NewAddress(tb, name)
+	}
+	db, addr, err := createDatabaseWith("", "LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8' LOCALE_PROVIDER icu ICU_LOCALE 'und'")
+	if err != nil {
+		tb.Fatalf("testkit: a database collated by ICU's root locale: %v", err)
+	}
+	dropAtEnd(tb, db)
+	return addr
+}
+
 // newPostgresDatabase makes a database from template for the test and drops it
 // when the test ends.
 func newPostgresDatabase(tb testing.TB, template string) string {
@@ -162,12 +186,17 @@ func newPostgresDatabase(tb testing.TB, template string) string {
 	if err != nil {
 		tb.Fatalf("testkit: %v", err)
 	}
+	dropAtEnd(tb, name)
+	return addr
+}
+
+// dropAtEnd drops the database name when the test ends.
+func dropAtEnd(tb testing.TB, name string) {
 	tb.Cleanup(func() {
 		if err := dropDatabase(name); err != nil {
 			tb.Errorf("testkit: drop %s: %v", name, err)
 		}
 	})
-	return addr
 }
 
 // postgresTemplate makes a template database filled by fill and returns its name.
