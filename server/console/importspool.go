@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,8 +21,10 @@ import (
 // The import tool keeps an uploaded file on the server between Check and Import, so a
 // person checks a file and then imports it (or fixes it and checks again) without
 // choosing it again: browsers never keep a chosen file across a page load. The file
-// goes to a temporary directory of this process, named by a random token the form
-// carries; the token is bound to the session that uploaded it.
+// goes to a temporary file of this process, named by a random token the form carries;
+// the token is bound to the session that uploaded it. The temporary file is unlinked
+// as soon as it is written and read through its open descriptor, so no upload outlives
+// the process on disk, whatever way it ends.
 const (
 	// spoolTTL is how long a kept file waits for its Import.
 	spoolTTL = 30 * time.Minute
@@ -31,6 +34,9 @@ const (
 	// spoolTotalBodies bounds the bytes kept for every session together, in request
 	// bodies (MaxBody): past it a file is not kept and must be chosen again.
 	spoolTotalBodies = 4
+	// spoolMaxFiles bounds the files kept for every session together (open
+	// descriptors): past it a file is not kept either.
+	spoolMaxFiles = 64
 )
 
 // errSpoolGone and errSpoolForeign are the answers for a token that names no kept file
@@ -43,7 +49,6 @@ var (
 // importSpool is the import tool's kept files, by token.
 type importSpool struct {
 	mu       sync.Mutex
-	dir      string // made on first use
 	files    map[string]*keptFile
 	total    int64
 	maxTotal int64
@@ -55,7 +60,8 @@ type importSpool struct {
 type keptFile struct {
 	owner [32]byte // the session's binding (sessionBinding)
 	name  string
-	path  string
+	file  *os.File // open; unlinked already unless path is set
+	path  string   // set when the system refused to unlink an open file
 	size  int64
 	at    time.Time
 }
@@ -89,37 +95,29 @@ func (s *importSpool) keep(sess *store.Session, name string, body []byte) string
 		s.remove(mine[0])
 		mine = mine[1:]
 	}
-	if s.total+int64(len(body)) > s.maxTotal {
-		s.log.Warn("import spool full: file not kept", "size", len(body), "kept_bytes", s.total)
+	if s.total+int64(len(body)) > s.maxTotal || len(s.files) >= spoolMaxFiles {
+		s.log.Warn("import spool full: file not kept", "size", len(body), "kept_bytes", s.total, "kept_files", len(s.files))
 		return ""
 	}
-	if s.dir == "" {
-		dir, err := os.MkdirTemp("", "dataservice-import-")
-		if err != nil {
-			s.log.Error("import spool directory", "error", err)
-			return ""
-		}
-		s.dir = dir
-	}
-	f, err := os.CreateTemp(s.dir, "upload-")
+	f, err := os.CreateTemp("", "dataservice-import-")
 	if err != nil {
 		s.log.Error("import spool file", "error", err)
 		return ""
 	}
-	_, werr := f.Write(body)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
+	kf := &keptFile{owner: owner, name: name, file: f, size: int64(len(body)), at: s.now()}
+	if err := os.Remove(f.Name()); err != nil {
+		kf.path = f.Name() // removed with the kept file instead
 	}
-	if werr != nil {
-		os.Remove(f.Name())
-		s.log.Error("import spool write", "error", werr)
+	if _, err := f.Write(body); err != nil {
+		s.close(kf)
+		s.log.Error("import spool write", "error", err)
 		return ""
 	}
 	var raw [32]byte
 	rand.Read(raw[:])
 	tok := base64.RawURLEncoding.EncodeToString(raw[:])
-	s.files[tok] = &keptFile{owner: owner, name: name, path: f.Name(), size: int64(len(body)), at: s.now()}
-	s.total += int64(len(body))
+	s.files[tok] = kf
+	s.total += kf.size
 	return tok
 }
 
@@ -136,12 +134,10 @@ func (s *importSpool) open(sess *store.Session, token string, limit int64) (name
 	if subtle.ConstantTimeCompare(f.owner[:], owner[:]) != 1 {
 		return "", nil, errSpoolForeign
 	}
-	fh, err := os.Open(f.path)
-	if err != nil {
+	body, err = io.ReadAll(io.NewSectionReader(f.file, 0, min(f.size, limit+1)))
+	if errors.Is(err, os.ErrClosed) {
 		return "", nil, errSpoolGone // removed meanwhile (an Import in another tab)
 	}
-	defer fh.Close()
-	body, err = io.ReadAll(io.LimitReader(fh, limit+1))
 	if err != nil {
 		return "", nil, fmt.Errorf("read kept file: %w", err)
 	}
@@ -167,6 +163,7 @@ func (s *importSpool) dropSession(sess *store.Session) {
 			s.remove(tok)
 		}
 	}
+	s.sweep()
 }
 
 // sweep removes the files past their time; s.mu is held.
@@ -184,7 +181,17 @@ func (s *importSpool) remove(tok string) {
 	f := s.files[tok]
 	delete(s.files, tok)
 	s.total -= f.size
-	if err := os.Remove(f.path); err != nil && !os.IsNotExist(err) {
-		s.log.Error("import spool remove", "error", err)
+	s.close(f)
+}
+
+// close releases f's descriptor, and its name when it could not be unlinked earlier.
+func (s *importSpool) close(f *keptFile) {
+	if err := f.file.Close(); err != nil {
+		s.log.Error("import spool close", "error", err)
+	}
+	if f.path != "" {
+		if err := os.Remove(f.path); err != nil && !os.IsNotExist(err) {
+			s.log.Error("import spool remove", "error", err)
+		}
 	}
 }

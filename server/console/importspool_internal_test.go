@@ -1,6 +1,7 @@
 package console
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"strings"
@@ -19,13 +20,21 @@ func TestImportSpoolExpiresAndBounds(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s := newImportSpool(100, slog.New(slog.DiscardHandler))
 	s.now = func() time.Time { return now }
-	t.Cleanup(func() { os.RemoveAll(s.dir) })
 	a := &store.Session{ID: 1, CSRF: "csrf-a"}
 	tok := s.keep(a, "a.yml", []byte("- {}\n"))
 	if tok == "" {
 		t.Fatal("nothing kept")
 	}
-	path := s.files[tok].path
+	kept := s.files[tok].file
+	t.Cleanup(func() {
+		for tok := range s.files {
+			s.remove(tok)
+		}
+	})
+	// The upload is no file of the directory: it lives only while the process holds it.
+	if _, err := os.Stat(kept.Name()); !os.IsNotExist(err) {
+		t.Fatalf("the kept file has a name on disk: %v", err)
+	}
 	now = now.Add(spoolTTL - time.Second)
 	if _, body, err := s.open(a, tok, 100); err != nil || string(body) != "- {}\n" {
 		t.Fatalf("before its time: %q, %v", body, err)
@@ -38,8 +47,8 @@ func TestImportSpoolExpiresAndBounds(t *testing.T) {
 	if _, _, err := s.open(a, tok, 100); err != errSpoolGone {
 		t.Fatalf("after its time: %v", err)
 	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatalf("the expired file is still on disk: %v", err)
+	if _, err := kept.Stat(); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("the expired file is still held: %v", err)
 	}
 	// 4 bodies of 100 bytes at most, for everyone together.
 	big := []byte(strings.Repeat("x", 100))
@@ -50,6 +59,18 @@ func TestImportSpoolExpiresAndBounds(t *testing.T) {
 	}
 	if s.keep(&store.Session{ID: 20, CSRF: "c"}, "f", big) != "" || s.total != 400 {
 		t.Fatalf("a fifth body was kept past the bound: %d bytes kept", s.total)
+	}
+	// And at most spoolMaxFiles files, however small, for everyone together.
+	for tok := range s.files {
+		s.remove(tok)
+	}
+	for i := range spoolMaxFiles {
+		if s.keep(&store.Session{ID: int64(100 + i), CSRF: "c"}, "f", []byte("x")) == "" {
+			t.Fatalf("file %d of %d not kept", i+1, spoolMaxFiles)
+		}
+	}
+	if s.keep(&store.Session{ID: 1000, CSRF: "c"}, "f", []byte("x")) != "" || len(s.files) != spoolMaxFiles {
+		t.Fatalf("a file past the count bound was kept: %d files", len(s.files))
 	}
 }
 
