@@ -10,7 +10,7 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"link": link,
+	"link":  link,
 	"num":   num,
 	"words": words,
 }
