@@ -125,6 +125,8 @@ type importData struct {
 	// Import (importSpool), KeptSize its size; KeptText says its text is in the box.
 	Kept, KeptSize string
 	KeptText       bool
+	// Imported: the kept file was imported and is no longer kept.
+	Imported bool
 	// Lines are the document's lines around those an error names (Bad), to fix it.
 	Lines []docLine
 }
@@ -169,7 +171,7 @@ func (c *Console) importTool(w http.ResponseWriter, r *http.Request, q *req) {
 	if !dry && d.Kept != "" {
 		// Imported: the kept file has served its purpose.
 		c.spool.drop(q.sess, d.Kept)
-		d.Kept, d.KeptText = "", false
+		d.Kept, d.KeptText, d.Imported = "", false, true
 	}
 	c.render(w, r, q, http.StatusOK, "import", "Import", d)
 }

@@ -78,8 +78,8 @@ func TestImportKeepsTheFile(t *testing.T) {
 		t.Fatal("a new upload kept the old token")
 	}
 	p = b.postMultipart("/data/private/import/", map[string]string{"csrf": tok, "do": "import", "format": "yaml", "kept": token2, "kept_name": "good.yml"}, "", "")
-	want(t, p, 200, "Import: done", `data-count="created">3<`)
-	lacks(t, p, `name="kept"`)
+	want(t, p, 200, "Import: done", `data-count="created">3<`, "Imported from good.yml: the server no longer keeps it.")
+	lacks(t, p, `name="kept"`, "not kept on the server")
 	if got := racks(); got != before+3 {
 		t.Fatalf("racks after Import: %d, want %d", got, before+3)
 	}
