@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -142,7 +143,7 @@ func exposedWithoutBaseURL(addr net.Addr, baseURL string) bool {
 // serve's start: SERVICE_BASE_URL when set, else the listen address (localhost for a
 // wildcard one); it says where the admin password comes from, never what it is.
 func consoleSignIn(addr net.Addr, s *settings) (consoleURL, signIn string) {
-	consoleURL = s.BaseURL + "/"
+	consoleURL = strings.TrimSuffix(s.BaseURL, "/") + "/"
 	if s.BaseURL == "" {
 		host, port, err := net.SplitHostPort(addr.String())
 		if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {

@@ -25,6 +25,7 @@ func TestConsoleSignIn(t *testing.T) {
 		{"wildcard", "0.0.0.0:9000", "", "pw-1", "http://localhost:9000/", "SERVICE_ADMIN_PASSWORD holds"},
 		{"ipv6 wildcard", "[::]:9000", "", "pw-1", "http://localhost:9000/", "SERVICE_ADMIN_PASSWORD holds"},
 		{"base URL", "0.0.0.0:9000", "https://data.example.org/ds", "pw-1", "https://data.example.org/ds/", "SERVICE_ADMIN_PASSWORD holds"},
+		{"base URL with a slash", "0.0.0.0:9000", "https://data.example.org/", "pw-1", "https://data.example.org/", "SERVICE_ADMIN_PASSWORD holds"},
 		{"admin locked", "127.0.0.1:8080", "", "", "http://127.0.0.1:8080/", "the admin account is locked (SERVICE_ADMIN_PASSWORD is not set)"},
 	} {
 		u, hint := consoleSignIn(addr(c.addr), &settings{BaseURL: c.base, AdminPassword: c.password})
