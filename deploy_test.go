@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -96,6 +97,7 @@ func TestComposeRunsTwoNodesOnPostgres(t *testing.T) {
 			Image       string            `yaml:"image"`
 			Environment map[string]string `yaml:"environment"`
 			Ports       []string          `yaml:"ports"`
+			Volumes     []string          `yaml:"volumes"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(b, &doc); err != nil {
@@ -120,5 +122,55 @@ func TestComposeRunsTwoNodesOnPostgres(t *testing.T) {
 	}
 	if len(doc.Services) != 3 {
 		t.Errorf("%d services, want postgres and two nodes (no proxy)", len(doc.Services))
+	}
+	checkComposeRole(t, doc.Services["postgres"].Environment, doc.Services["postgres"].Volumes, doc.Services["node1"].Environment["SERVICE_DB"])
+}
+
+// checkComposeRole: the nodes connect as a role that is not the postgres image's
+// superuser (POSTGRES_USER, postgres by default), created by an init script the
+// postgres service mounts, with LOGIN and no superuser, owning the nodes' database.
+func checkComposeRole(t *testing.T, pgEnv map[string]string, volumes []string, serviceDB string) {
+	t.Helper()
+	super := pgEnv["POSTGRES_USER"]
+	if super == "" {
+		super = "postgres"
+	}
+	// The URL holds ${...} (the password's setting), which a URL parser refuses.
+	m := regexp.MustCompile(`^postgres://([^:@/]+)[:@].*@[^/@]+/([^?]+)`).FindStringSubmatch(serviceDB)
+	if m == nil {
+		t.Fatalf("SERVICE_DB %q names no user and database", serviceDB)
+	}
+	role, dbname := m[1], m[2]
+	if role == super {
+		t.Fatalf("the nodes connect as %s, the image's superuser", role)
+	}
+	var initDir string
+	for _, v := range volumes {
+		if host, target, ok := strings.Cut(strings.TrimSuffix(v, ":ro"), ":"); ok && target == "/docker-entrypoint-initdb.d" {
+			initDir = filepath.Join("deploy", host)
+		}
+	}
+	if initDir == "" {
+		t.Fatalf("the postgres service mounts no /docker-entrypoint-initdb.d: %v", volumes)
+	}
+	scripts, _ := filepath.Glob(filepath.Join(initDir, "*"))
+	var all string
+	for _, f := range scripts {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all += string(b)
+	}
+	createRole := regexp.MustCompile(`(?i)CREATE ROLE ` + regexp.QuoteMeta(role) + `\b([^;]*);`).FindStringSubmatch(all)
+	if createRole == nil || !regexp.MustCompile(`(?i)\bLOGIN\b`).MatchString(createRole[1]) ||
+		!regexp.MustCompile(`(?i)\bNOSUPERUSER\b`).MatchString(createRole[1]) {
+		t.Errorf("the init scripts in %s create no role %s with LOGIN and NOSUPERUSER", initDir, role)
+	}
+	if !regexp.MustCompile(`(?i)CREATE DATABASE ` + regexp.QuoteMeta(dbname) + ` OWNER ` + regexp.QuoteMeta(role) + `\b`).MatchString(all) {
+		t.Errorf("the init scripts in %s create no database %s owned by %s", initDir, dbname, role)
+	}
+	if strings.Contains(all, "SUPERUSER") && !strings.Contains(all, "NOSUPERUSER") {
+		t.Errorf("the init scripts grant a superuser")
 	}
 }

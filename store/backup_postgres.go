@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -167,80 +166,4 @@ func PostgresArchiveVersion(ctx context.Context, file string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no DB_VERSION in its registry: not a dataservice database")
-}
-
-// RestorePostgres replaces the contents of the PostgreSQL database at addr with the
-// pg_dump archive file. It refuses while any other session is connected to the
-// database (stop every node first). The current contents are first dumped to keep
-// (a path that must not exist). pg_restore runs in one transaction
-// (--single-transaction, --exit-on-error: a failure leaves the database as it was),
-// dropping the archive's objects before creating them (--clean --if-exists), owners
-// and grants left as the database has them (--no-owner --no-privileges). The
-// restored database is then checked as every open checks it (foreign schema objects:
-// a dump brings data, not code); a refusal names what is foreign and names keep to
-// go back to.
-func RestorePostgres(ctx context.Context, addr, file, keep string) error {
-	for _, tool := range []string{"pg_dump", "pg_restore"} {
-		if _, err := postgresTool(tool); err != nil {
-			return err
-		}
-	}
-	pool, err := openPostgresPool(postgresDSN(addr, false))
-	if err != nil {
-		return fmt.Errorf("open database %s: %w", RedactURL(addr), err)
-	}
-	defer pool.Close()
-	var others int
-	err = pool.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&others)
-	if err != nil {
-		return fmt.Errorf("open database %s: %w", RedactURL(addr), redactErr(err, addr))
-	}
-	if others > 0 {
-		return fmt.Errorf("refused: %d other sessions are connected to the database %s: stop every node first", others, RedactURL(addr))
-	}
-	if err := dumpPostgres(ctx, addr, keep); err != nil {
-		return fmt.Errorf("keep the current database: %w", err)
-	}
-	pool.Close()
-	if _, err := runPostgresTool(ctx, "pg_restore", addr, "--clean", "--if-exists", "--single-transaction",
-		"--exit-on-error", "--no-owner", "--no-privileges", file); err != nil {
-		return fmt.Errorf("restore (nothing was changed): %w", err)
-	}
-	check, err := openPostgresPool(postgresDSN(addr, true))
-	if err != nil {
-		return err
-	}
-	defer check.Close()
-	if err := checkPostgresSchema(ctx, check); err != nil {
-		return fmt.Errorf("the restored database is refused, by this command and at every start: %w; "+
-			"restore the previous contents, kept as %s, or another backup", err, keep)
-	}
-	if err := checkRestoredLayout(ctx, check); err != nil {
-		return err
-	}
-	// The heartbeat rows the dump holds name the nodes of the database it was taken
-	// from: none serves this one (no other session is connected).
-	w, err := openPostgresPool(postgresDSN(addr, false))
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	if _, err := w.ExecContext(ctx, "DELETE FROM nodes"); err != nil {
-		return fmt.Errorf("forget the nodes the backup records: %w", err)
-	}
-	return nil
-}
-
-// checkRestoredLayout refuses a restored database whose layout is newer than this
-// program's.
-func checkRestoredLayout(ctx context.Context, pool *sql.DB) error {
-	have, err := postgresLayoutVersion(ctx, conn{pool, postgresDialect})
-	if err != nil {
-		return fmt.Errorf("read the restored layout version: %w", err)
-	}
-	if have > len(postgresLayout) {
-		return fmt.Errorf("the restored table layout version %d is newer than this program knows (%d)", have, len(postgresLayout))
-	}
-	return nil
 }

@@ -9,3 +9,7 @@ func ExecInTx(ctx context.Context, tx *Tx, query string, args ...any) error {
 	_, err := tx.execContext(ctx, query, args...)
 	return err
 }
+
+// SetRestoreBeforeCommit makes every later RestorePostgres call f just before its
+// last check for other sessions and its commit (nil: nothing).
+func SetRestoreBeforeCommit(f func()) { restoreBeforeCommit = f }

@@ -10,6 +10,12 @@ import (
 	"strings"
 )
 
+// catalogReader runs the check's catalog queries: a pool, or the connection of a
+// restore's transaction (which checks what it restored before committing).
+type catalogReader interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
 // checkPostgresSchema refuses a database whose schema (current_schema()) holds objects
 // the service's layout and the registered owners do not create, as SQLite's check
 // refuses such a file: another application's database, or a crafted dump that brings
@@ -24,7 +30,7 @@ import (
 // functions and operators of pg_trgm) are left out: pg_depend marks them 'e'. Every
 // open runs it, before anything is written, and restore runs it on the restored
 // database.
-func checkPostgresSchema(ctx context.Context, pool *sql.DB) error {
+func checkPostgresSchema(ctx context.Context, pool catalogReader) error {
 	ref := postgresReference()
 	var unexpected, changed []SchemaObject
 	foreign := func(typ, name, table, sql string) {

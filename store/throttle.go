@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -47,8 +48,8 @@ import (
 // ThrottlePerAddress attempts of one address be checked at the same time; they become
 // refusals of the table when they fail. Only refusals write: a check of credentials
 // reads the table (one statement, by primary key), and a success writes only when it
-// ends a delay that a refusal started. Logins are kept as hashes, so a password typed
-// into the login field is not written down in clear.
+// ends a delay that a refusal started. Logins are kept as keyed hashes (loginName), so
+// a password typed into the login field is not written down in clear.
 //
 // The table is bounded whatever addresses and logins an attacker uses: each refusal
 // first deletes the rows whose refusals have all left the window; each kind (address,
@@ -102,6 +103,8 @@ type Throttle struct {
 	reading map[string]*throttleReads
 	// afterRead, when set (tests only), runs after Wait's read of the table.
 	afterRead func()
+	// nameKey is the key of the login names (key), once read.
+	nameKey []byte
 }
 
 // throttleReads is Throttle.reading's entry of one address.
@@ -157,15 +160,39 @@ func ThrottleAddress(remote string) string {
 }
 
 // loginName and pairName are the throttle table's names of a login and of a login at
-// an address: hashes, so a password typed into the login field is not stored in
-// clear (and a login holding a NUL, which PostgreSQL's text refuses, is stored).
-func loginName(login string) string { return hashName("login\x00" + login) }
+// an address: HMAC-SHA256 under the database's own random key (key), so a password
+// typed into the login field is not stored in clear, nor as a plain hash a table
+// precomputed once would reverse for every database (and a login holding a NUL,
+// which PostgreSQL's text refuses, is stored).
+func loginName(key []byte, login string) string { return hashName(key, "login\x00"+login) }
 
-func pairName(login, addr string) string { return hashName("pair\x00" + login + "\x00" + addr) }
+func pairName(key []byte, login, addr string) string {
+	return hashName(key, "pair\x00"+login+"\x00"+addr)
+}
 
-func hashName(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
+func hashName(key []byte, s string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(s))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// key is the key of the table's login names: the database's node salt (random, made
+// at first use and shared by every node of the database), read once.
+func (t *Throttle) key(ctx context.Context) ([]byte, error) {
+	t.mu.Lock()
+	k := t.nameKey
+	t.mu.Unlock()
+	if k != nil {
+		return k, nil
+	}
+	k, err := t.db.NodeSalt(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.nameKey = k
+	t.mu.Unlock()
+	return k, nil
 }
 
 // tracked reports whether login counts for itself (not an API key's "", not too long).
@@ -238,9 +265,13 @@ func (t *Throttle) Wait(ctx context.Context, remote, login string) time.Duration
 // read returns the refusals within the window at now of addr, login and the pair.
 func (t *Throttle) read(ctx context.Context, addr, login string, now int64) (refusals, error) {
 	var r refusals
+	key, err := t.key(ctx)
+	if err != nil {
+		return r, err
+	}
 	rows, err := t.db.rquery(ctx, `SELECT kind, times FROM throttle
 		WHERE (kind = 'address' AND name = ?) OR (kind = 'login' AND name = ?) OR (kind = 'pair' AND name = ?)`,
-		addr, loginName(login), pairName(login, addr))
+		addr, loginName(key, login), pairName(key, login, addr))
 	if err != nil {
 		return r, err
 	}
@@ -373,6 +404,10 @@ func (t *Throttle) Fail(ctx context.Context, remote, login string) error {
 // clock's time, in one write transaction: writers take turns, so the rows read are
 // the rows rewritten.
 func (t *Throttle) record(ctx context.Context, addr, login string) error {
+	key, err := t.key(ctx)
+	if err != nil {
+		return err
+	}
 	raw, release, err := t.db.beginWriter(ctx)
 	if err != nil {
 		return err
@@ -391,10 +426,10 @@ func (t *Throttle) record(ctx context.Context, addr, login string) error {
 		return err
 	}
 	if tracked(login) {
-		if err := t.add(ctx, c, throttleLogin, loginName(login), now, cut, false); err != nil {
+		if err := t.add(ctx, c, throttleLogin, loginName(key, login), now, cut, false); err != nil {
 			return err
 		}
-		if err := t.add(ctx, c, throttlePair, pairName(login, addr), now, cut, true); err != nil {
+		if err := t.add(ctx, c, throttlePair, pairName(key, login, addr), now, cut, true); err != nil {
 			return err
 		}
 	}
@@ -459,9 +494,13 @@ func (t *Throttle) Succeed(ctx context.Context, remote, login string) error {
 	if !tracked(login) {
 		return nil
 	}
-	name := pairName(login, addr)
+	key, err := t.key(ctx)
+	if err != nil {
+		return fmt.Errorf("end the sign-in delay: %w", err)
+	}
+	name := pairName(key, login, addr)
 	var one int
-	err := t.db.rqueryRow(ctx, "SELECT 1 FROM throttle WHERE kind = 'pair' AND name = ?", name).Scan(&one)
+	err = t.db.rqueryRow(ctx, "SELECT 1 FROM throttle WHERE kind = 'pair' AND name = ?", name).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}

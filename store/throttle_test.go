@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -280,5 +283,48 @@ func TestThrottleSharedByProcesses(t *testing.T) {
 	}
 	if w := a.Wait(ctx, guesser, ""); w <= 0 || w > store.ThrottleWindow {
 		t.Fatalf("after %d refusals on both nodes: wait %v on node A, want up to %v", store.ThrottlePerAddress, w, store.ThrottleWindow)
+	}
+}
+
+// TestThrottleLoginNamesAreKeyed: a password typed into the login field is stored
+// neither in clear nor as its plain SHA-256, and the same login gets different names
+// in two databases (each keys the names with its own random salt), while one
+// database's nodes agree (the name is found again: the login's refusals count).
+func TestThrottleLoginNamesAreKeyed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const typed = "correct horse battery staple"
+	names := func(db *store.DB) []string {
+		_, rows := testkit.Rows(t, db, "SELECT name FROM throttle WHERE kind IN ('login', 'pair') ORDER BY kind")
+		var l []string
+		for _, r := range rows {
+			l = append(l, fmt.Sprint(r[0]))
+		}
+		return l
+	}
+	clock := newThrottleClock()
+	a, b := throttleDB(t, clock), throttleDB(t, clock)
+	fail(t, a.Throttle(), "10.0.0.1:1", typed)
+	fail(t, b.Throttle(), "10.0.0.1:1", typed)
+	na, nb := names(a), names(b)
+	if len(na) != 2 || len(nb) != 2 {
+		t.Fatalf("login and pair rows: %q and %q", na, nb)
+	}
+	plain := sha256.Sum256([]byte("login\x00" + typed))
+	for _, n := range append(na, nb...) {
+		if strings.Contains(n, typed) || n == hex.EncodeToString(plain[:]) {
+			t.Fatalf("the typed login is readable from the throttle table: %q", n)
+		}
+	}
+	if na[0] == nb[0] || na[1] == nb[1] {
+		t.Fatalf("two databases name the same login alike: %q and %q", na, nb)
+	}
+	// Another process of database a reads the same name: the login is throttled there.
+	other := testkit.Open(t, store.AddressOf(a), testkit.Options{Clock: clock.Now})
+	for range store.ThrottleFreeLogin + 1 {
+		fail(t, other.Throttle(), "10.0.9.9:1", typed)
+	}
+	if w := a.Throttle().Wait(ctx, "10.0.9.9:2", typed); w == 0 {
+		t.Fatal("refusals of the login at an address through another process of the database do not delay it")
 	}
 }
