@@ -4,7 +4,9 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,5 +99,56 @@ func TestErrorLine(t *testing.T) {
 		if got := errorLine("doc: invalid YAML/JSON: " + err.Error()); got != c.line {
 			t.Fatalf("%q: %v: line %d, want %d", c.doc, err, got, c.line)
 		}
+	}
+}
+
+// TestImportSpoolConcurrent: Checks, Imports and sign-outs of several sessions at once
+// (run it with -race): a kept file is read whole or reported gone, never half, and the
+// spool's byte count ends at what it holds.
+func TestImportSpoolConcurrent(t *testing.T) {
+	t.Parallel()
+	s := newImportSpool(1<<10, slog.New(slog.DiscardHandler))
+	body := []byte(strings.Repeat("- {classname: site, keyname: s}\n", 20))
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sess := &store.Session{ID: int64(i % 4), CSRF: "c" + strconv.Itoa(i%4)}
+			for j := range 50 {
+				tok := s.keep(sess, "f.yml", body)
+				if tok == "" {
+					continue // full for now
+				}
+				_, got, err := s.open(sess, tok, 1<<10)
+				if err != nil && err != errSpoolGone {
+					t.Errorf("open: %v", err)
+					return
+				}
+				if err == nil && string(got) != string(body) {
+					t.Errorf("read %d bytes of %d", len(got), len(body))
+					return
+				}
+				switch j % 3 {
+				case 0:
+					s.drop(sess, tok)
+				case 1:
+					s.dropSession(sess)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var held int64
+	for _, f := range s.files {
+		held += f.size
+	}
+	if held != s.total {
+		t.Fatalf("the spool counts %d bytes, its files hold %d", s.total, held)
+	}
+	for tok := range s.files {
+		s.remove(tok)
 	}
 }
