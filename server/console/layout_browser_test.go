@@ -60,7 +60,7 @@ func TestBrowserNarrowLayout(t *testing.T) {
 		t.Fatal("at 400 px the sidebar is shown before the menu button is pressed")
 	}
 	b.noSidewaysScroll(400)
-	b.run("open the menu", chromedp.Click("#menu", chromedp.ByID), chromedp.WaitVisible("#sidebar", chromedp.ByID), b.shot("narrow_menu"))
+	b.run("open the menu", chromedp.Click("#menu", chromedp.ByID), chromedp.WaitVisible("#sidebar", chromedp.ByID), b.viewShot("narrow_menu"))
 	var expanded string
 	b.run("aria", chromedp.AttributeValue("#menu", "aria-expanded", &expanded, nil, chromedp.ByID))
 	if expanded != "true" {
@@ -103,7 +103,7 @@ func TestBrowserKeyboard(t *testing.T) {
 	if !strings.Contains(loc, "/data/private/rack/") || b.visible("#shortcuts") {
 		t.Fatalf("typing in the search box triggered a shortcut: at %s, overlay %v", loc, b.visible("#shortcuts"))
 	}
-	b.run("help", chromedp.Evaluate(`document.activeElement.blur()`, nil), key("?"), chromedp.WaitVisible("#shortcuts", chromedp.ByID), b.shot("shortcuts"))
+	b.run("help", b.clear("search"), chromedp.Evaluate(`document.activeElement.blur()`, nil), key("?"), chromedp.WaitVisible("#shortcuts", chromedp.ByID), b.shot("shortcuts"))
 	if s := b.textOf("#shortcuts"); !strings.Contains(s, "Focus the search box") || !strings.Contains(s, "Go to the dashboard") {
 		t.Fatalf("the shortcuts overlay: %q", s)
 	}
