@@ -134,3 +134,26 @@ func TestImportKeepsABinaryFile(t *testing.T) {
 		t.Fatalf("the kept Latin-1 file's site: %d", got)
 	}
 }
+
+// TestImportMarksCSVLines: in a CSV document the line a parse error names is marked,
+// and so is the line each failed row starts on (a quoted cell may span lines, so a row
+// is not its line).
+func TestImportMarksCSVLines(t *testing.T) {
+	t.Parallel()
+	e := toolEnv(t)
+	b, tok := signedIn(e, "importer")
+	fields := map[string]string{"csrf": tok, "do": "check", "format": "csv", "schema": "rack", "keyfield": "keyname", "delimiter": ";"}
+
+	fields["text"] = "keyname;site;units\nr1;paris;10\nr2;pa\"ris;12\nr3;paris;14\n"
+	p := b.postMultipart("/data/private/import/", fields, "", "")
+	want(t, p, http.StatusBadRequest, `id="import-error"`, "line 3",
+		`<li class="bad" aria-current="true" data-line="3"><span class="ln">3</span>r2;pa&#34;ris;12</li>`)
+
+	// Row 2 fails (units out of bounds); its quoted tag spans lines 3 and 4, so row 3
+	// (also failing) starts on line 5.
+	fields["text"] = "keyname;site;units;tags\nr1;paris;10;ok\nr2;paris;999;\"two\nlines\"\nr3;paris;-1;x\n"
+	p = b.postMultipart("/data/private/import/", fields, "", "")
+	want(t, p, 200, `data-count="errors">2<`,
+		`<li class="bad" aria-current="true" data-line="3">`, `<li class="bad" aria-current="true" data-line="5">`)
+	lacks(t, p, `<li class="bad" aria-current="true" data-line="2">`, `<li class="bad" aria-current="true" data-line="4">`)
+}
