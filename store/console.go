@@ -49,22 +49,10 @@ type Reference struct {
 
 // ReferencedBy lists up to limit instances whose `schema` fields targeting cls hold key.
 func (db *DB) ReferencedBy(ctx context.Context, cls, key string, limit int) ([]Reference, error) {
-	rows, err := db.reader().queryContext(ctx, "SELECT classname, keyname, dataformat_ext FROM schema_fields WHERE dataformat = 'schema' ORDER BY classname, sort_order, id")
+	fields, err := db.referenceFields(ctx, cls)
 	if err != nil {
-		return nil, fmt.Errorf("find references to %s: %w", cls, err)
+		return nil, err
 	}
-	var fields [][2]string
-	for rows.Next() {
-		var c, f, ext string
-		if err := rows.Scan(&c, &f, &ext); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("find references to %s: %w", cls, err)
-		}
-		if w := strings.Fields(ext); len(w) > 0 && w[0] == cls && model.ValidFieldName(f) {
-			fields = append(fields, [2]string{c, f})
-		}
-	}
-	rows.Close()
 	var out []Reference
 	for _, cf := range fields {
 		if len(out) >= limit {
@@ -89,6 +77,61 @@ func (db *DB) ReferencedBy(ctx context.Context, cls, key string, limit int) ([]R
 		q.Close()
 	}
 	return out, nil
+}
+
+// ReferenceCount is how many instances of Classname refer to one instance through
+// their reference field Field.
+type ReferenceCount struct {
+	Classname, Field string
+	Count            int
+}
+
+// ReferenceCounts counts, per class and reference field targeting cls, the instances
+// that hold key (every one, unlike ReferencedBy's list); fields nothing refers through
+// are left out.
+func (db *DB) ReferenceCounts(ctx context.Context, cls, key string) ([]ReferenceCount, error) {
+	fields, err := db.referenceFields(ctx, cls)
+	if err != nil {
+		return nil, err
+	}
+	var out []ReferenceCount
+	for _, cf := range fields {
+		rc := ReferenceCount{Classname: cf[0], Field: cf[1]}
+		err := db.reader().queryRowContext(ctx, `SELECT count(*) FROM instances
+			WHERE classname = ? AND `+db.dia.contains("data", "?")+`
+			AND `+db.dia.jsonHolds("instances.data", "?", "?"), cf[0], jsonString(key), "$."+cf[1], key).Scan(&rc.Count)
+		if err != nil {
+			return nil, fmt.Errorf("count references to %s: %w", cls, err)
+		}
+		if rc.Count > 0 {
+			out = append(out, rc)
+		}
+	}
+	return out, nil
+}
+
+// referenceFields are the (class, field) pairs whose `schema` fields target cls, in
+// class and field order.
+func (db *DB) referenceFields(ctx context.Context, cls string) ([][2]string, error) {
+	rows, err := db.reader().queryContext(ctx, "SELECT classname, keyname, dataformat_ext FROM schema_fields WHERE dataformat = 'schema' ORDER BY classname, sort_order, id")
+	if err != nil {
+		return nil, fmt.Errorf("find references to %s: %w", cls, err)
+	}
+	defer rows.Close()
+	var fields [][2]string
+	for rows.Next() {
+		var c, f, ext string
+		if err := rows.Scan(&c, &f, &ext); err != nil {
+			return nil, fmt.Errorf("find references to %s: %w", cls, err)
+		}
+		if w := strings.Fields(ext); len(w) > 0 && w[0] == cls && model.ValidFieldName(f) {
+			fields = append(fields, [2]string{c, f})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find references to %s: %w", cls, err)
+	}
+	return fields, nil
 }
 
 // PermissionOrigin says where one of a user's permissions comes from.

@@ -29,6 +29,15 @@ type ListQuery struct {
 	// created_at, updated_at or a field of the schema, "-" first for descending (ties
 	// in id order). After is ignored when sorting. A field sort reads every match.
 	Sort string
+	// Holds keeps the instances whose field holds a text value (the field's value, or
+	// an item of its list): the instances that refer to one instance through a
+	// reference field. Counted like a search.
+	Holds *FieldValue
+}
+
+// FieldValue is a field and a text value it holds (ListQuery.Holds).
+type FieldValue struct {
+	Field, Value string
 }
 
 // sortColumn is the ORDER BY expression of ListQuery.Sort, or "" for id order.
@@ -112,13 +121,14 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 			args = []any{match, cls}
 		}
 	}
-	if q.Search == "" {
+	if q.Search == "" && q.Holds == nil {
 		n, err := db.CountInstances(ctx, cls)
 		if err != nil {
 			return nil, err
 		}
 		res.Count = n
-	} else {
+	}
+	if q.Search != "" {
 		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
 		like := "(" + db.dia.like("i.keyname", "?") + " OR " + db.dia.like("i.displayname", "?")
 		likeArgs := []any{pat, pat}
@@ -130,6 +140,15 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 		where += " AND " + like
 		args = append(args, likeArgs...)
 	}
+	if h := q.Holds; h != nil {
+		if f := s.Field(h.Field); f == nil || f.Dataformat == "secret" || !model.ValidFieldName(h.Field) {
+			return nil, model.Errorf(model.EInvalid, "%s has no field %s to filter by", cls, clip.Quote(h.Field))
+		}
+		// contains is a cheap filter before the exact test on the (scalar or list) value.
+		where += " AND " + db.dia.contains("i.data", "?") + " AND " + db.dia.jsonHolds("i.data", "?", "?")
+		args = append(args, jsonString(h.Value), "$."+h.Field, h.Value)
+	}
+	filtered := q.Search != "" || q.Holds != nil
 	after := q.After
 	if order != "" {
 		after = 0 // a sorted page has no id cursor
@@ -178,7 +197,7 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 			res.Next = res.Instances[len(res.Instances)-1].ID
 		}
 	}
-	if q.Search == "" {
+	if !filtered {
 		return res, nil
 	}
 	if !full && q.Limit > 0 && after == 0 && (len(res.Instances) > 0 || q.Offset == 0) {

@@ -289,6 +289,17 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The log names the console's URL and how to sign in, never the password.
+	for !strings.Contains(stderr.String(), "msg=console ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not log the console's URL: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if log := stderr.String(); !strings.Contains(log, "msg=console url="+base+"/ sign_in=\"sign in as admin with the password SERVICE_ADMIN_PASSWORD holds") ||
+		strings.Contains(log, "s3cret-admin") {
+		t.Fatalf("the console's log line: %s", log)
+	}
 	var doc strings.Builder
 	doc.WriteString("- {classname: _schema, keyname: vm, ram: {dataformat: int}}\n")
 	for i := 0; i < 50; i++ {

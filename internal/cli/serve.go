@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -101,6 +102,8 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 		runner.Run(runCtx)
 	}()
 	log.Info("ready")
+	consoleURL, signIn := consoleSignIn(ln.Addr(), s)
+	log.Info("console", "url", consoleURL, "sign_in", signIn)
 
 	select {
 	case <-ctx.Done():
@@ -134,6 +137,24 @@ func exposedWithoutBaseURL(addr net.Addr, baseURL string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip == nil || !ip.IsLoopback()
+}
+
+// consoleSignIn is the web console's URL and how to sign in to it, for the log of
+// serve's start: SERVICE_BASE_URL when set, else the listen address (localhost for a
+// wildcard one); it says where the admin password comes from, never what it is.
+func consoleSignIn(addr net.Addr, s *settings) (consoleURL, signIn string) {
+	consoleURL = strings.TrimSuffix(s.BaseURL, "/") + "/"
+	if s.BaseURL == "" {
+		host, port, err := net.SplitHostPort(addr.String())
+		if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsUnspecified() {
+			host = "localhost"
+		}
+		consoleURL = "http://" + net.JoinHostPort(host, port) + "/"
+	}
+	if s.AdminPassword != "" {
+		return consoleURL, "sign in as admin with the password SERVICE_ADMIN_PASSWORD holds, or as a user with a password (dataservice user add LOGIN)"
+	}
+	return consoleURL, "the admin account is locked (SERVICE_ADMIN_PASSWORD is not set): sign in as a user with a password (dataservice user add LOGIN, or user passwd LOGIN), or set SERVICE_ADMIN_PASSWORD and restart"
 }
 
 // backupTick is how often serve checks whether a scheduled backup is due.

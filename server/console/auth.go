@@ -112,6 +112,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, q *req) {
 		c.fail(w, r, q, err)
 		return
 	}
+	c.spool.dropSession(q.sess)
 	c.clearCookie(w)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }

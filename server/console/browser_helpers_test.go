@@ -76,6 +76,18 @@ func (b *chrome) shot(name string) chromedp.Action {
 	})
 }
 
+// viewShot writes a screenshot of the window only to <shots>/<name>.png: a full-page
+// one lays a narrow page out again at its content's width, which misplaces its edges.
+func (b *chrome) viewShot(name string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		var buf []byte
+		if err := chromedp.CaptureScreenshot(&buf).Do(ctx); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(b.shots, name+".png"), buf, 0o644)
+	})
+}
+
 // run runs actions, failing the test with the page's address and text when one fails.
 func (b *chrome) run(step string, actions ...chromedp.Action) {
 	b.t.Helper()

@@ -68,6 +68,8 @@ type Console struct {
 	maxBody int64
 	maxEnt  int
 	proxies clientaddr.Trusted
+	// spool keeps the import tool's uploads between Check and Import.
+	spool *importSpool
 }
 
 // New builds the console.
@@ -85,7 +87,8 @@ func New(o Options) *Console {
 		o.MaxEntries = 100000
 	}
 	c := &Console{db: o.DB, log: o.Logger, ready: o.Ready, pages: map[string]*template.Template{},
-		runner: o.Runner, maxBody: o.MaxBody, maxEnt: o.MaxEntries, proxies: o.TrustedProxies}
+		runner: o.Runner, maxBody: o.MaxBody, maxEnt: o.MaxEntries, proxies: o.TrustedProxies,
+		spool: newImportSpool(o.MaxBody, o.Logger)}
 	if u, err := url.Parse(o.BaseURL); err == nil && u.Scheme != "" && u.Host != "" {
 		c.secure = u.Scheme == "https"
 		c.origin = u.Scheme + "://" + u.Host

@@ -340,7 +340,7 @@ func TestBrowseAndEdit(t *testing.T) {
 
 	// Export of the current view.
 	p = b.get("/data/private/rack/?export=csv&search=cold")
-	want(t, p, 200, "keyname,displayname,site,units,mgmt,tags,is_enabled", "r2,,lyon,48,,\"cold, spare\",true")
+	want(t, p, 200, "keyname;displayname;site;units;mgmt;tags;is_enabled", "r2;;lyon;48;;cold, spare;true")
 	lacks(t, p, "r1")
 	p = b.get("/data/private/rack/?export=json")
 	var docs []map[string]any

@@ -35,7 +35,7 @@ type detailData struct {
 	Schema                                       *model.Schema
 	Instance                                     *store.Instance
 	Fields                                       []detailField
-	ReferencedBy                                 []store.Reference
+	ReferencedBy                                 []refGroup
 	Revisions                                    []revisionRow
 	CanUpdate, CanDelete, CanRename, CanPassword bool
 	IsUser, AllPerms                             bool
@@ -98,12 +98,16 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *mo
 			if it == nil {
 				continue
 			}
-			df.Cells = append(df.Cells, cellOf(sch, f.Keyname, it))
+			cl := cellOf(sch, f.Keyname, it)
+			if f.Dataformat == "ipv4" && cl.Link == "" {
+				cl.Link = c.ipamLink(ctx, q.auth, cl.Text)
+			}
+			df.Cells = append(df.Cells, cl)
 		}
 		d.Fields = append(d.Fields, df)
 	}
 	var err error
-	if d.ReferencedBy, err = c.referencedBy(ctx, q.auth, sch.Keyname, in.Keyname, 100); err != nil {
+	if d.ReferencedBy, err = c.referenceGroups(ctx, q.auth, sch.Keyname, in.Keyname); err != nil {
 		c.fail(w, r, q, err)
 		return
 	}

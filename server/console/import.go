@@ -1,12 +1,14 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"dataservice/internal/clip"
 	"dataservice/server/httperror"
@@ -119,6 +121,14 @@ type importData struct {
 	Pipelines, Schemas []string
 	Error, MaxSize     string
 	Report             *loadReport
+	// Kept is the token of the uploaded file the server keeps for the next Check or
+	// Import (importSpool), KeptSize its size; KeptText says its text is in the box.
+	Kept, KeptSize string
+	KeptText       bool
+	// Imported: the kept file was imported and is no longer kept.
+	Imported bool
+	// Lines are the document's lines around those an error names (Bad), to fix it.
+	Lines []docLine
 }
 
 // importTool: /data/private/import/ — paste or upload YAML, JSON or CSV; Check runs
@@ -140,62 +150,118 @@ func (c *Console) importTool(w http.ResponseWriter, r *http.Request, q *req) {
 		return
 	}
 	get := r.PostFormValue
-	d.Format, d.Pipeline, d.Text = get("format"), strings.TrimSpace(get("pipeline")), get("text")
+	d.Format, d.Pipeline, d.Text = get("format"), strings.TrimSpace(get("pipeline")), strings.ReplaceAll(get("text"), "\r\n", "\n")
 	d.Schema, d.Keyfield, d.Delimiter, d.Encoding = get("schema"), get("keyfield"), get("delimiter"), get("encoding")
+	d.Kept, d.FileName = get("kept"), clip.Text(get("kept_name"))
 	dry := get("do") != "import"
 	verb := "Import"
 	if dry {
 		verb = "Check"
 	}
-	status, rep, msg := c.runImport(r, q, d, dry)
+	status, rep, msg, body := c.runImport(r, q, d, dry)
 	if msg != "" {
 		d.Error = msg
+		d.Lines = markedLines(body, d.Format, d.Delimiter, msg, nil)
 		c.render(w, r, q, status, "import", "Import", d)
 		return
 	}
 	rep.Verb = verb
 	d.Report = rep
+	d.Lines = markedLines(body, d.Format, d.Delimiter, "", rep.Result.Messages)
+	if !dry && d.Kept != "" {
+		// Imported: the kept file has served its purpose.
+		c.spool.drop(q.sess, d.Kept)
+		d.Kept, d.KeptText, d.Imported = "", false, true
+	}
 	c.render(w, r, q, http.StatusOK, "import", "Import", d)
 }
+
+// documentText is body as the text box can show it: UTF-8 without NUL, at most
+// keptTextMax bytes; ok is false for anything else (a Latin-1 CSV, a large file).
+func documentText(body []byte) (string, bool) {
+	if len(body) > keptTextMax || !utf8.Valid(body) || bytes.IndexByte(body, 0) >= 0 {
+		return "", false
+	}
+	return strings.ReplaceAll(string(body), "\r\n", "\n"), true
+}
+
+// keptTextMax is the largest kept file whose text the import tool puts in its text box.
+const keptTextMax = 256 << 10
 
 // runImport reads the document (an uploaded file wins over pasted text), parses it as
 // the API's load (YAML/JSON) or raw-file (CSV) endpoint does, and loads it with the
 // user's permissions; on a refusal it returns the status and the message to show.
-func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (int, *loadReport, string) {
+//
+// The document is, in this order: a file chosen now (kept on the server for the next
+// Check or Import, its text put in the text box when it is text), else the text box,
+// else the file kept from the last Check (the form's token, which only this session's
+// forms may name). It also returns the document, to show the lines an error names.
+func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (int, *loadReport, string, []byte) {
 	ctx := r.Context()
 	body := []byte(d.Text)
+	upload := false
 	if r.MultipartForm != nil {
 		if fhs := r.MultipartForm.File["file"]; len(fhs) > 0 && fhs[0].Filename != "" {
 			fh := fhs[0]
 			fr, err := fh.Open()
 			if err != nil {
 				c.log.Error("open upload", "error", err)
-				return http.StatusInternalServerError, nil, "internal error"
+				return http.StatusInternalServerError, nil, "internal error", nil
 			}
 			body, err = io.ReadAll(io.LimitReader(fr, c.maxBody+1))
 			fr.Close()
 			if err != nil {
 				c.log.Error("read upload", "error", err)
-				return http.StatusInternalServerError, nil, "internal error"
+				return http.StatusInternalServerError, nil, "internal error", nil
 			}
-			d.FileName = fh.Filename
+			d.FileName, upload = fh.Filename, true
 		}
+	}
+	switch {
+	case upload:
+		if d.Kept != "" {
+			c.spool.drop(q.sess, d.Kept) // replaced by the new file
+		}
+		d.Kept = c.spool.keep(q.sess, clip.Text(d.FileName), body)
+	case d.Kept != "" && strings.TrimSpace(d.Text) == "":
+		name, kept, err := c.spool.open(q.sess, d.Kept, c.maxBody)
+		switch {
+		case errors.Is(err, errSpoolForeign):
+			d.Kept = ""
+			return http.StatusForbidden, nil, "Refused: " + err.Error() + ".", nil
+		case errors.Is(err, errSpoolGone):
+			d.Kept, d.FileName = "", ""
+			return http.StatusBadRequest, nil, "The file is gone: " + err.Error() + ".", nil
+		case err != nil:
+			c.log.Error("read kept upload", "error", err)
+			return http.StatusInternalServerError, nil, "internal error", nil
+		}
+		body, d.FileName = kept, name
+	}
+	if d.Kept != "" && (upload || strings.TrimSpace(d.Text) == "") {
+		d.KeptSize = sizeText(int64(len(body)))
+		if text, ok := documentText(body); ok {
+			// The file's text goes to the box, to be fixed there and checked again.
+			d.Text, d.KeptText = text, true
+		}
+	} else if d.Kept != "" {
+		d.KeptText = true // the box holds the kept file's text, perhaps edited
 	}
 	// The name is the client's, of any length: it is shown and quoted in messages, so
 	// past its extension it is cut to what a message quotes.
 	csvName := strings.HasSuffix(strings.ToLower(d.FileName), ".csv")
 	d.FileName = clip.Text(d.FileName)
 	if csvName && d.Format != "csv" {
-		return http.StatusBadRequest, nil, d.FileName + " looks like a CSV file: choose the format CSV and the schema its rows belong to."
+		return http.StatusBadRequest, nil, d.FileName + " looks like a CSV file: choose the format CSV and the schema its rows belong to.", body
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
-		return http.StatusBadRequest, nil, "Paste a document or choose a file."
+		return http.StatusBadRequest, nil, "Paste a document or choose a file.", nil
 	}
 	opts := store.LoadOptions{Auth: q.auth, DryRun: dry}
 	if d.Pipeline != "" {
 		tf, err := c.db.LoadTransform(ctx, q.auth, d.Pipeline)
 		if err != nil {
-			return c.refusal(r, err)
+			return c.refusalOf(r, err, body)
 		}
 		opts.Transform = tf
 	}
@@ -206,7 +272,7 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 	switch d.Format {
 	case "csv":
 		if strings.TrimSpace(d.Schema) == "" {
-			return http.StatusBadRequest, nil, "Choose the schema the CSV rows belong to."
+			return http.StatusBadRequest, nil, "Choose the schema the CSV rows belong to.", body
 		}
 		if d.Delimiter == "" {
 			d.Delimiter = c.db.ConfigValue(ctx, store.ConfigCSVDelimiter)
@@ -220,16 +286,22 @@ func (c *Console) runImport(r *http.Request, q *req, d *importData, dry bool) (i
 		}
 		entries, warnings, err = codec.ParseBody(name, body, c.maxEnt)
 	default:
-		return http.StatusBadRequest, nil, "format must be yaml (YAML or JSON) or csv"
+		return http.StatusBadRequest, nil, "format must be yaml (YAML or JSON) or csv", body
 	}
 	if err != nil {
-		return c.refusal(r, err)
+		return c.refusalOf(r, err, body)
 	}
 	res, err := c.db.Load(ctx, entries, opts)
 	if err != nil {
-		return c.refusal(r, err)
+		return c.refusalOf(r, err, body)
 	}
-	return http.StatusOK, newReport("", res, warnings), ""
+	return http.StatusOK, newReport("", res, warnings), "", body
+}
+
+// refusalOf is refusal, passing the document on.
+func (c *Console) refusalOf(r *http.Request, err error, body []byte) (int, *loadReport, string, []byte) {
+	status, rep, msg := c.refusal(r, err)
+	return status, rep, msg, body
 }
 
 // refusal is the status and message of a store error; internal errors are logged and

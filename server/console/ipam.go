@@ -339,7 +339,7 @@ func addressRowOf(row store.AddressRow, p netip.Prefix, cidr, gateway string) ad
 	first := store.IPv4String(row.Range.First)
 	out := addressRow{Kind: row.Kind, First: first, Gateway: first == gateway && row.Range.Size() == 1}
 	if n := row.Range.Size(); n > 1 {
-		out.Last, out.Count = store.IPv4String(row.Range.Last), strconv.FormatUint(n, 10)+" addresses"
+		out.Last, out.Count = store.IPv4String(row.Range.Last), num(n)+" addresses"
 	} else if row.Kind == store.AddrFree {
 		out.Count = "1 address"
 	}

@@ -92,8 +92,8 @@ func TestIPAMSubnetsPage(t *testing.T) {
 	want(t, p, 200, "6 subnets", `href="/data/private/ipam_subnet/"`, `href="/data/private/ipam/vlan/"`)
 	// Usage counts addresses hosts may use: the /24's broadcast record is not counted.
 	wantRow(t, p, `href="/data/private/ipam/10.1.2.0/24/"`, "Servers", "Rack row 2", "paris", "10.1.2.1", "3 / 254 · 1.2%")
-	wantRow(t, p, `href="/data/private/ipam/10.1.0.0/16/"`, "4 / 65534")
-	wantRow(t, p, `href="/data/private/ipam/10.0.0.0/8/"`, "4 / 16777214")
+	wantRow(t, p, `href="/data/private/ipam/10.1.0.0/16/"`, "4 / 65,534")
+	wantRow(t, p, `href="/data/private/ipam/10.0.0.0/8/"`, "4 / 16,777,214")
 	wantRow(t, p, `href="/data/private/ipam/10.1.2.4/31/"`, "0 / 2 · 0.0%")
 	wantRow(t, p, `href="/data/private/ipam/10.1.2.9/32/"`, "0 / 1")
 	want(t, p, 200, `<meter min="0" max="254" low="177" high="228" optimum="0" value="3"`)
@@ -198,9 +198,9 @@ func TestIPAMSubnetPage(t *testing.T) {
 	// /0: the whole address space.
 	e.load(`[{classname: ipam_subnet, keyname: 0.0.0.0/0, displayname: Everything}, {classname: ipam_ip, displayname: 255.255.255.255}]`)
 	p = b.get("/data/private/ipam/0.0.0.0/0/")
-	want(t, p, 200, "6 / 4294967294", "network address", "10.1.3.0 – 172.16.0.4", "172.16.0.10 – 255.255.255.254")
+	want(t, p, 200, "6 / 4,294,967,294", "network address", "10.1.3.0 – 172.16.0.4", "172.16.0.10 – 255.255.255.254")
 	wantRow(t, p, `href="/data/private/ipam_ip/ffffffff/"`, "not a host address")
-	wantRow(t, p, "0.0.0.1 –", "0.0.0.1 – 10.1.2.0", "free · 167838208 addresses")
+	wantRow(t, p, "0.0.0.1 –", "0.0.0.1 – 10.1.2.0", "free · 167,838,208 addresses")
 	want(t, b.get("/data/private/ipam/10.0.0.0/8/"), 200, "Contained in", `href="/data/private/ipam/0.0.0.0/0/"`)
 }
 
@@ -291,7 +291,7 @@ func TestIPAMVLANs(t *testing.T) {
 	testkit.SetDataField(t, e.db, "ipam_vlan", "v7", "subnet", []string{"10.77.0.0/16"})
 	p := b.get("/data/private/ipam/vlan/")
 	want(t, p, 200, "3 VLANs", `href="/data/private/ipam_vlan/v100/"`)
-	wantRow(t, p, `href="/data/private/ipam_vlan/v100/"`, "100", "Servers", "10.1.2.0/24", "3 / 254", "10.1.0.0/16", "4 / 65534")
+	wantRow(t, p, `href="/data/private/ipam_vlan/v100/"`, "100", "Servers", "10.1.2.0/24", "3 / 254", "10.1.0.0/16", "4 / 65,534")
 	wantRow(t, p, `href="/data/private/ipam_vlan/v20/"`, "192.168.0.0/24", "0 / 254")
 	wantRow(t, p, `href="/data/private/ipam_vlan/v7/"`, "10.77.0.0/16 (no such subnet)")
 	// By VLAN id, as numbers: 7, 20, 100.

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -110,6 +111,23 @@ type listData struct {
 	PrevURL, NextURL, BaseURL         string
 	CanCreate, CanExport              bool
 	ExportCSV, ExportJSON, ExportYAML string
+	// Holds is the reference filter (?field=&value=: the instances that refer to one
+	// instance), HoldsLabel its field's title; ClearURL is the list without its search
+	// and filter, FirstURL its first page, for the empty states.
+	Holds              *store.FieldValue
+	HoldsLabel         string
+	ClearURL, FirstURL string
+	// PastEnd: the page asked for is after the last one.
+	PastEnd bool
+}
+
+// holdsQuery reads the reference filter ?field=&value= (nil without a field).
+func holdsQuery(qs url.Values) *store.FieldValue {
+	f := strings.TrimSpace(qs.Get("field"))
+	if f == "" {
+		return nil
+	}
+	return &store.FieldValue{Field: f, Value: qs.Get("value")}
 }
 
 // pageSize reads page and size from the query within DATA_DEFAULT_SIZE/DATA_MAX_SIZE.
@@ -137,22 +155,34 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *mode
 	}
 	page, size := c.pageSize(ctx, qs)
 	sort := qs.Get("sort")
-	res, err := c.db.ListInstances(ctx, sch, store.ListQuery{Search: search, Offset: (page - 1) * size, Limit: size, Sort: sort})
+	holds := holdsQuery(qs)
+	res, err := c.db.ListInstances(ctx, sch, store.ListQuery{Search: search, Holds: holds, Offset: (page - 1) * size, Limit: size, Sort: sort})
 	if err != nil {
 		c.fail(w, r, q, err)
 		return
 	}
 	total := res.Count
 	d := listData{Schema: sch, Views: views, View: view, Search: search, Total: total, TotalExact: res.CountExact,
-		Page: page, Size: size, CanCreate: model.CanWrite(q.auth, sch, model.ActionCreate), CanExport: q.auth.Has("p_data_export")}
+		Page: page, Size: size, CanCreate: model.CanWrite(q.auth, sch, model.ActionCreate), CanExport: q.auth.Has("p_data_export"),
+		Holds: holds}
 	d.Pages = max(1, (total+size-1)/size)
-	base := url.Values{}
-	if search != "" {
-		base.Set("search", search)
+	d.PastEnd = len(res.Instances) == 0 && page > 1
+	if holds != nil {
+		d.HoldsLabel = columnTitle(sch, holds.Field)
 	}
+	base := url.Values{}
 	if qs.Get("view") != "" {
 		base.Set("view", view.Keyname)
 	}
+	d.ClearURL = "?" + base.Encode()
+	if search != "" {
+		base.Set("search", search)
+	}
+	if holds != nil {
+		base.Set("field", holds.Field)
+		base.Set("value", holds.Value)
+	}
+	d.FirstURL = "?" + base.Encode()
 	for _, col := range view.Columns {
 		// Each header sorts by its column; a second click reverses.
 		v := maps.Clone(base)
@@ -198,6 +228,10 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *mode
 		v := url.Values{"export": {f}, "view": {view.Keyname}}
 		if search != "" {
 			v.Set("search", search)
+		}
+		if holds != nil {
+			v.Set("field", holds.Field)
+			v.Set("value", holds.Value)
 		}
 		if sort != "" {
 			v.Set("sort", sort)
@@ -301,7 +335,7 @@ func (c *Console) export(w http.ResponseWriter, r *http.Request, q *req, sch *mo
 	search := strings.TrimSpace(qs.Get("search"))
 	var docs []*model.Doc
 	const batch = 2000
-	lq := store.ListQuery{Search: search, Limit: batch, Sort: qs.Get("sort")}
+	lq := store.ListQuery{Search: search, Holds: holdsQuery(qs), Limit: batch, Sort: qs.Get("sort")}
 	for len(docs) < exportLimit {
 		res, err := c.db.ListInstances(ctx, sch, lq)
 		if err != nil {
@@ -326,6 +360,11 @@ func (c *Console) export(w http.ResponseWriter, r *http.Request, q *req, sch *mo
 	case "csv":
 		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 		cw := csv.NewWriter(w)
+		// The delimiter the import tool and /api/rawfile/ default to, so the file loads
+		// back with the defaults (the setting is checked to be one character when set).
+		if d, _ := utf8.DecodeRuneInString(c.db.ConfigValue(ctx, store.ConfigCSVDelimiter)); d != utf8.RuneError {
+			cw.Comma = d
+		}
 		cw.Write(view.Columns)
 		for _, d := range docs {
 			rec := make([]string, len(view.Columns))

@@ -134,7 +134,7 @@ func plural(n int, word string) string {
 	if n == 1 {
 		return "1 " + word
 	}
-	return strconv.Itoa(n) + " " + word + "s"
+	return thousands(n) + " " + word + "s"
 }
 
 type schemaRow struct {

@@ -61,6 +61,9 @@ type pipelineData struct {
 	Schemas    []schemaOption
 	DryRun     bool
 	RunErr     string
+	// DryRunOnly: every schema offered allows the user only a dry run, so the form
+	// starts with the dry run ticked.
+	DryRunOnly bool
 }
 
 // pipelineSchema is the `_pipeline` class, whose permissions decide what the pages show.
@@ -167,6 +170,13 @@ func (c *Console) pipelinePage(w http.ResponseWriter, r *http.Request, q *req) {
 		if d.Schemas, err = c.runnableSchemas(ctx, q.auth, r.PostForm["schema"]); err != nil {
 			c.fail(w, r, q, err)
 			return
+		}
+		d.DryRunOnly = len(d.Schemas) > 0
+		for _, s := range d.Schemas {
+			d.DryRunOnly = d.DryRunOnly && s.DryRunOnly
+		}
+		if r.Method == http.MethodGet && d.DryRunOnly {
+			d.DryRun = true
 		}
 	}
 	c.render(w, r, q, status, "pipeline", pl.Keyname, d)

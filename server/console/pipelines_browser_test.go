@@ -138,8 +138,8 @@ func TestBrowserPipelineRun(t *testing.T) {
 		t.Fatalf("held after its first batch with %d done", mid.Progress.Done)
 	}
 	run("mid-run progress",
-		chromedp.WaitVisible(`//span[@id="done"][.="`+strconv.FormatInt(mid.Progress.Done, 10)+`"]`, chromedp.BySearch),
-		chromedp.WaitVisible(`//span[@id="total"][.="`+strconv.FormatInt(total, 10)+`"]`, chromedp.BySearch),
+		chromedp.WaitVisible(`//span[@id="done"][.="`+grouped(mid.Progress.Done)+`"]`, chromedp.BySearch),
+		chromedp.WaitVisible(`//span[@id="total"][.="3,003"]`, chromedp.BySearch),
 		chromedp.WaitVisible(`//span[@id="status"][.="running"]`, chromedp.BySearch),
 		chromedp.WaitVisible(`//span[@id="rate"][contains(., "/s")]`, chromedp.BySearch),
 		chromedp.WaitVisible("#change-list", chromedp.ByID), // the change sample so far
@@ -178,14 +178,14 @@ func TestBrowserPipelineRun(t *testing.T) {
 	res := task.Result
 	for name, v := range map[string]int64{"scanned": res.Scanned, "updated": res.Updated, "unchanged": res.Unchanged,
 		"deleted": res.Deleted, "errors": res.Errors, "discarded": res.Discarded} {
-		if s := textOf("#c-" + name); s != strconv.FormatInt(v, 10) {
+		if s := textOf("#c-" + name); s != grouped(v) {
 			t.Fatalf("counter %s on the page: %q, the task's result: %d", name, s, v)
 		}
 	}
 	if res.Scanned != total || res.Updated != n/2+2 || res.Unchanged != n/2+1 {
 		t.Fatalf("result %+v: want %d scanned, %d updated", res, total, n/2+2)
 	}
-	if s := textOf("#done"); s != strconv.FormatInt(total, 10) {
+	if s := textOf("#done"); s != "3,003" {
 		t.Fatalf("done on the page: %q", s)
 	}
 
@@ -222,7 +222,7 @@ func TestBrowserPipelineRun(t *testing.T) {
 	if task.Status != tasks.StatusCancelled || !task.DryRun || task.Progress.Done >= total {
 		t.Fatalf("cancelled task: %s (dry run %v), %d of %d done", task.Status, task.DryRun, task.Progress.Done, total)
 	}
-	if s := textOf("#done"); s != strconv.FormatInt(task.Progress.Done, 10) {
+	if s := textOf("#done"); s != grouped(task.Progress.Done) {
 		t.Fatalf("done on the page of the cancelled task: %q, the task's: %d", s, task.Progress.Done)
 	}
 	var offered bool
@@ -230,4 +230,13 @@ func TestBrowserPipelineRun(t *testing.T) {
 	if offered {
 		t.Fatal("a cancelled task still offers cancel")
 	}
+}
+
+// grouped is n as the console writes counts: a comma between groups of three digits.
+func grouped(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -362,6 +362,8 @@ func TestTaskPages(t *testing.T) {
 	want(t, ops.get("/data/private/task/?status=succeeded"), 200, h2[:8])
 	lacks(t, ops.get("/data/private/task/?status=succeeded"), h1[:8])
 	want(t, ops.get("/data/private/task/?status=bogus"), 400)
+	// A status nothing has: it says so, with the way back to every status.
+	want(t, ops.get("/data/private/task/?status=failed"), 200, "No tasks with status failed.", `href="/data/private/task/" id="clear-status"`)
 }
 
 // TestTaskErrorsShown: a run whose entries fail shows the messages, and a secret never

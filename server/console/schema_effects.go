@@ -32,7 +32,7 @@ func (c *Console) fieldEffects(r *http.Request, sch *model.Schema, old, next *mo
 		if n == 1 {
 			return "1 " + sch.Keyname + " instance"
 		}
-		return countText(n) + " " + sch.Keyname + " instances"
+		return thousands(n) + " " + sch.Keyname + " instances"
 	}
 	held := 0
 	if old != nil && old.Dataformat != "external" {
@@ -45,7 +45,7 @@ func (c *Console) fieldEffects(r *http.Request, sch *model.Schema, old, next *mo
 			return []string{fmt.Sprintf("Deleting %s clears nothing: an external field is computed, never stored.", name)}, nil
 		}
 		return []string{
-			fmt.Sprintf("Deleting %s clears it on %s (of %s).", name, of(held), countText(total)),
+			fmt.Sprintf("Deleting %s clears it on %s (of %s).", name, of(held), thousands(total)),
 			"The values are removed in the same transaction as the definition, with no revision per instance: they cannot be read back, and a field added later under the same name starts empty.",
 		}, nil
 	}

@@ -77,7 +77,7 @@ func cloneEntry(m map[string]any) map[string]any {
 // files define those; a load refuses to change them).
 func (c *Console) changeableSchema(w http.ResponseWriter, r *http.Request, q *req) (*model.Schema, bool) {
 	if !canChangeSchemas(q.auth) {
-		c.schemaForbidden(w, r, q, model.ClassPermission(schemaToolName))
+		c.forbidden(w, r, q, model.ClassPermission(schemaToolName))
 		return nil, false
 	}
 	sch, ok := c.readableSchema(w, r, q)
@@ -115,7 +115,7 @@ func problemsMessage(probs map[string]string) string {
 // preview, then its creation (a `_schema` entry loaded with _action init).
 func (c *Console) schemaNew(w http.ResponseWriter, r *http.Request, q *req) {
 	if !canChangeSchemas(q.auth) {
-		c.schemaForbidden(w, r, q, model.ClassPermission(schemaToolName))
+		c.forbidden(w, r, q, model.ClassPermission(schemaToolName))
 		return
 	}
 	d := &newSchemaForm{KeynameMode: "edit"}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 
 	"dataservice/internal/clip"
@@ -34,26 +33,6 @@ func canChangeSchemas(auth *model.Auth) bool {
 	return auth.Has(model.ClassPermission(schemaToolName))
 }
 
-// schemaForbidden is the schema pages' 403: it names the permission the page needs,
-// never what the user or anyone else holds. The console's error work names the missing
-// permission on every 403 page (its forbidden takes it); once both are in one tree,
-// this gives way to it.
-func (c *Console) schemaForbidden(w http.ResponseWriter, r *http.Request, q *req, need string) {
-	c.errorPage(w, r, q, http.StatusForbidden, "You do not have the permission to use this page: it needs "+need+".")
-}
-
-// schemaReadNeed names the permission reading sch needs, as model.CanRead decides it
-// (p_data_admin or the schema's p_admin would do too; the page names the plain one).
-func schemaReadNeed(sch *model.Schema) string {
-	if sch.Keyname == "_apikey" { // keys are credentials: only their class permission reads them
-		return model.ClassPermission(sch.Keyname)
-	}
-	if sch.PRead != "" {
-		return sch.PRead
-	}
-	return model.PermDataRead
-}
-
 // schemaRoutes are the tool's pages; a route with ?do= comes before the page it is a
 // form of, as pick takes the first route that matches.
 func schemaToolRoutes() []route[pageFunc] {
@@ -64,26 +43,6 @@ func schemaToolRoutes() []route[pageFunc] {
 		{Path: ":name", Do: "delete_field", Methods: getPost, Serve: (*Console).schemaDeleteField},
 		{Path: ":name", Methods: get, Serve: (*Console).schemaDetail},
 	}
-}
-
-// countText writes n with a comma between groups of three digits (12,400). The console's
-// list work brings a helper of its own for every count (thousands); once both are in one
-// tree, this one gives way to it.
-func countText(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }
 
 type schemaListRow struct {
@@ -122,7 +81,7 @@ func (c *Console) schemaList(w http.ResponseWriter, r *http.Request, q *req) {
 			return
 		}
 		d.Schemas = append(d.Schemas, schemaListRow{Keyname: sch.Keyname, Displayname: sch.Displayname,
-			Description: sch.Description, Count: countText(count), Fields: len(sch.Fields), Enabled: sch.IsEnabled, Builtin: sch.IsBuiltin})
+			Description: sch.Description, Count: thousands(count), Fields: len(sch.Fields), Enabled: sch.IsEnabled, Builtin: sch.IsBuiltin})
 	}
 	// User-defined schemas first, the built-in classes after them.
 	sort.SliceStable(d.Schemas, func(i, j int) bool {
@@ -174,7 +133,7 @@ func (c *Console) readableSchema(w http.ResponseWriter, r *http.Request, q *req)
 		return nil, false
 	}
 	if !model.CanRead(q.auth, sch) {
-		c.schemaForbidden(w, r, q, schemaReadNeed(sch))
+		c.forbidden(w, r, q, model.ReadPermission(sch))
 		return nil, false
 	}
 	return sch, true
@@ -194,7 +153,7 @@ func (c *Console) schemaDetail(w http.ResponseWriter, r *http.Request, q *req) {
 		c.fail(w, r, q, err)
 		return
 	}
-	d := schemaDetailData{Schema: sch, Count: countText(count), CanChange: canChangeSchemas(q.auth), Builtin: sch.IsBuiltin,
+	d := schemaDetailData{Schema: sch, Count: thousands(count), CanChange: canChangeSchemas(q.auth), Builtin: sch.IsBuiltin,
 		Options: optionText(sch.Options)}
 	var stored []string // the fields holding values (external ones are computed)
 	for _, f := range sch.Fields {
@@ -213,7 +172,7 @@ func (c *Console) schemaDetail(w http.ResponseWriter, r *http.Request, q *req) {
 			row.Default = model.MustJSON(f.Default)
 		}
 		if f.Dataformat != "external" {
-			row.Values = countText(held[f.Keyname])
+			row.Values = thousands(held[f.Keyname])
 		}
 		d.Fields = append(d.Fields, row)
 	}

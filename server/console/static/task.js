@@ -8,7 +8,13 @@
   if (!root || root.getAttribute("data-finished") === "true") { return; }
   var url = root.getAttribute("data-progress");
   var doneEl = document.getElementById("done");
-  var lastDone = doneEl ? Number(doneEl.textContent) : null;
+  var lastDone = doneEl ? Number(doneEl.textContent.replace(/,/g, "")) : null;
+
+  // grouped writes a count as the server's pages do: a comma between groups of three
+  // digits (12,400), whatever the browser's language.
+  function grouped(n) {
+    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  }
 
   function set(id, text) {
     var el = document.getElementById(id);
@@ -36,14 +42,14 @@
     var bar = document.getElementById("bar");
     if (bar) { bar.value = p.percent; bar.textContent = p.percent + "%"; }
     set("percent", p.percent + "%");
-    set("done", p.done);
-    set("total", p.total);
+    set("done", grouped(p.done));
+    set("total", grouped(p.total));
     set("rate", p.rate ? p.rate + "/s" : "rate not known yet");
     set("eta", p.eta || (p.finished ? "done" : "—"));
     set("status", p.status);
     var st = document.getElementById("status");
     if (st) { st.className = "status status-" + p.status; }
-    Object.keys(p.counters || {}).forEach(function (k) { set("c-" + k, p.counters[k]); });
+    Object.keys(p.counters || {}).forEach(function (k) { set("c-" + k, grouped(p.counters[k])); });
   }
 
   function poll() {
