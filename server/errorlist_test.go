@@ -220,6 +220,27 @@ func TestErrorReplyListsProblems(t *testing.T) {
 		}
 	})
 
+	t.Run("a one-instance write with a bad header key and bad values names them all", func(t *testing.T) {
+		e.load("- {classname: _schema, keyname: errbox, n: {dataformat: int}, m: {dataformat: int}}")
+		writer := e.key("errwriter", keySpec{perms: []string{"p_data_access", "p_data_read", "p_data_create", "p_data_update"}})
+		before := e.instanceRows()
+		for _, w := range []struct{ method, path string }{{"POST", "/api/instances/errbox/"}, {"PUT", "/api/instances/errbox/b0/"}} {
+			if w.method == "PUT" {
+				object(t, e.send("POST", "/api/instances/errbox/", writer, "application/json", `{"keyname": "b0"}`), 201)
+				before = e.instanceRows()
+			}
+			r := e.send(w.method, w.path, writer, "application/json", `{"keyname": "b0", "is_enabled": "maybe", "n": "x", "m": "y"}`)
+			msg, list := decode(r)
+			if r.status != 400 || len(list) != 3 || list[0].Message != msg || list[0].Field != "is_enabled" ||
+				list[1].Field != "n" || list[2].Field != "m" {
+				t.Fatalf("%s: %d %s", w.method, r.status, r.body)
+			}
+			if e.instanceRows() != before {
+				t.Fatalf("%s: a refused write changed the tables", w.method)
+			}
+		}
+	})
+
 	t.Run("reading a schema one may not names its read permission, not the caller's", func(t *testing.T) {
 		r := e.get("/api/instances/_apikey/", e.noPerm)
 		msg, _ := decode(r)

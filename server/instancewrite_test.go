@@ -340,11 +340,11 @@ func TestInstanceWritePermissions(t *testing.T) {
 		msg                      string
 	}{
 		{"no credentials", "PATCH", "/api/instances/server/srv1/", `{"site": "x"}`, noCred, 401, "authentication required"},
-		{"create without p_data_create", "POST", "/api/instances/server/", `{"keyname": "n1"}`, reader, 403, "permission denied: create of server"},
-		{"replace without p_data_update", "PUT", "/api/instances/server/srv1/", `{"hostname": "x"}`, reader, 403, "permission denied: update of server"},
-		{"an unchanged replace without p_data_update", "PUT", "/api/instances/server/srv1/", `{"hostname": "alpha"}`, reader, 403, "permission denied: update of server"},
-		{"merge without p_data_update", "PATCH", "/api/instances/server/srv1/", `{"site": "x"}`, reader, 403, "permission denied: update of server"},
-		{"delete without p_data_delete", "DELETE", "/api/instances/server/srv1/", "", reader, 403, "permission denied: delete of server"},
+		{"create without p_data_create", "POST", "/api/instances/server/", `{"keyname": "n1"}`, reader, 403, "permission denied: create of server needs p_data_create"},
+		{"replace without p_data_update", "PUT", "/api/instances/server/srv1/", `{"hostname": "x"}`, reader, 403, "permission denied: update of server needs p_data_update"},
+		{"an unchanged replace without p_data_update", "PUT", "/api/instances/server/srv1/", `{"hostname": "alpha"}`, reader, 403, "permission denied: update of server needs p_data_update"},
+		{"merge without p_data_update", "PATCH", "/api/instances/server/srv1/", `{"site": "x"}`, reader, 403, "permission denied: update of server needs p_data_update"},
+		{"delete without p_data_delete", "DELETE", "/api/instances/server/srv1/", "", reader, 403, "permission denied: delete of server needs p_data_delete"},
 		{"read-only key", "PATCH", "/api/instances/server/srv1/", `{"site": "x"}`, ro, 403, "API key is read-only"},
 		{"read-only key deleting", "DELETE", "/api/instances/server/srv1/", "", ro, 403, "API key is read-only"},
 		{"a key beyond the caller's permissions", "POST", "/api/instances/_apikey/", `{"keyname": "evil", "secret": "chosen", "permissions": ["p_conf_admin"]}`, keyAdmin, 403, ""},
@@ -378,12 +378,12 @@ func TestInstanceWritePermissions(t *testing.T) {
 		own := e.key("own", keySpec{perms: []string{"p_data_access", "p_data_read", "p_vault_create", "p_vault_delete"}})
 		before := e.instanceRows()
 		wantError(t, e.send("POST", "/api/instances/vault/", global, "application/json", `{"keyname": "v1"}`), 403,
-			"permission denied: create of vault")
+			"permission denied: create of vault needs p_vault_create")
 		if e.instanceRows() != before {
 			t.Fatal("a refused write changed the tables")
 		}
 		object(t, e.send("POST", "/api/instances/vault/", own, "application/json", `{"keyname": "v1", "note": "n"}`), 201)
-		wantError(t, e.send("DELETE", "/api/instances/vault/v1/", global, "", ""), 403, "permission denied: delete of vault")
+		wantError(t, e.send("DELETE", "/api/instances/vault/v1/", global, "", ""), 403, "permission denied: delete of vault needs p_vault_delete")
 		object(t, e.send("DELETE", "/api/instances/vault/v1/", own, "", ""), 200)
 	})
 	t.Run("a key within the caller's permissions is created", func(t *testing.T) {

@@ -164,7 +164,7 @@ func (tx *Tx) writeOne(ctx context.Context, w OneWrite) (*OneResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := prepareState(s, e, model.ActionCreate); err != nil {
+		if err := tx.prepareState(ctx, s, e, model.ActionCreate); err != nil {
 			return nil, err
 		}
 		if _, err := tx.Instance(ctx, s.Keyname, e.Keyname); err == nil {
@@ -192,7 +192,7 @@ func (tx *Tx) writeOne(ctx context.Context, w OneWrite) (*OneResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := prepareState(s, e, model.ActionUpdate); err != nil {
+		if err := tx.prepareState(ctx, s, e, model.ActionUpdate); err != nil {
 			return nil, err
 		}
 		// Refused before the values are validated, and even when nothing would change,
@@ -376,10 +376,11 @@ func stateEntry(s *model.Schema, state map[string]any, key string, replace bool)
 }
 
 // prepareState reads the entry's header keys for action and applies the schema's
-// keyname mode, as the loader does.
-func prepareState(s *model.Schema, e *model.Entry, action model.Action) error {
+// keyname mode, as the loader does; a refusal names every problem of the entry (its
+// header or keyname first, then its field values).
+func (tx *Tx) prepareState(ctx context.Context, s *model.Schema, e *model.Entry, action model.Action) error {
 	if err := e.Prepare(action); err != nil {
-		return err
+		return tx.headerProblems(ctx, e, err)
 	}
-	return e.ResolveKeyname(s)
+	return tx.nameProblems(ctx, s, e, nil)
 }
