@@ -1,5 +1,7 @@
 package server_test
 
+import "dataservice/store"
+
 // postgresScaleFloor is BenchmarkScale's floor on PostgreSQL: plain pgx (database/sql)
 // and the product's statements as PostgreSQL runs them. The search is the dialect's:
 // the pg_trgm index narrows by the ASCII-folded pattern over keyname, displayname and
@@ -7,10 +9,7 @@ package server_test
 // that nothing awaits indexing is the dialect's constant one (the engine maintains the
 // index), run as the product runs it.
 func postgresScaleFloor(addr, cols string) scaleFloorSQL {
-	like := func(col, arg string) string {
-		return "translate(CAST(" + col + " AS text), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') LIKE " +
-			"translate(" + arg + ", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') ESCAPE '\\'"
-	}
+	where, like := store.PostgresSearchFloorSQL()
 	return scaleFloorSQL{
 		driver: "pgx",
 		dsn:    readOnlyURL(addr),
@@ -18,8 +17,7 @@ func postgresScaleFloor(addr, cols string) scaleFloorSQL {
 		one:    "SELECT " + cols + " FROM instances WHERE classname = $1 AND keyname = $2",
 		dirty:  "SELECT false",
 		search: `SELECT i.id, i.classname, i.keyname, i.displayname, i.is_enabled, i.data, i.created_at, i.updated_at
-		FROM instances i WHERE translate(i.keyname || ' ' || i.displayname || ' ' || CAST(i.data AS text),
-		'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') LIKE $1 ESCAPE '\' AND i.classname = $2
+		FROM instances i WHERE ` + where + `
 		AND (` + like("i.keyname", "$3") + " OR " + like("i.displayname", "$4") + " OR " + like("i.data", "$5") + `)
 		ORDER BY i.id LIMIT $6`,
 		// The index's pattern: the search as a LIKE pattern (digits: nothing to escape

@@ -9,3 +9,10 @@ package store
 func PostgresFloorSQL() (lockWriter, insertInstance string) {
 	return postgresDialect.lockWriter, postgresRebind(postgresDialect.insertInstance)
 }
+
+// PostgresSearchFloorSQL is the search's condition as PostgreSQL receives it: the
+// index's narrowing (args $1 the index's pattern, $2 the classname) and the exact
+// per-column test, like(col, placeholder), that the product ANDs after it.
+func PostgresSearchFloorSQL() (where string, like func(col, arg string) string) {
+	return postgresRebind(postgresDialect.searchWhere), postgresDialect.like
+}
