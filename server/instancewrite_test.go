@@ -241,7 +241,7 @@ func TestInstanceWriteBuiltins(t *testing.T) {
 		before := e.instanceRows()
 		for _, body := range []string{`{"password": "taken-over"}`, `{"is_enabled": false}`, `{"keyname": "carol2"}`} {
 			wantError(t, e.send("PATCH", "/api/instances/_user/carol/", ui, "application/json", body), 403,
-				"permission denied: _user carol would grant permissions you do not hold (p_conf_admin)")
+				"permission denied: _user carol confers permissions you do not hold")
 		}
 		if r := e.send("DELETE", "/api/instances/_user/carol/", ui, "", ""); r.status != 403 || !strings.Contains(string(r.body), "permission denied") {
 			t.Fatalf("DELETE: status %d: %s", r.status, r.body)

@@ -42,7 +42,7 @@ func plural(n int, word string) string {
 // headerProblems is err, the refusal of e's header keys (Prepare), with the refusal of
 // its keyname by the schema's keyname mode when the header gave one to check, then
 // the problems of its field values.
-func (tx *Tx) headerProblems(ctx context.Context, e *model.Entry, err error) error {
+func (tx *Tx) headerProblems(ctx context.Context, auth *model.Auth, e *model.Entry, err error) error {
 	var probs model.Problems
 	if probs.Add("", err) != nil {
 		return err
@@ -54,7 +54,7 @@ func (tx *Tx) headerProblems(ctx context.Context, e *model.Entry, err error) err
 			}
 		}
 	}
-	return tx.withValueProblems(ctx, e, probs.Err(), false)
+	return tx.withValueProblems(ctx, auth, e, probs.Err(), false)
 }
 
 // nameProblems checks e's keyname by s's keyname mode (ResolveKeyname) and refuses
@@ -63,7 +63,7 @@ func (tx *Tx) headerProblems(ctx context.Context, e *model.Entry, err error) err
 // collected; it is about the keyname, or the displayname a keyname mode derives it
 // from), then the unknown names and the field values (in entry order when the keyname
 // is good).
-func (tx *Tx) nameProblems(ctx context.Context, s *model.Schema, e *model.Entry, unknown []string) error {
+func (tx *Tx) nameProblems(ctx context.Context, auth *model.Auth, s *model.Schema, e *model.Entry, unknown []string) error {
 	var probs model.Problems
 	kerr := e.ResolveKeyname(s)
 	if kerr != nil && probs.Add(keynameField(kerr), kerr) != nil {
@@ -75,7 +75,7 @@ func (tx *Tx) nameProblems(ctx context.Context, s *model.Schema, e *model.Entry,
 	if probs.Len() == 0 {
 		return nil
 	}
-	return tx.withValueProblems(ctx, e, probs.Err(), kerr == nil)
+	return tx.withValueProblems(ctx, auth, e, probs.Err(), kerr == nil)
 }
 
 // withValueProblems is err, a refusal of e's header, keyname or field names, with the
@@ -85,13 +85,17 @@ func (tx *Tx) nameProblems(ctx context.Context, s *model.Schema, e *model.Entry,
 // ordered, every problem is put in entry order; else err's come first, as the one
 // error a caller saw before problems were collected. Every writer of entries (the
 // loader, a one-instance write) uses it, so their answers list the same problems.
-func (tx *Tx) withValueProblems(ctx context.Context, e *model.Entry, err error, ordered bool) error {
+// The values are checked only for a caller (auth; nil: the system) who may create or
+// update instances of the class: checking a reference tells whether the instance it
+// names exists, which a caller without those permissions learns from no other answer
+// (the write would be refused before its values are looked at).
+func (tx *Tx) withValueProblems(ctx context.Context, auth *model.Auth, e *model.Entry, err error, ordered bool) error {
 	var probs model.Problems
 	if probs.Add("", err) != nil || e.Classname == "" || e.Classname == "_schema" || e.Classname == "_permission" {
 		return err
 	}
 	s, serr := tx.Schema(ctx, e.Classname)
-	if serr != nil {
+	if serr != nil || !model.CanWrite(auth, s, model.ActionCreate) && !model.CanWrite(auth, s, model.ActionUpdate) {
 		return err
 	}
 	if verr := tx.entryValues(ctx, s, e, nil, false, nil, &probs); verr != nil {

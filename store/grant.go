@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"dataservice/internal/clip"
 	"dataservice/store/model"
@@ -24,7 +23,9 @@ func (tx *Tx) containGrant(ctx context.Context, auth *model.Auth, s *model.Schem
 	if err != nil {
 		return err
 	}
-	for _, in := range []*Instance{old, next} {
+	// The refusal names no permission: the ones beyond the writer may be another
+	// principal's, which a writer who may not read users, roles or keys must not learn.
+	for i, in := range []*Instance{old, next} {
 		if in == nil {
 			continue
 		}
@@ -33,8 +34,11 @@ func (tx *Tx) containGrant(ctx context.Context, auth *model.Auth, s *model.Schem
 			return err
 		}
 		if extra := g.Beyond(auth); len(extra) > 0 {
-			return model.Errorf(model.EForbidden, "permission denied: %s %s would grant permissions you do not hold (%s)",
-				s.Keyname, clip.Text(in.Keyname), clip.Text(strings.Join(extra, ", ")))
+			what := "would grant permissions you do not hold"
+			if i == 0 {
+				what = "confers permissions you do not hold"
+			}
+			return model.Errorf(model.EForbidden, "permission denied: %s %s %s", s.Keyname, clip.Text(in.Keyname), what)
 		}
 	}
 	return nil

@@ -323,7 +323,7 @@ func (l *loader) loadEntry(ctx context.Context, e *model.Entry) (string, error) 
 		}
 	}
 	if err := e.Prepare(opts.Action); err != nil {
-		return "", l.tx.headerProblems(ctx, e, err)
+		return "", l.tx.headerProblems(ctx, l.opts.Auth, e, err)
 	}
 	if l.before != nil {
 		if err := l.before(ctx, e); err != nil {
@@ -399,7 +399,7 @@ func (l *loader) putInstance(ctx context.Context, s *model.Schema, e *model.Entr
 	if opts.Strict {
 		refused = l.unknown
 	}
-	if err := tx.nameProblems(ctx, s, e, refused); err != nil {
+	if err := tx.nameProblems(ctx, opts.Auth, s, e, refused); err != nil {
 		return "", err
 	}
 	ao := ApplyOptions{Auth: opts.Auth, System: opts.System}

@@ -164,15 +164,17 @@ func (tx *Tx) writeOne(ctx context.Context, w OneWrite) (*OneResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.prepareState(ctx, s, e, model.ActionCreate); err != nil {
+		// Refused before the entry is looked at: a caller who may not create learns
+		// nothing of what exists.
+		if err := model.AuthorizeWrite(w.Auth, s, model.ActionCreate); err != nil {
+			return nil, err
+		}
+		if err := tx.prepareState(ctx, w.Auth, s, e, model.ActionCreate); err != nil {
 			return nil, err
 		}
 		if _, err := tx.Instance(ctx, s.Keyname, e.Keyname); err == nil {
 			return nil, model.Errorf(model.EConflict, "%s %s already exists", s.Keyname, clip.Quote(e.Keyname))
 		} else if !IsNotFound(err) {
-			return nil, err
-		}
-		if err := model.AuthorizeWrite(w.Auth, s, model.ActionCreate); err != nil {
 			return nil, err
 		}
 		next, err := tx.buildInstance(ctx, s, e, nil, compareSecrets)
@@ -192,12 +194,12 @@ func (tx *Tx) writeOne(ctx context.Context, w OneWrite) (*OneResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := tx.prepareState(ctx, s, e, model.ActionUpdate); err != nil {
+		// Refused before the entry is looked at, and even when nothing would change, as
+		// a load entry is.
+		if err := model.AuthorizeWrite(w.Auth, s, model.ActionUpdate); err != nil {
 			return nil, err
 		}
-		// Refused before the values are validated, and even when nothing would change,
-		// as a load entry is.
-		if err := model.AuthorizeWrite(w.Auth, s, model.ActionUpdate); err != nil {
+		if err := tx.prepareState(ctx, w.Auth, s, e, model.ActionUpdate); err != nil {
 			return nil, err
 		}
 		next, err := tx.buildInstance(ctx, s, e, old, compareSecrets)
@@ -378,9 +380,9 @@ func stateEntry(s *model.Schema, state map[string]any, key string, replace bool)
 // prepareState reads the entry's header keys for action and applies the schema's
 // keyname mode, as the loader does; a refusal names every problem of the entry (its
 // header or keyname first, then its field values).
-func (tx *Tx) prepareState(ctx context.Context, s *model.Schema, e *model.Entry, action model.Action) error {
+func (tx *Tx) prepareState(ctx context.Context, auth *model.Auth, s *model.Schema, e *model.Entry, action model.Action) error {
 	if err := e.Prepare(action); err != nil {
-		return tx.headerProblems(ctx, e, err)
+		return tx.headerProblems(ctx, auth, e, err)
 	}
-	return tx.nameProblems(ctx, s, e, nil)
+	return tx.nameProblems(ctx, auth, s, e, nil)
 }

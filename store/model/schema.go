@@ -229,6 +229,12 @@ func (s *Schema) ApplyField(name string, attrs map[string]any, pos int) (bool, e
 			return false, Errorf(EInvalid, "schema %s: field %s: external needs dataformat_ext \"PARENT_FIELD REMOTE_FIELD\"", s.Keyname, name)
 		}
 	}
+	// A secret holds one value: each value given is hashed with argon2id inside the
+	// write transaction, so a list of them would let one request hold every writer for
+	// as long as it likes.
+	if f.Dataformat == "secret" && f.CardinalMax != 1 {
+		return false, Errorf(EInvalid, "schema %s: field %s: a secret field holds one value (cardinal_max 1, not %d)", s.Keyname, name, f.CardinalMax)
+	}
 	if f.CardinalMax != 0 && f.CardinalMin > f.CardinalMax {
 		return false, Errorf(EInvalid, "schema %s: field %s: cardinal_min %d exceeds cardinal_max %d", s.Keyname, name, f.CardinalMin, f.CardinalMax)
 	}
