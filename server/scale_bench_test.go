@@ -104,13 +104,27 @@ func (l latencies) report(b *testing.B, cpu time.Duration) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// reportAs reports the median, the 99th percentile and the rate (requests per second
+// of the time spent in them) of the requests l, their names prefixed.
+func (l latencies) reportAs(b *testing.B, prefix string) {
+	var sum time.Duration
+	for _, d := range l {
+		sum += d
+	}
+	slices.Sort(l)
+	b.ReportMetric(float64(l[len(l)/2].Microseconds())/1000, prefix+"p50-ms")
+	b.ReportMetric(float64(l[len(l)*99/100].Microseconds())/1000, prefix+"p99-ms")
+	b.ReportMetric(float64(len(l))/sum.Seconds(), prefix+"req/s")
+}
+
 // BenchmarkScale measures, at BENCH_N instances, the product's requests through the
 // real HTTP stack (a cached API key, one client) and their floors: net/http and one
 // prepared SELECT of the same rows, encoded as JSON. Each request is timed alone;
 // p50/p99 are of b.N requests.
 //   - page: GET ?size=50&page=P (P random in 1..20) and, alternately, GET ?after=<random id>&size=50
 //   - search: GET ?search=<a 7-digit number of a random instance>&size=50
-//   - one: GET /api/instances/item/<key>/
+//   - one: GET /api/instances/item/<key>/; one/interleaved alternates the product's
+//     and the floor's (product-* and floor-* metrics of one run)
 func BenchmarkScale(b *testing.B) {
 	n := scaleN()
 	db, addr := scaleDB(b, n)
@@ -171,6 +185,27 @@ func BenchmarkScale(b *testing.B) {
 			})
 		}
 	}
+	// one/interleaved alternates the product's and the floor's one-instance requests, so
+	// both meet the same moments of a shared machine: run one after the other, their
+	// tails measure the machine's load at different times as much as the requests.
+	b.Run(fmt.Sprintf("n=%d/one/interleaved", n), func(b *testing.B) {
+		get(b, srv.URL+urls["one"](0))
+		get(b, floor.URL+urls["one"](0))
+		prod := make(latencies, 0, b.N)
+		flo := make(latencies, 0, b.N)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			t0 := time.Now()
+			get(b, srv.URL+urls["one"](i))
+			t1 := time.Now()
+			get(b, floor.URL+urls["one"](i))
+			prod, flo = append(prod, t1.Sub(t0)), append(flo, time.Since(t1))
+		}
+		b.StopTimer()
+		prod.reportAs(b, "product-")
+		flo.reportAs(b, "floor-")
+		b.ReportMetric(0, "ns/op")
+	})
 }
 
 // floorHandler answers the same URLs with net/http and one prepared SELECT of the
