@@ -18,20 +18,28 @@ const importFile = `# the Marseille site and its racks
 - {classname: rack, keyname: mrs-r03, displayname: Marseille row 3, site: marseille, units: 42}
 `
 
+// importAsOperator is the browser data with the operators allowed to import, file
+// (saved as marseille.yml, whose path it returns) and a browser signed in as operator.
+func importAsOperator(t *testing.T, bin, file string) (*env, *chrome, string) {
+	t.Helper()
+	e := newEnv(t, "")
+	e.load(browserData)
+	e.load(`- {classname: _role, keyname: operators, permissions: [p_data_access, p_data_read, p_data_create, p_data_update, p_data_import], _action: update}`)
+	path := filepath.Join(t.TempDir(), "marseille.yml")
+	if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := newChrome(t, bin)
+	b.signIn(e.srv.URL, "operator", "operator-pass-1")
+	return e, b, path
+}
+
 // TestBrowserImport: Check then Import a YAML file with one bad entry, as a person
 // would: the sidebar link, the file chooser, the report.
 func TestBrowserImport(t *testing.T) {
 	t.Parallel()
 	bin := chromium(t)
-	e := newEnv(t, "")
-	e.load(browserData)
-	e.load(`- {classname: _role, keyname: operators, permissions: [p_data_access, p_data_read, p_data_create, p_data_update, p_data_import], _action: update}`)
-	path := filepath.Join(t.TempDir(), "marseille.yml")
-	if err := os.WriteFile(path, []byte(importFile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b := newChrome(t, bin)
-	b.signIn(e.srv.URL, "operator", "operator-pass-1")
+	e, b, path := importAsOperator(t, bin, importFile)
 	instances := e.queryInt("SELECT count(*) FROM instances")
 
 	b.run("check",

@@ -2,8 +2,6 @@ package console_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,16 +14,8 @@ import (
 func TestBrowserImportKeptFile(t *testing.T) {
 	t.Parallel()
 	bin := chromium(t)
-	e := newEnv(t, "")
-	e.load(browserData)
-	e.load(`- {classname: _role, keyname: operators, permissions: [p_data_access, p_data_read, p_data_create, p_data_update, p_data_import], _action: update}`)
 	broken := strings.Replace(importFile, "units: 480, tags: [cold]}", "units: 48, tags: [cold]", 1)
-	path := filepath.Join(t.TempDir(), "marseille.yml")
-	if err := os.WriteFile(path, []byte(broken), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	b := newChrome(t, bin)
-	b.signIn(e.srv.URL, "operator", "operator-pass-1")
+	e, b, path := importAsOperator(t, bin, broken)
 	instances := e.queryInt("SELECT count(*) FROM instances")
 
 	b.run("check the file",
