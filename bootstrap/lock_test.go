@@ -200,7 +200,7 @@ func TestConcurrentStartsBootstrapOnce(t *testing.T) {
 			want  int
 		}{
 			{"SELECT count(*) FROM permissions", perms + len(store.CodePermissions())},
-			{"SELECT count(*) FROM schemas", schemas},
+			{"SELECT count(*) FROM schemas", schemas + len(store.CodeClasses())},
 			{"SELECT count(*) FROM instances", instances},
 			{"SELECT count(*) FROM configuration", len(store.ConfigDefs)},
 			{"SELECT count(*) FROM revisions", 0},

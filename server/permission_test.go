@@ -23,6 +23,13 @@ func classEntry(cls, key string) map[string]any {
 		m["target_class"] = "server"
 	case "_role", "_apikey":
 		m["permissions"] = []string{}
+	case "_eventrule":
+		m["schemas"] = []string{"server"}
+		m["webhook_url"] = "http://192.0.2.1/hook"
+	case "_schedule":
+		m["pipeline"] = "p"
+		m["schemas"] = []string{"server"}
+		m["cron"] = "@hourly"
 	}
 	return m
 }

@@ -115,6 +115,13 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 	if w.New == nil {
 		return Outcome{}, model.Errorf(model.EInvalid, "%s: %s needs the new state", w.Schema.Keyname, w.Action)
 	}
+	if IsAuthoredClass(w.Schema.Keyname) {
+		// The last writer is the author, whoever the caller says it is.
+		if w.New.Data == nil {
+			w.New.Data = map[string]any{}
+		}
+		w.New.Data[AuthorField] = opts.Auth.Author()
+	}
 	if w.Old == nil {
 		return tx.applyCreate(ctx, w, opts)
 	}

@@ -267,6 +267,9 @@ ALTER TABLE configuration ALTER COLUMN keyname TYPE TEXT COLLATE "C";
 CREATE TRIGGER instances_update AFTER UPDATE OF classname, keyname ON instances
 	FOR EACH ROW EXECUTE FUNCTION dataservice_instances_update();
 `,
+	// 5: SQLite's step 13, the built-in permission p_event_admin and the built-in
+	// classes _eventrule and _schedule (layout_events.go).
+	eventClassesLayout,
 }
 
 // postgresNextInstanceID is the id a new instance takes: above every id ever given

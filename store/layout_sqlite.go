@@ -292,6 +292,9 @@ CREATE TABLE throttle (
 );
 CREATE INDEX throttle_last ON throttle(kind, last);
 `,
+	// 13: the built-in permission p_event_admin and the built-in classes _eventrule
+	// and _schedule (layout_events.go).
+	eventClassesLayout,
 }
 
 // sqliteNextInstanceID is the id a new instance takes: above every id ever given out.

@@ -142,6 +142,7 @@ func (tx *Tx) putPermission(ctx context.Context, e *model.Entry, system bool) (s
 // file, new or existing, as built-in (layout.go, step 7).
 var codePermissions = []Permission{
 	{Keyname: "p_pipeline_admin", Displayname: "Pipeline admin", Description: "Create, update, enable, disable and delete pipelines (_pipeline)"},
+	{Keyname: "p_event_admin", Displayname: "Event admin", Description: "Create, update, enable, disable and delete event rules (_eventrule)"},
 }
 
 // CodePermissions lists the built-in permissions the code adds beyond the seed's blocks.

@@ -24,9 +24,15 @@ var classPermissions = map[string]string{
 	"_home":       "p_home_import",
 	"_apikey":     "p_apikey_admin",
 	"_pipeline":   "p_pipeline_admin",
+	"_schedule":   "p_pipeline_admin",
+	"_eventrule":  "p_event_admin",
 	"_dataview":   "p_schema_import",
 	"_enumerate":  "p_schema_import",
 }
+
+// ownReadClasses are the built-in classes whose reads need their write permission
+// too: API keys and event rules (a webhook's URL and its signing secret).
+var ownReadClasses = map[string]bool{"_apikey": true, "_eventrule": true}
 
 // ClassPermissions returns a copy of the table of built-in classes and the permission
 // a write to each needs.
@@ -79,9 +85,9 @@ func CanRead(auth *Auth, s *Schema) bool {
 	if auth == nil {
 		return true
 	}
-	if s.Keyname == "_apikey" {
-		// Keys are credentials, not data: p_data_admin does not reach them.
-		return auth.Has(classPermissions["_apikey"])
+	if ownReadClasses[s.Keyname] {
+		// Keys and event rules hold credentials, not data: p_data_admin does not reach them.
+		return auth.Has(classPermissions[s.Keyname])
 	}
 	if auth.Has(PermDataAdmin) || (s.PAdmin != "" && auth.Has(s.PAdmin)) {
 		return true
@@ -107,8 +113,8 @@ func WritePermission(s *Schema, op Action) string {
 
 // ReadPermission names the permission reading instances of s needs (as CanRead).
 func ReadPermission(s *Schema) string {
-	if s.Keyname == "_apikey" {
-		return classPermissions["_apikey"]
+	if ownReadClasses[s.Keyname] {
+		return classPermissions[s.Keyname]
 	}
 	if s.PRead != "" {
 		return s.PRead

@@ -1,0 +1,57 @@
+package store
+
+// eventClassesLayout is the layout step, the same text on both engines, that adds the
+// built-in permission p_event_admin and the built-in classes _eventrule (what to do
+// when data changes) and _schedule (pipelines run on a timer) to every file, new or
+// existing, whatever its DB_VERSION: like p_pipeline_admin they came after the seed's
+// data-version blocks, whose table is fixed. A permission of that name a user made
+// before becomes built-in; a schema name starting with _ is never a user's (a load
+// refuses one), so the classes are added as they are. Each class's author field is
+// written by the store (Apply) with the last writer's identity, never by the caller.
+const eventClassesLayout = `
+INSERT INTO permissions(keyname, displayname, description, is_builtin)
+	VALUES('p_event_admin', 'Event admin', 'Create, update, enable, disable and delete event rules (_eventrule)', 1)
+	ON CONFLICT(keyname) DO UPDATE SET is_builtin = 1;
+INSERT INTO schemas(keyname, displayname, description, is_builtin, p_read, p_create, p_update, p_delete)
+	VALUES('_eventrule', 'Event rules', 'Webhooks delivered and pipelines run when instances change', 1,
+		'p_event_admin', 'p_event_admin', 'p_event_admin', 'p_event_admin')
+	ON CONFLICT(keyname) DO NOTHING;
+INSERT INTO schema_fields(classname, keyname, displayname, dataformat, dataformat_ext, cardinal_min, cardinal_max, default_value, sort_order) VALUES
+	('_eventrule', 'description', 'Description', 'string', '', 0, 1, NULL, 10),
+	('_eventrule', 'schemas', 'Schemas watched', 'string', '', 1, 0, NULL, 20),
+	('_eventrule', 'actions', 'Actions (empty: all)', 'string', '', 0, 0, NULL, 30),
+	('_eventrule', 'condition', 'Condition', 'text', 'yaml', 0, 1, NULL, 40),
+	('_eventrule', 'webhook_url', 'Webhook URL', 'string', '', 0, 1, NULL, 50),
+	('_eventrule', 'secret', 'Signing secret (encrypted)', 'secret', 'encrypted', 0, 1, NULL, 60),
+	('_eventrule', 'pipeline', 'Pipeline', 'string', '', 0, 1, NULL, 70),
+	('_eventrule', 'author', 'Author (last writer)', 'string', '', 0, 1, NULL, 80)
+	ON CONFLICT(classname, keyname) DO NOTHING;
+INSERT INTO schemas(keyname, displayname, description, is_builtin)
+	VALUES('_schedule', 'Schedules', 'Pipelines run on a timer', 1)
+	ON CONFLICT(keyname) DO NOTHING;
+INSERT INTO schema_fields(classname, keyname, displayname, dataformat, dataformat_ext, cardinal_min, cardinal_max, default_value, sort_order) VALUES
+	('_schedule', 'description', 'Description', 'string', '', 0, 1, NULL, 10),
+	('_schedule', 'pipeline', 'Pipeline', 'string', '', 1, 1, NULL, 20),
+	('_schedule', 'schemas', 'Schemas', 'string', '', 1, 0, NULL, 30),
+	('_schedule', 'cron', 'Cron expression', 'string', '', 1, 1, NULL, 40),
+	('_schedule', 'timezone', 'Time zone', 'string', '', 0, 1, 'UTC', 50),
+	('_schedule', 'dryrun', 'Dry run', 'boolean', '', 0, 1, 'false', 60),
+	('_schedule', 'missed', 'Missed runs (run_once or skip)', 'string', '', 0, 1, 'run_once', 70),
+	('_schedule', 'author', 'Author (last writer)', 'string', '', 0, 1, NULL, 80)
+	ON CONFLICT(classname, keyname) DO NOTHING;
+`
+
+// authoredClasses are the built-in classes whose instances act for somebody later
+// (an event rule's pipeline and webhook, a schedule's runs): Apply records the last
+// writer in their author field, and they act with that identity's permissions,
+// re-read when they act.
+var authoredClasses = map[string]bool{"_eventrule": true, "_schedule": true}
+
+// AuthorField is the field of an authored class that holds its last writer.
+const AuthorField = "author"
+
+// IsAuthoredClass reports whether Apply records the last writer of cls's instances.
+func IsAuthoredClass(cls string) bool { return authoredClasses[cls] }
+
+// CodeClasses lists the built-in classes the code adds beyond the built-in files.
+func CodeClasses() []string { return []string{"_eventrule", "_schedule"} }
