@@ -33,6 +33,7 @@ type metrics struct {
 	startup       prometheus.Gauge
 	startupBlocks *prometheus.GaugeVec
 	backups       *prometheus.CounterVec
+	scheduleRuns  *prometheus.CounterVec
 	state         *stateCollector
 }
 
@@ -95,6 +96,13 @@ func newMetrics(db *store.DB, backupDir string, log *slog.Logger) *metrics {
 		Name: "dataservice_scheduled_backups_total",
 		Help: "Scheduled backups attempted, by result (ok, failed).",
 	}, []string{"result"})
+	m.scheduleRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dataservice_schedule_runs_total",
+		Help: "Due runs of schedules, by result: submitted; skipped (the previous run still queued or running, or missed with missed: skip); failed (the submission was refused).",
+	}, []string{"result"})
+	for _, r := range []string{tasks.RunSubmitted, tasks.RunSkipped, tasks.RunFailed} {
+		m.scheduleRuns.WithLabelValues(r)
+	}
 	for _, o := range []string{"created", "updated", "unchanged", "deleted", "enabled", "disabled", "skipped", "errors"} {
 		m.loadEntries.WithLabelValues(o)
 	}
@@ -105,7 +113,7 @@ func newMetrics(db *store.DB, backupDir string, log *slog.Logger) *metrics {
 		m.authFailures.WithLabelValues(k)
 	}
 	m.reg.MustRegister(m.requests, m.duration, m.authFailures, m.processed, m.loadEntries, m.startup,
-		m.startupBlocks, m.backups,
+		m.startupBlocks, m.backups, m.scheduleRuns,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.state)
@@ -261,6 +269,14 @@ func (m *metrics) processedHook() func(int) {
 		return nil
 	}
 	return m.onProcessed
+}
+
+// scheduleHook is the scheduler's OnRun hook, nil when metrics are off.
+func (m *metrics) scheduleHook() func(string) {
+	if m == nil {
+		return nil
+	}
+	return func(result string) { m.scheduleRuns.WithLabelValues(result).Inc() }
 }
 
 func (m *metrics) backupHook() func(string, error) {

@@ -97,9 +97,16 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	runCtx, stopRunner := context.WithCancel(context.WithoutCancel(ctx))
 	go bootstrap.BackupLoop(runCtx, db, s.BackupDir, backupTick, log, m.backupHook())
 	runnerDone := make(chan struct{})
+	sched := tasks.NewScheduler(runner, tasks.SchedulerOptions{Logger: log, OnRun: m.scheduleHook()})
 	go func() {
 		defer close(runnerDone)
+		schedDone := make(chan struct{})
+		go func() {
+			defer close(schedDone)
+			sched.Run(runCtx)
+		}()
 		runner.Run(runCtx)
+		<-schedDone
 	}()
 	log.Info("ready")
 	consoleURL, signIn := consoleSignIn(ln.Addr(), s)
