@@ -54,6 +54,7 @@ func TestScheduleList(t *testing.T) {
 			Enabled    bool     `json:"enabled"`
 			DryRun     bool     `json:"dryrun"`
 			NextRuns   []string `json:"next_runs"`
+			LastDue    *string  `json:"last_due"`
 			LastResult string   `json:"last_result"`
 			LastTask   string   `json:"last_task"`
 			TaskURL    string   `json:"task_url"`
@@ -65,7 +66,7 @@ func TestScheduleList(t *testing.T) {
 	}
 	night, hour := got.Schedules[0], got.Schedules[1]
 	if night.Keyname != "nightly" || night.Timezone != "Europe/Paris" || night.Missed != "skip" || !night.Enabled ||
-		night.LastTask != "" || night.TaskURL != "" {
+		night.LastTask != "" || night.TaskURL != "" || night.LastDue != nil {
 		t.Fatalf("nightly: %+v", night)
 	}
 	// 03:00 in Paris is 02:00 UTC in November.
@@ -73,7 +74,8 @@ func TestScheduleList(t *testing.T) {
 		t.Fatalf("nightly next runs: %s, want %s", got, want)
 	}
 	if hour.Keyname != "hourly" || hour.Timezone != "UTC" || hour.Missed != "run_once" || !hour.DryRun ||
-		hour.LastResult != tasks.RunSubmitted || hour.LastTask != handle || handle == "" {
+		hour.LastResult != tasks.RunSubmitted || hour.LastTask != handle || handle == "" ||
+		hour.LastDue == nil || *hour.LastDue != "2026-11-22T09:00:00Z" {
 		t.Fatalf("hourly: %+v (task %s)", hour, handle)
 	}
 	if got, want := hour.TaskURL, e.srv.URL+"/api/tasks/"+handle+"/"; got != want {

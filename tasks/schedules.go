@@ -62,7 +62,8 @@ func ListSchedules(ctx context.Context, db *store.DB, now time.Time) ([]*Schedul
 		}
 		st := states[sc.Keyname]
 		current := st != nil && st.Spec == spec(sc)
-		if current {
+		if current && st.Result != "" {
+			// A state only started (a new or changed schedule) has dealt with no run.
 			due := st.LastDue
 			v.LastDue, v.LastResult, v.LastTask, v.LastError = &due, st.Result, st.Task, st.Error
 		}
