@@ -149,6 +149,9 @@ func (s *Scheduler) tickOne(ctx context.Context, sc *store.Schedule, st *runStat
 		}
 		if err == nil {
 			s.log.Info("schedule started", "schedule", sc.Keyname, "enabled", sc.IsEnabled)
+			if _, perr := sc.Parse(); perr != nil && sc.IsEnabled {
+				s.log.Warn("schedule cannot run", "schedule", sc.Keyname, "error", store.ErrorMessage(perr))
+			}
 		}
 		return time.Time{}, nil // looked at again on the next tick
 	}
@@ -157,9 +160,10 @@ func (s *Scheduler) tickOne(ctx context.Context, sc *store.Schedule, st *runStat
 	}
 	cs, err := sc.Parse()
 	if err != nil {
-		// A write validates the expression; one stored before (or a zone this system
-		// lacks) is reported and waits for a change.
-		return time.Time{}, err
+		// A write validates the expression and the zone; one this system refuses anyway
+		// was logged when the schedule started, the listings show why, and it waits
+		// for a change.
+		return time.Time{}, nil
 	}
 	first := cs.Next(st.LastDue)
 	if first.IsZero() || first.After(now) {

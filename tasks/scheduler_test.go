@@ -279,3 +279,30 @@ func TestScheduleTwoSchedulersSubmitOnce(t *testing.T) {
 		t.Fatalf("runs: %d (submitted %d), want %d", got, submitted, want)
 	}
 }
+
+// TestScheduleRefusedSubmissionIsRecorded: a run the submission refuses (here the
+// pipeline was disabled after the schedule was written) is recorded as failed with the
+// reason and counted; the schedule goes on with the next due time.
+func TestScheduleRefusedSubmissionIsRecorded(t *testing.T) {
+	t.Parallel()
+	db := newDB(t)
+	addPipeline(t, db, "marker", markerPipeline, "")
+	addSchedule(t, db, "refused", "@every 2s", "run_once")
+	mustLoad(t, db, "- {classname: _pipeline, keyname: marker, content: \"- field_append: ['', note, X]\", is_enabled: false}\n")
+	r := newRunner(t, db, tasks.Options{})
+	var c schedCounts
+	s := newScheduler(t, r, &c)
+	for i := 0; i <= 4; i++ {
+		tick(t, s, schedBase.Add(time.Duration(i)*time.Second))
+	}
+	if got := scheduledTasks(t, db, "refused"); got != 0 {
+		t.Fatalf("runs: %d, want 0", got)
+	}
+	if got, want := c.get(tasks.RunFailed), 2; got != want {
+		t.Fatalf("failed: %d, want %d (due at 2 s and 4 s)", got, want)
+	}
+	if got, want := testkit.QueryString(t, db, "SELECT last_result || ': ' || last_error FROM schedule_runs WHERE keyname = 'refused'"),
+		"failed: pipeline marker is disabled"; got != want {
+		t.Fatalf("last run: %q, want %q", got, want)
+	}
+}
