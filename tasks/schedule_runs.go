@@ -24,8 +24,9 @@ CREATE TABLE IF NOT EXISTS schedule_runs (
 	spec        TEXT NOT NULL,
 	-- The last due time dealt with (UTC, fixed width so it compares as text).
 	last_due    TEXT NOT NULL,
-	-- What the scheduler did at last_due: submitted, skipped or failed; the task it
-	-- submitted, and why it skipped or failed.
+	-- What the scheduler did at last_due: submitted, skipped or failed; the last task
+	-- it submitted (kept when a later due run submitted none), and why it skipped or
+	-- failed.
 	last_result TEXT NOT NULL DEFAULT '',
 	last_task   TEXT NOT NULL DEFAULT '',
 	last_error  TEXT NOT NULL DEFAULT '',

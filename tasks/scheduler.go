@@ -233,7 +233,11 @@ func (s *Scheduler) runDue(ctx context.Context, sc *store.Schedule, st *runState
 				result = RunSubmitted
 			}
 		}
-		return recordRun(ctx, tx, cur, due, now, result, handle, reason)
+		task := handle
+		if task == "" {
+			task = cur.Task // the last run's task stays shown (for an overlap, the one still going)
+		}
+		return recordRun(ctx, tx, cur, due, now, result, task, reason)
 	})
 	if err != nil {
 		return "", err

@@ -162,6 +162,10 @@ func TestScheduleOverlapSkips(t *testing.T) {
 	if got, want := testkit.QueryString(t, db, "SELECT last_result FROM schedule_runs WHERE keyname = 'busy'"), tasks.RunSkipped; got != want {
 		t.Fatalf("last_result: %q, want %q", got, want)
 	}
+	if got, want := testkit.QueryString(t, db, "SELECT last_task FROM schedule_runs WHERE keyname = 'busy'"),
+		testkit.QueryString(t, db, "SELECT handle FROM tasks WHERE owner_id = 'busy'"); got != want {
+		t.Fatalf("last_task after the skips: %q, want the running one %q", got, want)
+	}
 	runQueued(t, db, r)
 	tick(t, s, schedBase.Add(8*time.Second))
 	if got, want := scheduledTasks(t, db, "busy"), 2; got != want {

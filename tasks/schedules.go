@@ -32,7 +32,8 @@ type ScheduleStatus struct {
 	// LastDue is the last due time dealt with, nil before the first.
 	LastDue *time.Time `json:"last_due" yaml:"last_due"`
 	// LastResult is what was done then (RunSubmitted, RunSkipped, RunFailed), LastTask
-	// the task submitted, LastError why it was skipped or failed.
+	// the last task the schedule submitted (kept through later skips and failures),
+	// LastError why it was skipped or failed.
 	LastResult string `json:"last_result" yaml:"last_result"`
 	LastTask   string `json:"last_task" yaml:"last_task"`
 	LastError  string `json:"last_error" yaml:"last_error"`
