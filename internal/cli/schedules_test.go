@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"dataservice/internal/testkit"
 )
 
 // TestScheduleList: `schedule list` prints a table of the schedules: a disabled one
@@ -78,5 +80,56 @@ func TestServeRunsSchedules(t *testing.T) {
 	log := stop()
 	if !strings.Contains(log, `msg="schedule run submitted" schedule=everysecond`) {
 		t.Fatalf("no run logged:\n%s", log)
+	}
+}
+
+// TestScheduleTwoNodes: two nodes (child `serve` processes) share one PostgreSQL
+// database and both run the scheduler: each due time of a schedule every second is
+// dealt with by one node only, and every run either logged as submitted is one task.
+func TestScheduleTwoNodes(t *testing.T) {
+	t.Parallel()
+	if !testkit.Postgres() {
+		t.Skip("PostgreSQL only: several nodes share a database there (on SQLite, TestScheduleTwoSchedulersSubmitOnce in package tasks ticks two handles of one file)")
+	}
+	env := nodesEnv(t)
+	if code, _, stderr := runCLI(t, quiet(env), "migrate"); code != 0 {
+		t.Fatalf("migrate: exit %d: %s", code, stderr)
+	}
+	loadDoc(t, env, `
+- {classname: _schema, keyname: box, name: {dataformat: string}}
+- {classname: box, keyname: b1, name: one}
+- {classname: _pipeline, keyname: tidy, content: "- field_set: ['', name, x]"}
+- {classname: _schedule, keyname: everysecond, pipeline: tidy, schemas: [box], cron: "@every 1s", dryrun: true}
+`)
+	nodes := []*child{startChild(t, env, "serve"), startChild(t, env, "serve")}
+	for _, n := range nodes {
+		n.baseURL() // both are up
+	}
+	runRE := regexp.MustCompile(`msg="schedule run (submitted|not submitted)" schedule=everysecond due=(\S+) result=(\w+)`)
+	runs := func() [][]string {
+		var all [][]string
+		for _, n := range nodes {
+			all = append(all, runRE.FindAllStringSubmatch(n.out.String(), -1)...)
+		}
+		return all
+	}
+	testkit.WaitFor(t, 90*time.Second, "eight due runs dealt with", func() bool { return len(runs()) >= 8 })
+	for _, n := range nodes {
+		n.stop()
+	}
+	seen := map[string]bool{}
+	submitted := 0
+	for _, m := range runs() {
+		if seen[m[2]] {
+			t.Fatalf("due time %s dealt with twice", m[2])
+		}
+		seen[m[2]] = true
+		if m[3] == "submitted" {
+			submitted++
+		}
+	}
+	db := openStore(t, env["SERVICE_DB"])
+	if got := queryInt(t, db.Reader(), "SELECT count(*) FROM tasks WHERE owner_type = 'schedule' AND owner_id = 'everysecond'"); got != int64(submitted) || got == 0 {
+		t.Fatalf("tasks: %d, runs logged as submitted: %d", got, submitted)
 	}
 }
