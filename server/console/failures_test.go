@@ -1,0 +1,44 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"dataservice/internal/testkit"
+	"dataservice/tasks"
+)
+
+// TestFailedTaskShown: a task that fails shows its error first on its page, and the
+// dashboard of its owner lists it with the error and a link; a user who sees no tasks
+// gets no failures section.
+func TestFailedTaskShown(t *testing.T) {
+	t.Parallel()
+	e := newRunEnv(t, 0, nil)
+	e.load(pipelinePeople)
+	ops := e.browser()
+	ops.signIn("ops", "ops-pass-1")
+	lacks(t, ops.get("/"), `id="failures"`)
+	// Queued while the runner is stopped, then the pipeline is disabled: the run fails
+	// when it starts.
+	h := started(t, ops.runForm("tag", false, "host"))
+	e.load(`- {classname: _pipeline, keyname: tag, _action: disable}`)
+	e.loop.Start()
+	var task *tasks.Task
+	testkit.WaitFor(t, 20*time.Second, "the run to finish", func() bool {
+		task, _ = e.runner.Get(context.Background(), h)
+		return task.Finished()
+	})
+	if task.Status != tasks.StatusFailed || task.Error == nil {
+		t.Fatalf("status %s, error %v: want a failed task", task.Status, task.Error)
+	}
+	p := ops.get("/data/private/task/" + h + "/")
+	want(t, p, http.StatusOK, `<div class="alert" role="alert" id="task-error"><strong>This task failed.</strong> <span class="pre" id="task-error-text">`+*task.Error)
+	p = ops.get("/")
+	want(t, p, http.StatusOK, `id="failures"`, `id="failed-tasks"`, `<a href="/data/private/task/`+h+`/">`+h[:8]+`</a>`, *task.Error)
+
+	viewer := e.browser()
+	viewer.signIn("viewer", "viewer-pass-1")
+	lacks(t, viewer.get("/"), `id="failures"`, h[:8])
+}
