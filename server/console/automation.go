@@ -102,6 +102,7 @@ func (c *Console) failuresFor(ctx context.Context, auth *model.Auth) *failures {
 			f.Tasks = append(f.Tasks, row)
 		}
 	}
+	c.eventFailures(ctx, auth, f)
 	if len(f.Tasks) == 0 && f.Dead == 0 {
 		return nil
 	}

@@ -8,10 +8,13 @@ import (
 	"testing"
 )
 
-// eventPeople: evadmin writes event rules; sched writes schedules; plain reads and
-// writes data but holds neither permission; dataadmin holds p_data_admin, which does
-// not reach event rules (they hold credentials, as API keys do).
+// eventPeople: evreader writes event rules and reads data; evadmin writes event rules
+// but reads no data; sched writes schedules; plain reads and writes data but holds
+// neither permission; dataadmin holds p_data_admin, which does not reach event rules
+// (they hold credentials, as API keys do).
 const eventPeople = `
+- {classname: _user, keyname: evreader, displayname: Eve Reader, password: evreader-pass-1}
+- {classname: _role, keyname: event_readers, permissions: [p_data_access, p_data_read, p_event_admin], users: [evreader]}
 - {classname: _user, keyname: evadmin, password: evadmin-pass-1}
 - {classname: _user, keyname: sched, password: sched-pass-1}
 - {classname: _user, keyname: plain, password: plain-pass-1}
@@ -32,12 +35,14 @@ func TestEventRuleForm(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "")
 	e.load(eventPeople)
-	b := e.browser()
-	b.signIn("evadmin", "evadmin-pass-1")
-
-	p := b.get("/")
+	ev := e.browser()
+	ev.signIn("evadmin", "evadmin-pass-1")
+	p := ev.get("/")
 	want(t, p, http.StatusOK, `href="/data/private/_eventrule/"`, "Event rules")
 	lacks(t, p, `href="/data/private/_schedule/"`)
+
+	b := e.browser()
+	b.signIn("evreader", "evreader-pass-1")
 
 	p = b.get("/data/private/_eventrule/?do=new")
 	want(t, p, http.StatusOK, `id="f_actions_create"`, `id="f_actions_rename"`, `type="checkbox" name="f_actions" id="f_actions_update" value="update"`,
@@ -48,7 +53,7 @@ func TestEventRuleForm(t *testing.T) {
 	const secret = "hook-secret-0123456789"
 	form := url.Values{"csrf": {b.csrf()}, "keyname": {"site_hook"}, "displayname": {"Site hook"}, "is_enabled": {"false", "true"},
 		"f_schemas": {"site", ""}, "f_actions": {"create", "update"}, "f_condition": {"[changed, location]"},
-		"f_webhook_url": {"http://127.0.0.1:9/hook"}, "f_secret": {secret}, "f_author": {"user:mallory"}}
+		"f_webhook_url": {"http://192.0.2.10/hook"}, "f_secret": {secret}, "f_author": {"user:mallory"}}
 	p = b.post("/data/private/_eventrule/?do=new", form)
 	if p.status != http.StatusSeeOther || p.loc != "/data/private/_eventrule/site_hook/?done=created" {
 		t.Fatalf("create: %d %q\n%s", p.status, p.loc, p.body)
@@ -58,8 +63,8 @@ func TestEventRuleForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := in.Data["author"]; got != "user:evadmin" {
-		t.Fatalf("author %v, want user:evadmin (the store writes it, not the form)", got)
+	if got := in.Data["author"]; got != "user:evreader" {
+		t.Fatalf("author %v, want user:evreader (the store writes it, not the form)", got)
 	}
 	stored, _ := in.Data["secret"].(string)
 	if stored == "" || stored == secret {
@@ -70,15 +75,15 @@ func TestEventRuleForm(t *testing.T) {
 	}
 
 	p = b.get("/data/private/_eventrule/site_hook/")
-	want(t, p, http.StatusOK, `id="v-secret"`, "set (never shown)", "user:evadmin", "[changed, location]")
+	want(t, p, http.StatusOK, `id="v-secret"`, "set (never shown)", "user:evreader", "[changed, location]")
 	lacks(t, p, secret, stored)
 	p = b.get("/data/private/_eventrule/site_hook/?do=edit")
-	want(t, p, http.StatusOK, "A value is stored. Write-only", `id="f_actions_create" value="create" checked`, `id="f_author">user:evadmin`)
+	want(t, p, http.StatusOK, "A value is stored. Write-only", `id="f_actions_create" value="create" checked`, `id="f_author">user:evreader`)
 	lacks(t, p, secret, stored, `id="f_actions_delete" value="delete" checked`)
 
 	// Saved with the secret left empty: the stored secret stays.
 	form = url.Values{"csrf": {b.csrf()}, "displayname": {"Site hook"}, "is_enabled": {"false", "true"},
-		"f_schemas": {"site"}, "f_actions": {"create", "update", "delete"}, "f_webhook_url": {"http://127.0.0.1:9/other"}, "f_secret": {""}}
+		"f_schemas": {"site"}, "f_actions": {"create", "update", "delete"}, "f_webhook_url": {"http://192.0.2.10/other"}, "f_secret": {""}}
 	p = b.post("/data/private/_eventrule/site_hook/?do=edit", form)
 	if p.status != http.StatusSeeOther {
 		t.Fatalf("edit: %d\n%s", p.status, p.body)
@@ -105,7 +110,7 @@ func TestEventRulePagesNeedPermission(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, "")
 	e.load(eventPeople)
-	e.load(`- {classname: _eventrule, keyname: r1, schemas: [site], webhook_url: "http://127.0.0.1:9/x"}`)
+	e.load(`- {classname: _eventrule, keyname: r1, schemas: [site], webhook_url: "http://192.0.2.10/x", secret: s3cr3t-value}`)
 	for _, who := range []string{"plain", "dataadmin"} {
 		b := e.browser()
 		b.signIn(who, who+"-pass-1")
@@ -114,7 +119,7 @@ func TestEventRulePagesNeedPermission(t *testing.T) {
 		want(t, b.get("/data/private/_eventrule/r1/"), http.StatusForbidden, "p_event_admin")
 		want(t, b.get("/data/private/_eventrule/?do=new"), http.StatusForbidden, "p_event_admin")
 		p := b.post("/data/private/_eventrule/?do=new", url.Values{"csrf": {b.csrf()}, "keyname": {"r2"}, "f_schemas": {"site"},
-			"f_webhook_url": {"http://127.0.0.1:9/x"}})
+			"f_webhook_url": {"http://192.0.2.10/x"}, "f_secret": {"s3cr3t-value"}})
 		want(t, p, http.StatusForbidden, "p_event_admin")
 	}
 	if n := e.queryInt("SELECT count(*) FROM instances WHERE classname = '_eventrule'"); n != 1 {
