@@ -12,7 +12,8 @@ import (
 
 // The events tool: /data/private/event_queue/ lists the events of the event rules'
 // outbox that are still pending (waiting for their next attempt) and those that are
-// dead (every attempt failed), newest first, filtered by ?status= and ?rule=; POST
+// dead (every attempt failed), newest first, filtered by ?status= and ?rule= (and the
+// delivered ones when ?status=delivered asks for them); POST
 // .../<id>/redeliver/ makes a dead event pending again. It needs p_event_admin, the
 // permission that writes event rules, as the events API does.
 
@@ -33,7 +34,7 @@ type eventRow struct {
 	Attempts, LastStatus                     int
 	LastError, CreatedAt, FinishedAt, NextAt string
 	TaskURL, Task                            string
-	Dead                                     bool
+	Dead, Delivered                          bool
 	RedeliverURL                             string
 }
 
@@ -52,18 +53,25 @@ type eventsData struct {
 }
 
 // eventStatuses are the statuses the page lists, in its order: dead first, they need
-// someone.
-var eventStatuses = []struct{ Status, Title string }{
-	{store.EventDead, "Dead"},
-	{store.EventPending, "Pending"},
+// someone. Delivered events (kept until purged) are listed only when asked for: they
+// are where a pipeline event's task is found.
+var eventStatuses = []struct {
+	Status, Title string
+	OnlyAsked     bool
+}{
+	{store.EventDead, "Dead", false},
+	{store.EventPending, "Pending", false},
+	{store.EventDelivered, "Delivered", true},
 }
 
 // eventList: GET /data/private/event_queue/?status=&rule=.
 func (c *Console) eventList(w http.ResponseWriter, r *http.Request, q *req) {
 	ctx := r.Context()
 	d := eventsData{Status: r.URL.Query().Get("status"), Rule: r.URL.Query().Get("rule"), Limit: eventListLimit}
-	if d.Status != "" && d.Status != store.EventDead && d.Status != store.EventPending {
-		c.errorPage(w, r, q, http.StatusBadRequest, "status must be pending or dead")
+	switch d.Status {
+	case "", store.EventDead, store.EventPending, store.EventDelivered:
+	default:
+		c.errorPage(w, r, q, http.StatusBadRequest, "status must be pending, dead or delivered")
 		return
 	}
 	var err error
@@ -90,7 +98,7 @@ func (c *Console) eventList(w http.ResponseWriter, r *http.Request, q *req) {
 		return ok
 	}
 	for _, st := range eventStatuses {
-		if d.Status != "" && d.Status != st.Status {
+		if (d.Status != "" && d.Status != st.Status) || (d.Status == "" && st.OnlyAsked) {
 			continue
 		}
 		list, err := c.db.ListEvents(ctx, st.Status, d.Rule, eventListLimit+1)
@@ -114,7 +122,8 @@ func (c *Console) eventList(w http.ResponseWriter, r *http.Request, q *req) {
 func eventRowOf(ev *store.Event, readable bool) eventRow {
 	row := eventRow{ID: ev.ID, Short: shortHandle(ev.ID), Rule: ev.Rule, RuleURL: link("_eventrule", ev.Rule), Kind: ev.Kind,
 		Schema: ev.Classname, Action: ev.Action, Attempts: ev.Attempts, LastStatus: ev.LastStatus, LastError: ev.LastError,
-		CreatedAt: ev.CreatedAt, FinishedAt: ev.FinishedAt, Dead: ev.Status == store.EventDead}
+		CreatedAt: ev.CreatedAt, FinishedAt: ev.FinishedAt, Dead: ev.Status == store.EventDead,
+		Delivered: ev.Status == store.EventDelivered}
 	if readable {
 		row.Keyname = ev.Keyname
 		if ev.Action != string(model.ActionDelete) {
@@ -126,7 +135,7 @@ func eventRowOf(ev *store.Event, readable bool) eventRow {
 	if ev.Task != "" {
 		row.Task, row.TaskURL = shortHandle(ev.Task), taskURL(ev.Task)
 	}
-	if !row.Dead && !ev.NextAt.IsZero() {
+	if ev.Status == store.EventPending && !ev.NextAt.IsZero() {
 		row.NextAt = ev.NextAt.UTC().Format(time.RFC3339)
 	}
 	if row.Dead {

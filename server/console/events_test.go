@@ -112,7 +112,7 @@ func TestEventsTool(t *testing.T) {
 	lacks(t, p, "nantes", `class="redeliver"`)
 	p = reader.get("/data/private/event_queue/?rule=other_hook")
 	want(t, p, http.StatusOK, "No dead events of rule other_hook.", "No pending events of rule other_hook.")
-	want(t, reader.get("/data/private/event_queue/?status=delivered"), http.StatusBadRequest, "status must be pending or dead")
+	want(t, reader.get("/data/private/event_queue/?status=bogus"), http.StatusBadRequest, "status must be pending, dead or delivered")
 	want(t, reader.get("/data/private/event_queue/"+ev.ID+"/redeliver/"), http.StatusMethodNotAllowed)
 
 	// Refused without the session's token, or from another origin.
@@ -140,4 +140,35 @@ func TestEventsTool(t *testing.T) {
 	if p.status < 400 || !strings.Contains(p.body, "event") {
 		t.Fatalf("redelivering a pending event: %d\n%s", p.status, p.body)
 	}
+}
+
+// TestEventsToolDelivered: delivered events are listed only when asked for, and a
+// pipeline event's row links the task it submitted.
+func TestEventsToolDelivered(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "")
+	e.load(eventPeople)
+	e.load(`- {classname: _eventrule, keyname: site_pipe, schemas: [site], actions: [create], pipeline: tag}`)
+	e.load(`- {classname: site, keyname: vannes}`)
+	ctx := context.Background()
+	list, err := e.db.ClaimEvents(ctx, "console-test", time.Minute, 10, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Kind != "pipeline" || list[0].Rule != "site_pipe" {
+		t.Fatalf("claimed %d events, want the one pipeline event of site_pipe", len(list))
+	}
+	const handle = "0f4c2a9e-5b7d-4c1e-9a3f-2d6b8e1c7a40"
+	if err := e.db.AckEvent(ctx, list[0].ID, "console-test", handle); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.signIn("evreader", "evreader-pass-1")
+	p := b.get("/data/private/event_queue/")
+	want(t, p, http.StatusOK, "No dead events.", "No pending events.")
+	lacks(t, p, list[0].ID, `id="events-delivered"`)
+	p = b.get("/data/private/event_queue/?status=delivered")
+	want(t, p, http.StatusOK, `id="event-`+list[0].ID+`"`, `<span class="badge">pipeline</span>`,
+		`task <a href="/data/private/task/`+handle+`/">0f4c2a9e</a>`, `<a href="/data/private/site/vannes/">vannes</a>`)
+	lacks(t, p, `class="redeliver"`)
 }
