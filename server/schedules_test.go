@@ -100,3 +100,40 @@ func TestScheduleList(t *testing.T) {
 		t.Fatalf("reader sees %d schedules, want 2", got.Count)
 	}
 }
+
+// TestScheduleRunActsAsItsAuthor: a schedule a user wrote runs as that user, whose
+// task is then visible to that user (and to callers holding every permission), not
+// to another user who may run pipelines.
+func TestScheduleRunActsAsItsAuthor(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{NoRunner: true})
+	e.load(`
+- {classname: _schema, keyname: box, name: {dataformat: string}}
+- {classname: _pipeline, keyname: tidy, content: "- field_set: ['', name, x]"}
+- {classname: _role, keyname: schedulers, permissions: [p_data_access, p_data_read, p_pipeline_admin, p_pipeline_run], users: [alice, bob]}
+`)
+	alice, bob := e.user("alice", true), e.user("bob", true)
+	r := e.post("/api/instances/_schedule/", alice, []byte(`{"keyname": "mine", "pipeline": "tidy", "schemas": ["box"],
+		"cron": "@every 1h", "dryrun": true, "author": "system"}`))
+	if r.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	if got := e.queryString("SELECT data ->> 'author' FROM instances WHERE classname = '_schedule' AND keyname = 'mine'"); got != "user:alice" {
+		t.Fatalf("author: %s, want user:alice (the writer, whatever the body says)", got)
+	}
+	s := tasks.NewScheduler(e.runner, tasks.SchedulerOptions{})
+	for _, at := range []time.Duration{-2 * time.Hour, -time.Hour} {
+		if _, err := s.Tick(context.Background(), fixedNow.Add(at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handle := e.queryString("SELECT handle FROM tasks WHERE owner_type = 'schedule' AND owner_id = 'mine'")
+	task := object(t, e.get("/api/tasks/"+handle+"/", alice), http.StatusOK)
+	if task["owner_type"] != "schedule" || task["owner_id"] != "mine" || task["dryrun"] != true {
+		t.Fatalf("task: %v", task)
+	}
+	wantError(t, e.get("/api/tasks/"+handle+"/", bob), http.StatusNotFound, "task not found")
+	if r := e.get("/api/tasks/"+handle+"/", adminCred); r.status != http.StatusOK {
+		t.Fatalf("admin: %d", r.status)
+	}
+}
