@@ -68,6 +68,13 @@ func TestScheduleValidationListsEveryProblem(t *testing.T) {
 		t.Fatalf("schedules written: %d", n)
 	}
 
+	// A huge expression is quoted in bounds, the parser's message too.
+	huge := "* * " + strings.Repeat("7,", 50000) + "7 * * * *"
+	err = applySchedule(t, db, "bad", map[string]any{"pipeline": "tidy", "schemas": []any{"host"}, "cron": huge})
+	if msg := store.ErrorMessage(err); !strings.HasPrefix(msg, "invalid cron expression") || len(msg) > 600 {
+		t.Fatalf("message of %d bytes: %.200s", len(msg), msg)
+	}
+
 	// A field's own refusal (a missing cron) comes with the others.
 	err = applySchedule(t, db, "bad", map[string]any{"pipeline": "tidy", "schemas": []any{"host"}, "timezone": "Nowhere"})
 	var fields []string
@@ -85,6 +92,7 @@ func TestScheduleValidationListsEveryProblem(t *testing.T) {
 		{"@every soon", "UTC", `cron: invalid cron expression "@every soon": @every needs a duration such as 90s, 15m or 2h`},
 		{"@fortnightly", "UTC", `cron: invalid cron expression "@fortnightly": unrecognized descriptor: @fortnightly`},
 		{"CRON_TZ=Asia/Tokyo 0 3 * * *", "UTC", `cron: invalid cron expression "CRON_TZ=Asia/Tokyo 0 3 * * *": set the zone in the timezone field, not in the expression`},
+		{"0 0 31 2 *", "UTC", `cron: invalid cron expression "0 0 31 2 *": it never falls due`},
 		{"0 3 * * *", "Local", `timezone: unknown time zone "Local": name an IANA zone such as Europe/Paris (Local differs between nodes)`},
 	} {
 		err := applySchedule(t, db, "bad", map[string]any{"pipeline": "tidy", "schemas": []any{"host"}, "cron": tc.cron, "timezone": tc.tz})

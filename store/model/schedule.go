@@ -80,12 +80,18 @@ func ParseCron(expr string, loc *time.Location) (*CronSchedule, error) {
 	}
 	s, err := cronParser.Parse(expr)
 	if err != nil {
-		return nil, Errorf(EInvalid, "invalid cron expression %s: %s", clip.Quote(expr), err.Error())
+		// The parser's message may repeat the input: bounded like it.
+		return nil, Errorf(EInvalid, "invalid cron expression %s: %s", clip.Quote(expr), clip.Text(err.Error()))
 	}
 	if spec, ok := s.(*cron.SpecSchedule); ok {
 		spec.Location = loc
 	}
-	return &CronSchedule{sched: s, loc: loc}, nil
+	c := &CronSchedule{sched: s, loc: loc}
+	if c.Next(time.Now()).IsZero() {
+		// Such as 31 February, or a field whose list is empty: it would never run.
+		return nil, Errorf(EInvalid, "invalid cron expression %s: it never falls due", clip.Quote(expr))
+	}
+	return c, nil
 }
 
 // CheckMissed reports (nil) whether v is a missed-run policy ("" is the default,
