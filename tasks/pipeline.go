@@ -203,7 +203,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *mo
 // so other writers wait at most about that long.
 func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok bool, err error) {
 	r := x.r
-	rev := store.Revisions{Author: "task:" + x.handle}
+	rev := store.Revisions{Author: "task:" + x.handle, Chain: x.p.Chain}
 	begin := func(ctx context.Context) (*store.Tx, error) { return r.db.BeginAs(ctx, rev) }
 	if x.p.DryRun {
 		begin = r.db.BeginRead
