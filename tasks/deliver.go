@@ -339,6 +339,11 @@ func (d *Deliverer) postWebhook(ctx context.Context, ev *store.Event, target *st
 	if target.URL == "" {
 		return outcome{dead: true, err: fmt.Sprintf("event rule %s has no webhook_url", ev.Rule)}
 	}
+	if len(target.Secret) == 0 {
+		// Validation requires one; an unsigned request would be indistinguishable
+		// from a forged one.
+		return outcome{dead: true, err: fmt.Sprintf("event rule %s has no secret to sign with", ev.Rule)}
+	}
 	ctx, cancel := context.WithTimeout(ctx, d.timeout(ctx))
 	defer cancel()
 	status, err := d.client.post(ctx, target.URL, ev.ID, target.Secret, ev.Body, d.o.Now())

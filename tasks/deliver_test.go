@@ -356,3 +356,46 @@ func TestWebhookRefusedTargets(t *testing.T) {
 		t.Errorf("the redirect's target got %d requests, want %d", got, targetBefore)
 	}
 }
+
+// TestSlowReceiverHoldsOnlyItsRulesSlots: a receiver that does not answer holds at most
+// PerRule deliveries; the other rule's events are all delivered meanwhile, and the
+// held ones are delivered once it answers.
+func TestSlowReceiverHoldsOnlyItsRulesSlots(t *testing.T) {
+	t.Parallel()
+	db := newEventDB(t, 8)
+	if err := db.SetConfig(context.Background(), map[string]string{store.ConfigWebhookTimeout: "120"}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var mu sync.Mutex
+	held := 0
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		held++
+		mu.Unlock()
+		<-release
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(slow.Close)
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open)
+	fast := newReceiver(t, always(http.StatusOK))
+	addWebhookRule(t, db, "slow", slow.URL, "k")
+	addWebhookRule(t, db, "fast", fast.URL, "k")
+	startDeliverer(t, db, nil, tasks.DeliveryOptions{Concurrency: 3, PerRule: 2})
+	var doc strings.Builder
+	for i := range 6 {
+		fmt.Fprintf(&doc, "- {classname: host, keyname: h%d}\n", i)
+	}
+	mustLoad(t, db, doc.String())
+	eventsWith(t, db, "fast", store.EventDelivered, 6)
+	mu.Lock()
+	got := held
+	mu.Unlock()
+	if got > 2 {
+		t.Fatalf("the slow receiver holds %d requests, want at most 2 (PerRule)", got)
+	}
+	open()
+	eventsWith(t, db, "slow", store.EventDelivered, 6)
+}
