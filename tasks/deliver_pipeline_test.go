@@ -101,3 +101,36 @@ func TestDeliveryRecheck(t *testing.T) {
 		t.Fatalf("receiver got %d requests, want none", got)
 	}
 }
+
+// TestPipelineActionWaitsForRoomInTheQueue: with the task queue full, a pipeline event's
+// attempts fail and are retried; once there is room, the task is queued and the event
+// delivered.
+func TestPipelineActionWaitsForRoomInTheQueue(t *testing.T) {
+	t.Parallel()
+	db := newEventDB(t, 100)
+	ctx := context.Background()
+	if err := db.SetConfig(ctx, map[string]string{store.ConfigQueueMax: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	mustLoad(t, db, "- {classname: host, keyname: a}\n")
+	addPipeline(t, db, "mark", "- field_set: [\"\", note, marked]\n", "")
+	mustLoad(t, db, "- {classname: _eventrule, keyname: onport, schemas: [host], actions: [update], pipeline: mark}\n")
+	runner := newRunner(t, db, tasks.Options{}) // not running: queued tasks stay queued
+	filler := submit(t, runner, tasks.Params{Pipeline: "mark", Schemas: []string{"host"}})
+	startDeliverer(t, db, runner, tasks.DeliveryOptions{})
+	mustLoad(t, db, "- {classname: host, keyname: a, port: 22}\n")
+	waitFor(t, "a failed attempt for the full queue", func() bool {
+		list := events(t, db, "onport")
+		return len(list) == 1 && list[0].Attempts >= 2 && list[0].Status == store.EventPending
+	})
+	if ev := events(t, db, "onport")[0]; !strings.HasPrefix(ev.LastError, "task queue is full") {
+		t.Fatalf("last error %q, want the full queue", ev.LastError)
+	}
+	if _, err := runner.Cancel(ctx, filler); err != nil {
+		t.Fatal(err)
+	}
+	ev := eventsWith(t, db, "onport", store.EventDelivered, 1)[0]
+	if task := getTask(t, runner, ev.Task); task.Status != tasks.StatusQueued || task.OwnerID != "onport" {
+		t.Fatalf("task %s: status %s owner %s, want queued and onport", ev.Task, task.Status, task.OwnerID)
+	}
+}

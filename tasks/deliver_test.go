@@ -399,3 +399,32 @@ func TestSlowReceiverHoldsOnlyItsRulesSlots(t *testing.T) {
 	open()
 	eventsWith(t, db, "slow", store.EventDelivered, 6)
 }
+
+// TestDeliveredEventsArePurged: a deliverer's start deletes delivered events older than
+// TASK_RETENTION_DAYS and keeps the dead ones.
+func TestDeliveredEventsArePurged(t *testing.T) {
+	t.Parallel()
+	db := newEventDB(t, 1)
+	ok := newReceiver(t, always(http.StatusOK))
+	addWebhookRule(t, db, "ok", ok.URL, "k")
+	addWebhookRule(t, db, "dead", "http://169.254.169.254/", "k")
+	ctx, cancel := context.WithCancel(context.Background())
+	d := tasks.NewDeliverer(db, newRunner(t, db, tasks.Options{}), tasks.DeliveryOptions{Poll: 20 * time.Millisecond,
+		Logger: new(testkit.Recorder).Logger(t)})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(ctx)
+	}()
+	mustLoad(t, db, "- {classname: host, keyname: a}\n")
+	eventsWith(t, db, "ok", store.EventDelivered, 1)
+	eventsWith(t, db, "dead", store.EventDead, 1)
+	cancel()
+	<-done
+	testkit.Exec(t, db, "UPDATE events SET finished_at = '2000-01-01T00:00:00Z'")
+	startDeliverer(t, db, nil, tasks.DeliveryOptions{})
+	waitFor(t, "the delivered event purged", func() bool { return len(events(t, db, "ok")) == 0 })
+	if got := len(events(t, db, "dead")); got != 1 {
+		t.Fatalf("%d dead events after the purge, want 1", got)
+	}
+}
