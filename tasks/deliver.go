@@ -39,6 +39,9 @@ type DeliveryOptions struct {
 	// Now is the clock of the signatures' timestamps (default: the database's).
 	// Due times and delays are the database's clock, which the outbox compares.
 	Now func() time.Time
+	// ShutdownGrace is how long deliveries in progress may go on after Run's context
+	// ends (default 10s).
+	ShutdownGrace time.Duration
 	// Jitter returns a random duration in [0, d) (default math/rand/v2).
 	Jitter func(d time.Duration) time.Duration
 	// OnDelivered is told each acknowledged event's time from its commit; OnRetried
@@ -87,6 +90,9 @@ func NewDeliverer(db *store.DB, runner *Runner, o DeliveryOptions) *Deliverer {
 	if o.MaxDelay <= 0 {
 		o.MaxDelay = time.Hour
 	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = 10 * time.Second
+	}
 	if o.Now == nil {
 		o.Now = func() time.Time { return db.Now() }
 	}
@@ -129,13 +135,18 @@ func (d *Deliverer) timeout(ctx context.Context) time.Duration {
 	return time.Duration(d.db.ConfigInt(ctx, store.ConfigWebhookTimeout)) * time.Second
 }
 
-// Run delivers due events until ctx ends, then waits for the deliveries in progress
-// (each bounded by its attempt's time-out). It purges delivered events older than
-// TASK_RETENTION_DAYS at start and daily.
+// Run delivers due events until ctx ends, then waits for the deliveries in progress:
+// they get ShutdownGrace to finish, then are cut off unrecorded (their leases run out
+// and the events are attempted again, by this process after a restart or by another
+// node). It purges delivered events older than TASK_RETENTION_DAYS at start and daily.
 func (d *Deliverer) Run(ctx context.Context) error {
 	d.purge(ctx)
 	purgeTick := time.NewTicker(24 * time.Hour)
 	defer purgeTick.Stop()
+	attempts, cutOff := context.WithCancel(context.WithoutCancel(ctx))
+	defer cutOff()
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(d.o.ShutdownGrace, cutOff) })
+	defer stopGrace()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for ctx.Err() == nil {
@@ -144,7 +155,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d.deliver(context.WithoutCancel(ctx), ev)
+				d.deliver(attempts, ev)
 			}()
 		}
 		if len(claimed) > 0 {
@@ -229,6 +240,12 @@ func (d *Deliverer) deliver(ctx context.Context, ev *claimedEvent) {
 		}
 	}()
 	out := d.attempt(ctx, ev.Event)
+	if !out.ok && ctx.Err() != nil {
+		// Cut off by shutdown: not the receiver's failure, and nothing is recorded.
+		d.log.Info("event delivery interrupted by shutdown; it is attempted again when its lease ends", "event", ev.ID)
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
 	now := d.db.Now()
 	if out.ok {
 		if err := d.db.AckEvent(ctx, ev.ID, ev.owner, out.task); err != nil {

@@ -428,3 +428,52 @@ func TestDeliveredEventsArePurged(t *testing.T) {
 		t.Fatalf("%d dead events after the purge, want 1", got)
 	}
 }
+
+// TestShutdownCutsOffUnrecorded: a delivery still waiting for its receiver when the
+// deliverer stops (after its grace) records nothing: the event stays pending, its
+// attempts uncounted, and is delivered by the next deliverer once the lease ends.
+func TestShutdownCutsOffUnrecorded(t *testing.T) {
+	t.Parallel()
+	db := newEventDB(t, 8)
+	if err := db.SetConfig(context.Background(), map[string]string{store.ConfigWebhookTimeout: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var mu sync.Mutex
+	requests := 0
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests++
+		first := requests == 1
+		mu.Unlock()
+		if first {
+			<-release
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(recv.Close)
+	t.Cleanup(func() { close(release) })
+	addWebhookRule(t, db, "hook", recv.URL, "k")
+	ctx, cancel := context.WithCancel(context.Background())
+	d := tasks.NewDeliverer(db, newRunner(t, db, tasks.Options{}), tasks.DeliveryOptions{Poll: 20 * time.Millisecond,
+		ShutdownGrace: 50 * time.Millisecond, Logger: new(testkit.Recorder).Logger(t)})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Run(ctx)
+	}()
+	mustLoad(t, db, "- {classname: host, keyname: a}\n")
+	waitFor(t, "the receiver holding the first request", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return requests == 1
+	})
+	cancel()
+	<-done
+	ev := events(t, db, "hook")[0]
+	if ev.Status != store.EventPending || ev.Attempts != 0 || ev.LastError != "" {
+		t.Fatalf("after the cut-off: status %s attempts %d error %q; want pending, 0, none", ev.Status, ev.Attempts, ev.LastError)
+	}
+	startDeliverer(t, db, nil, tasks.DeliveryOptions{})
+	eventsWith(t, db, "hook", store.EventDelivered, 1)
+}
