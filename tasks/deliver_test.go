@@ -477,3 +477,34 @@ func TestShutdownCutsOffUnrecorded(t *testing.T) {
 	startDeliverer(t, db, nil, tasks.DeliveryOptions{})
 	eventsWith(t, db, "hook", store.EventDelivered, 1)
 }
+
+// TestTwoDeliverersShareTheOutbox: two processes' deliverers (two opens of one
+// database, as two nodes) deliver every event once between them.
+func TestTwoDeliverersShareTheOutbox(t *testing.T) {
+	t.Parallel()
+	path := newDBFile(t)
+	db := openDB(t, path)
+	mustLoad(t, db, testSchemas)
+	if err := db.SetConfig(context.Background(), map[string]string{store.ConfigWebhookAllowPrivate: "127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	other := openDB(t, path)
+	rc := newReceiver(t, always(http.StatusOK))
+	addWebhookRule(t, db, "hook", rc.URL, "k")
+	startDeliverer(t, db, nil, tasks.DeliveryOptions{})
+	startDeliverer(t, other, nil, tasks.DeliveryOptions{})
+	const n = 30
+	var doc strings.Builder
+	for i := range n {
+		fmt.Fprintf(&doc, "- {classname: host, keyname: h%02d}\n", i)
+	}
+	mustLoad(t, db, doc.String())
+	for _, ev := range eventsWith(t, db, "hook", store.EventDelivered, n) {
+		if got := rc.accepted()[ev.ID]; got != 1 {
+			t.Errorf("event %s accepted %d times, want 1", ev.ID, got)
+		}
+	}
+	if got := len(rc.got()); got != n {
+		t.Fatalf("receiver got %d requests for %d events", got, n)
+	}
+}
