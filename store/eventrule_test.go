@@ -353,10 +353,19 @@ func TestSecretKeyDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	r := load(t, db, `
+	const doc = `
 - {classname: _schema, keyname: svc, token: {dataformat: secret, dataformat_ext: encrypted}}
 - {classname: svc, keyname: a, token: tok-123}
-`, store.LoadOptions{})
+`
+	// A dry run says what the write would do, and makes no key file.
+	dry := load(t, db, doc, store.LoadOptions{DryRun: true})
+	if _, err := os.Stat(addr + ".key"); !testkit.Postgres() && (dry.Errors != 0 || !os.IsNotExist(err)) {
+		t.Fatalf("dry run: %s; key file: %v", messages(dry), err)
+	}
+	if testkit.Postgres() && (dry.Errors != 1 || !strings.Contains(messages(dry), "SERVICE_SECRET_KEY_FILE is not set")) {
+		t.Fatalf("dry run on PostgreSQL without a key: %s", messages(dry))
+	}
+	r := load(t, db, doc, store.LoadOptions{})
 	if testkit.Postgres() {
 		if r.Errors != 1 || !strings.Contains(messages(r), "field token: encrypted secrets need a key: SERVICE_SECRET_KEY_FILE is not set") {
 			t.Fatalf("PostgreSQL without a key: %s", messages(r))
