@@ -80,6 +80,10 @@ type DB struct {
 	// maxDryKeys is the bound of the keys a dry run remembers in memory; zero:
 	// defaultMaxDryKeys. Only tests lower it (to reach the bound with little data).
 	maxDryKeys int
+	// ruleCache holds the enabled event rules (event_record.go); onEvents is
+	// Options.OnEvents.
+	ruleCache ruleCache
+	onEvents  func(recorded int)
 	// keys holds the key of encrypted secrets (secretkey.go).
 	keys *secretKeys
 	// searchSeen, when set (tests only), is given the query and arguments of every
@@ -151,6 +155,9 @@ type Options struct {
 	// not do what only the start-up sequence does: a missing file is not created, and a
 	// file whose layout steps are pending is refused with ErrLayoutPending.
 	AsIs bool
+	// OnEvents, when set, is told after each commit of a write transaction that
+	// recorded events how many it recorded (the events-recorded metric).
+	OnEvents func(recorded int)
 	// SecretKey is the 32-byte key that seals encrypted secrets (secret fields with
 	// dataformat_ext encrypted); nil: read from SecretKeyFile.
 	SecretKey []byte
@@ -233,7 +240,8 @@ func openDB(ctx context.Context, path string, opts Options) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{path: abs, addr: abs, w: w, dia: dia, log: opts.Logger, Now: time.Now, inUse: inUse, turn: turn}
+	db := &DB{path: abs, addr: abs, w: w, dia: dia, log: opts.Logger, Now: time.Now, inUse: inUse, turn: turn,
+		onEvents: opts.OnEvents}
 	fail := func(err error) (*DB, error) {
 		w.Close()
 		turn.close()
@@ -373,6 +381,10 @@ type Revisions struct {
 	// row (Before and After as stored: secrets masked), rolled back or not: a dry-run
 	// load reports with it what would change.
 	Observe func(Revision)
+	// Chain are the event rules whose pipeline actions caused this transaction, in
+	// order (the task runner sets it from the task): a rule in it fires no event, and
+	// a chain of MaxEventDepth rules fires none at all.
+	Chain []string
 }
 
 // Tx is a write transaction. It remembers whether it changed schemas so the schema
@@ -414,6 +426,9 @@ type txState struct {
 	// dry is set in a dry-run load's private database: reads and writes of instances
 	// first copy what they name from the dry run's snapshot (dryrun.go).
 	dry *dryRun
+	// events are the event rules the transaction records by and what it recorded
+	// (event_record.go).
+	events txEvents
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE) whose revisions name "system".
@@ -460,6 +475,7 @@ func (tx *Tx) Commit() error {
 	err := tx.commit()
 	if err == nil && tx.writer {
 		tx.db.committed()
+		tx.eventsCommitted()
 	}
 	return tx.db.NoSpace(err)
 }

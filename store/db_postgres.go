@@ -48,7 +48,7 @@ func openPostgres(ctx context.Context, addr string, opts Options) (*DB, error) {
 	if err != nil {
 		return fail(err)
 	}
-	db := &DB{path: shown, addr: addr, w: w, dia: dia, log: opts.Logger, Now: time.Now}
+	db := &DB{path: shown, addr: addr, w: w, dia: dia, log: opts.Logger, Now: time.Now, onEvents: opts.OnEvents}
 	switch {
 	case opts.ReadOnly:
 		if err := dia.checkFile(ctx, w); err != nil {

@@ -19,14 +19,14 @@ var writerCalls = []string{"write", "deleteInstance", "revision", "rename", "con
 	"rewriteAllReferences", "rewriteReferences", "rewriteInstance", "deleteField", "deletePermission",
 	"collectIPs", "putSchema", "putPermission", "writeSchema", "deleteSchema", "putInstance", "loadEntry", "writeInstance", "writeOne",
 	"applyCreate", "applyUpdate", "applyDelete", "applyEnabled", "applyRename", "Apply", "loadStream", "execAny",
-	"cascadeRename"}
+	"cascadeRename", "revisionRow", "writeChange", "recordEvents"}
 
-// writerSQL are the statements that change instances, revisions, schemas, fields and
-// permissions.
+// writerSQL are the statements that change instances, revisions, schemas, fields,
+// permissions and the events outbox.
 var writerSQL = []string{"INSERT INTO instances", "UPDATE instances", "UPDATE OR IGNORE instances",
 	"DELETE FROM instances", "INSERT INTO revisions", "INSERT INTO schema_fields", "DELETE FROM schema_fields",
 	"INSERT INTO schemas", "UPDATE schemas", "DELETE FROM schemas", "INSERT INTO permissions",
-	"DELETE FROM permissions", "UPDATE permissions"}
+	"DELETE FROM permissions", "UPDATE permissions", "INSERT INTO events", "UPDATE events", "DELETE FROM events"}
 
 // writerDialect are the dialect's statements and fragments that write instances
 // (dialect.go): naming one writes as the statement holding it does.
@@ -50,6 +50,11 @@ var doors = map[string]string{
 	"Migration.DeleteField":              "migration-only direct deletion (seed: a reload cannot express it)",
 	"Migration.DeletePermission":         "migration-only direct deletion (seed: a reload cannot express it)",
 	"Migration.Exec":                     "migration-only raw statement (repairs; tests' set-up of states no load makes)",
+	"DB.ClaimEvents":                     "the delivery workers' lease of outbox events: the events' delivery state, never what an event says (recorded by the apply path only)",
+	"DB.AckEvent":                        "an outbox event's delivery recorded by the worker holding its lease",
+	"DB.FailEvent":                       "an outbox event's failed attempt recorded by the worker holding its lease",
+	"DB.RedeliverEvent":                  "a dead outbox event made pending again (the operator's redeliver)",
+	"DB.PurgeEvents":                     "delivered outbox events deleted after their retention",
 }
 
 // Every exported method of the store that writes instances, revisions, schemas, fields

@@ -105,9 +105,10 @@ func layoutsAfter(v int) []string {
 		10: {"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete", "DROP TRIGGER instances_search_update", "DROP TABLE instances_search_dirty", "DROP TABLE instances_search"},
 		11: {"DROP TABLE nodes", "DROP TABLE node_salt"},
 		12: {"DROP TABLE throttle"},
+		14: {"DROP TABLE events"},
 	}
 	var stmts []string
-	for step := 12; step > v; step-- { // the last layout step
+	for step := 14; step > v; step-- { // the last layout step
 		stmts = append(stmts, drops[step]...)
 	}
 	return append(stmts, fmt.Sprintf("PRAGMA user_version = %d", v))

@@ -13,3 +13,18 @@ func ExecInTx(ctx context.Context, tx *Tx, query string, args ...any) error {
 // SetRestoreBeforeCommit makes every later RestorePostgres call f just before its
 // last check for other sessions and its commit (nil: nothing).
 func SetRestoreBeforeCommit(f func()) { restoreBeforeCommit = f }
+
+// SetOnEvents replaces db's Options.OnEvents (tests opened by the kit).
+func SetOnEvents(db *DB, f func(recorded int)) { db.onEvents = f }
+
+// TxEventStats are the statements tx counted in its writes and those it ran to learn
+// its event rules.
+func TxEventStats(tx *Tx) (writes, ruleReads int) { return tx.writes, tx.events.reads }
+
+// SetEventCondition replaces the hook evaluating event rules' conditions (nil: none)
+// and returns the one it replaced.
+func SetEventCondition(f EventConditionFunc) EventConditionFunc {
+	prev := eventCondition
+	eventCondition = f
+	return prev
+}

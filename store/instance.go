@@ -284,6 +284,13 @@ func instanceDoc(s *model.Schema, in *Instance, dataJSON string) string {
 
 // revision writes one revisions row unless the transaction suppresses them.
 func (tx *Tx) revision(ctx context.Context, cls, key string, action model.Action, before, after string) error {
+	_, err := tx.revisionRow(ctx, cls, key, action, before, after, false)
+	return err
+}
+
+// revisionRow is revision returning, when wantID, the row's id (nil when the
+// transaction writes no revision rows).
+func (tx *Tx) revisionRow(ctx context.Context, cls, key string, action model.Action, before, after string, wantID bool) (*int64, error) {
 	author := tx.rev.Author
 	if author == "" {
 		author = "system"
@@ -292,14 +299,22 @@ func (tx *Tx) revision(ctx context.Context, cls, key string, action model.Action
 		tx.rev.Observe(Revision{Classname: cls, Keyname: key, Action: string(action), Before: before, After: after, Author: author})
 	}
 	if tx.rev.Off {
-		return nil
+		return nil, nil
 	}
-	_, err := tx.exec(ctx, `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
-		VALUES(?, ?, ?, ?, ?, ?, ?)`, cls, key, string(action), nullable(before), nullable(after), author, tx.db.now())
-	if err != nil {
-		return fmt.Errorf("write revision: %w", err)
+	const q = `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
+		VALUES(?, ?, ?, ?, ?, ?, ?)`
+	args := []any{cls, key, string(action), nullable(before), nullable(after), author, tx.db.now()}
+	if wantID {
+		id, _, err := tx.db.dia.insertID(ctx, counted{tx}, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("write revision: %w", err)
+		}
+		return &id, nil
 	}
-	return nil
+	if _, err := tx.exec(ctx, q, args...); err != nil {
+		return nil, fmt.Errorf("write revision: %w", err)
+	}
+	return nil, nil
 }
 
 // prepare validates and normalizes every field value of in, in place, as a write
@@ -465,7 +480,7 @@ func (tx *Tx) write(ctx context.Context, s *model.Schema, old, in *Instance, act
 	if old != nil {
 		before = instanceDoc(s, old, old.raw)
 	}
-	if err := tx.revision(ctx, in.Classname, in.Keyname, action, before, instanceDoc(s, in, data)); err != nil {
+	if err := tx.writeChange(ctx, s, action, old, in, before, instanceDoc(s, in, data)); err != nil {
 		return false, nil, err
 	}
 	if _, warnings, err = tx.collectIPs(ctx, s, in); err != nil {
@@ -487,7 +502,7 @@ func (tx *Tx) deleteInstance(ctx context.Context, s *model.Schema, in *Instance)
 		}
 	}
 	tx.forget()
-	return tx.revision(ctx, in.Classname, in.Keyname, model.ActionDelete, instanceDoc(s, in, in.raw), "")
+	return tx.writeChange(ctx, s, model.ActionDelete, in, nil, instanceDoc(s, in, in.raw), "")
 }
 
 // jsonString is s as a JSON string, escaped as encoding/json escapes it.

@@ -55,3 +55,40 @@ func IsAuthoredClass(cls string) bool { return authoredClasses[cls] }
 
 // CodeClasses lists the built-in classes the code adds beyond the built-in files.
 func CodeClasses() []string { return []string{"_eventrule", "_schedule"} }
+
+// eventsLayout is the layout step, the same text on both engines, that adds the
+// events outbox (events.go, event_record.go): one row per event a committed write
+// fired, recorded in the write's own transaction and claimed by the delivery workers
+// like queue work. id is the event's stable id (a UUID); seq its commit order (every
+// write transaction holds the writer lock, so the recording statement's max + 1 never
+// repeats while the newest row lives, and purges delete delivered rows only, never
+// pending ones). Times used by the claim (next_at, lease_until) are Unix
+// milliseconds; the others RFC 3339 text. events_head finds the oldest pending event
+// of one instance and rule (the claim takes only that one); events_list serves the
+// lists by status and by rule, newest first.
+const eventsLayout = `
+CREATE TABLE events (
+	id          TEXT PRIMARY KEY,
+	seq         BIGINT NOT NULL UNIQUE,
+	rule        TEXT NOT NULL,
+	kind        TEXT NOT NULL,
+	classname   TEXT NOT NULL,
+	keyname     TEXT NOT NULL,
+	action      TEXT NOT NULL,
+	body        TEXT NOT NULL,
+	chain       TEXT NOT NULL DEFAULT '[]',
+	status      TEXT NOT NULL DEFAULT 'pending',
+	attempts    INTEGER NOT NULL DEFAULT 0,
+	next_at     BIGINT NOT NULL,
+	lease_owner TEXT NOT NULL DEFAULT '',
+	lease_until BIGINT NOT NULL DEFAULT 0,
+	last_error  TEXT NOT NULL DEFAULT '',
+	last_status INTEGER NOT NULL DEFAULT 0,
+	created_at  TEXT NOT NULL,
+	finished_at TEXT NOT NULL DEFAULT '',
+	task        TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX events_head ON events(status, rule, classname, keyname, seq);
+CREATE INDEX events_list ON events(status, seq);
+CREATE INDEX events_rule ON events(rule, seq);
+`

@@ -270,6 +270,8 @@ CREATE TRIGGER instances_update AFTER UPDATE OF classname, keyname ON instances
 	// 5: SQLite's step 13, the built-in permission p_event_admin and the built-in
 	// classes _eventrule and _schedule (layout_events.go).
 	eventClassesLayout,
+	// 6: SQLite's step 14, the events outbox (layout_events.go).
+	eventsLayout,
 }
 
 // postgresNextInstanceID is the id a new instance takes: above every id ever given

@@ -295,6 +295,8 @@ CREATE INDEX throttle_last ON throttle(kind, last);
 	// 13: the built-in permission p_event_admin and the built-in classes _eventrule
 	// and _schedule (layout_events.go).
 	eventClassesLayout,
+	// 14: the events outbox (layout_events.go).
+	eventsLayout,
 }
 
 // sqliteNextInstanceID is the id a new instance takes: above every id ever given out.

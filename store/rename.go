@@ -83,6 +83,7 @@ func (tx *Tx) cascadeRename(ctx context.Context, s *model.Schema, in *Instance, 
 
 func (tx *Tx) rename(ctx context.Context, s *model.Schema, in *Instance, newKey string, rep *RenameReport) error {
 	before := instanceDoc(s, in, "")
+	was := *in
 	old := in.Keyname
 	now := tx.db.now()
 	if _, err := tx.exec(ctx, "UPDATE instances SET keyname = ?, updated_at = ? WHERE id = ?", newKey, now, in.ID); err != nil {
@@ -90,7 +91,7 @@ func (tx *Tx) rename(ctx context.Context, s *model.Schema, in *Instance, newKey 
 	}
 	in.Keyname, in.UpdatedAt = newKey, now
 	tx.forget() // the existence cache may hold the old keyname
-	if err := tx.revision(ctx, s.Keyname, newKey, model.ActionRename, before, instanceDoc(s, in, "")); err != nil {
+	if err := tx.writeChange(ctx, s, model.ActionRename, &was, in, before, instanceDoc(s, in, "")); err != nil {
 		return err
 	}
 	n, err := tx.rewriteAllReferences(ctx, s.Keyname, map[string]string{old: newKey})
@@ -369,7 +370,7 @@ func (tx *Tx) rewriteInstance(ctx context.Context, sch *model.Schema, in *Instan
 	if tx.rev.Off { // skip building the revision documents (migrations rewrite many)
 		return n, nil
 	}
-	if err := tx.revision(ctx, in.Classname, in.Keyname, model.ActionUpdate, instanceDoc(sch, in, ""), instanceDoc(sch, &next, "")); err != nil {
+	if err := tx.writeChange(ctx, sch, model.ActionUpdate, in, &next, instanceDoc(sch, in, ""), instanceDoc(sch, &next, "")); err != nil {
 		return 0, err
 	}
 	return n, nil

@@ -37,7 +37,7 @@ func BenchmarkSearchIndexLayout(b *testing.B) {
 		}
 		for _, q := range []string{"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
 			"DROP TRIGGER instances_search_update", "DROP TABLE instances_search_dirty", "DROP TABLE instances_search",
-			"DROP TABLE nodes", "DROP TABLE node_salt", "DROP TABLE throttle"} {
+			"DROP TABLE nodes", "DROP TABLE node_salt", "DROP TABLE throttle", "DROP TABLE events"} {
 			if _, err := tx.Exec(q); err != nil {
 				b.Fatal(err)
 			}

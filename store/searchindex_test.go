@@ -285,6 +285,7 @@ func TestSearchIndexBuiltForExistingFiles(t *testing.T) {
 		"DROP TRIGGER instances_search_update", "DROP TABLE instances_search_dirty", "DROP TABLE instances_search",
 		"DROP TABLE nodes", "DROP TABLE node_salt", // layout 11
 		"DROP TABLE throttle", // layout 12
+		"DROP TABLE events",   // layout 14
 		"INSERT INTO instances(id, classname, keyname, data, created_at, updated_at) VALUES(100000, 'note', 'gamma', '{\"text\":\"more needles\"}', '', '')",
 		"PRAGMA user_version = 9",
 	} {

@@ -1,0 +1,336 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"dataservice/internal/clip"
+	"dataservice/store/model"
+)
+
+// The statuses of an event.
+const (
+	EventPending   = "pending"
+	EventDelivered = "delivered"
+	EventDead      = "dead"
+)
+
+// The kinds of an event: what its rule does with it.
+const (
+	EventWebhook  = "webhook"
+	EventPipeline = "pipeline"
+)
+
+// ErrLeaseLost is the error of an acknowledgement or failure of an event whose lease
+// the caller no longer holds (another worker claimed it after the lease expired, or it
+// is no longer pending): the caller's outcome is not recorded.
+var ErrLeaseLost = model.Errorf(model.EConflict, "event lease lost")
+
+// Event is one row of the events outbox: what a committed write fired for one rule.
+type Event struct {
+	ID, Rule, Kind, Classname, Keyname, Action string
+	// Seq is the commit order of the write that recorded the event.
+	Seq int64
+	// Body is the JSON delivery body, fixed when the event was recorded.
+	Body []byte
+	// Chain are the rules that led to the write, this event's rule last.
+	Chain      []string
+	Status     string // EventPending, EventDelivered, EventDead
+	Attempts   int
+	NextAt     time.Time
+	LastError  string
+	LastStatus int
+	CreatedAt  string
+	FinishedAt string
+	// Task is the handle of the task a pipeline event submitted.
+	Task string
+}
+
+const eventCols = "id, seq, rule, kind, classname, keyname, action, body, chain, status, attempts, next_at, " +
+	"last_error, last_status, created_at, finished_at, task"
+
+func scanEvent(r scanner) (*Event, error) {
+	e := &Event{}
+	var body, chain string
+	var next int64
+	if err := r.Scan(&e.ID, &e.Seq, &e.Rule, &e.Kind, &e.Classname, &e.Keyname, &e.Action, &body, &chain,
+		&e.Status, &e.Attempts, &next, &e.LastError, &e.LastStatus, &e.CreatedAt, &e.FinishedAt, &e.Task); err != nil {
+		return nil, err
+	}
+	e.Body, e.NextAt = []byte(body), time.UnixMilli(next).UTC()
+	if err := json.Unmarshal([]byte(chain), &e.Chain); err != nil {
+		return nil, fmt.Errorf("event %s: chain: %w", e.ID, err)
+	}
+	return e, nil
+}
+
+// ClaimEvents leases up to limit due pending events for owner: for each (rule,
+// classname, keyname) only the oldest pending one (commit order per instance and
+// rule), at most perRule per rule, oldest first; across processes and PostgreSQL nodes
+// no event is leased twice. An event whose lease expired is due again. perRule counts
+// the rule's events leased by anyone and not yet expired, so one slow receiver holds
+// at most perRule deliveries while the other rules' events flow.
+func (db *DB) ClaimEvents(ctx context.Context, owner string, lease time.Duration, limit, perRule int) ([]*Event, error) {
+	if owner == "" || lease <= 0 || limit <= 0 || perRule <= 0 {
+		return nil, fmt.Errorf("claim events: owner, lease, limit and perRule must be set")
+	}
+	now := db.Now().UnixMilli()
+	until := now + lease.Milliseconds()
+	var out []*Event
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		busy, err := leasedPerRule(ctx, tx, now)
+		if err != nil {
+			return err
+		}
+		// The heads: each (rule, instance)'s oldest pending event, when it is due and
+		// not leased. The engine's row lock (SKIP LOCKED) keeps a claim from taking a
+		// row another claim holds; every write transaction also holds the writer lock.
+		rows, err := tx.queryContext(ctx, `SELECT h.id, h.rule FROM events h
+			WHERE h.status = 'pending' AND h.next_at <= ? AND h.lease_until < ?
+			AND NOT EXISTS (SELECT 1 FROM events o WHERE o.status = 'pending' AND o.rule = h.rule
+				AND o.classname = h.classname AND o.keyname = h.keyname AND o.seq < h.seq)
+			ORDER BY h.seq LIMIT ?`+db.dia.skipLocked, now, now, maxClaimScan)
+		if err != nil {
+			return fmt.Errorf("claim events: %w", err)
+		}
+		var ids []any
+		for rows.Next() && len(ids) < limit {
+			var id, rule string
+			if err := rows.Scan(&id, &rule); err != nil {
+				rows.Close()
+				return fmt.Errorf("claim events: %w", err)
+			}
+			if busy[rule] >= perRule {
+				continue
+			}
+			busy[rule]++
+			ids = append(ids, id)
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("claim events: %w", err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		args := append([]any{owner, until, now}, ids...)
+		rows, err = tx.queryContext(ctx, `UPDATE events SET lease_owner = ?, lease_until = ?
+			WHERE status = 'pending' AND lease_until < ? AND id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)
+			RETURNING `+eventCols, args...)
+		if err != nil {
+			return fmt.Errorf("claim events: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			e, err := scanEvent(rows)
+			if err != nil {
+				return fmt.Errorf("claim events: %w", err)
+			}
+			out = append(out, e)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	sortEventsBySeq(out)
+	return out, nil
+}
+
+// maxClaimScan bounds the heads one claim reads (the claim takes limit of them,
+// passing over those of rules at their perRule).
+const maxClaimScan = 2000
+
+// leasedPerRule counts each rule's pending events under an unexpired lease.
+func leasedPerRule(ctx context.Context, tx *Tx, now int64) (map[string]int, error) {
+	rows, err := tx.queryContext(ctx, `SELECT rule, count(*) FROM events
+		WHERE status = 'pending' AND lease_until >= ? GROUP BY rule`, now)
+	if err != nil {
+		return nil, fmt.Errorf("claim events: %w", err)
+	}
+	defer rows.Close()
+	busy := map[string]int{}
+	for rows.Next() {
+		var rule string
+		var n int
+		if err := rows.Scan(&rule, &n); err != nil {
+			return nil, fmt.Errorf("claim events: %w", err)
+		}
+		busy[rule] = n
+	}
+	return busy, rows.Err()
+}
+
+func sortEventsBySeq(es []*Event) {
+	slices.SortFunc(es, func(a, b *Event) int { return cmp.Compare(a.Seq, b.Seq) })
+}
+
+// AckEvent marks a leased event delivered (task: the handle a pipeline event
+// submitted). The lease must still be owner's: ErrLeaseLost otherwise. A lease that
+// expired while nobody claimed the event again is still the owner's, so a delivery
+// that took longer than its lease is recorded rather than sent again.
+func (db *DB) AckEvent(ctx context.Context, id, owner, task string) error {
+	return db.leasedEventWrite(ctx, "ack", id, owner, `UPDATE events SET status = 'delivered', finished_at = ?, task = ?,
+		lease_owner = '', lease_until = 0 WHERE id = ? AND status = 'pending' AND lease_owner = ?`,
+		db.now(), task, id, owner)
+}
+
+// FailEvent records a failed attempt: attempts+1, the status and error (clipped, no
+// secret), and either the next attempt's time or dead. The lease must still be
+// owner's (ErrLeaseLost otherwise).
+func (db *DB) FailEvent(ctx context.Context, id, owner string, status int, errText string, next time.Time, dead bool) error {
+	errText = clip.Text(errText)
+	if dead {
+		return db.leasedEventWrite(ctx, "fail", id, owner, `UPDATE events SET status = 'dead', attempts = attempts + 1,
+			last_status = ?, last_error = ?, finished_at = ?, lease_owner = '', lease_until = 0
+			WHERE id = ? AND status = 'pending' AND lease_owner = ?`, status, errText, db.now(), id, owner)
+	}
+	return db.leasedEventWrite(ctx, "fail", id, owner, `UPDATE events SET attempts = attempts + 1,
+		last_status = ?, last_error = ?, next_at = ?, lease_owner = '', lease_until = 0
+		WHERE id = ? AND status = 'pending' AND lease_owner = ?`, status, errText, next.UnixMilli(), id, owner)
+}
+
+// leasedEventWrite runs an update of the event id that holds only while owner leases
+// it: not found, or ErrLeaseLost.
+func (db *DB) leasedEventWrite(ctx context.Context, what, id, owner, query string, args ...any) error {
+	if owner == "" {
+		return fmt.Errorf("%s event %s: %w", what, id, ErrLeaseLost)
+	}
+	return db.WithTx(ctx, func(tx *Tx) error {
+		res, err := tx.execContext(ctx, query, args...)
+		if err != nil {
+			return fmt.Errorf("%s event %s: %w", what, id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+		if err := eventExists(ctx, tx, id); err != nil {
+			return err
+		}
+		return fmt.Errorf("%s event %s: %w", what, id, ErrLeaseLost)
+	})
+}
+
+// eventExists is nil when the event exists, a not-found error otherwise.
+func eventExists(ctx context.Context, tx *Tx, id string) error {
+	var one int
+	err := tx.queryRowContext(ctx, "SELECT 1 FROM events WHERE id = ?", id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return model.Errorf(model.ENotFound, "event %s not found", clip.Quote(id))
+	}
+	if err != nil {
+		return fmt.Errorf("read event %s: %w", id, err)
+	}
+	return nil
+}
+
+// RedeliverEvent makes a dead event pending again, due now, attempts 0. It keeps its
+// place in commit order: it is its instance's oldest pending event for its rule again,
+// delivered before that instance's newer pending events, and after the ones delivered
+// while it was dead (out of order).
+func (db *DB) RedeliverEvent(ctx context.Context, id string) error {
+	return db.WithTx(ctx, func(tx *Tx) error {
+		res, err := tx.execContext(ctx, `UPDATE events SET status = 'pending', attempts = 0, next_at = ?,
+			finished_at = '', lease_owner = '', lease_until = 0 WHERE id = ? AND status = 'dead'`, db.Now().UnixMilli(), id)
+		if err != nil {
+			return fmt.Errorf("redeliver event %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return nil
+		}
+		if err := eventExists(ctx, tx, id); err != nil {
+			return err
+		}
+		return model.Errorf(model.EConflict, "event %s is not dead: only a dead event is redelivered", clip.Quote(id))
+	})
+}
+
+// The bounds of a list of events.
+const (
+	defaultEventList = 100
+	maxEventList     = 1000
+)
+
+// ListEvents lists events by status ("" = all) and rule ("" = all), newest first;
+// limit is bounded (100 when not positive, 1000 at most).
+func (db *DB) ListEvents(ctx context.Context, status, rule string, limit int) ([]*Event, error) {
+	switch status {
+	case "", EventPending, EventDelivered, EventDead:
+	default:
+		return nil, model.Errorf(model.EInvalid, "unknown event status %s (pending, delivered or dead)", clip.Quote(status))
+	}
+	if limit <= 0 {
+		limit = defaultEventList
+	}
+	limit = min(limit, maxEventList)
+	q, args := "SELECT "+eventCols+" FROM events", []any{}
+	var where []string
+	if status != "" {
+		where, args = append(where, "status = ?"), append(args, status)
+	}
+	if rule != "" {
+		where, args = append(where, "rule = ?"), append(args, rule)
+	}
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	rows, err := db.reader().queryContext(ctx, q+" ORDER BY seq DESC LIMIT ?", append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	var out []*Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list events: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// EventCounts counts pending and dead events (dashboard, metrics).
+func (db *DB) EventCounts(ctx context.Context) (pending, dead int, err error) {
+	rows, err := db.reader().queryContext(ctx, `SELECT status, count(*) FROM events
+		WHERE status IN ('pending', 'dead') GROUP BY status`)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var status string
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			return 0, 0, fmt.Errorf("count events: %w", err)
+		}
+		if status == EventPending {
+			pending = n
+		} else {
+			dead = n
+		}
+	}
+	return pending, dead, rows.Err()
+}
+
+// PurgeEvents deletes delivered events finished before t. Pending and dead events
+// stay.
+func (db *DB) PurgeEvents(ctx context.Context, before time.Time) (int64, error) {
+	var n int64
+	err := db.WithTx(ctx, func(tx *Tx) error {
+		res, err := tx.execContext(ctx, "DELETE FROM events WHERE status = 'delivered' AND finished_at < ?",
+			before.UTC().Format(time.RFC3339))
+		if err != nil {
+			return fmt.Errorf("purge events: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,412 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"dataservice/internal/testkit"
+	"dataservice/store"
+	"dataservice/store/model"
+)
+
+// eventClock is a test database's clock, moved by the test.
+type eventClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *eventClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *eventClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// eventsDoc is the schemas the event tests write: note is watched, other is not.
+const eventsDoc = `
+- classname: _schema
+  keyname: note
+  text: {dataformat: string}
+  token: {dataformat: secret}
+  tags: {dataformat: string, cardinal_max: 0}
+- {classname: _schema, keyname: other, text: {dataformat: string}}
+`
+
+// openEventsDB is a migrated database (its address, for a second handle) with the
+// test schemas, on the test's clock.
+func openEventsDB(t *testing.T) (*store.DB, *eventClock, string) {
+	t.Helper()
+	clk := &eventClock{t: testkit.Now}
+	addr := testkit.MigratedFile(t)
+	db := testkit.Open(t, addr, testkit.Options{Clock: clk.now})
+	mustLoad(t, db, eventsDoc, store.LoadOptions{System: true})
+	return db, clk, addr
+}
+
+// eventRule loads an enabled event rule.
+func eventRule(t *testing.T, db *store.DB, doc string) {
+	t.Helper()
+	mustLoad(t, db, doc, store.LoadOptions{System: true})
+}
+
+// events lists every event, oldest first.
+func events(t *testing.T, db *store.DB) []*store.Event {
+	t.Helper()
+	es, err := db.ListEvents(context.Background(), "", "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
+		es[i], es[j] = es[j], es[i]
+	}
+	return es
+}
+
+// body decodes an event's delivery body.
+func body(t *testing.T, e *store.Event) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(e.Body, &m); err != nil {
+		t.Fatalf("body %s: %v", e.Body, err)
+	}
+	return m
+}
+
+// applyNote applies one write of note key as the system (next nil: w.Action alone).
+func applyNote(t *testing.T, db *store.DB, action model.Action, key string, next *store.Instance) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := db.Schema(ctx, "note")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := db.Instance(ctx, "note", key)
+	if err != nil && !store.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	if _, err := db.Apply(ctx, store.Write{Schema: s, Old: old, New: next, Action: action}, store.ApplyOptions{}); err != nil {
+		t.Fatalf("%s %s: %v", action, key, err)
+	}
+}
+
+// A watched write records one event in its own transaction, with the delivery body:
+// every changed field with old and new values (displayname and is_enabled as fields,
+// a rename as keyname), secrets never, the revision row's id and the actor.
+func TestEventRecordedWithItsWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _, _ := openEventsDB(t)
+	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in"}`)
+	told := make(chan int, 10)
+	store.SetOnEvents(db, func(n int) { told <- n })
+
+	mustLoad(t, db, `- {classname: note, keyname: a, displayname: A, text: hello, token: s3cret, tags: [x, y]}`,
+		store.LoadOptions{Author: "user:alice"})
+	es := events(t, db)
+	if len(es) != 1 {
+		t.Fatalf("%d events after one create, want 1", len(es))
+	}
+	e := es[0]
+	if e.Rule != "hook" || e.Kind != store.EventWebhook || e.Classname != "note" || e.Keyname != "a" ||
+		e.Action != "create" || e.Status != store.EventPending || e.Attempts != 0 || !reflect.DeepEqual(e.Chain, []string{"hook"}) {
+		t.Fatalf("event %+v", e)
+	}
+	if n := <-told; n != 1 {
+		t.Fatalf("OnEvents told %d, want 1", n)
+	}
+	revID := queryInt(t, db, "SELECT max(id) FROM revisions WHERE classname = 'note'")
+	want := map[string]any{
+		"id": e.ID, "time": testkit.Now.Format(time.RFC3339), "schema": "note", "keyname": "a", "action": "create",
+		"changes": map[string]any{
+			"displayname": map[string]any{"old": nil, "new": "A"},
+			"is_enabled":  map[string]any{"old": nil, "new": true},
+			"text":        map[string]any{"old": nil, "new": "hello"},
+			"tags":        map[string]any{"old": nil, "new": []any{"x", "y"}},
+		},
+		"revision": float64(revID), "actor": "user:alice",
+	}
+	if got := body(t, e); !reflect.DeepEqual(got, want) {
+		t.Fatalf("body\n got %v\nwant %v", got, want)
+	}
+
+	// An update names what changed only (the secret's change is not shown at all).
+	mustLoad(t, db, `- {classname: note, keyname: a, displayname: A, text: bye, token: other, tags: [x, y]}`, store.LoadOptions{})
+	s, _ := db.Schema(ctx, "note")
+	in := testkit.Instance(t, db, "note", "a")
+	next := *in
+	next.Keyname = "b"
+	applyNote(t, db, model.ActionUpdate, "a", &next)                                  // a rename
+	applyNote(t, db, model.ActionDisable, "b", nil)                                   // disable
+	applyNote(t, db, model.ActionDelete, "b", nil)                                    // delete
+	mustLoad(t, db, `- {classname: other, keyname: o, text: t}`, store.LoadOptions{}) // unwatched
+	es = events(t, db)
+	got := []string{}
+	for _, e := range es {
+		got = append(got, e.Action+" "+e.Keyname+" "+string(mustJSON(t, body(t, e)["changes"])))
+	}
+	wantChanges := []string{
+		`create a {"displayname":{"new":"A","old":null},"is_enabled":{"new":true,"old":null},"tags":{"new":["x","y"],"old":null},"text":{"new":"hello","old":null}}`,
+		`update a {"text":{"new":"bye","old":"hello"}}`,
+		`rename b {"keyname":{"new":"b","old":"a"}}`,
+		`disable b {"is_enabled":{"new":false,"old":true}}`,
+		`delete b {"displayname":{"new":null,"old":"A"},"is_enabled":{"new":null,"old":false},"tags":{"new":null,"old":["x","y"]},"text":{"new":null,"old":"bye"}}`,
+	}
+	if !reflect.DeepEqual(got, wantChanges) {
+		t.Fatalf("events\n got %q\nwant %q", got, wantChanges)
+	}
+	for i := 1; i < len(es); i++ {
+		if es[i].Seq <= es[i-1].Seq {
+			t.Fatalf("seq not in commit order: %d after %d", es[i].Seq, es[i-1].Seq)
+		}
+	}
+	if s.Field("token") == nil {
+		t.Fatal("the test schema lost its secret field")
+	}
+
+	// A rolled-back write records nothing; a dry run neither.
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Apply(ctx, store.Write{Schema: s, New: &store.Instance{Keyname: "c", IsEnabled: true},
+		Action: model.ActionCreate}, store.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := queryInt(t, db, "SELECT count(*) FROM events"); n != 5 {
+		t.Fatalf("%d events visible during the transaction, want 5", n)
+	}
+	tx.Rollback()
+	if _, err := db.Apply(ctx, store.Write{Schema: s, New: &store.Instance{Keyname: "d", IsEnabled: true},
+		Action: model.ActionCreate}, store.ApplyOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Load(t, db, `- {classname: note, keyname: e}`, store.LoadOptions{DryRun: true})
+	if n := len(events(t, db)); n != 5 {
+		t.Fatalf("%d events after a rollback and dry runs, want 5", n)
+	}
+	select {
+	case n := <-told:
+		for len(told) > 0 {
+			n += <-told
+		}
+		if n != 4 {
+			t.Fatalf("OnEvents told %d more, want 4", n)
+		}
+	default:
+		t.Fatal("OnEvents not told of the later writes")
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A write nobody watches costs no statement: it writes what it wrote before any rule
+// existed, and the transaction learns its rules once (one read), not per write. A
+// watched write adds exactly the event's insert.
+func TestUnwatchedWriteRunsNoEventStatement(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _, _ := openEventsDB(t)
+	perWrite := func(cls string, n int) (writes []int, reads int) {
+		t.Helper()
+		s, err := db.Schema(ctx, cls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		for i := range n {
+			before, _ := store.TxEventStats(tx)
+			in := &store.Instance{Keyname: cls + string(rune('a'+i)), IsEnabled: true, Data: map[string]any{"text": "x"}}
+			if _, err := tx.Apply(ctx, store.Write{Schema: s, New: in, Action: model.ActionCreate}, store.ApplyOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := store.TxEventStats(tx)
+			writes = append(writes, after-before)
+		}
+		_, reads = store.TxEventStats(tx)
+		return writes, reads
+	}
+	bare, _ := perWrite("other", 5)
+	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in"}`)
+	perWrite("other", 1) // fills the rule cache
+	unwatched, reads := perWrite("other", 5)
+	if !reflect.DeepEqual(unwatched, bare) {
+		t.Fatalf("writes per unwatched write %v, without any rule %v", unwatched, bare)
+	}
+	if reads != 1 {
+		t.Fatalf("%d statements to learn the rules in a transaction of 5 writes, want 1 (the generation)", reads)
+	}
+	watched, _ := perWrite("note", 5)
+	for i := range watched {
+		if watched[i] != bare[i]+1 {
+			t.Fatalf("writes per watched write %v, want one more than %v", watched, bare)
+		}
+	}
+	if n := len(events(t, db)); n != 0 {
+		t.Fatalf("%d events after rolled-back writes", n)
+	}
+}
+
+// A rule fires on its actions only; a rule with a webhook and a pipeline records one
+// event of each kind; a disabled rule records nothing; a rule another handle (process)
+// writes is seen by the next write here.
+func TestEventRuleActionsKindsAndCache(t *testing.T) {
+	t.Parallel()
+	db, _, addr := openEventsDB(t)
+	other := testkit.Open(t, addr, testkit.Options{})
+	eventRule(t, db, `
+- {classname: _eventrule, keyname: upd, schemas: [note], actions: [update, delete], webhook_url: "http://127.0.0.1:9/in", pipeline: p}
+- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", is_enabled: false}
+`)
+	mustLoad(t, db, `- {classname: note, keyname: a, text: one}`, store.LoadOptions{})
+	if n := len(events(t, db)); n != 0 {
+		t.Fatalf("%d events on create, want none (rules watch update and delete; one disabled)", n)
+	}
+	mustLoad(t, db, `- {classname: note, keyname: a, text: two}`, store.LoadOptions{})
+	es := events(t, db)
+	if len(es) != 2 || es[0].Kind != store.EventWebhook || es[1].Kind != store.EventPipeline || es[0].Rule != "upd" ||
+		es[0].Seq >= es[1].Seq || string(es[0].Body) == string(es[1].Body) {
+		t.Fatalf("events %+v, want a webhook and a pipeline event of upd", es)
+	}
+	// Another process enables the disabled rule: the next write here sees it.
+	eventRule(t, other, `- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", is_enabled: true}`)
+	mustLoad(t, db, `- {classname: note, keyname: b, text: one}`, store.LoadOptions{})
+	es = events(t, db)
+	if len(es) != 3 || es[2].Rule != "off" || es[2].Action != "create" {
+		t.Fatalf("after another handle enabled off: %d events, last %+v", len(es), es[len(es)-1])
+	}
+	// And deleting it there stops it here.
+	eventRule(t, other, `- {classname: _eventrule, keyname: off, _action: delete}`)
+	mustLoad(t, db, `- {classname: note, keyname: c, text: one}`, store.LoadOptions{})
+	if n := len(events(t, db)); n != 3 {
+		t.Fatalf("%d events after the rule's deletion elsewhere, want 3", n)
+	}
+}
+
+// Start-up and migration writes (revisions off) record nothing.
+func TestMigrationWritesRecordNoEvent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _, _ := openEventsDB(t)
+	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in"}`)
+	s, _ := db.Schema(ctx, "note")
+	err := testkit.Migrator(t, db).Migrate(ctx, func(m *store.Migration) error {
+		_, err := m.Apply(ctx, store.Write{Schema: s, New: &store.Instance{Keyname: "m", IsEnabled: true}, Action: model.ActionCreate})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(events(t, db)); n != 0 {
+		t.Fatalf("%d events after a migration write", n)
+	}
+}
+
+// Loops: a rule in the transaction's chain does not fire; a chain of MaxEventDepth
+// rules records nothing at all; an event's chain is the transaction's plus its rule.
+func TestEventChainAndDepth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _, _ := openEventsDB(t)
+	eventRule(t, db, `
+- {classname: _eventrule, keyname: r1, schemas: [note], pipeline: p1}
+- {classname: _eventrule, keyname: r2, schemas: [note], pipeline: p2}
+`)
+	s, _ := db.Schema(ctx, "note")
+	write := func(key string, chain ...string) {
+		t.Helper()
+		err := db.WithTxAs(ctx, store.Revisions{Author: "task:t1", Chain: chain}, func(tx *store.Tx) error {
+			_, err := tx.Apply(ctx, store.Write{Schema: s, New: &store.Instance{Keyname: key, IsEnabled: true},
+				Action: model.ActionCreate}, store.ApplyOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a", "r1")
+	es := events(t, db)
+	if len(es) != 1 || es[0].Rule != "r2" || !reflect.DeepEqual(es[0].Chain, []string{"r1", "r2"}) ||
+		body(t, es[0])["actor"] != "task:t1" {
+		t.Fatalf("events %+v, want r2's alone with chain r1, r2", es)
+	}
+	write("b", "x", "y")
+	if es = events(t, db); len(es) != 3 || !reflect.DeepEqual(es[2].Chain, []string{"x", "y", "r2"}) {
+		t.Fatalf("a chain of 2 other rules: %d events", len(es))
+	}
+	write("c", "x", "y", "z") // MaxEventDepth rules led here
+	if n := len(events(t, db)); n != 3 {
+		t.Fatalf("%d events after a chain of %d rules, want none more", n, store.MaxEventDepth)
+	}
+}
+
+// The condition hook decides on the new state (the old for a delete), with the old
+// state given for `changed FIELD`.
+func TestEventConditionHook(t *testing.T) {
+	// Not parallel: the hook is the package's.
+	type call struct {
+		cond, old, next string
+	}
+	var calls []call
+	prev := store.SetEventCondition(func(cond string, s *model.Schema, old, next *store.Instance) (bool, error) {
+		c := call{cond: cond, next: next.Keyname + "=" + textOf(next)}
+		if old != nil {
+			c.old = old.Keyname + "=" + textOf(old)
+		}
+		calls = append(calls, c)
+		if textOf(next) == "boom" {
+			return false, errors.New("cannot evaluate")
+		}
+		return textOf(next) == "go", nil
+	})
+	defer store.SetEventCondition(prev)
+	db, _, _ := openEventsDB(t)
+	eventRule(t, db, `- {classname: _eventrule, keyname: cond, schemas: [note], webhook_url: "http://127.0.0.1:9/in", condition: "[field_match, text, go]"}`)
+	mustLoad(t, db, `- {classname: note, keyname: a, text: stop}`, store.LoadOptions{})
+	mustLoad(t, db, `- {classname: note, keyname: a, text: go}`, store.LoadOptions{})
+	mustLoad(t, db, `- {classname: note, keyname: a, text: boom}`, store.LoadOptions{})
+	mustLoad(t, db, `- {classname: note, keyname: a, text: go}`, store.LoadOptions{})
+	mustLoad(t, db, `- {classname: note, keyname: a, _action: delete}`, store.LoadOptions{})
+	want := []call{
+		{"[field_match, text, go]", "", "a=stop"},
+		{"[field_match, text, go]", "a=stop", "a=go"},
+		{"[field_match, text, go]", "a=go", "a=boom"},
+		{"[field_match, text, go]", "a=boom", "a=go"},
+		{"[field_match, text, go]", "a=go", "a=go"},
+	}
+	if !reflect.DeepEqual(calls, want) {
+		t.Fatalf("condition calls\n got %+v\nwant %+v", calls, want)
+	}
+	var got []string
+	for _, e := range events(t, db) {
+		got = append(got, e.Action)
+	}
+	if !reflect.DeepEqual(got, []string{"update", "update", "delete"}) {
+		t.Fatalf("events %v, want the updates to go and the delete of a go", got)
+	}
+}
+
+func textOf(in *store.Instance) string {
+	s, _ := in.Data["text"].(string)
+	return s
+}
