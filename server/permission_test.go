@@ -24,8 +24,11 @@ func classEntry(cls, key string) map[string]any {
 	case "_role", "_apikey":
 		m["permissions"] = []string{}
 	case "_eventrule":
-		m["schemas"] = []string{"server"}
+		// Watching a user schema needs reading it too; the class permission alone
+		// watches its own class.
+		m["schemas"] = []string{"_eventrule"}
 		m["webhook_url"] = "http://192.0.2.1/hook"
+		m["secret"] = "test-signing-secret"
 	case "_schedule":
 		m["pipeline"] = "p"
 		m["schemas"] = []string{"server"}
