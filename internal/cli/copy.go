@@ -53,8 +53,9 @@ func setupCopy(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error 
 		}
 		fmt.Fprintf(c.stdout, "copied %d rows; every table's count and checksum match the source\n", total)
 		if n, err := src.SealedSecrets(ctx); err == nil && n > 0 {
-			fmt.Fprintf(c.stdout, "%d encrypted secrets were copied sealed: the target opens them only with the source's key "+
-				"file (%s), or set them again (docs/events.md, The signing key)\n", n, src.SecretKeyFile())
+			fmt.Fprintf(c.stdout, "encrypted secrets copied sealed: %d; the target opens them only with the source's key "+
+				"file (%s): put it where the target looks for its key, or set the secrets again (docs/events.md, The signing key)\n",
+				n, src.SecretKeyFile())
 		}
 		return nil
 	}

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"dataservice/internal/testkit"
+	"dataservice/store"
 )
 
 // TestSecretKeyFileSetting: SERVICE_SECRET_KEY_FILE is checked before anything is
@@ -47,5 +50,35 @@ func TestSecretKeyFileSetting(t *testing.T) {
 	}
 	if _, err := loadSettings(envOf(map[string]string{"SERVICE_SECRET_KEY_FILE": filepath.Join(dir, "later.key")}), &settingFlags{}); err != nil {
 		t.Fatalf("a key file not made yet: %v", err)
+	}
+}
+
+// TestCopyTellsOfSealedSecrets: copy carries encrypted secrets sealed and says that
+// the source's key file must go with them, naming it.
+func TestCopyTellsOfSealedSecrets(t *testing.T) {
+	t.Parallel()
+	src := testkit.MigratedFile(t)
+	db := testkit.Open(t, src, testkit.Options{IgnoreCloseError: true})
+	testkit.MustLoad(t, db, `
+- {classname: _schema, keyname: svc, token: {dataformat: secret, dataformat_ext: encrypted}}
+- {classname: svc, keyname: a, token: tok-1}
+- {classname: svc, keyname: b, token: tok-2}
+`, store.LoadOptions{})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "copy.db")
+	code, out, stderr := runCLI(t, map[string]string{"SERVICE_LOG_LEVEL": "warn"}, "copy", "--from", src, "--to", dst)
+	if code != 0 {
+		t.Fatalf("copy: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "encrypted secrets copied sealed: 2; the target opens them only with the source's key file") {
+		t.Fatalf("copy's report does not tell of the sealed secrets:\n%s", out)
+	}
+	if !testkit.Postgres() && !strings.Contains(out, src+".key") {
+		t.Fatalf("copy's report does not name the key file %s.key:\n%s", src, out)
+	}
+	if strings.Contains(out, "tok-1") {
+		t.Fatalf("copy's report shows a secret:\n%s", out)
 	}
 }
