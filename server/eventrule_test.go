@@ -57,4 +57,11 @@ func TestEventRuleAPI(t *testing.T) {
 			t.Errorf("POST of a faulty rule: status %d, body %s: want 400 naming %q", r.status, body, want)
 		}
 	}
+	// A refusal never echoes the secret given.
+	r = e.send("POST", "/api/instances/_eventrule/", events, json,
+		`{"keyname": "r3", "schemas": ["server"], "webhook_url": "https://u:p@r.example/h", "secret": "`+plain+`"}`)
+	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "the URL carries user information") {
+		t.Fatalf("POST with user info: status %d, body %s", r.status, r.body)
+	}
+	clean("a refusal", r)
 }

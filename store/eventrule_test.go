@@ -402,3 +402,32 @@ func fileMode(path string) (uint32, error) {
 	}
 	return uint32(st.Mode().Perm()), nil
 }
+
+// TestEncryptedSecretWithAnotherKey: a database opened with another key (a backup
+// restored without its key file) keeps its rules, but their secrets do not open: the
+// error says so and how to mend it, and quotes no secret.
+func TestEncryptedSecretWithAnotherKey(t *testing.T) {
+	t.Parallel()
+	addr := testkit.MigratedFile(t)
+	db := testkit.Open(t, addr, testkit.Options{})
+	mustLoad(t, db, eventRuleBase+`
+- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://r.example/h", secret: the-plain-secret}
+`, store.LoadOptions{})
+	other, err := testkit.OpenStore(t, addr, store.Options{SecretKey: bytes.Repeat([]byte{7}, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, err = other.EventRuleTarget(t.Context(), "hook")
+	msg := store.ErrorMessage(err)
+	if !strings.Contains(msg, "event rule hook: encrypted secret: it does not open with this key (sealed with another key, or altered); set the secret again") ||
+		strings.Contains(msg, "the-plain-secret") || strings.Contains(msg, model.SealedPrefix) {
+		t.Fatalf("target under another key: %v", err)
+	}
+	if _, err := other.EventRuleTarget(t.Context(), "nope"); store.ErrorCode(err) != model.ENotFound {
+		t.Fatalf("target of no rule: %v, want not found", err)
+	}
+	if _, err := store.Open(t.Context(), addr, store.Options{SecretKey: []byte("short")}); err == nil || !strings.Contains(err.Error(), "secret key: 5 bytes, not 32") {
+		t.Fatalf("a short key given: %v", err)
+	}
+}
