@@ -64,6 +64,8 @@ func (s *server) routes() http.Handler {
 	}
 	r.POST("/api/load/", s.api(s.load))
 	r.POST("/api/rawfile/", s.api(s.rawfile))
+	r.GET("/api/events/", s.api(s.eventList))
+	r.POST("/api/events/:id/redeliver/", s.api(s.eventRedeliver))
 	r.GET("/api/conf/", s.api(s.confGet))
 	r.POST("/api/conf/", s.api(s.confPost))
 	return r

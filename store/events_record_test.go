@@ -40,6 +40,9 @@ const eventsDoc = `
   token: {dataformat: secret}
   tags: {dataformat: string, cardinal_max: 0}
 - {classname: _schema, keyname: other, text: {dataformat: string}}
+- {classname: _pipeline, keyname: p, content: "[]"}
+- {classname: _pipeline, keyname: p1, content: "[]"}
+- {classname: _pipeline, keyname: p2, content: "[]"}
 `
 
 // openEventsDB is a migrated database (its address, for a second handle) with the
@@ -106,7 +109,7 @@ func TestEventRecordedWithItsWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, _, _ := openEventsDB(t)
-	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in"}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}`)
 	told := make(chan int, 10)
 	store.SetOnEvents(db, func(n int) { told <- n })
 
@@ -247,7 +250,7 @@ func TestUnwatchedWriteRunsNoEventStatement(t *testing.T) {
 		return writes, reads
 	}
 	bare, _ := perWrite("other", 5)
-	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in"}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}`)
 	perWrite("other", 1) // fills the rule cache
 	unwatched, reads := perWrite("other", 5)
 	if !reflect.DeepEqual(unwatched, bare) {
@@ -275,8 +278,8 @@ func TestEventRuleActionsKindsAndCache(t *testing.T) {
 	db, _, addr := openEventsDB(t)
 	other := testkit.Open(t, addr, testkit.Options{})
 	eventRule(t, db, `
-- {classname: _eventrule, keyname: upd, schemas: [note], actions: [update, delete], webhook_url: "http://127.0.0.1:9/in", pipeline: p}
-- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", is_enabled: false}
+- {classname: _eventrule, keyname: upd, schemas: [note], actions: [update, delete], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, pipeline: p}
+- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, is_enabled: false}
 `)
 	mustLoad(t, db, `- {classname: note, keyname: a, text: one}`, store.LoadOptions{})
 	if n := len(events(t, db)); n != 0 {
@@ -289,7 +292,7 @@ func TestEventRuleActionsKindsAndCache(t *testing.T) {
 		t.Fatalf("events %+v, want a webhook and a pipeline event of upd", es)
 	}
 	// Another process enables the disabled rule: the next write here sees it.
-	eventRule(t, other, `- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", is_enabled: true}`)
+	eventRule(t, other, `- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, is_enabled: true}`)
 	mustLoad(t, db, `- {classname: note, keyname: b, text: one}`, store.LoadOptions{})
 	es = events(t, db)
 	if len(es) != 3 || es[2].Rule != "off" || es[2].Action != "create" {
@@ -308,7 +311,7 @@ func TestMigrationWritesRecordNoEvent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, _, _ := openEventsDB(t)
-	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in"}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}`)
 	s, _ := db.Schema(ctx, "note")
 	err := testkit.Migrator(t, db).Migrate(ctx, func(m *store.Migration) error {
 		_, err := m.Apply(ctx, store.Write{Schema: s, New: &store.Instance{Keyname: "m", IsEnabled: true}, Action: model.ActionCreate})
@@ -381,7 +384,7 @@ func TestEventConditionHook(t *testing.T) {
 	})
 	defer store.SetEventCondition(prev)
 	db, _, _ := openEventsDB(t)
-	eventRule(t, db, `- {classname: _eventrule, keyname: cond, schemas: [note], webhook_url: "http://127.0.0.1:9/in", condition: "[field_match, text, go]"}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: cond, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, condition: "[field_match, text, go]"}`)
 	mustLoad(t, db, `- {classname: note, keyname: a, text: stop}`, store.LoadOptions{})
 	mustLoad(t, db, `- {classname: note, keyname: a, text: go}`, store.LoadOptions{})
 	mustLoad(t, db, `- {classname: note, keyname: a, text: boom}`, store.LoadOptions{})
