@@ -124,9 +124,11 @@ fixture='
 - {classname: _schema, keyname: vault, p_read: p_vault_read, code: {dataformat: string}}
 - {classname: host, keyname: web1, name: Web 1}
 - {classname: _pipeline, keyname: touch, content: "- field_append: [\"\", note, X]\n"}
+- {classname: _schedule, keyname: nightly, pipeline: touch, schemas: [host], cron: "0 3 * * *", timezone: Europe/Paris}
 - {classname: _user, keyname: plain, password: plain-pass-1}
 - {classname: _user, keyname: reader, password: reader-pass-1}
 - {classname: _role, keyname: readers, permissions: [p_data_access, p_data_read, p_pipeline_run], users: [reader]}
+- {classname: _apikey, keyname: noread, secret: noread-secret-1, permissions: [p_data_access]}
 - {classname: _apikey, keyname: ro, secret: ro-secret-1, is_readonly: true,
    permissions: [p_data_access, p_data_read, p_pipeline_run, p_api_load, p_api_rawfile, p_api_conf, p_conf_admin]}
 '
@@ -153,7 +155,7 @@ call 200 ok "GET /api/version/" "${A[@]}" "$P/api/version/"
 call 200 ok "GET /api/version/" "${A[@]}" "$P/api/version/?format=yaml"
 call 401 bad "GET /api/version/" "$P/api/version/"
 call 401 bad "GET /api/version/" "${Y[@]}" "$P/api/version/"
-for p in /api/pipelines/ /api/tasks/ /api/schemas/ /api/schemas/host/ /api/instances/host/ /api/instances/host/web1/ /api/conf/; do
+for p in /api/pipelines/ /api/tasks/ /api/schedules/ /api/schemas/ /api/schemas/host/ /api/instances/host/ /api/instances/host/web1/ /api/conf/; do
   t=$p
   case $p in
     /api/schemas/host/) t=/api/schemas/{name}/ ;;
@@ -179,6 +181,8 @@ call 403 ok "GET /api/instances/{schema}/{keyname}/" "${reader[@]}" "$P/api/inst
 call 400 bad "GET /api/tasks/" "${A[@]}" "$P/api/tasks/?status=sleeping"
 call 400 bad "GET /api/tasks/" "${A[@]}" "$P/api/tasks/?limit=0"
 call 403 ok "GET /api/conf/" "${reader[@]}" "$P/api/conf/"
+# Schedules: a key with p_data_access but not the read permission of _schedule.
+call 403 ok "GET /api/schedules/" -H 'Authorization: Bearer noread:noread-secret-1' "$P/api/schedules/"
 
 # Pipelines: a run (202), its task, then the other methods (405 after the permission check).
 call 202 ok "POST /api/pipelines/{pipeline}/" "${A[@]}" -X POST "$P/api/pipelines/touch/?schema=host&dryrun=1"
@@ -443,7 +447,7 @@ done
 [ "$code" = 429 ] || { echo "FAIL: 30 refused credentials and no 429"; exit 1; }
 call 429 ok "GET /api/version/" "${t[@]}" "$P/api/version/"
 call 429 ok "GET /api/version/" "${t[@]}" "$P/api/version/?format=yaml"
-for p in /api/pipelines/ /api/tasks/ /api/schemas/ /api/schemas/host/ /api/instances/host/ /api/instances/host/web1/ /api/conf/ \
+for p in /api/pipelines/ /api/tasks/ /api/schedules/ /api/schemas/ /api/schemas/host/ /api/instances/host/ /api/instances/host/web1/ /api/conf/ \
   "/api/tasks/$handle/" /api/events/; do
   t2=$p
   case $p in

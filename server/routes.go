@@ -55,6 +55,7 @@ func (s *server) routes() http.Handler {
 	r.GET("/api/tasks/", s.api(s.taskList))
 	r.GET("/api/tasks/:handle/", s.api(s.taskDetail))
 	r.POST("/api/tasks/:handle/cancel/", s.api(s.taskCancel))
+	r.GET("/api/schedules/", s.api(s.scheduleList))
 	r.GET("/api/schemas/", s.api(s.schemaList))
 	r.GET("/api/schemas/:name/", s.api(s.schemaDetail))
 	r.GET("/api/instances/:schema/*rest", s.apiWanting(s.instances, wantedInstance))

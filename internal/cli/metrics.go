@@ -33,6 +33,7 @@ type metrics struct {
 	startup       prometheus.Gauge
 	startupBlocks *prometheus.GaugeVec
 	backups       *prometheus.CounterVec
+	scheduleRuns  *prometheus.CounterVec
 	// The outbox: events recorded by committed writes, and what delivery made of them.
 	eventsRecorded, eventsDelivered, eventsRetried, eventsDead prometheus.Counter
 	deliverySeconds                                            prometheus.Histogram
@@ -98,6 +99,13 @@ func newMetrics(db *store.DB, backupDir string, log *slog.Logger) *metrics {
 		Name: "dataservice_scheduled_backups_total",
 		Help: "Scheduled backups attempted, by result (ok, failed).",
 	}, []string{"result"})
+	m.scheduleRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dataservice_schedule_runs_total",
+		Help: "Due runs of schedules, by result: submitted; skipped (the previous run still queued or running, or missed with missed: skip); failed (the submission was refused).",
+	}, []string{"result"})
+	for _, r := range []string{tasks.RunSubmitted, tasks.RunSkipped, tasks.RunFailed} {
+		m.scheduleRuns.WithLabelValues(r)
+	}
 	m.eventsRecorded = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "dataservice_events_recorded_total",
 		Help: "Events recorded in the outbox by committed writes that an enabled event rule matched (this process's writes).",
@@ -129,7 +137,8 @@ func newMetrics(db *store.DB, backupDir string, log *slog.Logger) *metrics {
 		m.authFailures.WithLabelValues(k)
 	}
 	m.reg.MustRegister(m.requests, m.duration, m.authFailures, m.processed, m.loadEntries, m.startup,
-		m.startupBlocks, m.backups, m.eventsRecorded, m.eventsDelivered, m.eventsRetried, m.eventsDead, m.deliverySeconds,
+		m.startupBlocks, m.backups, m.scheduleRuns, m.eventsRecorded, m.eventsDelivered, m.eventsRetried, m.eventsDead,
+		m.deliverySeconds,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.state)
@@ -313,6 +322,14 @@ func (m *metrics) processedHook() func(int) {
 		return nil
 	}
 	return m.onProcessed
+}
+
+// scheduleHook is the scheduler's OnRun hook, nil when metrics are off.
+func (m *metrics) scheduleHook() func(string) {
+	if m == nil {
+		return nil
+	}
+	return func(result string) { m.scheduleRuns.WithLabelValues(result).Inc() }
 }
 
 func (m *metrics) backupHook() func(string, error) {

@@ -111,16 +111,22 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	ready.Store(true)
 	runCtx, stopRunner := context.WithCancel(context.WithoutCancel(ctx))
 	go bootstrap.BackupLoop(runCtx, db, s.BackupDir, backupTick, log, m.backupHook())
-	// The task runner and the event deliverer run on every node; the queue's and the
-	// outbox's leases share the work between nodes.
+	// The task runner, the event deliverer and the scheduler run on every node; the
+	// queue's and the outbox's leases, and the schedules' conditional state updates,
+	// share the work between nodes.
 	runnerDone := make(chan struct{})
+	sched := tasks.NewScheduler(runner, tasks.SchedulerOptions{Logger: log, OnRun: m.scheduleHook()})
 	go func() {
 		defer close(runnerDone)
 		var wg sync.WaitGroup
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			dl.Run(runCtx)
+		}()
+		go func() {
+			defer wg.Done()
+			sched.Run(runCtx)
 		}()
 		runner.Run(runCtx)
 		wg.Wait()
