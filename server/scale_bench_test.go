@@ -230,7 +230,10 @@ func floorHandler(b *testing.B, addr string) http.Handler {
 		return &sqlStmt{st}
 	}
 	page := prep(f.page)
-	dirty := prep(f.dirty)
+	var dirty *sqlStmt
+	if f.dirty != "" {
+		dirty = prep(f.dirty)
+	}
 	search := prep(f.search)
 	one := prep(f.one)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -241,8 +244,11 @@ func floorHandler(b *testing.B, addr string) http.Handler {
 		case q.Get("search") != "":
 			v := q.Get("search") // digits only: nothing to escape or quote
 			pat := "%" + v + "%"
-			var busy bool
-			if err = dirty.QueryRowContext(r.Context()).Scan(&busy); err == nil {
+			var backlog int
+			if dirty != nil {
+				err = dirty.QueryRowContext(r.Context(), store.SearchBacklogLimit+1).Scan(&backlog)
+			}
+			if err == nil {
 				out, err = search.rows(r.Context(), f.match(v), "item", pat, pat, pat, 51)
 			}
 		case q.Get("after") != "":
