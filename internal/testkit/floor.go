@@ -64,12 +64,10 @@ func openPostgresFloorDB(tb testing.TB) *sql.DB {
 // inserted in transactions) on the pass's engine: the statements a write transaction
 // starts with, the INSERT of an instance and of its revision (args, each: classname,
 // keyname, displayname, is_enabled, data, created_at, updated_at; classname, keyname,
-// action, before, after, author, created_at), the statements it ends with before
-// COMMIT, and the is_enabled value to pass.
+// action, before, after, author, created_at), and the is_enabled value to pass.
 type FloorLoadSQL struct {
 	Begin              []string
 	Instance, Revision string
-	End                []string
 	Enabled            any
 }
 
