@@ -410,3 +410,32 @@ func textOf(in *store.Instance) string {
 	s, _ := in.Data["text"].(string)
 	return s
 }
+
+// A cascading rename records the rename of the instance and the updates of the
+// instances whose references it rewrote, each for the rules watching their schema.
+func TestEventsOfACascadingRename(t *testing.T) {
+	t.Parallel()
+	db, _, _ := openEventsDB(t)
+	mustLoad(t, db, `
+- {classname: _schema, keyname: link, target: {dataformat: schema, dataformat_ext: note}}
+- {classname: note, keyname: a}
+- {classname: link, keyname: l1, target: a}
+- {classname: _eventrule, keyname: links, schemas: [link], webhook_url: "http://127.0.0.1:9/in"}
+- {classname: _eventrule, keyname: notes, schemas: [note], actions: [rename], webhook_url: "http://127.0.0.1:9/in"}
+`, store.LoadOptions{System: true})
+	in := testkit.Instance(t, db, "note", "a")
+	next := *in
+	next.Keyname = "b"
+	applyNote(t, db, model.ActionUpdate, "a", &next)
+	var got []string
+	for _, e := range events(t, db) {
+		got = append(got, e.Rule+" "+e.Action+" "+e.Keyname+" "+string(mustJSON(t, body(t, e)["changes"])))
+	}
+	want := []string{
+		`notes rename b {"keyname":{"new":"b","old":"a"}}`,
+		`links update l1 {"target":{"new":"b","old":"a"}}`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("events\n got %q\nwant %q", got, want)
+	}
+}
