@@ -23,6 +23,9 @@ const (
 
 var errAlias = errors.New("aliases are not allowed")
 
+// errNotList is decodeYAML's answer for a document that is not a list.
+var errNotList = errors.New("content is not a list of rules")
+
 // Parse compiles content, YAML text that is a list of rules. Empty content,
 // "[]" and "null" are a valid empty pipeline.
 //
@@ -191,7 +194,7 @@ func decodeYAML(content string) (seq *yaml.Node, err error) {
 	case root.Kind == yaml.SequenceNode:
 		return root, nil
 	default:
-		return nil, errors.New("content is not a list of rules")
+		return nil, errNotList
 	}
 }
 

@@ -198,6 +198,12 @@ func (tx *Tx) applyCreate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	if err := tx.containGrant(ctx, opts.Auth, s, nil, next); err != nil {
 		return Outcome{}, err
 	}
+	if err := tx.checkEventRule(ctx, opts.Auth, s, next); err != nil {
+		return Outcome{}, err
+	}
+	if _, err := tx.sealSecrets(s, nil, next, opts.DryRun); err != nil {
+		return Outcome{}, err
+	}
 	if opts.DryRun {
 		return Outcome{Result: OutCreated}, nil
 	}
@@ -241,6 +247,16 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	}
 	if err := tx.containGrant(ctx, opts.Auth, s, old, next); err != nil {
 		return Outcome{}, err
+	}
+	if changed {
+		if err := tx.checkEventRule(ctx, opts.Auth, s, next); err != nil {
+			return Outcome{}, err
+		}
+		if sealed, err := tx.sealSecrets(s, old, next, opts.DryRun); err != nil {
+			return Outcome{}, err
+		} else if sealed && !opts.DryRun {
+			data = model.MustJSON(next.Data)
+		}
 	}
 	if renamed {
 		if !model.CanRename(opts.Auth) {

@@ -84,6 +84,8 @@ type DB struct {
 	// Options.OnEvents.
 	ruleCache ruleCache
 	onEvents  func(recorded int)
+	// keys holds the key of encrypted secrets (secretkey.go).
+	keys *secretKeys
 	// searchSeen, when set (tests only), is given the query and arguments of every
 	// indexed search's page before it runs (a test asks the engine for its plan).
 	searchSeen func(query string, args []any)
@@ -156,12 +158,34 @@ type Options struct {
 	// OnEvents, when set, is told after each commit of a write transaction that
 	// recorded events how many it recorded (the events-recorded metric).
 	OnEvents func(recorded int)
+	// SecretKey is the 32-byte key that seals encrypted secrets (secret fields with
+	// dataformat_ext encrypted); nil: read from SecretKeyFile.
+	SecretKey []byte
+	// SecretKeyFile is the file holding that key as 64 hex digits, mode 0600 (the
+	// setting SERVICE_SECRET_KEY_FILE). "" on SQLite: the database's path plus ".key",
+	// created at the first write that needs it; "" on PostgreSQL: no key, so such a
+	// write fails naming the setting.
+	SecretKeyFile string
 	// private marks a dry run's private database: it sweeps no leftover dry runs.
 	private bool
 }
 
 // Open opens (creating if missing) the database at path and brings its table layout up to date.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	keys, err := newSecretKeys(path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	db, err := openDB(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	db.keys = keys
+	return db, nil
+}
+
+// openDB is Open without the key of encrypted secrets.
+func openDB(ctx context.Context, path string, opts Options) (*DB, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}

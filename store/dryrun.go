@@ -127,6 +127,7 @@ func newDryRun(ctx context.Context, db *DB) (_ *dryRun, err error) {
 		return nil, fmt.Errorf("dry run: %w", err)
 	}
 	d.priv.Now = db.Now
+	d.priv.keys = db.keys // secrets seal and open as in the database itself
 	d.priv.hold.Store(db.hold.Load())
 	if err := d.openSnapshot(ctx, db); err != nil {
 		return nil, err

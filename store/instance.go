@@ -363,6 +363,16 @@ func (tx *Tx) prepare(ctx context.Context, s *model.Schema, in, old *Instance) (
 			}
 			v = norm
 		}
+		if s.Keyname == EventRuleClass && k == "condition" {
+			norm, err := EventCondition(v)
+			if err != nil {
+				if err := probs.Add(k, err); err != nil {
+					return false, err
+				}
+				continue
+			}
+			v = norm
+		}
 		if refs == nil {
 			refs = tx.refs(ctx)
 		}

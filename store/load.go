@@ -537,7 +537,17 @@ func (tx *Tx) entryValues(ctx context.Context, s *model.Schema, e *model.Entry, 
 			}
 			v = norm
 		}
-		if f.Dataformat == "secret" && old != nil && compareSecrets && sameSecret(v, old.Data[k]) {
+		if s.Keyname == EventRuleClass && k == "condition" {
+			norm, err := EventCondition(v)
+			if err != nil {
+				if err := probs.Add(k, err); err != nil {
+					return err
+				}
+				continue
+			}
+			v = norm
+		}
+		if f.Dataformat == "secret" && old != nil && compareSecrets && tx.sameSecret(f, v, old.Data[k]) {
 			continue // the plain text given is the one stored: keep its hash (no change)
 		}
 		nv, present, err := f.Normalize(v, tx.refs(ctx))
@@ -559,9 +569,20 @@ func (tx *Tx) entryValues(ctx context.Context, s *model.Schema, e *model.Entry, 
 	return nil
 }
 
-// sameSecret reports whether v is plain text that verifies against the stored hash, so
-// loading the same password or key secret again changes nothing. (It costs the one
-// argon2id run that hashing the value again would cost.)
+// sameSecret reports whether v is plain text that is the secret f stores (verifies
+// against its hash, or opens from its sealed value), so loading the same password or
+// key secret again changes nothing. (It costs the one argon2id run that hashing the
+// value again would cost.)
+func (tx *Tx) sameSecret(f *model.Field, v, stored any) bool {
+	if f.IsEncryptedSecret() {
+		plain, _ := v.(string)
+		sealed, _ := stored.(string)
+		return tx.db.sameSealed(plain, sealed)
+	}
+	return sameSecret(v, stored)
+}
+
+// sameSecret reports whether the plain secret v verifies against the stored hash.
 func sameSecret(v, stored any) bool {
 	plain, ok := v.(string)
 	hash, _ := stored.(string)

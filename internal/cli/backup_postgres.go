@@ -17,7 +17,7 @@ import (
 // backupPostgres is `dataservice backup FILE` on PostgreSQL: a pg_dump archive
 // (pg_dump -Fc) of the whole database, taken while nodes keep writing.
 func (c *cli) backupPostgres(ctx context.Context, s *settings, file string) error {
-	db, err := store.Open(ctx, s.DB, store.Options{Logger: c.logger(s), AsIs: true})
+	db, err := store.Open(ctx, s.DB, store.Options{Logger: c.logger(s), AsIs: true, SecretKeyFile: s.SecretKeyFile})
 	if err != nil {
 		return err
 	}

@@ -33,8 +33,11 @@ var errMixedVersions = errors.New("a live node runs another SERVICE_VERSION: sto
 // sequence applies the admin password and the built-in key's secret, so nodes that
 // differ would undo each other's at every start; a node with a shorter task lease
 // would take over tasks a live node still runs; trusted proxies decide whose address
-// a request counts as, for the sign-in throttle every node shares. (The version is
-// compared on its own: a difference there refuses the start.)
+// a request counts as, for the sign-in throttle every node shares; the key of
+// encrypted secrets is compared by its content (the file's path may differ from host
+// to host), since a node with another key can neither open nor sign with the secrets
+// the others sealed. (The version is compared on its own: a difference there refuses
+// the start.)
 func nodeSettings(s *settings) map[string]string {
 	proxies := make([]string, len(s.TrustedProxies))
 	for i, p := range s.TrustedProxies {
@@ -47,7 +50,21 @@ func nodeSettings(s *settings) map[string]string {
 		"SERVICE_TASK_LEASE":      s.TaskLease.String(),
 		"SERVICE_TRUSTED_PROXIES": strings.Join(proxies, ","),
 		"SERVICE_VERSION_DATE":    s.VersionDate,
+		store.SecretKeySetting:    secretKeyText(s.SecretKeyFile),
 	}
+}
+
+// secretKeyText is the content of the key file at path, "" when none is set or it
+// cannot be read (the settings check refused an unusable one already).
+func secretKeyText(path string) string {
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) > 256 {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // hashSettings hashes each of nodeSettings under the database's salt: the table

@@ -51,7 +51,7 @@ func (c *cli) openStartUp(ctx context.Context) (*store.DB, *settings, *slog.Logg
 	if err := checkDBPath(s.DB); err != nil {
 		return nil, nil, nil, err
 	}
-	db, mg, err := store.OpenMigrator(ctx, s.DB, store.Options{Logger: log})
+	db, mg, err := store.OpenMigrator(ctx, s.DB, store.Options{Logger: log, SecretKeyFile: s.SecretKeyFile})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -89,7 +89,7 @@ func (c *cli) openAsIs(ctx context.Context, current bool) (*store.DB, *settings,
 	if err := checkDBPath(s.DB); err != nil {
 		return nil, nil, nil, err
 	}
-	db, err := store.Open(ctx, s.DB, store.Options{Logger: log, AsIs: true})
+	db, err := store.Open(ctx, s.DB, store.Options{Logger: log, AsIs: true, SecretKeyFile: s.SecretKeyFile})
 	if errors.Is(err, store.ErrLayoutPending) {
 		return nil, nil, nil, fmt.Errorf("%w: %s", err, runMigrate)
 	}
@@ -196,7 +196,7 @@ func (c *cli) openRead(ctx context.Context) (*store.DB, *settings, *slog.Logger,
 			return nil, nil, nil, err
 		}
 		log := c.logger(s)
-		db, err := store.Open(ctx, s.DB, store.Options{Logger: log, ReadOnly: true})
+		db, err := store.Open(ctx, s.DB, store.Options{Logger: log, ReadOnly: true, SecretKeyFile: s.SecretKeyFile})
 		if err != nil {
 			return nil, nil, nil, err
 		}

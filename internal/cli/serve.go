@@ -43,7 +43,7 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	}
 	// The Migrator goes to the start-up sequence alone: the server, the console and
 	// the task runner get the DB, which cannot migrate.
-	db, mg, err := store.OpenMigrator(ctx, s.DB, store.Options{Logger: log})
+	db, mg, err := store.OpenMigrator(ctx, s.DB, store.Options{Logger: log, SecretKeyFile: s.SecretKeyFile})
 	if err != nil {
 		ln.Close()
 		return err

@@ -18,6 +18,7 @@ import (
 
 	"dataservice/bootstrap"
 	"dataservice/internal/clientaddr"
+	"dataservice/store"
 )
 
 // Compiled-in code version; build.sh sets them with -ldflags -X.
@@ -62,6 +63,11 @@ type settings struct {
 	// proxies whose X-Forwarded-For gives the client address (empty: none, the header is
 	// never read).
 	TrustedProxies clientaddr.Trusted
+	// SecretKeyFile is SERVICE_SECRET_KEY_FILE, made absolute: the key file of
+	// encrypted secrets (event rules' signing secrets). Empty: on SQLite the database's
+	// path plus ".key", created at the first write that needs it; on PostgreSQL none,
+	// so such a write fails naming the setting.
+	SecretKeyFile string
 }
 
 // settingFlags are the values of the flags that override settings; which flags a
@@ -166,6 +172,16 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 	tp := pick(f.trustedProxies, "SERVICE_TRUSTED_PROXIES", "")
 	if s.TrustedProxies, err = clientaddr.Parse(tp); err != nil {
 		errs = append(errs, "SERVICE_TRUSTED_PROXIES "+err.Error())
+	}
+	if v := getenv(store.SecretKeySetting); v != "" {
+		abs, err := filepath.Abs(v)
+		if err == nil {
+			err = store.CheckSecretKeyFile(abs)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s %q: %v", store.SecretKeySetting, v, err))
+		}
+		s.SecretKeyFile = abs
 	}
 	if err := bootstrap.CheckVersion(s.Version); err != nil {
 		errs = append(errs, "SERVICE_VERSION "+err.Error())

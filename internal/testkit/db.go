@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,7 +38,7 @@ func Open(tb testing.TB, path string, o Options) *store.DB {
 	if o.Logger == nil {
 		o.Logger = Logger(tb, slog.LevelWarn)
 	}
-	db, err := openMigrator(path, store.Options{Logger: o.Logger})
+	db, err := openMigrator(path, store.Options{Logger: o.Logger, SecretKey: SecretKeyOf(path)})
 	if err != nil {
 		tb.Fatalf("open %s: %v", path, err)
 	}
@@ -52,6 +54,17 @@ func Open(tb testing.TB, path string, o Options) *store.DB {
 		}
 	})
 	return db
+}
+
+// SecretKeyOf is the key of encrypted secrets the kit gives a PostgreSQL test
+// database at addr (nil for a SQLite file, whose key file the store makes beside it):
+// the same for every open of one address, as every node of a cluster shares one key.
+func SecretKeyOf(addr string) []byte {
+	if !strings.HasPrefix(addr, "postgres://") && !strings.HasPrefix(addr, "postgresql://") {
+		return nil
+	}
+	sum := sha256.Sum256([]byte("dataservice test secret key\x00" + addr))
+	return sum[:]
 }
 
 // migrators holds the migration door of every database the kit opened, by its

@@ -163,6 +163,13 @@ func (s *Schema) ApplyField(name string, attrs map[string]any, pos int) (bool, e
 		return false, Errorf(ENotFound, "schema %s: field %s not found", s.Keyname, name)
 	}
 	existed := f != nil
+	// How a stored secret field keeps its values (hashed, or sealed with the key) is
+	// fixed: a hash cannot be opened, nor a sealed value verified as a hash.
+	wasSecret := existed && f.Dataformat == "secret"
+	oldExt := ""
+	if existed {
+		oldExt = f.DataformatExt
+	}
 	if f == nil {
 		f = &Field{Classname: s.Keyname, Keyname: name, Dataformat: "string", CardinalMax: 1, IsEnabled: true,
 			Order: (pos + 1) * 10, Options: map[string]any{}}
@@ -232,6 +239,17 @@ func (s *Schema) ApplyField(name string, attrs map[string]any, pos int) (bool, e
 	// A secret holds one value: each value given is hashed with argon2id inside the
 	// write transaction, so a list of them would let one request hold every writer for
 	// as long as it likes.
+	if f.Dataformat == "secret" {
+		f.DataformatExt = strings.TrimSpace(f.DataformatExt)
+		if f.DataformatExt != "" && f.DataformatExt != SecretEncrypted {
+			return false, Errorf(EInvalid, "schema %s: field %s: a secret's dataformat_ext is empty (hashed) or %s, not %s",
+				s.Keyname, name, SecretEncrypted, clip.Quote(f.DataformatExt))
+		}
+		if wasSecret && f.DataformatExt != strings.TrimSpace(oldExt) {
+			return false, Errorf(EInvalid, "schema %s: field %s: a secret field cannot change its dataformat_ext (from %s to %s): "+
+				"its stored values are kept in the other form", s.Keyname, name, clip.Quote(oldExt), clip.Quote(f.DataformatExt))
+		}
+	}
 	if f.Dataformat == "secret" && f.CardinalMax != 1 {
 		return false, Errorf(EInvalid, "schema %s: field %s: a secret field holds one value (cardinal_max 1, not %d)", s.Keyname, name, f.CardinalMax)
 	}

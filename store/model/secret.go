@@ -179,3 +179,21 @@ func SaltedHash(secret string, salt []byte) string {
 	<-kdfSlots
 	return base64.RawStdEncoding.EncodeToString(key)
 }
+
+// SecretEncrypted is the dataformat_ext of a secret field whose values are stored
+// sealed (AES-256-GCM with a key kept outside the database) instead of hashed: a
+// secret the service must use again (a webhook's signing key), which a hash cannot give
+// back. Its values are masked and write-only like every secret.
+const SecretEncrypted = "encrypted"
+
+// SealedPrefix starts the stored text of an encrypted secret: the version of the
+// sealing, then base64(nonce || ciphertext).
+const SealedPrefix = "enc:v1:"
+
+// MaxEncryptedSecret bounds the plain text of an encrypted secret, in bytes.
+const MaxEncryptedSecret = 1024
+
+// IsEncryptedSecret reports whether f is a secret field whose values are sealed.
+func (f *Field) IsEncryptedSecret() bool {
+	return f != nil && f.Dataformat == "secret" && f.DataformatExt == SecretEncrypted
+}

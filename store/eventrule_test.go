@@ -1,0 +1,395 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"dataservice/internal/testkit"
+	"dataservice/store"
+	"dataservice/store/model"
+)
+
+// eventRuleBase is what the event rule tests watch and run: a schema with a secret
+// field, a plain one, and a pipeline.
+const eventRuleBase = `
+- {classname: _schema, keyname: server, env: {dataformat: string}, token: {dataformat: secret}}
+- {classname: _pipeline, keyname: tidy, content: "- field_lower: env"}
+`
+
+// ruleProblems loads one _eventrule entry (doc: its fields, as a YAML flow mapping's
+// inside) with auth and returns the problems it was refused with ("" fields when it
+// loaded).
+func ruleProblems(t *testing.T, db *store.DB, auth *model.Auth, doc string) []model.Problem {
+	t.Helper()
+	r := load(t, db, "- {classname: _eventrule, keyname: r1, "+doc+"}", store.LoadOptions{Auth: auth})
+	if r.Errors == 0 {
+		return nil
+	}
+	return r.Messages[0].Problems
+}
+
+// TestEventRuleRefusals: each thing wrong with an event rule is refused with a
+// message naming it, on its field, and nothing is stored; a rule with several faults
+// lists them all at once.
+func TestEventRuleRefusals(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	hook := `webhook_url: "https://receiver.example/hook", secret: s3cret-signing-key`
+	cases := []struct {
+		name, doc, field, want string
+	}{
+		{"unknown schema", "schemas: [nope], " + hook, "schemas", `schemas: no schema "nope"`},
+		{"_schema", "schemas: [_schema], " + hook, "schemas", "schemas: _schema cannot be watched"},
+		{"_permission", "schemas: [_permission], " + hook, "schemas", "schemas: _permission cannot be watched"},
+		{"unknown action", "schemas: [server], actions: [create, explode], " + hook, "actions", `actions: "explode" is not an action (expected create, update, delete, enable, disable, rename)`},
+		{"nothing to do", "schemas: [server]", "webhook_url", "an event rule needs webhook_url (to deliver a webhook) or pipeline (to run one), or both"},
+		{"not http", `schemas: [server], webhook_url: "ftp://x.example/", secret: abc`, "webhook_url", "not an http:// or https:// URL"},
+		{"relative", `schemas: [server], webhook_url: "/hook", secret: abc`, "webhook_url", "not an http:// or https:// URL"},
+		{"no host", `schemas: [server], webhook_url: "http:///hook", secret: abc`, "webhook_url", "the URL has no host"},
+		{"user info", `schemas: [server], webhook_url: "https://u:p@x.example/", secret: abc`, "webhook_url", "the URL carries user information"},
+		{"too long", `schemas: [server], webhook_url: "https://x.example/` + strings.Repeat("a", store.MaxWebhookURL) + `", secret: abc`, "webhook_url", "longer than the 2048"},
+		{"no secret", `schemas: [server], webhook_url: "https://x.example/"`, "secret", "a webhook rule needs a secret: deliveries are signed with it"},
+		{"unknown pipeline", "schemas: [server], pipeline: nope", "pipeline", `pipeline: no pipeline "nope"`},
+		{"bad condition", "schemas: [server], pipeline: tidy, condition: '[nope, env]'", "condition", `condition: unknown checker "nope"`},
+		{"bad regex", "schemas: [server], pipeline: tidy, condition: [field_match, env, '(']", "condition", "invalid regex"},
+		{"condition on a secret", "schemas: [server], pipeline: tidy, condition: [changed, token]", "condition", "condition: token is a secret field of server: a condition cannot look at a secret"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			probs := ruleProblems(t, db, nil, c.doc)
+			if len(probs) != 1 {
+				t.Fatalf("problems = %+v, want one on %s", probs, c.field)
+			}
+			if probs[0].Field != c.field || probs[0].Code != model.EInvalid || !strings.Contains(probs[0].Message, c.want) {
+				t.Fatalf("problem = %+v, want field %s, invalid, message containing %q", probs[0], c.field, c.want)
+			}
+			absent(t, db, "_eventrule", "r1")
+		})
+	}
+	t.Run("every problem at once", func(t *testing.T) {
+		probs := ruleProblems(t, db, nil, `schemas: [nope, _schema], actions: [boom], webhook_url: "ftp://x", pipeline: none`)
+		var fields []string
+		for _, p := range probs {
+			fields = append(fields, p.Field)
+		}
+		if got, want := strings.Join(fields, ","), "schemas,schemas,actions,webhook_url,secret,pipeline"; got != want {
+			t.Fatalf("problem fields = %s, want %s (%+v)", got, want, probs)
+		}
+	})
+	t.Run("a valid rule loads, its condition list stored as text", func(t *testing.T) {
+		if probs := ruleProblems(t, db, nil, "schemas: [server], actions: [create, rename], pipeline: tidy, condition: [field_match, env, '^prod$']"); probs != nil {
+			t.Fatalf("refused: %+v", probs)
+		}
+		in := instance(t, db, "_eventrule", "r1")
+		if got, want := in.Data["condition"], "[field_match, env, ^prod$]"; got != want {
+			t.Fatalf("condition stored as %#v, want %q", got, want)
+		}
+		if got := in.Data[store.AuthorField]; got != "system" {
+			t.Fatalf("author = %v, want system", got)
+		}
+	})
+	t.Run("an update is checked too", func(t *testing.T) {
+		s, err := db.Schema(t.Context(), "_eventrule")
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := instance(t, db, "_eventrule", "r1")
+		next := *old
+		next.Data = model.CloneMap(old.Data)
+		next.Data["pipeline"] = "gone"
+		_, err = db.Apply(t.Context(), store.Write{Schema: s, Old: old, New: &next, Action: model.ActionUpdate}, store.ApplyOptions{})
+		if !strings.Contains(store.ErrorMessage(err), `pipeline: no pipeline "gone"`) {
+			t.Fatalf("update to an unknown pipeline: %v", err)
+		}
+		if got := instance(t, db, "_eventrule", "r1").Data["pipeline"]; got != "tidy" {
+			t.Fatalf("pipeline = %v after a refused update", got)
+		}
+	})
+}
+
+// TestEventRuleWatchingIsContained: watching a built-in class needs its write
+// permission, as granting a permission needs holding it: a p_event_admin holder cannot
+// watch _apikey without p_apikey_admin, and can with it; a user schema needs its read
+// permission.
+func TestEventRuleWatchingIsContained(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase+`
+- {classname: _permission, keyname: p_secret_read}
+- {classname: _schema, keyname: vault, p_read: p_secret_read}
+`, store.LoadOptions{})
+	doc := func(schema string) string { return "schemas: [" + schema + "], pipeline: tidy" }
+	admin := userAuth("p_event_admin", "p_data_read")
+	probs := ruleProblems(t, db, admin, doc("_apikey"))
+	if len(probs) != 1 || probs[0].Field != "schemas" || probs[0].Message != "schemas: watching _apikey needs p_apikey_admin, which the writer does not hold" {
+		t.Fatalf("watching _apikey with p_event_admin alone: %+v", probs)
+	}
+	absent(t, db, "_eventrule", "r1")
+	probs = ruleProblems(t, db, admin, doc("vault"))
+	if len(probs) != 1 || probs[0].Message != "schemas: watching vault needs p_secret_read (reading it), which the writer does not hold" {
+		t.Fatalf("watching an unreadable schema: %+v", probs)
+	}
+	if probs := ruleProblems(t, db, userAuth("p_event_admin", "p_apikey_admin"), doc("_apikey")); probs != nil {
+		t.Fatalf("watching _apikey with p_apikey_admin: %+v", probs)
+	}
+	if got := instance(t, db, "_eventrule", "r1").Data[store.AuthorField]; got != "user:tester" {
+		t.Fatalf("author = %v, want user:tester", got)
+	}
+	// Without p_event_admin no rule is written at all.
+	r := load(t, db, "- {classname: _eventrule, keyname: r2, schemas: [server], pipeline: tidy}", store.LoadOptions{Auth: userAuth("p_data_read")})
+	if r.Errors != 1 || !strings.Contains(messages(r), "p_event_admin") {
+		t.Fatalf("rule without p_event_admin: %s", messages(r))
+	}
+}
+
+// TestEncryptedSecret: an event rule's secret is stored sealed (not the plain text,
+// not a hash), opens back to the plain text with the database's key, is kept when an
+// update leaves it out, and appears in no revision, export or instance document.
+func TestEncryptedSecret(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	ctx := t.Context()
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	const plain = "whsec-plain-text-42"
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://r.example/h", secret: `+plain+`}`, store.LoadOptions{})
+	stored := queryString(t, db, "SELECT data ->> 'secret' FROM instances WHERE classname = '_eventrule' AND keyname = 'hook'")
+	if !strings.HasPrefix(stored, model.SealedPrefix) || strings.Contains(stored, plain) || model.IsSecretHash(stored) {
+		t.Fatalf("stored secret = %q, want it sealed (%s...)", stored, model.SealedPrefix)
+	}
+	target, err := db.EventRuleTarget(ctx, "hook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(target.Secret) != plain || target.URL != "https://r.example/h" || !target.Enabled || target.Author != "system" {
+		t.Fatalf("target = %+v (secret %q)", target, target.Secret)
+	}
+	// Two sealings of one secret differ (a random nonce).
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook2, schemas: [server], webhook_url: "https://r.example/h", secret: `+plain+`}`, store.LoadOptions{})
+	if other := queryString(t, db, "SELECT data ->> 'secret' FROM instances WHERE keyname = 'hook2'"); other == stored {
+		t.Fatal("two sealings of one secret are the same text")
+	}
+	// The same secret again changes nothing (the caller holds every permission); an
+	// update without it keeps it.
+	r := mustLoad(t, db, `- {classname: _eventrule, keyname: hook, secret: `+plain+`}`, store.LoadOptions{})
+	if r.Unchanged != 1 {
+		t.Fatalf("the same secret again: %s", counts(r))
+	}
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook, description: changed}`, store.LoadOptions{})
+	if got := queryString(t, db, "SELECT data ->> 'secret' FROM instances WHERE keyname = 'hook'"); got != stored {
+		t.Fatalf("an update without the secret changed it")
+	}
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook, secret: another-secret-value}`, store.LoadOptions{})
+	if target, err = db.EventRuleTarget(ctx, "hook"); err != nil || string(target.Secret) != "another-secret-value" {
+		t.Fatalf("after a new secret: %v %q", err, target.Secret)
+	}
+	// Nowhere to be read: revisions, the export, the instance document.
+	if n := queryInt(t, db, "SELECT COUNT(*) FROM revisions WHERE classname = '_eventrule'"); n < 3 {
+		t.Fatalf("%d revisions of event rules, want at least 3", n)
+	}
+	for _, needle := range []string{plain, "another-secret-value", model.SealedPrefix} {
+		if n := queryInt(t, db, "SELECT COUNT(*) FROM revisions WHERE before LIKE ? OR after LIKE ?", "%"+needle+"%", "%"+needle+"%"); n != 0 {
+			t.Fatalf("%d revisions hold %q", n, needle)
+		}
+	}
+	var out bytes.Buffer
+	if err := db.Export(ctx, &out, []string{"_eventrule"}, "yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "hook") || strings.Contains(out.String(), "secret") || strings.Contains(out.String(), model.SealedPrefix) {
+		t.Fatalf("export:\n%s", out.String())
+	}
+	s, _ := db.Schema(ctx, "_eventrule")
+	doc := model.MustJSON(db.InstanceDoc(ctx, s, instance(t, db, "_eventrule", "hook")).Vals)
+	if strings.Contains(doc, "secret") || strings.Contains(doc, model.SealedPrefix) {
+		t.Fatalf("instance document: %s", doc)
+	}
+	// A sealed value given as is must open with this key.
+	r = load(t, db, `- {classname: _eventrule, keyname: hook, secret: "enc:v1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`, store.LoadOptions{})
+	if r.Errors != 1 || !strings.Contains(messages(r), "field secret: the sealed value given (enc:v1:...) cannot be used") {
+		t.Fatalf("a foreign sealed value: %s", messages(r))
+	}
+}
+
+// TestEncryptedSecretInUserSchema: a user schema may hold encrypted secrets; the
+// dataformat_ext of a secret field is empty or encrypted, and never changes.
+func TestEncryptedSecretInUserSchema(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, `
+- {classname: _schema, keyname: svc, token: {dataformat: secret, dataformat_ext: encrypted}, pw: {dataformat: secret}}
+- {classname: svc, keyname: a, token: tok-123, pw: pw-123}
+`, store.LoadOptions{})
+	in := instance(t, db, "svc", "a")
+	if tok, _ := in.Data["token"].(string); !strings.HasPrefix(tok, model.SealedPrefix) {
+		t.Fatalf("token stored as %q", tok)
+	}
+	if pw, _ := in.Data["pw"].(string); !model.IsSecretHash(pw) {
+		t.Fatalf("pw stored as %q, want a hash", pw)
+	}
+	for doc, want := range map[string]string{
+		`- {classname: _schema, keyname: svc, token: {dataformat: secret, dataformat_ext: ""}}`:          "cannot change its dataformat_ext",
+		`- {classname: _schema, keyname: svc, pw: {dataformat: secret, dataformat_ext: encrypted}}`:      "cannot change its dataformat_ext",
+		`- {classname: _schema, keyname: svc2, k: {dataformat: secret, dataformat_ext: rot13}}`:          `a secret's dataformat_ext is empty (hashed) or encrypted, not "rot13"`,
+		"- {classname: svc, keyname: b, token: " + strings.Repeat("x", model.MaxEncryptedSecret+1) + "}": "an encrypted secret holds at most 1024 bytes",
+	} {
+		r := load(t, db, doc, store.LoadOptions{})
+		if r.Errors != 1 || !strings.Contains(messages(r), want) {
+			t.Errorf("%.60s: %s, want %q", doc, messages(r), want)
+		}
+	}
+}
+
+// TestAuthOf: an author string gives back the permissions its principal holds now;
+// a principal gone, disabled or expired is refused.
+func TestAuthOf(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	ctx := context.Background()
+	mustLoad(t, db, `
+- {classname: _user, keyname: ann}
+- {classname: _role, keyname: ops, permissions: [p_event_admin], users: [ann]}
+- {classname: _user, keyname: bob, is_enabled: false}
+- {classname: _apikey, keyname: k1, permissions: [p_data_read]}
+- {classname: _apikey, keyname: k2, permissions: [p_data_read], is_enabled: false}
+- {classname: _apikey, keyname: k3, permissions: [p_data_read], expires: "2000-01-01"}
+`, store.LoadOptions{})
+	a, err := db.AuthOf(ctx, "system")
+	if err != nil || !a.HasAll() {
+		t.Fatalf("system: %+v %v", a, err)
+	}
+	if a, err = db.AuthOf(ctx, "user:ann"); err != nil || a.Author() != "user:ann" || !a.Has("p_event_admin") || a.Has("p_data_read") {
+		t.Fatalf("user:ann: %+v %v", a, err)
+	}
+	if a, err = db.AuthOf(ctx, "apikey:k1"); err != nil || a.Author() != "apikey:k1" || !a.Has("p_data_read") {
+		t.Fatalf("apikey:k1: %+v %v", a, err)
+	}
+	for author, want := range map[string]string{
+		"user:bob":   "user bob is disabled",
+		"user:zed":   "user zed no longer exists",
+		"apikey:k2":  "API key k2 is no longer valid",
+		"apikey:k3":  "API key k3 is no longer valid",
+		"apikey:k9":  "API key k9 is no longer valid",
+		"task:h":     `author "task:h" is not system, user:LOGIN or apikey:NAME`,
+		"user:":      `author "user:" is not`,
+		"somebody":   `author "somebody" is not`,
+		"":           `author "" is not`,
+		"apikey:k1x": "API key k1x is no longer valid",
+	} {
+		if a, err := db.AuthOf(ctx, author); err == nil || !strings.Contains(store.ErrorMessage(err), want) {
+			t.Errorf("AuthOf(%q) = %+v, %v; want an error containing %q", author, a, err, want)
+		}
+	}
+}
+
+// TestSecretKeyRefusals: a key file group or others may read is refused, so is one
+// that does not hold 64 hex digits; on PostgreSQL, with no key set, a write that needs
+// one fails naming the setting, while on SQLite the default key file is created
+// beside the database, mode 0600.
+func TestSecretKeyRefusals(t *testing.T) {
+	t.Parallel()
+	addr := testkit.MigratedFile(t)
+	dir := t.TempDir()
+	write := func(t *testing.T, opts store.Options) error {
+		t.Helper()
+		db, err := testkit.OpenStore(t, addr, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		r := load(t, db, `
+- {classname: _schema, keyname: svc, token: {dataformat: secret, dataformat_ext: encrypted}}
+- {classname: svc, keyname: a, token: tok-123}
+`, store.LoadOptions{})
+		if r.Errors == 0 {
+			return nil
+		}
+		absent(t, db, "svc", "a")
+		return model.Errorf(model.EInvalid, "%s", messages(r))
+	}
+	keyFile := func(name, content string, mode uint32) string {
+		p := filepath.Join(dir, name)
+		if err := writeFileMode(p, content, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hex64 := strings.Repeat("ab", 32)
+	t.Run("group readable", func(t *testing.T) {
+		err := write(t, store.Options{SecretKeyFile: keyFile("open.key", hex64, 0o640)})
+		if err == nil || !strings.Contains(err.Error(), "has mode 0640: group and others must have no access") ||
+			!strings.Contains(err.Error(), store.SecretKeySetting) {
+			t.Fatalf("a group-readable key file: %v", err)
+		}
+	})
+	t.Run("not 32 bytes", func(t *testing.T) {
+		err := write(t, store.Options{SecretKeyFile: keyFile("short.key", "abcd", 0o600)})
+		if err == nil || !strings.Contains(err.Error(), "must hold 64 hex digits (32 bytes)") {
+			t.Fatalf("a short key file: %v", err)
+		}
+		if err := store.CheckSecretKeyFile(filepath.Join(dir, "short.key")); err == nil {
+			t.Fatal("CheckSecretKeyFile accepted a short key")
+		}
+	})
+	t.Run("a good key file", func(t *testing.T) {
+		if err := write(t, store.Options{SecretKeyFile: keyFile("good.key", hex64+"\n", 0o600)}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestSecretKeyDefault: with no key set, SQLite makes the key file beside the database
+// (mode 0600) at the first write that needs it; PostgreSQL has no default, and such a
+// write fails naming the setting.
+func TestSecretKeyDefault(t *testing.T) {
+	t.Parallel()
+	addr := testkit.MigratedFile(t)
+	db, err := testkit.OpenStore(t, addr, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r := load(t, db, `
+- {classname: _schema, keyname: svc, token: {dataformat: secret, dataformat_ext: encrypted}}
+- {classname: svc, keyname: a, token: tok-123}
+`, store.LoadOptions{})
+	if testkit.Postgres() {
+		if r.Errors != 1 || !strings.Contains(messages(r), "field token: encrypted secrets need a key: SERVICE_SECRET_KEY_FILE is not set") {
+			t.Fatalf("PostgreSQL without a key: %s", messages(r))
+		}
+		absent(t, db, "svc", "a")
+		return
+	}
+	if r.Errors != 0 {
+		t.Fatalf("SQLite with the default key: %s", messages(r))
+	}
+	mode, err := fileMode(addr + ".key")
+	if err != nil || mode != 0o600 {
+		t.Fatalf("default key file: mode %04o, %v", mode, err)
+	}
+	if err := store.CheckSecretKeyFile(addr + ".key"); err != nil {
+		t.Fatalf("the key file made is refused: %v", err)
+	}
+}
+
+// writeFileMode writes content to a new file at path with exactly mode (whatever the
+// umask).
+func writeFileMode(path, content string, mode uint32) error {
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		return err
+	}
+	return os.Chmod(path, os.FileMode(mode))
+}
+
+// fileMode is the permission bits of the file at path.
+func fileMode(path string) (uint32, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return uint32(st.Mode().Perm()), nil
+}
