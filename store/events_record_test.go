@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"reflect"
 	"sync"
 	"testing"
@@ -40,6 +39,9 @@ const eventsDoc = `
   token: {dataformat: secret}
   tags: {dataformat: string, cardinal_max: 0}
 - {classname: _schema, keyname: other, text: {dataformat: string}}
+- {classname: _pipeline, keyname: p, content: "- field_lower: text"}
+- {classname: _pipeline, keyname: p1, content: "- field_lower: text"}
+- {classname: _pipeline, keyname: p2, content: "- field_lower: text"}
 `
 
 // openEventsDB is a migrated database (its address, for a second handle) with the
@@ -106,7 +108,7 @@ func TestEventRecordedWithItsWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, _, _ := openEventsDB(t)
-	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in"}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}`)
 	told := make(chan int, 10)
 	store.SetOnEvents(db, func(n int) { told <- n })
 
@@ -247,7 +249,7 @@ func TestUnwatchedWriteRunsNoEventStatement(t *testing.T) {
 		return writes, reads
 	}
 	bare, _ := perWrite("other", 5)
-	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in"}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}`)
 	perWrite("other", 1) // fills the rule cache
 	unwatched, reads := perWrite("other", 5)
 	if !reflect.DeepEqual(unwatched, bare) {
@@ -275,8 +277,8 @@ func TestEventRuleActionsKindsAndCache(t *testing.T) {
 	db, _, addr := openEventsDB(t)
 	other := testkit.Open(t, addr, testkit.Options{})
 	eventRule(t, db, `
-- {classname: _eventrule, keyname: upd, schemas: [note], actions: [update, delete], webhook_url: "http://127.0.0.1:9/in", pipeline: p}
-- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", is_enabled: false}
+- {classname: _eventrule, keyname: upd, schemas: [note], actions: [update, delete], webhook_url: "http://127.0.0.1:9/in", secret: s3cret, pipeline: p}
+- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret, is_enabled: false}
 `)
 	mustLoad(t, db, `- {classname: note, keyname: a, text: one}`, store.LoadOptions{})
 	if n := len(events(t, db)); n != 0 {
@@ -289,7 +291,7 @@ func TestEventRuleActionsKindsAndCache(t *testing.T) {
 		t.Fatalf("events %+v, want a webhook and a pipeline event of upd", es)
 	}
 	// Another process enables the disabled rule: the next write here sees it.
-	eventRule(t, other, `- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", is_enabled: true}`)
+	eventRule(t, other, `- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret, is_enabled: true}`)
 	mustLoad(t, db, `- {classname: note, keyname: b, text: one}`, store.LoadOptions{})
 	es = events(t, db)
 	if len(es) != 3 || es[2].Rule != "off" || es[2].Action != "create" {
@@ -308,7 +310,7 @@ func TestMigrationWritesRecordNoEvent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, _, _ := openEventsDB(t)
-	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in"}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}`)
 	s, _ := db.Schema(ctx, "note")
 	err := testkit.Migrator(t, db).Migrate(ctx, func(m *store.Migration) error {
 		_, err := m.Apply(ctx, store.Write{Schema: s, New: &store.Instance{Keyname: "m", IsEnabled: true}, Action: model.ActionCreate})
@@ -360,55 +362,34 @@ func TestEventChainAndDepth(t *testing.T) {
 	}
 }
 
-// The condition hook decides on the new state (the old for a delete), with the old
-// state given for `changed FIELD`.
-func TestEventConditionHook(t *testing.T) {
-	// Not parallel: the hook is the package's.
-	type call struct {
-		cond, old, next string
-	}
-	var calls []call
-	prev := store.SetEventCondition(func(cond string, s *model.Schema, old, next *store.Instance) (bool, error) {
-		c := call{cond: cond, next: next.Keyname + "=" + textOf(next)}
-		if old != nil {
-			c.old = old.Keyname + "=" + textOf(old)
-		}
-		calls = append(calls, c)
-		if textOf(next) == "boom" {
-			return false, errors.New("cannot evaluate")
-		}
-		return textOf(next) == "go", nil
-	})
-	defer store.SetEventCondition(prev)
+// A condition reads the new state (the old for a delete); [changed, FIELD] compares
+// the old and new states.
+func TestEventConditions(t *testing.T) {
+	t.Parallel()
 	db, _, _ := openEventsDB(t)
-	eventRule(t, db, `- {classname: _eventrule, keyname: cond, schemas: [note], webhook_url: "http://127.0.0.1:9/in", condition: "[field_match, text, go]"}`)
-	mustLoad(t, db, `- {classname: note, keyname: a, text: stop}`, store.LoadOptions{})
-	mustLoad(t, db, `- {classname: note, keyname: a, text: go}`, store.LoadOptions{})
-	mustLoad(t, db, `- {classname: note, keyname: a, text: boom}`, store.LoadOptions{})
-	mustLoad(t, db, `- {classname: note, keyname: a, text: go}`, store.LoadOptions{})
-	mustLoad(t, db, `- {classname: note, keyname: a, _action: delete}`, store.LoadOptions{})
-	want := []call{
-		{"[field_match, text, go]", "", "a=stop"},
-		{"[field_match, text, go]", "a=stop", "a=go"},
-		{"[field_match, text, go]", "a=go", "a=boom"},
-		{"[field_match, text, go]", "a=boom", "a=go"},
-		{"[field_match, text, go]", "a=go", "a=go"},
-	}
-	if !reflect.DeepEqual(calls, want) {
-		t.Fatalf("condition calls\n got %+v\nwant %+v", calls, want)
+	eventRule(t, db, `
+- {classname: _eventrule, keyname: go, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret, condition: [field_match, text, go]}
+- {classname: _eventrule, keyname: moved, schemas: [note], actions: [update], webhook_url: "http://127.0.0.1:9/in", secret: s3cret, condition: [changed, text]}
+`)
+	for _, doc := range []string{
+		`{classname: note, keyname: a, text: stop}`,               // create: neither (moved watches updates)
+		`{classname: note, keyname: a, text: go}`,                 // go and moved
+		`{classname: note, keyname: a, text: go, displayname: A}`, // go only: text did not change
+		`{classname: note, keyname: a, text: stop}`,               // moved only
+		`{classname: note, keyname: b, text: go}`,                 // go (create)
+		`{classname: note, keyname: b, _action: delete}`,          // go: the old state holds
+		`{classname: note, keyname: a, _action: delete}`,          // neither: a's old text is stop
+	} {
+		mustLoad(t, db, "- "+doc, store.LoadOptions{})
 	}
 	var got []string
 	for _, e := range events(t, db) {
-		got = append(got, e.Action)
+		got = append(got, e.Rule+" "+e.Action+" "+e.Keyname)
 	}
-	if !reflect.DeepEqual(got, []string{"update", "update", "delete"}) {
-		t.Fatalf("events %v, want the updates to go and the delete of a go", got)
+	want := []string{"go update a", "moved update a", "go update a", "moved update a", "go create b", "go delete b"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("events\n got %q\nwant %q", got, want)
 	}
-}
-
-func textOf(in *store.Instance) string {
-	s, _ := in.Data["text"].(string)
-	return s
 }
 
 // A cascading rename records the rename of the instance and the updates of the
@@ -420,8 +401,8 @@ func TestEventsOfACascadingRename(t *testing.T) {
 - {classname: _schema, keyname: link, target: {dataformat: schema, dataformat_ext: note}}
 - {classname: note, keyname: a}
 - {classname: link, keyname: l1, target: a}
-- {classname: _eventrule, keyname: links, schemas: [link], webhook_url: "http://127.0.0.1:9/in"}
-- {classname: _eventrule, keyname: notes, schemas: [note], actions: [rename], webhook_url: "http://127.0.0.1:9/in"}
+- {classname: _eventrule, keyname: links, schemas: [link], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}
+- {classname: _eventrule, keyname: notes, schemas: [note], actions: [rename], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}
 `, store.LoadOptions{System: true})
 	in := testkit.Instance(t, db, "note", "a")
 	next := *in

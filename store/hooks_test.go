@@ -20,11 +20,3 @@ func SetOnEvents(db *DB, f func(recorded int)) { db.onEvents = f }
 // TxEventStats are the statements tx counted in its writes and those it ran to learn
 // its event rules.
 func TxEventStats(tx *Tx) (writes, ruleReads int) { return tx.writes, tx.events.reads }
-
-// SetEventCondition replaces the hook evaluating event rules' conditions (nil: none)
-// and returns the one it replaced.
-func SetEventCondition(f EventConditionFunc) EventConditionFunc {
-	prev := eventCondition
-	eventCondition = f
-	return prev
-}
