@@ -76,7 +76,9 @@ func scanEvent(r scanner) (*Event, error) {
 // rule), at most perRule per rule, oldest first; across processes and PostgreSQL nodes
 // no event is leased twice. An event whose lease expired is due again. perRule counts
 // the rule's events leased by anyone and not yet expired, so one slow receiver holds
-// at most perRule deliveries while the other rules' events flow.
+// at most perRule deliveries while the other rules' events flow. owner should name
+// the worker's claim alone (its id and a claim number, as a task's lease does), so a
+// worker whose lease was taken over cannot acknowledge under the new one.
 func (db *DB) ClaimEvents(ctx context.Context, owner string, lease time.Duration, limit, perRule int) ([]*Event, error) {
 	if owner == "" || lease <= 0 || limit <= 0 || perRule <= 0 {
 		return nil, fmt.Errorf("claim events: owner, lease, limit and perRule must be set")

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"reflect"
 	"sync"
 	"testing"
@@ -329,11 +330,13 @@ func TestMigrationWritesRecordNoEvent(t *testing.T) {
 func TestEventChainAndDepth(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, _, _ := openEventsDB(t)
-	eventRule(t, db, `
+	first, _, addr := openEventsDB(t)
+	eventRule(t, first, `
 - {classname: _eventrule, keyname: r1, schemas: [note], pipeline: p1}
 - {classname: _eventrule, keyname: r2, schemas: [note], pipeline: p2}
 `)
+	var rec testkit.Recorder
+	db := testkit.Open(t, addr, testkit.Options{Logger: rec.Logger(t)})
 	s, _ := db.Schema(ctx, "note")
 	write := func(key string, chain ...string) {
 		t.Helper()
@@ -356,9 +359,27 @@ func TestEventChainAndDepth(t *testing.T) {
 	if es = events(t, db); len(es) != 3 || !reflect.DeepEqual(es[2].Chain, []string{"x", "y", "r2"}) {
 		t.Fatalf("a chain of 2 other rules: %d events", len(es))
 	}
-	write("c", "x", "y", "z") // MaxEventDepth rules led here
+	if logged := rec.Find(slog.LevelWarn, "event rule chain too deep"); len(logged) != 0 {
+		t.Fatalf("logged %v before any chain was too deep", logged)
+	}
+	err := db.WithTxAs(ctx, store.Revisions{Author: "task:t2", Chain: []string{"x", "y", "z"}}, func(tx *store.Tx) error {
+		for _, key := range []string{"c", "d"} { // MaxEventDepth rules led here
+			if _, err := tx.Apply(ctx, store.Write{Schema: s, New: &store.Instance{Keyname: key, IsEnabled: true},
+				Action: model.ActionCreate}, store.ApplyOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n := len(events(t, db)); n != 3 {
 		t.Fatalf("%d events after a chain of %d rules, want none more", n, store.MaxEventDepth)
+	}
+	logged := rec.Find(slog.LevelWarn, "event rule chain too deep")
+	if len(logged) != 1 || logged[0].Attrs["suppressed"] != "4" {
+		t.Fatalf("logged %v, want one warning for the transaction's 4 events left out", logged)
 	}
 }
 
