@@ -85,8 +85,19 @@ func (db *DB) ClaimEvents(ctx context.Context, owner string, lease time.Duration
 	}
 	now := db.Now().UnixMilli()
 	until := now + lease.Milliseconds()
+	// A poll that finds nothing due takes no write lock: the workers poll often, and
+	// every write transaction waits for the writer.
+	var one int
+	err := db.reader().queryRowContext(ctx, `SELECT 1 FROM events
+		WHERE status = 'pending' AND next_at <= ? AND lease_until < ? LIMIT 1`, now, now).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim events: %w", err)
+	}
 	var out []*Event
-	err := db.WithTx(ctx, func(tx *Tx) error {
+	err = db.WithTx(ctx, func(tx *Tx) error {
 		busy, err := leasedPerRule(ctx, tx, now)
 		if err != nil {
 			return err

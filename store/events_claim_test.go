@@ -228,3 +228,25 @@ func TestPurgeEvents(t *testing.T) {
 		t.Fatalf("left %+v", left)
 	}
 }
+
+// A claim that finds nothing due takes no write lock: it answers while another
+// handle holds the writer (a long load), and it does not wait for it.
+func TestClaimEventsWithNothingDueTakesNoWriteLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _, addr := openEventsDB(t)
+	eventRule(t, db, `- {classname: _eventrule, keyname: r1, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}`)
+	writer := testkit.Open(t, addr, testkit.Options{})
+	tx, err := writer.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	// Bounded: a claim that waited for the writer would fail here rather than hang.
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	es, err := db.ClaimEvents(cctx, "w", time.Minute, 10, 10)
+	if err != nil || len(es) != 0 {
+		t.Fatalf("claim with nothing due beside a writer: %v %v", es, err)
+	}
+}
