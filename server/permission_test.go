@@ -26,6 +26,7 @@ func classEntry(cls, key string) map[string]any {
 	case "_eventrule":
 		m["schemas"] = []string{"server"}
 		m["webhook_url"] = "http://192.0.2.1/hook"
+		m["secret"] = "s3cret-for-signing"
 	case "_schedule":
 		m["pipeline"] = "p"
 		m["schemas"] = []string{"server"}
@@ -64,6 +65,10 @@ func TestPermissionTableThroughLoad(t *testing.T) {
 		creds := map[string][]string{"data_perms": data}
 		if perm != "" {
 			creds["class_perm"] = []string{perm}
+		}
+		if cls == "_eventrule" {
+			// A rule watches a schema its author may read.
+			creds["class_perm"] = append(creds["class_perm"], "p_data_read")
 		}
 		for credName, perms := range creds {
 			key := e.key(fmt.Sprintf("tbl_%s_%s", strings.TrimPrefix(cls, "_"), credName),
