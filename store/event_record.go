@@ -61,6 +61,17 @@ type txEvents struct {
 	// recorded counts the events recorded (told to Options.OnEvents after commit);
 	// tooDeep the events a too long chain suppressed (logged once, at commit).
 	recorded, tooDeep int
+	// fill is what the cache takes once the transaction commits: the rules it read
+	// at the generation it read them, when it changed no rule and no schema. Only a
+	// committed generation keys the cache (a rolled-back transaction's may have been
+	// raised by its own writes, and be taken again by another change).
+	fill *ruleCacheFill
+}
+
+// ruleCacheFill is rules read at generation gen.
+type ruleCacheFill struct {
+	gen   int64
+	rules eventRules
 }
 
 // watching returns the enabled rules that watch class cls, as the transaction sees
@@ -73,7 +84,7 @@ func (tx *Tx) watching(ctx context.Context, cls string) ([]*eventRule, error) {
 		// A changed rule takes effect from the next write of this transaction on,
 		// and other transactions see it once this one commits (the generation bump).
 		tx.touched = true
-		tx.events.rules = nil
+		tx.events.rules, tx.events.fill = nil, nil
 	}
 	if tx.rev.Off || tx.dry != nil {
 		return nil, nil
@@ -90,12 +101,14 @@ func (tx *Tx) watching(ctx context.Context, cls string) ([]*eventRule, error) {
 
 // readEventRules reads the enabled rules: from the cache when its generation is the
 // one the transaction sees and the transaction changed no rule, else from the
-// transaction (and into the cache when the transaction changed nothing).
+// transaction (and into the cache when it commits having changed nothing).
 func (tx *Tx) readEventRules(ctx context.Context) (eventRules, error) {
-	var gen int64
-	tx.events.reads++
-	if err := tx.queryRowContext(ctx, "SELECT generation FROM schema_generation").Scan(&gen); err != nil {
-		return nil, fmt.Errorf("read schema generation: %w", err)
+	if !tx.genRead {
+		tx.events.reads++
+	}
+	gen, err := tx.SchemaGeneration(ctx)
+	if err != nil {
+		return nil, err
 	}
 	c := &tx.db.ruleCache
 	c.mu.Lock()
@@ -109,7 +122,7 @@ func (tx *Tx) readEventRules(ctx context.Context) (eventRules, error) {
 		return nil, err
 	}
 	if !tx.touched {
-		c.set, c.gen, c.rules = true, gen, byClass
+		tx.events.fill = &ruleCacheFill{gen: gen, rules: byClass}
 	}
 	return byClass, nil
 }
@@ -291,9 +304,19 @@ func eventChanges(s *model.Schema, old, next *Instance) map[string]eventChange {
 	return changes
 }
 
-// eventsCommitted tells Options.OnEvents how many events the committed transaction
-// recorded, and logs once the events a too long chain suppressed.
+// eventsCommitted fills the rule cache with the rules the committed transaction read,
+// tells Options.OnEvents how many events it recorded, and logs once the events a too
+// long chain suppressed.
 func (tx *Tx) eventsCommitted() {
+	if f := tx.events.fill; f != nil {
+		c := &tx.db.ruleCache
+		c.mu.Lock()
+		if !c.set || c.gen <= f.gen {
+			c.set, c.gen, c.rules = true, f.gen, f.rules
+		}
+		c.mu.Unlock()
+		tx.events.fill = nil
+	}
 	if tx.events.tooDeep > 0 {
 		tx.db.log.Warn("event rule chain too deep", "max_depth", MaxEventDepth, "chain", tx.rev.Chain,
 			"suppressed", tx.events.tooDeep)

@@ -251,7 +251,9 @@ func TestUnwatchedWriteRunsNoEventStatement(t *testing.T) {
 	}
 	bare, _ := perWrite("other", 5)
 	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}`)
-	perWrite("other", 1) // fills the rule cache
+	// A committed write fills the rule cache (a rolled-back one leaves it alone).
+	perWrite("other", 1)
+	mustLoad(t, db, `- {classname: other, keyname: warm}`, store.LoadOptions{})
 	unwatched, reads := perWrite("other", 5)
 	if !reflect.DeepEqual(unwatched, bare) {
 		t.Fatalf("writes per unwatched write %v, without any rule %v", unwatched, bare)
@@ -304,6 +306,42 @@ func TestEventRuleActionsKindsAndCache(t *testing.T) {
 	if n := len(events(t, db)); n != 3 {
 		t.Fatalf("%d events after the rule's deletion elsewhere, want 3", n)
 	}
+	// A rule written in a transaction fires for that transaction's later writes, and
+	// for nothing once the transaction rolled back.
+	ctx := context.Background()
+	rs, _ := db.Schema(ctx, store.EventRuleClass)
+	ns, _ := db.Schema(ctx, "note")
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []store.Write{
+		{Schema: rs, Action: model.ActionCreate, New: &store.Instance{Keyname: "temp", IsEnabled: true,
+			Data: map[string]any{"schemas": []any{"note"}, "pipeline": "p"}}},
+		{Schema: ns, Action: model.ActionCreate, New: &store.Instance{Keyname: "t1", IsEnabled: true}},
+	} {
+		if _, err := tx.Apply(ctx, w, store.ApplyOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := queryIntTx(t, tx, "SELECT count(*) FROM events WHERE rule = 'temp'"); n != 1 {
+		t.Fatalf("%d events of a rule written earlier in the transaction, want 1", n)
+	}
+	tx.Rollback()
+	mustLoad(t, db, `- {classname: note, keyname: t2}`, store.LoadOptions{})
+	if n := len(events(t, db)); n != 3 {
+		t.Fatalf("%d events after a rolled-back rule, want 3", n)
+	}
+}
+
+// queryIntTx reads one integer inside tx.
+func queryIntTx(t *testing.T, tx *store.Tx, q string) int {
+	t.Helper()
+	var n int
+	if err := store.QueryRowInTx(context.Background(), tx, q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // Start-up and migration writes (revisions off) record nothing.

@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"database/sql"
+)
 
 // ExecInTx runs one statement in tx as written, for tests of package store_test that
 // must hold a transaction of their own open around raw writes (a commit canceled
@@ -20,3 +23,9 @@ func SetOnEvents(db *DB, f func(recorded int)) { db.onEvents = f }
 // TxEventStats are the statements tx counted in its writes and those it ran to learn
 // its event rules.
 func TxEventStats(tx *Tx) (writes, ruleReads int) { return tx.writes, tx.events.reads }
+
+// QueryRowInTx runs a one-row query in tx, for tests that look inside a transaction
+// before it ends.
+func QueryRowInTx(ctx context.Context, tx *Tx, query string, args ...any) *sql.Row {
+	return tx.queryRowContext(ctx, query, args...)
+}
