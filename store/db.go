@@ -429,10 +429,6 @@ type txState struct {
 	// events are the event rules the transaction records by and what it recorded
 	// (event_record.go).
 	events txEvents
-	// gen is the schema generation a write transaction read (genRead), which no
-	// statement of it changes (its commit raises it): read once (SchemaGeneration).
-	gen     int64
-	genRead bool
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE) whose revisions name "system".

@@ -103,9 +103,7 @@ func (tx *Tx) watching(ctx context.Context, cls string) ([]*eventRule, error) {
 // one the transaction sees and the transaction changed no rule, else from the
 // transaction (and into the cache when it commits having changed nothing).
 func (tx *Tx) readEventRules(ctx context.Context) (eventRules, error) {
-	if !tx.genRead {
-		tx.events.reads++
-	}
+	tx.events.reads++
 	gen, err := tx.SchemaGeneration(ctx)
 	if err != nil {
 		return nil, err

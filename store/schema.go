@@ -116,16 +116,9 @@ func (tx *Tx) Schema(ctx context.Context, name string) (*model.Schema, error) {
 // change to a schema or its fields raises it, so two transactions that see the same
 // generation, before either has written, see the same schemas.
 func (tx *Tx) SchemaGeneration(ctx context.Context) (int64, error) {
-	if tx.genRead {
-		// Read once: only a commit raises it, and write transactions take turns.
-		return tx.gen, nil
-	}
 	var gen int64
 	if err := tx.queryRowContext(ctx, "SELECT generation FROM schema_generation").Scan(&gen); err != nil {
 		return 0, fmt.Errorf("read schema generation: %w", err)
-	}
-	if tx.writer {
-		tx.gen, tx.genRead = gen, true
 	}
 	return gen, nil
 }
