@@ -34,9 +34,9 @@ INSERT INTO schema_fields(classname, keyname, displayname, dataformat, dataforma
 	('_schedule', 'pipeline', 'Pipeline', 'string', '', 1, 1, NULL, 20),
 	('_schedule', 'schemas', 'Schemas', 'string', '', 1, 0, NULL, 30),
 	('_schedule', 'cron', 'Cron expression', 'string', '', 1, 1, NULL, 40),
-	('_schedule', 'timezone', 'Time zone', 'string', '', 0, 1, 'UTC', 50),
+	('_schedule', 'timezone', 'Time zone', 'string', '', 0, 1, '"UTC"', 50),
 	('_schedule', 'dryrun', 'Dry run', 'boolean', '', 0, 1, 'false', 60),
-	('_schedule', 'missed', 'Missed runs (run_once or skip)', 'string', '', 0, 1, 'run_once', 70),
+	('_schedule', 'missed', 'Missed runs (run_once or skip)', 'string', '', 0, 1, '"run_once"', 70),
 	('_schedule', 'author', 'Author (last writer)', 'string', '', 0, 1, NULL, 80)
 	ON CONFLICT(classname, keyname) DO NOTHING;
 `

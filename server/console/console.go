@@ -340,7 +340,8 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, q *req, status 
 var flashText = map[string]string{
 	"created": "Created.", "updated": "Saved.", "enabled": "Enabled.", "disabled": "Disabled.",
 	"deleted": "Deleted.", "renamed": "Renamed.", "password": "Password changed.", "unchanged": "Nothing changed.",
-	"restored": "Restored: the version was written back as a new revision.",
+	"restored":    "Restored: the version was written back as a new revision.",
+	"redelivered": "Redelivery queued: the event is pending again, from its first attempt.",
 }
 
 // errorPage renders an error (403 for what the user may not use, 404, ...).

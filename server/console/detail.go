@@ -82,12 +82,22 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *mo
 	d.IsUser = sch.Keyname == "_user"
 	d.CanPassword = d.IsUser && d.CanUpdate
 	for _, f := range sch.Fields {
-		if !f.IsEnabled || f.Dataformat == "secret" {
+		if !f.IsEnabled || (f.Dataformat == "secret" && f.DataformatExt != "encrypted") {
 			continue
 		}
 		df := detailField{Label: f.Displayname, Name: f.Keyname}
 		if df.Label == "" {
 			df.Label = f.Keyname
+		}
+		if f.Dataformat == "secret" {
+			// An encrypted secret (a webhook's signing key) is never shown; whether one
+			// is set is what its operator needs to know.
+			df.Cells = []cell{{Text: "not set"}}
+			if v, _ := in.Data[f.Keyname].(string); v != "" {
+				df.Cells = []cell{{Text: "set (never shown)"}}
+			}
+			d.Fields = append(d.Fields, df)
+			continue
 		}
 		v := doc.Vals[f.Keyname]
 		items, isList := v.([]any)
@@ -216,6 +226,7 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 	title := "Edit " + in.Keyname
 	if r.Method == http.MethodGet {
 		d.Fields = c.formFields(ctx, sch, c.db.InstanceDocAs(ctx, q.auth, sch, in).Vals)
+		d.stored(sch, in)
 		c.render(w, r, q, http.StatusOK, "form", title, d)
 		return
 	}
@@ -223,6 +234,7 @@ func (c *Console) editPage(w http.ResponseWriter, r *http.Request, q *req, sch *
 	d.Displayname = r.PostFormValue("displayname")
 	d.Enabled = checked(r, "is_enabled")
 	d.Fields = c.formFields(ctx, sch, vals)
+	d.stored(sch, in)
 	next := wanted(sch, in, in.Keyname, d.Displayname, d.Enabled, vals)
 	outcome, err := c.apply(ctx, q.auth, sch, in, next, model.ActionUpdate)
 	if err != nil {

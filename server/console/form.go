@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,6 +23,10 @@ type formField struct {
 	Options                   []string
 	Lookup, Target            string
 	Error                     string
+	// Choices are the checkboxes of a multi-valued field with fixed values (widget
+	// "checkboxes"); Example is a sample value shown under the input.
+	Choices []choice
+	Example string
 }
 
 type formData struct {
@@ -85,9 +90,25 @@ func (c *Console) formFields(ctx context.Context, sch *model.Schema, values map[
 			ff.Label = f.Keyname
 		}
 		ff.Widget, ff.Min, ff.Max, ff.Step = widget(f)
-		if f.Dataformat == "secret" {
+		hint := hintOf(sch, f)
+		if hint.Help != "" {
+			ff.Help = hint.Help
+		}
+		ff.Example = hint.Example
+		switch {
+		case f.Dataformat == "secret":
 			ff.Widget = "secret"
 			ff.Multi = false
+			ff.Help = secretHelp(f, false)
+		case readOnlyField(sch, f):
+			ff.Widget = "readonly"
+			ff.Required = false
+			ff.Help = "Written by the service on every save: the user, API key or system that saved it last, whose permissions it acts with."
+		case len(hint.Choices) > 0 && ff.Multi:
+			ff.Widget = "checkboxes"
+		case len(hint.Choices) > 0:
+			ff.Widget = "select"
+			ff.Options = slices.Clone(hint.Choices)
 		}
 		if f.Dataformat == "text" && f.DataformatExt != "" {
 			ff.Help = strings.TrimSpace(ff.Help + " (" + strings.ToUpper(strings.TrimSpace(f.DataformatExt)) + ")")
@@ -96,7 +117,7 @@ func (c *Console) formFields(ctx context.Context, sch *model.Schema, values map[
 			ff.Target = t
 			ff.Lookup = "/data/private/" + url.PathEscape(t) + "/?do=lookup"
 		}
-		if ff.Widget == "select" {
+		if ff.Widget == "select" && f.Dataformat == "enumerate" {
 			if in, err := c.db.Instance(ctx, "_enumerate", strings.TrimSpace(f.DataformatExt)); err == nil {
 				for v := range store.EnumValues(in) {
 					ff.Options = append(ff.Options, v)
@@ -118,9 +139,23 @@ func (c *Console) formFields(ctx context.Context, sch *model.Schema, values map[
 				ff.Values = []string{text(x)}
 			}
 		}
-		if ff.Widget == "checkbox" {
+		switch ff.Widget {
+		case "checkbox":
 			b, _ := model.BoolWord(strings.Join(ff.Values, ""))
 			ff.Checked = b
+		case "checkboxes":
+			ff.Choices = choicesOf(hint.Choices, ff.Values)
+		case "select":
+			if len(hint.Choices) == 0 {
+				break
+			}
+			// A stored value the list does not offer stays selectable, so saving the
+			// form keeps it (the store names it when it is invalid).
+			for _, v := range ff.Values {
+				if v != "" && !slices.Contains(ff.Options, v) {
+					ff.Options = append(ff.Options, v)
+				}
+			}
 		}
 		if len(ff.Values) == 0 || ff.Multi {
 			ff.Values = append(ff.Values, "") // an empty input to add one more value
@@ -131,11 +166,12 @@ func (c *Console) formFields(ctx context.Context, sch *model.Schema, values map[
 }
 
 // posted reads a form's field values: lists for multi-valued fields (empty inputs
-// dropped), the checkbox as true/false, secrets only when typed.
+// dropped), the checkbox as true/false, secrets only when typed. Read-only fields are
+// never read from a form (the store writes them).
 func posted(r *http.Request, sch *model.Schema) map[string]any {
 	out := map[string]any{}
 	for _, f := range sch.Fields {
-		if !f.IsEnabled || f.Dataformat == "external" {
+		if !f.IsEnabled || f.Dataformat == "external" || readOnlyField(sch, f) {
 			continue
 		}
 		vals := r.PostForm["f_"+f.Keyname]

@@ -83,7 +83,14 @@ func (c *Console) sidebar(ctx context.Context, auth *model.Auth) []navSection {
 		linked[e.URL] = true
 	}
 	list = append(list, toolLinks(auth, linked)...)
+	list = append(list, c.automationLinks(ctx, auth, linked)...)
 	return group(list, func(e homeEntry) string { return e.Sidebar })
+}
+
+// dashboardData is the dashboard: its tiles by section, and what failed.
+type dashboardData struct {
+	Sections []navSection
+	Failures *failures
 }
 
 // dashboard: GET / — tiles the user may see, grouped by dashboard section, with counts.
@@ -94,10 +101,16 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, q *req) {
 	}
 	ctx := r.Context()
 	list := c.homeEntries(ctx, q.auth)
+	linked := map[string]bool{}
+	for _, e := range list {
+		linked[e.URL] = true
+	}
+	list = append(list, c.automationLinks(ctx, q.auth, linked)...)
 	for i := range list {
 		list[i].Count = c.tileCount(ctx, q.auth, list[i].URL)
 	}
-	c.render(w, r, q, http.StatusOK, "dashboard", "Dashboard", group(list, func(e homeEntry) string { return e.Dashboard }))
+	d := dashboardData{Sections: group(list, func(e homeEntry) string { return e.Dashboard }), Failures: c.failuresFor(ctx, q.auth)}
+	c.render(w, r, q, http.StatusOK, "dashboard", "Dashboard", d)
 }
 
 // tileCount is the count a tile shows: instances of the schema it points at, or the

@@ -155,6 +155,24 @@ type taskData struct {
 	Errors    []string
 	CanCancel bool
 	Cancelled bool
+	// Source is the event rule or schedule that submitted the task, nil for others.
+	Source *taskSource
+}
+
+// taskSource is the event rule or schedule a task was submitted for.
+type taskSource struct {
+	Kind, Name, Link string
+}
+
+// sourceOf is the event rule or schedule that submitted t (its owner), or nil.
+func sourceOf(t *tasks.Task) *taskSource {
+	switch t.OwnerType {
+	case "eventrule":
+		return &taskSource{Kind: "event rule", Name: t.OwnerID, Link: link("_eventrule", t.OwnerID)}
+	case "schedule":
+		return &taskSource{Kind: "schedule", Name: t.OwnerID, Link: link("_schedule", t.OwnerID)}
+	}
+	return nil
 }
 
 type counter struct {
@@ -171,7 +189,7 @@ func (c *Console) taskPage(w http.ResponseWriter, r *http.Request, q *req) {
 		return
 	}
 	d := taskData{Task: t, Short: shortHandle(t.Handle), Self: taskURL(t.Handle), Progress: progressOf(t, c.db.Now()),
-		CanCancel: !t.Finished() && !q.auth.ReadOnly, Cancelled: r.URL.Query().Get("done") == "cancel"}
+		CanCancel: !t.Finished() && !q.auth.ReadOnly, Cancelled: r.URL.Query().Get("done") == "cancel", Source: sourceOf(t)}
 	for _, n := range counterNames {
 		d.Counters = append(d.Counters, counter{Name: n, Value: d.Progress.Counters[n]})
 	}

@@ -59,6 +59,11 @@ func init() {
 				{Path: ":handle/progress", Methods: get, Serve: (*Console).taskProgress},
 				{Path: ":handle/cancel", Methods: post, Serve: (*Console).taskCancel},
 			}},
+		{Name: eventToolName, Title: "Events", Icon: "fa-bolt", Allowed: func(a *model.Auth) bool { return a.Has("p_event_admin") }, Needs: "p_event_admin",
+			Routes: []route[pageFunc]{
+				{Path: "", Methods: get, Serve: (*Console).eventList},
+				{Path: ":id/redeliver", Methods: post, Serve: (*Console).eventRedeliver},
+			}},
 		{Name: "import", Title: "Import", Icon: "fa-upload", Documents: true,
 			Allowed: func(a *model.Auth) bool { return a.Has("p_data_import") }, Needs: "p_data_import", Routes: []route[pageFunc]{
 				{Path: "", Methods: getPost, Serve: (*Console).importTool},
