@@ -227,6 +227,18 @@ func TestPurgeEvents(t *testing.T) {
 	if len(left) != 2 || left[0].ID != es[1].ID || left[0].Status != store.EventDead || left[1].Status != store.EventPending {
 		t.Fatalf("left %+v", left)
 	}
+	// The newest event stays even when delivered, so seq keeps growing.
+	if err := db.AckEvent(ctx, es[2].ID, "w", ""); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(time.Hour)
+	if n, err := db.PurgeEvents(ctx, clk.now()); err != nil || n != 0 {
+		t.Fatalf("purge of the newest event: %d %v, want it kept", n, err)
+	}
+	mustLoad(t, db, "- {classname: note, keyname: d}", store.LoadOptions{})
+	if left = events(t, db); len(left) != 3 || left[2].Keyname != "d" || left[2].Seq != es[2].Seq+1 {
+		t.Fatalf("after a new event: %+v", left)
+	}
 }
 
 // A claim that finds nothing due takes no write lock: it answers while another
