@@ -85,16 +85,12 @@ func (db *DB) ClaimEvents(ctx context.Context, owner string, lease time.Duration
 	}
 	now := db.Now().UnixMilli()
 	until := now + lease.Milliseconds()
-	// A poll that finds nothing due takes no write lock: the workers poll often, and
-	// every write transaction waits for the writer.
-	var one int
-	err := db.reader().queryRowContext(ctx, `SELECT 1 FROM events
-		WHERE status = 'pending' AND next_at <= ? AND lease_until < ? LIMIT 1`, now, now).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("claim events: %w", err)
+	// The rules with events due, oldest first, read without the write lock: a poll
+	// that finds nothing due takes none (the workers poll often, and every write
+	// transaction waits for the writer).
+	due, err := dueRules(ctx, db, now)
+	if err != nil || len(due) == 0 {
+		return nil, err
 	}
 	var out []*Event
 	err = db.WithTx(ctx, func(tx *Tx) error {
@@ -102,38 +98,42 @@ func (db *DB) ClaimEvents(ctx context.Context, owner string, lease time.Duration
 		if err != nil {
 			return err
 		}
-		// The heads: each (rule, instance)'s oldest pending event, when it is due and
-		// not leased. The engine's row lock (SKIP LOCKED) keeps a claim from taking a
-		// row another claim holds; every write transaction also holds the writer lock.
-		rows, err := tx.queryContext(ctx, `SELECT h.id, h.rule FROM events h
-			WHERE h.status = 'pending' AND h.next_at <= ? AND h.lease_until < ?
-			AND NOT EXISTS (SELECT 1 FROM events o WHERE o.status = 'pending' AND o.rule = h.rule
-				AND o.classname = h.classname AND o.keyname = h.keyname AND o.seq < h.seq)
-			ORDER BY h.seq LIMIT ?`+db.dia.skipLocked, now, now, maxClaimScan)
-		if err != nil {
-			return fmt.Errorf("claim events: %w", err)
-		}
+		// Each rule's heads apart, so a rule with a long backlog (a slow receiver)
+		// never hides another rule's events: per rule, each instance's oldest
+		// pending event when it is due and not leased, oldest first. The engine's
+		// row lock (SKIP LOCKED) keeps a claim from taking a row another claim
+		// holds; every write transaction also holds the writer lock.
 		var ids []any
-		for rows.Next() && len(ids) < limit {
-			var id, rule string
-			if err := rows.Scan(&id, &rule); err != nil {
-				rows.Close()
-				return fmt.Errorf("claim events: %w", err)
-			}
-			if busy[rule] >= perRule {
+		for _, rule := range due {
+			room := min(perRule-busy[rule], limit-len(ids))
+			if room <= 0 {
 				continue
 			}
-			busy[rule]++
-			ids = append(ids, id)
-		}
-		if err := rows.Close(); err != nil {
-			return fmt.Errorf("claim events: %w", err)
+			rows, err := tx.queryContext(ctx, `SELECT h.id FROM events h
+				WHERE h.status = 'pending' AND h.rule = ? AND h.next_at <= ? AND h.lease_until < ?
+				AND NOT EXISTS (SELECT 1 FROM events o WHERE o.status = 'pending' AND o.rule = h.rule
+					AND o.classname = h.classname AND o.keyname = h.keyname AND o.seq < h.seq)
+				ORDER BY h.seq LIMIT ?`+db.dia.skipLocked, rule, now, now, room)
+			if err != nil {
+				return fmt.Errorf("claim events: %w", err)
+			}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return fmt.Errorf("claim events: %w", err)
+				}
+				ids = append(ids, id)
+			}
+			if err := rows.Close(); err != nil {
+				return fmt.Errorf("claim events: %w", err)
+			}
 		}
 		if len(ids) == 0 {
 			return nil
 		}
 		args := append([]any{owner, until, now}, ids...)
-		rows, err = tx.queryContext(ctx, `UPDATE events SET lease_owner = ?, lease_until = ?
+		rows, err := tx.queryContext(ctx, `UPDATE events SET lease_owner = ?, lease_until = ?
 			WHERE status = 'pending' AND lease_until < ? AND id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)
 			RETURNING `+eventCols, args...)
 		if err != nil {
@@ -156,9 +156,29 @@ func (db *DB) ClaimEvents(ctx context.Context, owner string, lease time.Duration
 	return out, nil
 }
 
-// maxClaimScan bounds the heads one claim reads (the claim takes limit of them,
-// passing over those of rules at their perRule).
-const maxClaimScan = 2000
+// maxDueRules bounds the rules one claim looks at (the oldest due first).
+const maxDueRules = 1000
+
+// dueRules lists the rules with pending events due and not leased, the rule of the
+// oldest such event first (read on the read pool).
+func dueRules(ctx context.Context, db *DB, now int64) ([]string, error) {
+	rows, err := db.reader().queryContext(ctx, `SELECT rule FROM events
+		WHERE status = 'pending' AND next_at <= ? AND lease_until < ?
+		GROUP BY rule ORDER BY min(seq) LIMIT ?`, now, now, maxDueRules)
+	if err != nil {
+		return nil, fmt.Errorf("claim events: %w", err)
+	}
+	defer rows.Close()
+	var due []string
+	for rows.Next() {
+		var rule string
+		if err := rows.Scan(&rule); err != nil {
+			return nil, fmt.Errorf("claim events: %w", err)
+		}
+		due = append(due, rule)
+	}
+	return due, rows.Err()
+}
 
 // leasedPerRule counts each rule's pending events under an unexpired lease.
 func leasedPerRule(ctx context.Context, tx *Tx, now int64) (map[string]int, error) {

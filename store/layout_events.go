@@ -91,3 +91,14 @@ CREATE INDEX events_head ON events(status, rule, classname, keyname, seq);
 CREATE INDEX events_list ON events(status, seq);
 CREATE INDEX events_rule ON events(rule, seq);
 `
+
+// eventsClaimLayout is the layout step, the same text on both engines, that adds the
+// indexes of the events claim: events_due gives one rule's pending events in commit
+// order (a claim takes each rule's heads apart, so a long backlog of one rule never
+// hides another's), events_next the pending events due (the claim's first look,
+// without the write lock), events_lease those under a lease (counted per rule).
+const eventsClaimLayout = `
+CREATE INDEX events_due ON events(status, rule, seq);
+CREATE INDEX events_next ON events(status, next_at);
+CREATE INDEX events_lease ON events(status, lease_until);
+`
