@@ -152,6 +152,11 @@ func copyTables() []string {
 // source's.
 var copyEmptyExempt = []string{"permissions", "schema_generation", "instance_ids", "node_salt"}
 
+// codeClassRows are the tables where a new layout writes rows of its own, the
+// built-in classes the code adds (CodeClasses), by the column naming the class: those
+// rows do not make a target non-empty either, and Copy replaces them too.
+var codeClassRows = map[string]string{"schemas": "keyname", "schema_fields": "classname"}
+
 // checkEmptyTarget refuses a target holding rows in any table Copy moves, besides
 // the rows a new layout writes.
 func checkEmptyTarget(ctx context.Context, tx *Tx, tables []string) error {
@@ -160,8 +165,12 @@ func checkEmptyTarget(ctx context.Context, tx *Tx, tables []string) error {
 		if slices.Contains(copyEmptyExempt, t) {
 			continue
 		}
+		q := "SELECT count(*) FROM " + t
+		if col, ok := codeClassRows[t]; ok {
+			q += " WHERE " + col + " NOT IN ('" + strings.Join(CodeClasses(), "', '") + "')"
+		}
 		var n int64
-		if err := tx.queryRowContext(ctx, "SELECT count(*) FROM "+t).Scan(&n); err != nil {
+		if err := tx.queryRowContext(ctx, q).Scan(&n); err != nil {
 			return fmt.Errorf("copy: count the target's %s: %w", t, err)
 		}
 		if n > 0 {

@@ -180,6 +180,9 @@ func (db *DB) EventRuleTarget(ctx context.Context, rule string) (*EventTarget, e
 	t.Author, _ = in.Data[AuthorField].(string)
 	if sealed, _ := in.Data["secret"].(string); sealed != "" {
 		if t.Secret, err = db.OpenSecret(sealed); err != nil {
+			if model.HasCode(err, model.EInvalid) {
+				return nil, model.Errorf(model.EInvalid, "event rule %s: %s", in.Keyname, ErrorMessage(err))
+			}
 			return nil, fmt.Errorf("event rule %s: %w", in.Keyname, err)
 		}
 	}

@@ -353,10 +353,19 @@ func TestSecretKeyDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	r := load(t, db, `
+	const doc = `
 - {classname: _schema, keyname: svc, token: {dataformat: secret, dataformat_ext: encrypted}}
 - {classname: svc, keyname: a, token: tok-123}
-`, store.LoadOptions{})
+`
+	// A dry run says what the write would do, and makes no key file.
+	dry := load(t, db, doc, store.LoadOptions{DryRun: true})
+	if _, err := os.Stat(addr + ".key"); !testkit.Postgres() && (dry.Errors != 0 || !os.IsNotExist(err)) {
+		t.Fatalf("dry run: %s; key file: %v", messages(dry), err)
+	}
+	if testkit.Postgres() && (dry.Errors != 1 || !strings.Contains(messages(dry), "SERVICE_SECRET_KEY_FILE is not set")) {
+		t.Fatalf("dry run on PostgreSQL without a key: %s", messages(dry))
+	}
+	r := load(t, db, doc, store.LoadOptions{})
 	if testkit.Postgres() {
 		if r.Errors != 1 || !strings.Contains(messages(r), "field token: encrypted secrets need a key: SERVICE_SECRET_KEY_FILE is not set") {
 			t.Fatalf("PostgreSQL without a key: %s", messages(r))
@@ -392,4 +401,33 @@ func fileMode(path string) (uint32, error) {
 		return 0, err
 	}
 	return uint32(st.Mode().Perm()), nil
+}
+
+// TestEncryptedSecretWithAnotherKey: a database opened with another key (a backup
+// restored without its key file) keeps its rules, but their secrets do not open: the
+// error says so and how to mend it, and quotes no secret.
+func TestEncryptedSecretWithAnotherKey(t *testing.T) {
+	t.Parallel()
+	addr := testkit.MigratedFile(t)
+	db := testkit.Open(t, addr, testkit.Options{})
+	mustLoad(t, db, eventRuleBase+`
+- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://r.example/h", secret: the-plain-secret}
+`, store.LoadOptions{})
+	other, err := testkit.OpenStore(t, addr, store.Options{SecretKey: bytes.Repeat([]byte{7}, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	_, err = other.EventRuleTarget(t.Context(), "hook")
+	msg := store.ErrorMessage(err)
+	if !strings.Contains(msg, "event rule hook: encrypted secret: it does not open with this key (sealed with another key, or altered); set the secret again") ||
+		strings.Contains(msg, "the-plain-secret") || strings.Contains(msg, model.SealedPrefix) {
+		t.Fatalf("target under another key: %v", err)
+	}
+	if _, err := other.EventRuleTarget(t.Context(), "nope"); store.ErrorCode(err) != model.ENotFound {
+		t.Fatalf("target of no rule: %v, want not found", err)
+	}
+	if _, err := store.Open(t.Context(), addr, store.Options{SecretKey: []byte("short")}); err == nil || !strings.Contains(err.Error(), "secret key: 5 bytes, not 32") {
+		t.Fatalf("a short key given: %v", err)
+	}
 }

@@ -36,8 +36,8 @@ func TestClaimEventsOrderAndLeases(t *testing.T) {
 	ctx := context.Background()
 	db, clk, _ := openEventsDB(t)
 	eventRule(t, db, `
-- {classname: _eventrule, keyname: r1, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}
-- {classname: _eventrule, keyname: r2, schemas: [other], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}
+- {classname: _eventrule, keyname: r1, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}
+- {classname: _eventrule, keyname: r2, schemas: [other], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}
 `)
 	mustLoad(t, db, `- {classname: note, keyname: a, text: "1"}`, store.LoadOptions{})
 	mustLoad(t, db, `- {classname: note, keyname: b, text: "1"}`, store.LoadOptions{})
@@ -155,7 +155,7 @@ func TestClaimEventsExclusiveAcrossHandles(t *testing.T) {
 	ctx := context.Background()
 	db, _, addr := openEventsDB(t)
 	second := testkit.Open(t, addr, testkit.Options{})
-	eventRule(t, db, `- {classname: _eventrule, keyname: r1, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: r1, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}`)
 	const n = 40
 	var doc strings.Builder
 	for i := range n {
@@ -202,7 +202,7 @@ func TestPurgeEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, clk, _ := openEventsDB(t)
-	eventRule(t, db, `- {classname: _eventrule, keyname: r1, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: r1, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}`)
 	for _, k := range []string{"a", "b", "c"} {
 		mustLoad(t, db, "- {classname: note, keyname: "+k+"}", store.LoadOptions{})
 	}
@@ -247,7 +247,7 @@ func TestClaimEventsWithNothingDueTakesNoWriteLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, _, addr := openEventsDB(t)
-	eventRule(t, db, `- {classname: _eventrule, keyname: r1, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: r1, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}`)
 	writer := testkit.Open(t, addr, testkit.Options{})
 	tx, err := writer.Begin(ctx)
 	if err != nil {

@@ -40,9 +40,9 @@ const eventsDoc = `
   token: {dataformat: secret}
   tags: {dataformat: string, cardinal_max: 0}
 - {classname: _schema, keyname: other, text: {dataformat: string}}
-- {classname: _pipeline, keyname: p, content: "- field_lower: text"}
-- {classname: _pipeline, keyname: p1, content: "- field_lower: text"}
-- {classname: _pipeline, keyname: p2, content: "- field_lower: text"}
+- {classname: _pipeline, keyname: p, content: "[]"}
+- {classname: _pipeline, keyname: p1, content: "[]"}
+- {classname: _pipeline, keyname: p2, content: "[]"}
 `
 
 // openEventsDB is a migrated database (its address, for a second handle) with the
@@ -109,7 +109,7 @@ func TestEventRecordedWithItsWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, _, _ := openEventsDB(t)
-	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}`)
 	told := make(chan int, 10)
 	store.SetOnEvents(db, func(n int) { told <- n })
 
@@ -250,7 +250,7 @@ func TestUnwatchedWriteRunsNoEventStatement(t *testing.T) {
 		return writes, reads
 	}
 	bare, _ := perWrite("other", 5)
-	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}`)
 	// A committed write fills the rule cache (a rolled-back one leaves it alone).
 	perWrite("other", 1)
 	mustLoad(t, db, `- {classname: other, keyname: warm}`, store.LoadOptions{})
@@ -280,8 +280,8 @@ func TestEventRuleActionsKindsAndCache(t *testing.T) {
 	db, _, addr := openEventsDB(t)
 	other := testkit.Open(t, addr, testkit.Options{})
 	eventRule(t, db, `
-- {classname: _eventrule, keyname: upd, schemas: [note], actions: [update, delete], webhook_url: "http://127.0.0.1:9/in", secret: s3cret, pipeline: p}
-- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret, is_enabled: false}
+- {classname: _eventrule, keyname: upd, schemas: [note], actions: [update, delete], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, pipeline: p}
+- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, is_enabled: false}
 `)
 	mustLoad(t, db, `- {classname: note, keyname: a, text: one}`, store.LoadOptions{})
 	if n := len(events(t, db)); n != 0 {
@@ -294,7 +294,7 @@ func TestEventRuleActionsKindsAndCache(t *testing.T) {
 		t.Fatalf("events %+v, want a webhook and a pipeline event of upd", es)
 	}
 	// Another process enables the disabled rule: the next write here sees it.
-	eventRule(t, other, `- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret, is_enabled: true}`)
+	eventRule(t, other, `- {classname: _eventrule, keyname: off, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, is_enabled: true}`)
 	mustLoad(t, db, `- {classname: note, keyname: b, text: one}`, store.LoadOptions{})
 	es = events(t, db)
 	if len(es) != 3 || es[2].Rule != "off" || es[2].Action != "create" {
@@ -349,7 +349,7 @@ func TestMigrationWritesRecordNoEvent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, _, _ := openEventsDB(t)
-	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}`)
+	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}`)
 	s, _ := db.Schema(ctx, "note")
 	err := testkit.Migrator(t, db).Migrate(ctx, func(m *store.Migration) error {
 		_, err := m.Apply(ctx, store.Write{Schema: s, New: &store.Instance{Keyname: "m", IsEnabled: true}, Action: model.ActionCreate})
@@ -427,8 +427,8 @@ func TestEventConditions(t *testing.T) {
 	t.Parallel()
 	db, _, _ := openEventsDB(t)
 	eventRule(t, db, `
-- {classname: _eventrule, keyname: go, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: s3cret, condition: [field_match, text, go]}
-- {classname: _eventrule, keyname: moved, schemas: [note], actions: [update], webhook_url: "http://127.0.0.1:9/in", secret: s3cret, condition: [changed, text]}
+- {classname: _eventrule, keyname: go, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, condition: [field_match, text, go]}
+- {classname: _eventrule, keyname: moved, schemas: [note], actions: [update], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, condition: [changed, text]}
 `)
 	for _, doc := range []string{
 		`{classname: note, keyname: a, text: stop}`,               // create: neither (moved watches updates)
@@ -460,8 +460,8 @@ func TestEventsOfACascadingRename(t *testing.T) {
 - {classname: _schema, keyname: link, target: {dataformat: schema, dataformat_ext: note}}
 - {classname: note, keyname: a}
 - {classname: link, keyname: l1, target: a}
-- {classname: _eventrule, keyname: links, schemas: [link], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}
-- {classname: _eventrule, keyname: notes, schemas: [note], actions: [rename], webhook_url: "http://127.0.0.1:9/in", secret: s3cret}
+- {classname: _eventrule, keyname: links, schemas: [link], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}
+- {classname: _eventrule, keyname: notes, schemas: [note], actions: [rename], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}
 `, store.LoadOptions{System: true})
 	in := testkit.Instance(t, db, "note", "a")
 	next := *in

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -315,4 +316,54 @@ func CheckSecretKeyFile(path string) error {
 		return err
 	}
 	return nil
+}
+
+// SecretKeyFile names where the key of encrypted secrets comes from, for messages:
+// the key file's path, or the setting when there is none.
+func (db *DB) SecretKeyFile() string {
+	switch {
+	case db.keys == nil || db.keys.file == "" && db.keys.key == nil:
+		return SecretKeySetting + " (not set)"
+	case db.keys.file == "":
+		return "the key given to the store"
+	}
+	return db.keys.file
+}
+
+// SealedSecrets counts the encrypted secrets stored (values of secret fields with
+// dataformat_ext encrypted), so the commands that move a database elsewhere can say
+// that their key must go with it.
+func (db *DB) SealedSecrets(ctx context.Context) (int, error) {
+	names, err := db.SchemaNames(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, name := range names {
+		s, err := db.Schema(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		var fields []string
+		for _, f := range s.Fields {
+			if f.IsEncryptedSecret() {
+				fields = append(fields, f.Keyname)
+			}
+		}
+		if len(fields) == 0 {
+			continue
+		}
+		err = db.EachInstance(ctx, name, func(in *Instance) error {
+			for _, f := range fields {
+				if v, _ := in.Data[f].(string); strings.HasPrefix(v, model.SealedPrefix) {
+					n++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }

@@ -29,7 +29,7 @@ func setupCopy(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error 
 			return err
 		}
 		log := c.logger(s)
-		src, err := store.Open(ctx, *from, store.Options{Logger: log, ReadOnly: true})
+		src, err := store.Open(ctx, *from, store.Options{Logger: log, ReadOnly: true, SecretKeyFile: s.SecretKeyFile})
 		if errors.Is(err, store.ErrLayoutPending) {
 			return fmt.Errorf("copy from %s: %w: %s", store.RedactURL(*from), err, runMigrate)
 		}
@@ -52,6 +52,11 @@ func setupCopy(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error 
 			return err
 		}
 		fmt.Fprintf(c.stdout, "copied %d rows; every table's count and checksum match the source\n", total)
+		if n, err := src.SealedSecrets(ctx); err == nil && n > 0 {
+			fmt.Fprintf(c.stdout, "encrypted secrets copied sealed: %d; the target opens them only with the source's key "+
+				"file (%s): put it where the target looks for its key, or set the secrets again (docs/events.md, The signing key)\n",
+				n, src.SecretKeyFile())
+		}
 		return nil
 	}
 }

@@ -173,7 +173,7 @@ func loadSettings(getenv func(string) string, f *settingFlags) (*settings, error
 	if s.TrustedProxies, err = clientaddr.Parse(tp); err != nil {
 		errs = append(errs, "SERVICE_TRUSTED_PROXIES "+err.Error())
 	}
-	if v := getenv(store.SecretKeySetting); v != "" {
+	if v := getenv("SERVICE_SECRET_KEY_FILE"); v != "" {
 		abs, err := filepath.Abs(v)
 		if err == nil {
 			err = store.CheckSecretKeyFile(abs)

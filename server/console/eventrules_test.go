@@ -132,7 +132,7 @@ func TestEventRulePagesNeedPermission(t *testing.T) {
 	want(t, p, http.StatusOK, `href="/data/private/_schedule/"`)
 	lacks(t, p, `href="/data/private/_eventrule/"`)
 	p = b.get("/data/private/_schedule/?do=new")
-	want(t, p, http.StatusOK, `<select id="f_missed" name="f_missed">`, "<option>run_once</option><option>skip</option>", "@every 2h", `id="f_author"`)
+	want(t, p, http.StatusOK, `<select id="f_missed" name="f_missed">`, "<option selected>run_once</option><option>skip</option>", "@every 2h", `id="f_author"`)
 	lacks(t, p, `name="f_author"`)
 }
 
