@@ -212,13 +212,7 @@ func (tx *Tx) recordEvents(ctx context.Context, s *model.Schema, action model.Ac
 	if state == nil {
 		state = old
 	}
-	var oldData, newData map[string]any // the condition's states: nil when absent
-	if old != nil {
-		oldData = old.Data
-	}
-	if next != nil {
-		newData = next.Data
-	}
+	var oldState, newState map[string]any // the conditions' states, made at the first condition
 	chain := tx.rev.Chain
 	var body *eventBody
 	for _, r := range watchers {
@@ -230,8 +224,13 @@ func (tx *Tx) recordEvents(ctx context.Context, s *model.Schema, action model.Ac
 			continue
 		}
 		// The condition reads the new state (the old for a delete); changed compares both.
-		if !r.cond.Match(newData, oldData) {
-			continue
+		if r.cond != nil {
+			if oldState == nil && newState == nil {
+				oldState, newState = conditionState(old), conditionState(next)
+			}
+			if !r.cond.Match(newState, oldState) {
+				continue
+			}
 		}
 		if body == nil {
 			author := tx.rev.Author
@@ -264,6 +263,20 @@ func (tx *Tx) recordEvents(ctx context.Context, s *model.Schema, action model.Ac
 		}
 	}
 	return nil
+}
+
+// conditionState is what a condition reads of in (nil: no state): its fields, and
+// keyname, displayname and is_enabled.
+func conditionState(in *Instance) map[string]any {
+	if in == nil {
+		return nil
+	}
+	m := make(map[string]any, len(in.Data)+3)
+	for k, v := range in.Data {
+		m[k] = v
+	}
+	m["keyname"], m["displayname"], m["is_enabled"] = in.Keyname, in.Displayname, in.IsEnabled
+	return m
 }
 
 // eventChanges are the fields whose values differ between old and next (either nil),

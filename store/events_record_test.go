@@ -429,13 +429,15 @@ func TestEventConditions(t *testing.T) {
 	eventRule(t, db, `
 - {classname: _eventrule, keyname: go, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, condition: [field_match, text, go]}
 - {classname: _eventrule, keyname: moved, schemas: [note], actions: [update], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, condition: [changed, text]}
+- {classname: _eventrule, keyname: named, schemas: [note], actions: [create, update], pipeline: p, condition: [field_match, keyname, '^b$']}
+- {classname: _eventrule, keyname: shown, schemas: [note], actions: [update], pipeline: p, condition: [changed, displayname]}
 `)
 	for _, doc := range []string{
-		`{classname: note, keyname: a, text: stop}`,               // create: neither (moved watches updates)
+		`{classname: note, keyname: a, text: stop}`,               // create: none (moved and shown watch updates)
 		`{classname: note, keyname: a, text: go}`,                 // go and moved
-		`{classname: note, keyname: a, text: go, displayname: A}`, // go only: text did not change
-		`{classname: note, keyname: a, text: stop}`,               // moved only
-		`{classname: note, keyname: b, text: go}`,                 // go (create)
+		`{classname: note, keyname: a, text: go, displayname: A}`, // go and shown: text did not change
+		`{classname: note, keyname: a, text: stop}`,               // moved only (the displayname stays)
+		`{classname: note, keyname: b, text: go}`,                 // go, and named (the keyname)
 		`{classname: note, keyname: b, _action: delete}`,          // go: the old state holds
 		`{classname: note, keyname: a, _action: delete}`,          // neither: a's old text is stop
 	} {
@@ -445,7 +447,8 @@ func TestEventConditions(t *testing.T) {
 	for _, e := range events(t, db) {
 		got = append(got, e.Rule+" "+e.Action+" "+e.Keyname)
 	}
-	want := []string{"go update a", "moved update a", "go update a", "moved update a", "go create b", "go delete b"}
+	want := []string{"go update a", "moved update a", "go update a", "shown update a", "moved update a",
+		"go create b", "named create b", "go delete b"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("events\n got %q\nwant %q", got, want)
 	}
