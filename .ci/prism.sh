@@ -124,9 +124,11 @@ fixture='
 - {classname: _schema, keyname: vault, p_read: p_vault_read, code: {dataformat: string}}
 - {classname: host, keyname: web1, name: Web 1}
 - {classname: _pipeline, keyname: touch, content: "- field_append: [\"\", note, X]\n"}
+- {classname: _schedule, keyname: nightly, pipeline: touch, schemas: [host], cron: "0 3 * * *", timezone: Europe/Paris}
 - {classname: _user, keyname: plain, password: plain-pass-1}
 - {classname: _user, keyname: reader, password: reader-pass-1}
 - {classname: _role, keyname: readers, permissions: [p_data_access, p_data_read, p_pipeline_run], users: [reader]}
+- {classname: _apikey, keyname: noread, secret: noread-secret-1, permissions: [p_data_access]}
 - {classname: _apikey, keyname: ro, secret: ro-secret-1, is_readonly: true,
    permissions: [p_data_access, p_data_read, p_pipeline_run, p_api_load, p_api_rawfile, p_api_conf, p_conf_admin]}
 '
@@ -153,7 +155,7 @@ call 200 ok "GET /api/version/" "${A[@]}" "$P/api/version/"
 call 200 ok "GET /api/version/" "${A[@]}" "$P/api/version/?format=yaml"
 call 401 bad "GET /api/version/" "$P/api/version/"
 call 401 bad "GET /api/version/" "${Y[@]}" "$P/api/version/"
-for p in /api/pipelines/ /api/tasks/ /api/schemas/ /api/schemas/host/ /api/instances/host/ /api/instances/host/web1/ /api/conf/; do
+for p in /api/pipelines/ /api/tasks/ /api/schedules/ /api/schemas/ /api/schemas/host/ /api/instances/host/ /api/instances/host/web1/ /api/conf/; do
   t=$p
   case $p in
     /api/schemas/host/) t=/api/schemas/{name}/ ;;
@@ -179,6 +181,8 @@ call 403 ok "GET /api/instances/{schema}/{keyname}/" "${reader[@]}" "$P/api/inst
 call 400 bad "GET /api/tasks/" "${A[@]}" "$P/api/tasks/?status=sleeping"
 call 400 bad "GET /api/tasks/" "${A[@]}" "$P/api/tasks/?limit=0"
 call 403 ok "GET /api/conf/" "${reader[@]}" "$P/api/conf/"
+# Schedules: a key with p_data_access but not the read permission of _schedule.
+call 403 ok "GET /api/schedules/" -H 'Authorization: Bearer noread:noread-secret-1' "$P/api/schedules/"
 
 # Pipelines: a run (202), its task, then the other methods (405 after the permission check).
 call 202 ok "POST /api/pipelines/{pipeline}/" "${A[@]}" -X POST "$P/api/pipelines/touch/?schema=host&dryrun=1"
@@ -391,6 +395,46 @@ call 403 bad "POST /logout" -b "$jar" -X POST "$P/logout"
 call 401 ok "POST /logout" "${origin[@]}" --data-urlencode csrf=none "$P/logout"
 call 303 direct "POST /logout" -b "$jar" "${origin[@]}" --data-urlencode "csrf=$csrf" "$S/logout"
 
+# Events: a webhook rule whose receiver is refused (loopback, WEBHOOK_ALLOW_PRIVATE empty)
+# gives a dead event after its one attempt; a pipeline rule's event is delivered once its
+# task is queued. Then the list and redelivery (409 for the delivered one).
+call 200 ok "POST /api/conf/" "${A[@]}" "${json[@]}" --data-binary '{"WEBHOOK_MAX_ATTEMPTS":"1"}' "$P/api/conf/"
+events='
+- {classname: _schema, keyname: probe, note: {dataformat: string}}
+- {classname: _eventrule, keyname: refused, schemas: [probe], actions: [create], webhook_url: "http://127.0.0.1:9/hook", secret: prism-hook-secret}
+- {classname: _eventrule, keyname: runs, schemas: [probe], actions: [create], pipeline: touch}
+- {classname: probe, keyname: p1}
+'
+call 200 ok "POST /api/load/" "${A[@]}" "${yaml[@]}" --data-binary "$events" "$P/api/load/"
+grep -q '"errors":0' "$work/body" || { echo "events fixture load failed: $(body)"; exit 1; }
+# event_id STATUS RULE: the id of the rule's newest event once it has that status (60 s at most).
+event_id() {
+  local id=""
+  for _ in $(seq 1 120); do
+    id=$(curl -s --max-time 10 "${A[@]}" "$S/api/events/?status=$1&rule=$2&limit=1" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+    [ -n "$id" ] && { echo "$id"; return; }
+    sleep 0.5
+  done
+  echo "no $1 event of rule $2 after 60 s; server log:" >&2; tail -20 "$work/server.log" >&2; return 1
+}
+dead=$(event_id dead refused)
+delivered=$(event_id delivered runs)
+call 200 ok "GET /api/events/" "${A[@]}" "$P/api/events/"
+call 200 ok "GET /api/events/" "${A[@]}" "$P/api/events/?status=dead&rule=refused&limit=5&format=yaml"
+call 200 ok "GET /api/events/" "${A[@]}" "${Y[@]}" "$P/api/events/?status=delivered"
+call 400 bad "GET /api/events/" "${A[@]}" "$P/api/events/?status=lost"
+call 400 bad "GET /api/events/" "${A[@]}" "$P/api/events/?limit=0"
+call 401 bad "GET /api/events/" "$P/api/events/"
+call 403 ok "GET /api/events/" "${plain[@]}" "$P/api/events/"
+call 403 ok "GET /api/events/" "${reader[@]}" "$P/api/events/"
+call 200 ok "POST /api/events/{id}/redeliver/" "${A[@]}" -X POST "$P/api/events/$dead/redeliver/"
+call 409 ok "POST /api/events/{id}/redeliver/" "${A[@]}" -X POST "$P/api/events/$delivered/redeliver/"
+call 409 ok "POST /api/events/{id}/redeliver/" "${A[@]}" -X POST "$P/api/events/$delivered/redeliver/?format=yaml"
+call 404 ok "POST /api/events/{id}/redeliver/" "${A[@]}" -X POST "$P/api/events/nothing/redeliver/"
+call 401 bad "POST /api/events/{id}/redeliver/" -X POST "$P/api/events/$dead/redeliver/"
+call 403 ok "POST /api/events/{id}/redeliver/" "${plain[@]}" -X POST "$P/api/events/$dead/redeliver/"
+call 403 ok "POST /api/events/{id}/redeliver/" "${ro[@]}" -X POST "$P/api/events/$dead/redeliver/"
+
 # The credential throttle last: refused credentials of ever new logins until the address
 # reaches its limit (20 refusals within 15 minutes; the console's wrong sign-in above was
 # one), then every authenticated route answers 429 without checking the credentials.
@@ -403,8 +447,8 @@ done
 [ "$code" = 429 ] || { echo "FAIL: 30 refused credentials and no 429"; exit 1; }
 call 429 ok "GET /api/version/" "${t[@]}" "$P/api/version/"
 call 429 ok "GET /api/version/" "${t[@]}" "$P/api/version/?format=yaml"
-for p in /api/pipelines/ /api/tasks/ /api/schemas/ /api/schemas/host/ /api/instances/host/ /api/instances/host/web1/ /api/conf/ \
-  "/api/tasks/$handle/"; do
+for p in /api/pipelines/ /api/tasks/ /api/schedules/ /api/schemas/ /api/schemas/host/ /api/instances/host/ /api/instances/host/web1/ /api/conf/ \
+  "/api/tasks/$handle/" /api/events/; do
   t2=$p
   case $p in
     /api/schemas/host/) t2=/api/schemas/{name}/ ;;
@@ -423,6 +467,7 @@ done
 call 429 ok "POST /api/pipelines/{pipeline}/" "${t[@]}" -X POST "$P/api/pipelines/touch/?schema=host"
 call 429 ok "GET /api/pipelines/{pipeline}/" "${t[@]}" "$P/api/pipelines/touch/"
 call 429 ok "POST /api/tasks/{handle}/cancel/" "${t[@]}" -X POST "$P/api/tasks/$handle/cancel/"
+call 429 ok "POST /api/events/{id}/redeliver/" "${t[@]}" -X POST "$P/api/events/$dead/redeliver/"
 call 429 ok "POST /api/load/" "${t[@]}" "${yaml[@]}" --data-binary '[]' "$P/api/load/"
 call 429 ok "POST /api/rawfile/" "${t[@]}" "${csv[@]}" --data-binary $'keyname\nx\n' "$P/api/rawfile/?schema=host"
 call 429 ok "POST /api/conf/" "${t[@]}" "${json[@]}" --data-binary '{"GLOBAL_APPNAME":"x"}' "$P/api/conf/"

@@ -26,6 +26,7 @@ var apiEndpoints = []endpoint{
 	{"POST", "/api/rawfile/?schema=&keyfield=&delimiter=&encoding=&pipeline=&dryrun=", "load a raw CSV body (not multipart)"},
 	{"GET", "/api/pipelines/", "pipelines; POST /api/pipelines/NAME/?schema=&dryrun= runs one as a task"},
 	{"GET", "/api/tasks/?status=&limit=", "your tasks; /api/tasks/HANDLE/ one task, POST .../cancel/ cancels it"},
+	{"GET", "/api/events/?status=&rule=&limit=", "event rules' events and dead letters; POST /api/events/ID/redeliver/ delivers a dead one again"},
 	{"GET", "/api/conf/", "configuration entries; POST /api/conf/ changes them"},
 	{"GET", "/healthz", "200 while alive; /readyz 200 once start-up is done"},
 	{"GET", "/api/openapi.json", "OpenAPI 3.1 description of every route; /api/docs/ renders it"},

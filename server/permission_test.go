@@ -28,7 +28,7 @@ func classEntry(cls, key string) map[string]any {
 		m["webhook_url"] = "http://192.0.2.1/hook"
 		m["secret"] = "s3cret-for-signing"
 	case "_schedule":
-		m["pipeline"] = "p"
+		m["pipeline"] = "bulk_delete_disabled"
 		m["schemas"] = []string{"server"}
 		m["cron"] = "@hourly"
 	}

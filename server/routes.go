@@ -55,6 +55,7 @@ func (s *server) routes() http.Handler {
 	r.GET("/api/tasks/", s.api(s.taskList))
 	r.GET("/api/tasks/:handle/", s.api(s.taskDetail))
 	r.POST("/api/tasks/:handle/cancel/", s.api(s.taskCancel))
+	r.GET("/api/schedules/", s.api(s.scheduleList))
 	r.GET("/api/schemas/", s.api(s.schemaList))
 	r.GET("/api/schemas/:name/", s.api(s.schemaDetail))
 	r.GET("/api/instances/:schema/*rest", s.apiWanting(s.instances, wantedInstance))
@@ -63,6 +64,8 @@ func (s *server) routes() http.Handler {
 	}
 	r.POST("/api/load/", s.api(s.load))
 	r.POST("/api/rawfile/", s.api(s.rawfile))
+	r.GET("/api/events/", s.api(s.eventList))
+	r.POST("/api/events/:id/redeliver/", s.api(s.eventRedeliver))
 	r.GET("/api/conf/", s.api(s.confGet))
 	r.POST("/api/conf/", s.api(s.confPost))
 	return r

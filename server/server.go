@@ -40,6 +40,9 @@ type Options struct {
 	// address (the credential throttle, API keys' IP filters, console sessions); empty:
 	// the TCP peer is the client.
 	TrustedProxies clientaddr.Trusted
+	// OnRedeliver, when set, is called after an event was made pending again by
+	// POST /api/events/<id>/redeliver/ (serve wakes its deliverer).
+	OnRedeliver func()
 }
 
 type server struct {
@@ -62,6 +65,8 @@ type server struct {
 	onLoad    func(*store.LoadResult)
 	proxies   clientaddr.Trusted
 	router    *recRouter
+
+	onRedeliver func()
 }
 
 // New returns the API handler.
@@ -80,6 +85,7 @@ func New(o Options) http.Handler {
 	}
 	s := &server{db: o.DB, runner: o.Runner, log: o.Logger, baseURL: o.BaseURL, version: o.Version,
 		date: o.VersionDate, ready: o.Ready, maxBody: o.MaxBody, maxEnt: o.MaxEntries, lastUsed: map[string]time.Time{},
-		accessLog: o.AccessLog, onRequest: o.OnRequest, onLoad: o.OnLoad, proxies: o.TrustedProxies}
+		accessLog: o.AccessLog, onRequest: o.OnRequest, onLoad: o.OnLoad, proxies: o.TrustedProxies,
+		onRedeliver: o.OnRedeliver}
 	return s.observe(s.routes())
 }

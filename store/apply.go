@@ -185,12 +185,15 @@ func (tx *Tx) applyEnabled(ctx context.Context, w Write, opts ApplyOptions) (Out
 // applyCreate inserts w.New.
 func (tx *Tx) applyCreate(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
 	s, next := w.Schema, w.New
+	var verr error
 	if !w.validated {
-		var err error
-		if next, err = tx.validateNew(ctx, s, next); err != nil {
-			return Outcome{}, err
+		var checked *Instance
+		if checked, verr = tx.validateNew(ctx, s, next); verr == nil {
+			*w.New = *checked
 		}
-		*w.New = *next
+	}
+	if err := tx.classChecks(ctx, s, next, verr); err != nil {
+		return Outcome{}, err
 	}
 	if err := model.AuthorizeWrite(opts.Auth, s, model.ActionCreate); err != nil {
 		return Outcome{}, err
@@ -222,11 +225,12 @@ func (tx *Tx) applyCreate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outcome, error) {
 	s, old, next := w.Schema, w.Old, w.New
 	differs := false // the validation saw a value that encodes differently
+	var verr error
 	if !w.validated {
-		var err error
-		if differs, err = tx.prepare(ctx, s, next, old); err != nil {
-			return Outcome{}, err
-		}
+		differs, verr = tx.prepare(ctx, s, next, old)
+	}
+	if err := tx.classChecks(ctx, s, next, verr); err != nil {
+		return Outcome{}, err
 	}
 	renamed := next.Keyname != old.Keyname
 	var data string // the one encoding of the new state; a dry run needs none

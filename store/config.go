@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"dataservice/internal/clip"
+	"dataservice/internal/netguard"
 	"dataservice/store/model"
 )
 
@@ -37,6 +38,9 @@ const (
 	ConfigQueueMaxPerOwner    = "QUEUE_MAX_PER_OWNER"
 	ConfigBackupIntervalHours = "BACKUP_INTERVAL_HOURS"
 	ConfigBackupKeep          = "BACKUP_KEEP"
+	ConfigWebhookAllowPrivate = "WEBHOOK_ALLOW_PRIVATE"
+	ConfigWebhookMaxAttempts  = "WEBHOOK_MAX_ATTEMPTS"
+	ConfigWebhookTimeout      = "WEBHOOK_TIMEOUT_SECONDS"
 )
 
 // ConfigDefs are the configuration entries this code defines; the start-up step
@@ -55,6 +59,9 @@ var ConfigDefs = []ConfigDef{
 	{Keyname: ConfigQueueMaxPerOwner, Default: "100", Description: "most unfinished tasks one submitting credential (user or API key) may have queued or running", Int: true, Min: 1, Max: 1000000},
 	{Keyname: ConfigBackupIntervalHours, Default: "0", Description: "hours between scheduled backups taken by serve (0 = off)", Int: true, Min: 0, Max: 8760},
 	{Keyname: ConfigBackupKeep, Default: "7", Description: "scheduled backups kept; older ones are deleted", Int: true, Min: 1, Max: 1000},
+	{Keyname: ConfigWebhookAllowPrivate, Default: "", Description: "comma-separated hosts, addresses or CIDR ranges webhooks may target although loopback, link-local, multicast or a cloud metadata address (private ranges need no entry)"},
+	{Keyname: ConfigWebhookMaxAttempts, Default: "8", Description: "attempts to deliver an event before it is dead (listed, redeliverable)", Int: true, Min: 1, Max: 100},
+	{Keyname: ConfigWebhookTimeout, Default: "10", Description: "seconds one webhook attempt may take (connect, send, answer)", Int: true, Min: 1, Max: 300},
 }
 
 func configDef(key string) (ConfigDef, bool) {
@@ -83,6 +90,11 @@ func ValidateConfig(key, value string) error {
 		}
 		if n < d.Min || n > d.Max {
 			return model.Errorf(model.EInvalid, "configuration %s: %d is outside %d..%d", key, n, d.Min, d.Max)
+		}
+	}
+	if key == ConfigWebhookAllowPrivate {
+		if _, err := netguard.Parse(value); err != nil {
+			return model.Errorf(model.EInvalid, "configuration %s: %s", key, err.Error())
 		}
 	}
 	if key == ConfigCSVDelimiter {

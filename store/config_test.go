@@ -51,6 +51,9 @@ func TestSyncConfig(t *testing.T) {
 		"QUEUE_MAX_PER_OWNER=100 (default 100)",
 		"REVISION_RETENTION_DAYS=0 (default 0)",
 		"TASK_RETENTION_DAYS=30 (default 30)",
+		"WEBHOOK_ALLOW_PRIVATE= (default )",
+		"WEBHOOK_MAX_ATTEMPTS=8 (default 8)",
+		"WEBHOOK_TIMEOUT_SECONDS=10 (default 10)",
 	}, "\n")
 	if got := configText(t, db); got != want {
 		t.Fatalf("configuration after the first sync:\n%s\nwant:\n%s", got, want)
@@ -201,13 +204,31 @@ func TestConfigKeysAreDefined(t *testing.T) {
 	for _, k := range []string{store.ConfigAppName, store.ConfigCSVDelimiter, store.ConfigDataDefaultSize,
 		store.ConfigDataMaxSize, store.ConfigTaskRetentionDays, store.ConfigQueueMax,
 		store.ConfigSessionIdleMinutes, store.ConfigSessionMaxHours, store.ConfigQueueMaxPerOwner,
-		store.ConfigBackupIntervalHours, store.ConfigBackupKeep, store.ConfigRevisionRetention} {
+		store.ConfigBackupIntervalHours, store.ConfigBackupKeep, store.ConfigRevisionRetention,
+		store.ConfigWebhookAllowPrivate, store.ConfigWebhookMaxAttempts, store.ConfigWebhookTimeout} {
 		if !defined[k] {
 			t.Errorf("configuration key constant %q has no ConfigDefs entry", k)
 		}
 	}
-	if got, want := len(defined), 12; got != want {
+	if got, want := len(defined), 15; got != want {
 		t.Errorf("ConfigDefs: %d entries, want %d (one constant each)", got, want)
+	}
+}
+
+// TestWebhookAllowPrivateIsValidated: the allow list takes hosts, addresses and CIDR
+// ranges; anything else is refused with the item named.
+func TestWebhookAllowPrivateIsValidated(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"", "127.0.0.1", "127.0.0.0/8, ::1, receiver.lab", "169.254.169.254"} {
+		if err := store.ValidateConfig(store.ConfigWebhookAllowPrivate, ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"10.0.0.0/40", "http://127.0.0.1/", "a b"} {
+		err := store.ValidateConfig(store.ConfigWebhookAllowPrivate, bad)
+		if err == nil || !strings.Contains(err.Error(), "WEBHOOK_ALLOW_PRIVATE") {
+			t.Errorf("%q: %v, want a refusal naming the entry", bad, err)
+		}
 	}
 }
 

@@ -37,7 +37,7 @@ func TestOpenRefusesSchemaObjectsTheLayoutDoesNotCreate(t *testing.T) {
 		// not create: every one is unexpected, and a repair that dropped them would
 		// leave an empty database.
 		{"layout version lowered", `PRAGMA user_version = 0`,
-			"the file claims layout 0, tasks 1 but holds tables that later layout versions create (", false},
+			"the file claims layout 0, schedule_runs 1, tasks 1 but holds tables that later layout versions create (", false},
 		{"changed trigger", `DROP TRIGGER instances_count_insert; CREATE TRIGGER instances_count_insert AFTER INSERT ON instances BEGIN
 			INSERT INTO instance_counts(classname, n) VALUES(NEW.classname, 1) ON CONFLICT(classname) DO UPDATE SET n = n + 1;
 			UPDATE instances SET is_enabled = 1 WHERE classname = '_apikey'; END`,

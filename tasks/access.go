@@ -151,10 +151,15 @@ func OwnerID(auth *model.Auth) string {
 // every task; a user sees the tasks it submitted through the API or the console,
 // whichever of its credentials it used; keys without a user all have the owner id
 // "system", so for them the submitting key itself must match (by its id: a key
-// revoked and created again under the same name is another key).
+// revoked and created again under the same name is another key). A schedule's run
+// is seen by the credential it ran as.
 func visibleTo(t *Task, auth *model.Auth) bool {
 	if auth.HasAll() {
 		return true
+	}
+	if t.OwnerType == OwnerSchedule {
+		// A scheduled run acts as the schedule's author: that credential sees it.
+		return t.Submitter == SubmitterOf(auth)
 	}
 	if t.OwnerType != OwnerAPI && t.OwnerType != OwnerConsole {
 		return false

@@ -1,11 +1,13 @@
 package tasks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,8 +135,11 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *mo
 	}
 	_ = json.Unmarshal([]byte(cpText), &cp)
 	if t.Progress.Total == 0 {
-		var total int64
+		total := int64(len(p.Keynames))
 		for _, name := range p.Schemas {
+			if len(p.Keynames) > 0 {
+				break
+			}
 			n, err := r.db.CountInstances(ctx, name)
 			if err != nil {
 				return StatusFailed, "internal error"
@@ -198,7 +203,7 @@ func (r *Runner) runPipeline(ctx context.Context, t *Task, p *params, stored *mo
 // so other writers wait at most about that long.
 func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok bool, err error) {
 	r := x.r
-	rev := store.Revisions{Author: "task:" + x.handle}
+	rev := store.Revisions{Author: "task:" + x.handle, Chain: x.p.Chain}
 	begin := func(ctx context.Context) (*store.Tx, error) { return r.db.BeginAs(ctx, rev) }
 	if x.p.DryRun {
 		begin = r.db.BeginRead
@@ -213,7 +218,7 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 	if err != nil {
 		return false, false, err
 	}
-	batch, err := tx.Instances(ctx, name, cp.After, r.o.BatchSize)
+	batch, err := x.instances(ctx, tx, name, cp.After)
 	if err != nil {
 		return false, false, err
 	}
@@ -265,6 +270,30 @@ func (x *pipelineRun) batch(ctx context.Context, cp *checkpoint) (cancel, ok boo
 		r.o.OnProcessed(done)
 	}
 	return flag == 1, true, nil
+}
+
+// instances is the next batch of schema name after the instance id after: the
+// instances the run names (Params.Keynames) when it names some, in id order, those
+// gone meanwhile left out; else the next BatchSize instances.
+func (x *pipelineRun) instances(ctx context.Context, tx *store.Tx, name string, after int64) ([]*store.Instance, error) {
+	if len(x.p.Keynames) == 0 {
+		return tx.Instances(ctx, name, after, x.r.o.BatchSize)
+	}
+	var out []*store.Instance
+	for _, key := range x.p.Keynames {
+		in, err := tx.Instance(ctx, name, key)
+		if store.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if in.ID > after {
+			out = append(out, in)
+		}
+	}
+	slices.SortFunc(out, func(a, b *store.Instance) int { return cmp.Compare(a.ID, b.ID) })
+	return out[:min(len(out), x.r.o.BatchSize)], nil
 }
 
 // schema returns schema name as tx (which has written nothing yet) sees it. The schema

@@ -103,6 +103,16 @@ type Params struct {
 	Auth      *model.Auth
 	OwnerType string
 	OwnerID   string
+	// Keynames, when not empty, restrict the run to these instances of its one schema
+	// (an event rule's pipeline action runs on the changed instance only).
+	Keynames []string
+	// Chain names the event rules whose pipeline actions led to this run, the
+	// submitting rule last: the run's writes do not fire them again.
+	Chain []string
+	// Handle, when not empty, is the task's handle (a uuid); a new one is made
+	// otherwise. An event's pipeline action uses the event's id, so a repeated
+	// attempt finds the task it queued.
+	Handle string
 }
 
 // params is the stored form of Params (the pipeline content is snapshotted at submission).
@@ -111,6 +121,8 @@ type params struct {
 	Schemas  []string `json:"schemas"`
 	DryRun   bool     `json:"dryrun"`
 	Content  string   `json:"content"`
+	Keynames []string `json:"keynames,omitempty"`
+	Chain    []string `json:"chain,omitempty"`
 }
 
 // Progress is how far a task got.
@@ -232,9 +244,19 @@ func (r *Runner) prepare(ctx context.Context, p Params) (*submission, error) {
 	if err := r.checkRun(ctx, pl, p.Schemas, p.DryRun, p.Auth); err != nil {
 		return nil, err
 	}
-	pj, _ := json.Marshal(params{Pipeline: pl.Keyname, Schemas: p.Schemas, DryRun: p.DryRun, Content: pl.Content})
+	if len(p.Keynames) > 0 && len(p.Schemas) != 1 {
+		return nil, model.Errorf(model.EInvalid, "a run over named instances needs exactly one schema")
+	}
+	handle := p.Handle
+	if handle == "" {
+		handle = uuid.NewString()
+	} else if _, err := uuid.Parse(handle); err != nil {
+		return nil, model.Errorf(model.EInvalid, "task handle %s is not a uuid", clip.Quote(handle))
+	}
+	pj, _ := json.Marshal(params{Pipeline: pl.Keyname, Schemas: p.Schemas, DryRun: p.DryRun, Content: pl.Content,
+		Keynames: p.Keynames, Chain: p.Chain})
 	aj, _ := json.Marshal(p.Auth)
-	return &submission{handle: uuid.NewString(), params: string(pj), auth: string(aj), ownerType: p.OwnerType,
+	return &submission{handle: handle, params: string(pj), auth: string(aj), ownerType: p.OwnerType,
 		ownerID: p.OwnerID, submitter: p.Auth}, nil
 }
 

@@ -279,8 +279,8 @@ func TestCommandsRefuseADatabaseTheStartUpMustChange(t *testing.T) {
 			[]string{"too old", "upgrade through a 4.0.x or 4.1.x release first"}, ""},
 		{"store layout steps pending", pending,
 			[]string{fmt.Sprintf("table layout steps pending (layout versions: store %d of ", version), migrateHint}, ""},
-		{"task queue layout steps pending", []string{"DROP TABLE layout_versions"},
-			[]string{"table layout steps pending (layout versions: tasks 0 of ", migrateHint}, ""},
+		{"task queue layout steps pending", []string{"DROP TABLE layout_versions", "DROP TABLE schedule_runs"},
+			[]string{"table layout steps pending (layout versions: schedule_runs 0 of 1, tasks 0 of ", migrateHint}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -106,7 +106,7 @@ func TestCommandHelp(t *testing.T) {
 func TestGroupHelpAndUsageErrors(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
-	for _, g := range []string{"apikey", "pipeline", "ipam", "task", "user", "permission"} {
+	for _, g := range []string{"apikey", "pipeline", "ipam", "task", "user", "permission", "schedule"} {
 		if code, out, _ := runCLI(t, env, g, "--help"); code != 0 || !strings.Contains(out, "dataservice "+g+" COMMAND") {
 			t.Fatalf("%s --help: exit %d, %q", g, code, out)
 		}

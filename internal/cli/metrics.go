@@ -33,7 +33,11 @@ type metrics struct {
 	startup       prometheus.Gauge
 	startupBlocks *prometheus.GaugeVec
 	backups       *prometheus.CounterVec
-	state         *stateCollector
+	scheduleRuns  *prometheus.CounterVec
+	// The outbox: events recorded by committed writes, and what delivery made of them.
+	eventsRecorded, eventsDelivered, eventsRetried, eventsDead prometheus.Counter
+	deliverySeconds                                            prometheus.Histogram
+	state                                                      *stateCollector
 }
 
 // setRunner gives the task counts their source.
@@ -95,6 +99,34 @@ func newMetrics(db *store.DB, backupDir string, log *slog.Logger) *metrics {
 		Name: "dataservice_scheduled_backups_total",
 		Help: "Scheduled backups attempted, by result (ok, failed).",
 	}, []string{"result"})
+	m.scheduleRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dataservice_schedule_runs_total",
+		Help: "Due runs of schedules, by result: submitted; skipped (the previous run still queued or running, or missed with missed: skip); failed (the submission was refused).",
+	}, []string{"result"})
+	for _, r := range []string{tasks.RunSubmitted, tasks.RunSkipped, tasks.RunFailed} {
+		m.scheduleRuns.WithLabelValues(r)
+	}
+	m.eventsRecorded = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dataservice_events_recorded_total",
+		Help: "Events recorded in the outbox by committed writes that an enabled event rule matched (this process's writes).",
+	})
+	m.eventsDelivered = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dataservice_events_delivered_total",
+		Help: "Events acknowledged by this process: a webhook answered 2xx, or a pipeline action's task was queued.",
+	})
+	m.eventsRetried = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dataservice_events_retried_total",
+		Help: "Failed delivery attempts that will be retried after a back-off.",
+	})
+	m.eventsDead = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dataservice_events_dead_total",
+		Help: "Events that went to the dead letters (last attempt failed, or the rule, its author's permissions or the schema no longer allow delivery).",
+	})
+	m.deliverySeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "dataservice_event_delivery_seconds",
+		Help:    "Time from an event's commit to its acknowledged delivery.",
+		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400},
+	})
 	for _, o := range []string{"created", "updated", "unchanged", "deleted", "enabled", "disabled", "skipped", "errors"} {
 		m.loadEntries.WithLabelValues(o)
 	}
@@ -105,7 +137,8 @@ func newMetrics(db *store.DB, backupDir string, log *slog.Logger) *metrics {
 		m.authFailures.WithLabelValues(k)
 	}
 	m.reg.MustRegister(m.requests, m.duration, m.authFailures, m.processed, m.loadEntries, m.startup,
-		m.startupBlocks, m.backups,
+		m.startupBlocks, m.backups, m.scheduleRuns, m.eventsRecorded, m.eventsDelivered, m.eventsRetried, m.eventsDead,
+		m.deliverySeconds,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.state)
@@ -141,6 +174,27 @@ func (m *metrics) onBackup(_ string, err error) {
 		return
 	}
 	m.backups.WithLabelValues("ok").Inc()
+}
+
+// deliveryOptions are the deliverer's metric hooks (none when metrics are off).
+func (m *metrics) deliveryOptions(o tasks.DeliveryOptions) tasks.DeliveryOptions {
+	if m == nil {
+		return o
+	}
+	o.OnDelivered = func(d time.Duration) {
+		m.eventsDelivered.Inc()
+		m.deliverySeconds.Observe(d.Seconds())
+	}
+	o.OnRetried = m.eventsRetried.Inc
+	o.OnDead = m.eventsDead.Inc
+	return o
+}
+
+// onEventsRecorded is the store's OnEvents hook.
+func (m *metrics) onEventsRecorded(n int) {
+	if m != nil {
+		m.eventsRecorded.Add(float64(n))
+	}
 }
 
 // startedUp records the start-up's duration and the steps that ran.
@@ -194,11 +248,12 @@ var (
 	descDiskFree = prometheus.NewDesc("dataservice_disk_free_bytes",
 		"Free space on the filesystem holding the database (bytes available to unprivileged users); writes fail at 0.", nil, nil)
 	descDiskSize = prometheus.NewDesc("dataservice_disk_size_bytes", "Size of the filesystem holding the database.", nil, nil)
+	descEvents   = prometheus.NewDesc("dataservice_events", "Events in the outbox waiting for delivery (pending) or in the dead letters (dead).", []string{"status"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTasks, descQueue, descDBSize, descWALSize, descLastBackup, descBackupAge,
-		descDiskFree, descDiskSize} {
+		descDiskFree, descDiskSize, descEvents} {
 		ch <- d
 	}
 }
@@ -215,6 +270,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descTasks, prometheus.GaugeValue, float64(n), st)
 		}
 		ch <- prometheus.MustNewConstMetric(descQueue, prometheus.GaugeValue, float64(counts[tasks.StatusQueued]))
+	}
+	if pending, dead, err := c.db.EventCounts(ctx); err != nil {
+		c.log.Warn("metrics: count events", "error", err)
+	} else {
+		ch <- prometheus.MustNewConstMetric(descEvents, prometheus.GaugeValue, float64(pending), "pending")
+		ch <- prometheus.MustNewConstMetric(descEvents, prometheus.GaugeValue, float64(dead), "dead")
 	}
 	size := func(p string) float64 {
 		if st, err := os.Stat(p); err == nil {
@@ -261,6 +322,14 @@ func (m *metrics) processedHook() func(int) {
 		return nil
 	}
 	return m.onProcessed
+}
+
+// scheduleHook is the scheduler's OnRun hook, nil when metrics are off.
+func (m *metrics) scheduleHook() func(string) {
+	if m == nil {
+		return nil
+	}
+	return func(result string) { m.scheduleRuns.WithLabelValues(result).Inc() }
 }
 
 func (m *metrics) backupHook() func(string, error) {

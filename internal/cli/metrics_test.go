@@ -167,6 +167,8 @@ func TestMetricsCountRequestsLoadsPipelinesAndState(t *testing.T) {
 		`dataservice_tasks{status="succeeded"}`:                                                    1,
 		`dataservice_scheduled_backups_total{result="ok"}`:                                         0,
 		`dataservice_scheduled_backups_total{result="failed"}`:                                     0,
+		`dataservice_schedule_runs_total{result="submitted"}`:                                      0,
+		`dataservice_schedule_runs_total{result="skipped"}`:                                        0,
 	} {
 		if _, ok := after[key]; !ok {
 			t.Errorf("%s missing from the scrape", key)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,8 +43,19 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 		return fmt.Errorf("listen %s: %w", s.Listen, err)
 	}
 	// The Migrator goes to the start-up sequence alone: the server, the console and
-	// the task runner get the DB, which cannot migrate.
-	db, mg, err := store.OpenMigrator(ctx, s.DB, store.Options{Logger: log, SecretKeyFile: s.SecretKeyFile})
+	// the task runner get the DB, which cannot migrate. A commit that recorded events
+	// counts them and wakes the deliverer (both made after the open, hence the
+	// pointers).
+	var recorded atomic.Pointer[metrics]
+	var deliverer atomic.Pointer[tasks.Deliverer]
+	onEvents := func(n int) {
+		recorded.Load().onEventsRecorded(n)
+		if d := deliverer.Load(); d != nil && n > 0 {
+			d.Wake()
+		}
+	}
+	db, mg, err := store.OpenMigrator(ctx, s.DB, store.Options{Logger: log, SecretKeyFile: s.SecretKeyFile,
+		OnEvents: onEvents})
 	if err != nil {
 		ln.Close()
 		return err
@@ -68,10 +80,13 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	runner := tasks.New(db, tasks.Options{Logger: log, Workers: s.Workers, Lease: s.TaskLease,
 		OnProcessed: m.processedHook(), AfterBatch: afterBatch})
 	m.setRunner(runner)
+	recorded.Store(m)
+	dl := tasks.NewDeliverer(db, runner, m.deliveryOptions(tasks.DeliveryOptions{Logger: log}))
+	deliverer.Store(dl)
 	srv := &http.Server{
 		Handler: server.New(server.Options{DB: db, Runner: runner, Logger: log, BaseURL: s.BaseURL,
 			Version: s.Version, VersionDate: s.VersionDate, Ready: ready.Load, AccessLog: s.AccessLog,
-			OnRequest: m.requestHook(), OnLoad: m.loadHook(), TrustedProxies: s.TrustedProxies}),
+			OnRequest: m.requestHook(), OnLoad: m.loadHook(), TrustedProxies: s.TrustedProxies, OnRedeliver: dl.Wake}),
 		ReadHeaderTimeout: s.ReadHeaderTimeout,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      5 * time.Minute,
@@ -96,10 +111,25 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	ready.Store(true)
 	runCtx, stopRunner := context.WithCancel(context.WithoutCancel(ctx))
 	go bootstrap.BackupLoop(runCtx, db, s.BackupDir, backupTick, log, m.backupHook())
+	// The task runner, the event deliverer and the scheduler run on every node; the
+	// queue's and the outbox's leases, and the schedules' conditional state updates,
+	// share the work between nodes.
 	runnerDone := make(chan struct{})
+	sched := tasks.NewScheduler(runner, tasks.SchedulerOptions{Logger: log, OnRun: m.scheduleHook()})
 	go func() {
 		defer close(runnerDone)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			dl.Run(runCtx)
+		}()
+		go func() {
+			defer wg.Done()
+			sched.Run(runCtx)
+		}()
 		runner.Run(runCtx)
+		wg.Wait()
 	}()
 	log.Info("ready")
 	consoleURL, signIn := consoleSignIn(ln.Addr(), s)

@@ -23,16 +23,17 @@ var automationClasses = []automationClass{
 }
 
 // automationLinks are the entries of the automation classes auth may read that no
-// `_home` entry or tool already links to (sidebar section "Tools", dashboard section
-// "Automation").
-func (c *Console) automationLinks(ctx context.Context, auth *model.Auth, linked map[string]bool) []homeEntry {
+// `_home` entry already links to (sidebar section "Tools", dashboard section
+// "Automation"); in the sidebar, a tool of the class's title replaces its link (the
+// dashboard shows no tools, so it keeps the class's tile and count).
+func (c *Console) automationLinks(ctx context.Context, auth *model.Auth, linked map[string]bool, inSidebar bool) []homeEntry {
 	if !auth.Has("p_data_access") {
 		return nil
 	}
 	var out []homeEntry
 	for _, a := range automationClasses {
 		u := "/data/private/" + url.PathEscape(a.Class) + "/"
-		if linked[u] || toolTitled(a.Title) {
+		if linked[u] || inSidebar && toolTitled(a.Title) {
 			continue
 		}
 		sch, err := c.db.Schema(ctx, a.Class)

@@ -129,8 +129,11 @@ func TestEventRulePagesNeedPermission(t *testing.T) {
 	b := e.browser()
 	b.signIn("sched", "sched-pass-1")
 	p := b.get("/")
-	want(t, p, http.StatusOK, `href="/data/private/_schedule/"`)
+	// The dashboard's Automation tile opens the class; the sidebar's Schedules, the
+	// schedules tool (its page links the class).
+	want(t, p, http.StatusOK, `href="/data/private/schedule/"`, `href="/data/private/_schedule/"`)
 	lacks(t, p, `href="/data/private/_eventrule/"`)
+	want(t, b.get("/data/private/schedule/"), http.StatusOK, `href="/data/private/_schedule/?do=new"`)
 	p = b.get("/data/private/_schedule/?do=new")
 	want(t, p, http.StatusOK, `<select id="f_missed" name="f_missed">`, "<option selected>run_once</option><option>skip</option>", "@every 2h", `id="f_author"`)
 	lacks(t, p, `name="f_author"`)

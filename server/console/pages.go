@@ -83,7 +83,7 @@ func (c *Console) sidebar(ctx context.Context, auth *model.Auth) []navSection {
 		linked[e.URL] = true
 	}
 	list = append(list, toolLinks(auth, linked)...)
-	list = append(list, c.automationLinks(ctx, auth, linked)...)
+	list = append(list, c.automationLinks(ctx, auth, linked, true)...)
 	return group(list, func(e homeEntry) string { return e.Sidebar })
 }
 
@@ -105,7 +105,7 @@ func (c *Console) dashboard(w http.ResponseWriter, r *http.Request, q *req) {
 	for _, e := range list {
 		linked[e.URL] = true
 	}
-	list = append(list, c.automationLinks(ctx, q.auth, linked)...)
+	list = append(list, c.automationLinks(ctx, q.auth, linked, false)...)
 	for i := range list {
 		list[i].Count = c.tileCount(ctx, q.auth, list[i].URL)
 	}

@@ -59,6 +59,9 @@ func init() {
 				{Path: ":handle/progress", Methods: get, Serve: (*Console).taskProgress},
 				{Path: ":handle/cancel", Methods: post, Serve: (*Console).taskCancel},
 			}},
+		{Name: "schedule", Title: "Schedules", Icon: "fa-clock-o", Allowed: mayReadSchedules, Needs: "p_data_read", Routes: []route[pageFunc]{
+			{Path: "", Methods: get, Serve: (*Console).scheduleList},
+		}},
 		{Name: eventToolName, Title: "Events", Icon: "fa-bolt", Allowed: func(a *model.Auth) bool { return a.Has("p_event_admin") }, Needs: "p_event_admin",
 			Routes: []route[pageFunc]{
 				{Path: "", Methods: get, Serve: (*Console).eventList},
