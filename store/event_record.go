@@ -253,8 +253,7 @@ func (tx *Tx) recordEvents(ctx context.Context, s *model.Schema, action model.Ac
 			if err != nil {
 				return fmt.Errorf("record event: %w", err)
 			}
-			if _, err := tx.exec(ctx, `INSERT INTO events(id, seq, rule, kind, classname, keyname, action, body, chain, next_at, created_at)
-				VALUES(?, (SELECT coalesce(max(seq), 0) + 1 FROM events), ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			if _, err := tx.exec(ctx, insertEvent(tx.db.dia),
 				body.ID, r.keyname, kind, s.Keyname, state.Keyname, string(action), string(text), string(ruleChain),
 				tx.db.Now().UnixMilli(), body.Time); err != nil {
 				return fmt.Errorf("record event: %w", err)
@@ -263,6 +262,16 @@ func (tx *Tx) recordEvents(ctx context.Context, s *model.Schema, action model.Ac
 		}
 	}
 	return nil
+}
+
+// insertEvent is the statement recording an event. Its seq is above every event's
+// and above the highest a purge deleted (RegEventsSeq): every write transaction holds
+// the writer lock, so no other takes the same.
+func insertEvent(d *dialect) string {
+	return `INSERT INTO events(id, seq, rule, kind, classname, keyname, action, body, chain, next_at, created_at)
+		VALUES(?, (SELECT ` + d.greatest("coalesce((SELECT max(seq) FROM events), 0)",
+		"coalesce((SELECT CAST(value AS BIGINT) FROM registry WHERE key = '"+RegEventsSeq+"'), 0)") +
+		` + 1), ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 }
 
 // conditionState is what a condition reads of in (nil: no state): its fields, and

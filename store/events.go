@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -353,13 +354,22 @@ func (db *DB) EventCounts(ctx context.Context) (pending, dead int, err error) {
 }
 
 // PurgeEvents deletes delivered events finished before t. Pending and dead events
-// stay, and so does the newest event: the next event's seq is the newest's + 1, so
-// keeping it keeps seq growing (never given twice) whatever is purged.
+// stay. The highest seq given out is kept in the registry first (RegEventsSeq), so
+// seq keeps growing, never given twice, whatever is purged.
 func (db *DB) PurgeEvents(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.execContext(ctx, `DELETE FROM events WHERE status = 'delivered' AND finished_at < ?
-			AND seq < (SELECT max(seq) FROM events)`, before.UTC().Format(time.RFC3339))
+		var high sql.NullInt64
+		if err := tx.queryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&high); err != nil {
+			return fmt.Errorf("purge events: %w", err)
+		}
+		if high.Valid {
+			if err := tx.SetRegistry(ctx, RegEventsSeq, strconv.FormatInt(high.Int64, 10)); err != nil {
+				return fmt.Errorf("purge events: %w", err)
+			}
+		}
+		res, err := tx.execContext(ctx, "DELETE FROM events WHERE status = 'delivered' AND finished_at < ?",
+			before.UTC().Format(time.RFC3339))
 		if err != nil {
 			return fmt.Errorf("purge events: %w", err)
 		}

@@ -61,7 +61,7 @@ func CodeClasses() []string { return []string{"_eventrule", "_schedule"} }
 // fired, recorded in the write's own transaction and claimed by the delivery workers
 // like queue work. id is the event's stable id (a UUID); seq its commit order (every
 // write transaction holds the writer lock, so the recording statement's max + 1 is
-// new, and a purge never deletes the newest row, so it is never given twice). Times used by the claim (next_at, lease_until) are Unix
+// new; a purge keeps the highest seq it saw in the registry, so none is given twice). Times used by the claim (next_at, lease_until) are Unix
 // milliseconds; the others RFC 3339 text. events_head finds the oldest pending event
 // of one instance and rule (the claim takes only that one); events_list serves the
 // lists by status and by rule, newest first.
