@@ -204,9 +204,9 @@ type eventChange struct {
 	New any `json:"new"`
 }
 
-// recordEvents records one event per kind of every rule among rules that fires on
-// the change: it watches the action, is not in the transaction's chain, and its
-// condition holds.
+// recordEvents records one event per kind (webhook, pipeline) of every rule among
+// watchers that fires on the change: it watches the action, is not in the
+// transaction's chain (which is shorter than MaxEventDepth), and its condition holds.
 func (tx *Tx) recordEvents(ctx context.Context, s *model.Schema, action model.Action, old, next *Instance, watchers []*eventRule, rev *int64) error {
 	state := next
 	if state == nil {
@@ -289,9 +289,9 @@ func conditionState(in *Instance) map[string]any {
 }
 
 // eventChanges are the fields whose values differ between old and next (either nil),
-// displayname and is_enabled as if fields (and keyname when renamed), never a secret-dataformat field.
-// Only the schema's fields count: a value stored under a field since removed is not
-// the schema's any more.
+// displayname and is_enabled as if fields (and keyname when renamed), never a field
+// of dataformat secret. Only the schema's fields count: a value stored under a field
+// since removed is not the schema's any more.
 func eventChanges(s *model.Schema, old, next *Instance) map[string]eventChange {
 	changes := map[string]eventChange{}
 	pick := func(in *Instance, f func(*Instance) any) any {
