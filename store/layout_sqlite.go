@@ -297,7 +297,9 @@ CREATE INDEX throttle_last ON throttle(kind, last);
 	eventClassesLayout,
 	// 14: the events outbox (layout_events.go).
 	eventsLayout,
-	// 15: the search index catches up in the background (searchcatchup.go) instead of
+	// 15: the indexes of the events claim (layout_events.go).
+	eventsClaimLayout,
+	// 16: the search index catches up in the background (searchcatchup.go) instead of
 	// in every write transaction, so the list of rows to index records when each row was
 	// listed (Unix milliseconds; the first listing wins while the row waits): the age
 	// of the oldest is how far the index lags behind the data. Rows listed before this
