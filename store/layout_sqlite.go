@@ -225,7 +225,8 @@ CREATE INDEX IF NOT EXISTS revisions_class ON revisions(classname, id);
 	// statements open one (their triggers), which made each instance write a segment
 	// of its own. Instead the triggers note the ids written in instances_search_dirty,
 	// and every store write transaction re-indexes those rows in one pass just before
-	// it commits (reindexDirty). A search treats a non-empty dirty list (rows written
+	// it commits (reindexDirty; since layout 16 a background catch-up indexes them
+	// instead, searchcatchup.go). A search treats a non-empty dirty list (rows written
 	// by SQL outside the store) by reading rows as before, so results never depend on
 	// it. automerge 8 (instead of FTS5's 4) merges the index's segments a level at
 	// a time in fewer, larger steps: less merging work for each write, at most a few

@@ -34,6 +34,15 @@ const catchUpBatchRows = 2000
 // transaction that passes the turnstile and holds the writer as any write does. n is
 // how many it indexed (0: the list was empty).
 func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
+	// Read first: an empty list (the idle catch-up's usual case) takes no writer, so
+	// it never makes another process's write wait.
+	var listed int64
+	if err := db.reader().queryRowContext(ctx, db.dia.searchBacklog, 1).Scan(&listed); err != nil {
+		return 0, err
+	}
+	if listed == 0 {
+		return 0, nil
+	}
 	raw, done, err := db.beginWriter(ctx)
 	if err != nil {
 		return 0, err
