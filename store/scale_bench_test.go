@@ -99,13 +99,15 @@ func BenchmarkLoadScale(b *testing.B) {
 			if res.Created != n || res.Errors != 0 {
 				b.Fatalf("load: %s %s", counts(res), messages(res))
 			}
-			t0 := time.Now()
-			rows, err := db.CatchUpSearch(ctx)
-			if err != nil {
-				b.Fatal(err)
+			if !strings.HasSuffix(b.Name(), "/product-without-index") {
+				t0 := time.Now()
+				rows, err := db.CatchUpSearch(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				catchUp += time.Since(t0)
+				caught += rows
 			}
-			catchUp += time.Since(t0)
-			caught += rows
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "instances/s")
