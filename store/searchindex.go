@@ -25,14 +25,19 @@ import (
 // about what a scan of a large schema does (half a second), and more would cost more.
 const SearchBacklogLimit = 100_000
 
-// catchUpBatchRows is how many listed rows one catch-up transaction indexes: a few
-// tens of milliseconds of the writer, long enough for FTS5 to write few, large
-// segments, short enough that a request's write waits for one batch at most.
-const catchUpBatchRows = 2000
+// catchUpBatchRows is how many listed rows one catch-up transaction indexes at most,
+// in chunks of catchUpChunkRows, and for at most maxBatchTime (as a load's batch): long
+// enough for FTS5 to write few, large segments, short enough that a request's write
+// waits for one batch at most, however large the rows.
+const (
+	catchUpBatchRows = 2000
+	catchUpChunkRows = 500
+)
 
 // indexBatch indexes up to rows listed rows, lowest ids first, in one write
-// transaction that passes the turnstile and holds the writer as any write does. n is
-// how many it indexed (0: the list was empty).
+// transaction that passes the turnstile and holds the writer as any write does, for
+// at most maxBatchTime (whole chunks). n is how many it indexed (0: the list was
+// empty).
 func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
 	// Read first: an empty list (the idle catch-up's usual case) takes no writer, so
 	// it never makes another process's write wait.
@@ -50,28 +55,36 @@ func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
 	defer done()
 	defer raw.Rollback()
 	tx := conn{raw, db.dia}
-	var last sql.NullInt64
-	if err := tx.queryRowContext(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM instances_search_dirty
-		ORDER BY id LIMIT ?)`, rows).Scan(&last, &n); err != nil {
-		return 0, err
-	}
-	if !last.Valid {
-		return 0, nil
-	}
-	// Not interruptible from here: a canceled catch-up must not stop FTS5 midway
-	// through writing its segments (the rollback would undo them anyway, but the
+	// Not interruptible once the writer is held: a canceled catch-up must not stop
+	// FTS5 midway through writing its segments (the rollback would undo them, and the
 	// batch's work would be lost for nothing).
 	wctx := context.WithoutCancel(ctx)
-	for i, q := range db.dia.reindexUpTo {
-		args := []any{last.Int64}
-		if i == len(db.dia.reindexUpTo)-1 {
-			args = nil // the flush, last
-		}
-		if _, err := tx.execContext(wctx, q, args...); err != nil {
+	index, flush := db.dia.reindexUpTo[:len(db.dia.reindexUpTo)-1], db.dia.reindexUpTo[len(db.dia.reindexUpTo)-1]
+	began := time.Now()
+	for n < rows && (n == 0 || time.Since(began) < maxBatchTime) {
+		var last sql.NullInt64
+		var k int
+		if err := tx.queryRowContext(wctx, `SELECT max(id), count(*) FROM (SELECT id FROM instances_search_dirty
+			ORDER BY id LIMIT ?)`, min(catchUpChunkRows, rows-n)).Scan(&last, &k); err != nil {
 			return 0, err
 		}
+		if !last.Valid {
+			break
+		}
+		for _, q := range index {
+			if _, err := tx.execContext(wctx, q, last.Int64); err != nil {
+				return 0, err
+			}
+		}
+		db.HoldForTest(k)
+		n += k
 	}
-	db.HoldForTest(n)
+	if n == 0 {
+		return 0, nil
+	}
+	if _, err := tx.execContext(wctx, flush); err != nil {
+		return 0, err
+	}
 	if err := raw.Commit(); err != nil {
 		return 0, db.NoSpace(err)
 	}
