@@ -63,7 +63,7 @@ var sqliteDialect = &dialect{
 
 	searchBacklog:     SearchBacklogCheck,
 	searchLag:         "SELECT count(*), coalesce(min(listed_at), 0) FROM instances_search_dirty",
-	reindexUpTo:       SearchCatchUp,
+	reindexUpTo:       sqliteCatchUp,
 	searchFrom:        "instances_search CROSS JOIN instances i",
 	searchWhere:       "instances_search MATCH ? AND i.id = instances_search.rowid AND i.classname = ?",
 	searchID:          "instances_search.rowid",

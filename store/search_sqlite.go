@@ -14,10 +14,10 @@ import (
 // that benchmark floors run the same SQL.
 const SearchBacklogCheck = `SELECT count(*) FROM (SELECT 1 FROM instances_search_dirty LIMIT ?)`
 
-// SearchCatchUp are the statements of a catch-up batch (searchindex.go): they index
+// sqliteCatchUp are the statements of a catch-up batch (searchindex.go): they index
 // the listed rows with ids up to `?` and take them off the list; the last (no
-// argument) flushes the index. Exported so that benchmark floors run the same SQL.
-var SearchCatchUp = sqliteReindex("d.id <= ?")
+// argument) flushes the index.
+var sqliteCatchUp = sqliteReindex("d.id <= ?")
 
 // sqliteReindex are the re-indexing statements over the listed rows that satisfy
 // cond (a condition on d.id; "" for all of them).
