@@ -372,6 +372,23 @@ func (db *DB) Event(ctx context.Context, id string) (*Event, error) {
 	return e, nil
 }
 
+// EventKeynameShown returns the one rule of every list of events (the API, the
+// console) for whether auth sees an event's keyname: only when it may read the
+// event's schema (a schema since deleted: never), as it would see the instance
+// itself. The answer per schema is kept for the returned function's life (one list).
+func (db *DB) EventKeynameShown(ctx context.Context, auth *model.Auth) func(ev *Event) bool {
+	readable := map[string]bool{}
+	return func(ev *Event) bool {
+		ok, seen := readable[ev.Classname]
+		if !seen {
+			s, err := db.Schema(ctx, ev.Classname)
+			ok = err == nil && model.CanRead(auth, s)
+			readable[ev.Classname] = ok
+		}
+		return ok
+	}
+}
+
 // EventCounts counts pending and dead events (dashboard, metrics).
 func (db *DB) EventCounts(ctx context.Context) (pending, dead int, err error) {
 	rows, err := db.reader().queryContext(ctx, `SELECT status, count(*) FROM events
