@@ -431,3 +431,52 @@ func TestEncryptedSecretWithAnotherKey(t *testing.T) {
 		t.Fatalf("a short key given: %v", err)
 	}
 }
+
+// TestSealedSecretOfAnotherInstanceRefused: a sealed secret is kept as is only when
+// it is the value the instance's own field holds (a load that gives it again changes
+// nothing); the sealed text of another rule's secret (from a backup or a copy of the
+// database, which holds it) is refused, so no rule signs with a secret its writer
+// never knew.
+func TestSealedSecretOfAnotherInstanceRefused(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	mustLoad(t, db, `
+- {classname: _eventrule, keyname: alice, schemas: [server], webhook_url: "https://alice.example/", secret: alice-only-secret}
+- {classname: _eventrule, keyname: bob, schemas: [server], webhook_url: "https://bob.example/", secret: bob-secret}
+`, store.LoadOptions{})
+	ctx := context.Background()
+	sealed := func(key string) string {
+		v, _ := instance(t, db, "_eventrule", key).Data["secret"].(string)
+		if !strings.HasPrefix(v, model.SealedPrefix) {
+			t.Fatalf("%s's secret stored as %q", key, v)
+		}
+		return v
+	}
+	alice, bob := sealed("alice"), sealed("bob")
+	const refused = "field secret: the sealed value given (enc:v1:...) cannot be used: a field keeps only its own sealed value as is"
+	for _, doc := range []string{
+		`- {classname: _eventrule, keyname: mallory, schemas: [server], webhook_url: "https://mallory.example/", secret: "` + alice + `"}`,
+		`- {classname: _eventrule, keyname: bob, secret: "` + alice + `"}`,
+	} {
+		r := load(t, db, doc, store.LoadOptions{})
+		if r.Errors != 1 || !strings.Contains(messages(r), refused) || strings.Contains(messages(r), alice[len(model.SealedPrefix):]) {
+			t.Fatalf("%s: %s, want refused", doc, messages(r))
+		}
+	}
+	if _, err := db.Instance(ctx, "_eventrule", "mallory"); !store.IsNotFound(err) {
+		t.Fatalf("mallory's rule: %v, want none", err)
+	}
+	if sealed("bob") != bob {
+		t.Fatal("bob's secret changed")
+	}
+	// Its own sealed value again: nothing changes.
+	r := load(t, db, `- {classname: _eventrule, keyname: alice, secret: "`+alice+`"}`, store.LoadOptions{})
+	if r.Errors != 0 || r.Unchanged != 1 || sealed("alice") != alice {
+		t.Fatalf("alice's own sealed value: %s %s", counts(r), messages(r))
+	}
+	tg, err := db.EventRuleTarget(ctx, "bob")
+	if err != nil || string(tg.Secret) != "bob-secret" {
+		t.Fatalf("bob's target: %v", err)
+	}
+}

@@ -243,7 +243,8 @@ func (db *DB) OpenSecret(sealed string) ([]byte, error) {
 // sealSecrets seals, in next, every encrypted secret's value that is new plain text
 // (a value kept from old stays as stored): the one place a plain secret becomes its
 // stored form, on the apply path every write goes through. A value given already
-// sealed (copied from a database with the same key) must open with the key. A dry run
+// sealed is refused unless it is the one this instance's field holds (a no-op): any
+// other is another instance's, and no caller may borrow its secret. A dry run
 // checks that there is a key but creates no key file: it seals with a key of its own
 // when the file is still to be made (what it writes is discarded).
 func (tx *Tx) sealSecrets(s *model.Schema, old, next *Instance, dryRun bool) (sealed bool, err error) {
@@ -261,23 +262,27 @@ func (tx *Tx) sealSecrets(s *model.Schema, old, next *Instance, dryRun bool) (se
 				continue
 			}
 		}
-		dry := dryRun || tx.dry != nil
-		key, err := tx.db.keys.get(!dry)
-		if dry && errors.Is(err, errKeyMissing) {
-			key, err = make([]byte, secretKeyLen), nil
-			rand.Read(key)
-		}
-		if err == nil && strings.HasPrefix(v, model.SealedPrefix) {
-			if _, oerr := openWith(key, v); oerr != nil {
-				err = model.Errorf(model.EInvalid, "the sealed value given (%s...) cannot be used: %v", model.SealedPrefix, oerr)
+		var err error
+		if strings.HasPrefix(v, model.SealedPrefix) {
+			// Not the value this field holds (kept above): secrets are never shown, so
+			// a sealed text given is another instance's (from a backup, a copy), which
+			// would make this one sign with a secret its writer never knew.
+			err = model.Errorf(model.EInvalid, "the sealed value given (%s...) cannot be used: a field keeps only its own "+
+				"sealed value as is; give the secret itself (a value starting with %s is taken as sealed)",
+				model.SealedPrefix, model.SealedPrefix)
+		} else {
+			dry := dryRun || tx.dry != nil
+			var key []byte
+			key, err = tx.db.keys.get(!dry)
+			if dry && errors.Is(err, errKeyMissing) {
+				key, err = make([]byte, secretKeyLen), nil
+				rand.Read(key)
 			}
 			if err == nil {
-				continue
-			}
-		} else if err == nil {
-			var text string
-			if text, err = sealWith(key, v); err == nil {
-				next.Data[f.Keyname], sealed = text, true
+				var text string
+				if text, err = sealWith(key, v); err == nil {
+					next.Data[f.Keyname], sealed = text, true
+				}
 			}
 		}
 		if err != nil {
