@@ -3,9 +3,11 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"dataservice/internal/testkit"
@@ -335,6 +337,45 @@ func TestSecretKeyRefusals(t *testing.T) {
 			t.Fatal("CheckSecretKeyFile accepted a short key")
 		}
 	})
+	t.Run("a symbolic link", func(t *testing.T) {
+		// To a good key file: whoever may change the link could swap the key.
+		link := filepath.Join(dir, "link.key")
+		if err := os.Symlink(keyFile("target.key", hex64, 0o600), link); err != nil {
+			t.Fatal(err)
+		}
+		err := write(t, store.Options{SecretKeyFile: link})
+		if err == nil || !strings.Contains(err.Error(), "is a symbolic link: name the file itself") ||
+			!strings.Contains(err.Error(), store.SecretKeySetting) {
+			t.Fatalf("a key file that is a link: %v", err)
+		}
+		if err := store.CheckSecretKeyFile(link); err == nil {
+			t.Fatal("CheckSecretKeyFile accepted a link")
+		}
+	})
+	t.Run("not a regular file", func(t *testing.T) {
+		// A FIFO: refused at once, without waiting for a writer.
+		fifo := filepath.Join(dir, "fifo.key")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.CheckSecretKeyFile(fifo); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+			t.Fatalf("a FIFO: %v", err)
+		}
+	})
+	t.Run("owned by another user", func(t *testing.T) {
+		p := keyFile("theirs.key", hex64, 0o600)
+		other := os.Geteuid() + 4242
+		if err := os.Chown(p, other, -1); err != nil {
+			// Only root may give a file away: as another user no such file can be made.
+			t.Skipf("cannot make a file another user owns (not root): %v", err)
+		}
+		err := write(t, store.Options{SecretKeyFile: p})
+		want := fmt.Sprintf("is owned by uid %d, not by the service's user (uid %d) or root", other, os.Geteuid())
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("a key file of another user: %v, want %q", err, want)
+		}
+	})
+	// Last: it creates the instance the others must leave absent.
 	t.Run("a good key file", func(t *testing.T) {
 		if err := write(t, store.Options{SecretKeyFile: keyFile("good.key", hex64+"\n", 0o600)}); err != nil {
 			t.Fatal(err)

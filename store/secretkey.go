@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"dataservice/store/model"
 )
@@ -102,13 +103,20 @@ func (k *secretKeys) get(create bool) ([]byte, error) {
 // write that needs it (a dry run or a read does not create it).
 var errKeyMissing = errors.New("the key file does not exist yet")
 
-// readKeyFile reads a key file: a regular file that neither group nor others may
-// read or write, holding 64 hex digits (a final newline allowed).
+// readKeyFile reads a key file: a regular file, not a symbolic link (a link lets
+// whoever may change it, or its directory, swap the key), owned by the service's
+// effective user or root, that neither group nor others may read or write, holding
+// 64 hex digits (a final newline allowed).
 func readKeyFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a FIFO put there must not wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			return nil, err
+		case errors.Is(err, syscall.ELOOP):
+			return nil, model.Errorf(model.EInvalid, "encrypted secrets need a key: the key file %s (%s) is a symbolic "+
+				"link: name the file itself", path, SecretKeySetting)
 		}
 		return nil, model.Errorf(model.EInvalid, "encrypted secrets need a key: the key file %s (%s) cannot be read: %v",
 			path, SecretKeySetting, errors.Unwrap(err))
@@ -121,6 +129,13 @@ func readKeyFile(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, model.Errorf(model.EInvalid, "encrypted secrets need a key: the key file %s (%s) is not a regular file",
 			path, SecretKeySetting)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		if euid := os.Geteuid(); int(sys.Uid) != euid && sys.Uid != 0 {
+			return nil, model.Errorf(model.EInvalid, "encrypted secrets need a key: the key file %s (%s) is owned by "+
+				"uid %d, not by the service's user (uid %d) or root (chown %d %s)", path, SecretKeySetting, sys.Uid, euid,
+				euid, path)
+		}
 	}
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
 		return nil, model.Errorf(model.EInvalid, "encrypted secrets need a key: the key file %s (%s) has mode %04o: "+
