@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,4 +133,59 @@ func TestSearchExactWhileIndexLags(t *testing.T) {
 		testkit.CheckSearchIndexCaughtUp(t, db.Path(), "after the catch-up")
 	}
 	compareSearchNow(t, db, r, stored, "caught up", 40)
+}
+
+// Above the backlog limit a search reads every row of its schema, exactly as below it,
+// and the store logs it once per episode: once when it starts, once when the index is
+// usable again, and once more at the next episode.
+func TestSearchFallsBackAboveBacklogLimit(t *testing.T) {
+	testkit.SQLiteOnly(t, "the backlog is SQLite's: PostgreSQL's engine maintains its index in every write")
+	t.Parallel()
+	ctx := context.Background()
+	path := store.AddressOf(newTestDB(t))
+	logs := &testkit.Buffer{}
+	db := testkit.Open(t, path, testkit.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	mustLoad(t, db, "- {classname: _schema, keyname: note, text: {dataformat: string}}\n", store.LoadOptions{System: true})
+	if _, err := db.CatchUpSearch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store.SetSearchBacklogLimit(db, 5)
+	note, err := db.Schema(ctx, "note")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(from int) {
+		t.Helper()
+		var doc strings.Builder
+		for i := from; i < from+8; i++ {
+			fmt.Fprintf(&doc, "- {classname: note, keyname: n%d, text: needle-%d}\n", i, i)
+		}
+		mustLoad(t, db, doc.String(), store.LoadOptions{System: true})
+	}
+	find := func(want int) {
+		t.Helper()
+		if ids, res := listIDs(t, db, note, store.ListQuery{Search: "needle", Limit: 100}); len(ids) != want || res.Count != want {
+			t.Fatalf("search finds %d (count %d), want %d", len(ids), res.Count, want)
+		}
+	}
+	const fell, again = "the search index lags too far behind", "search uses the search index again"
+	write(0) // 8 listed: above 5
+	find(8)
+	find(8)
+	if n := strings.Count(logs.String(), fell); n != 1 || !strings.Contains(logs.String(), "rows_behind=") {
+		t.Fatalf("%d fallback warnings after two searches, want 1:\n%s", n, logs.String())
+	}
+	if _, err := db.CatchUpSearch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	find(8)
+	find(8)
+	if n := strings.Count(logs.String(), again); n != 1 {
+		t.Fatalf("%d notes of the index used again, want 1:\n%s", n, logs.String())
+	}
+	write(8)
+	find(16)
+	if n := strings.Count(logs.String(), fell); n != 2 {
+		t.Fatalf("%d fallback warnings after the second episode, want 2:\n%s", n, logs.String())
+	}
 }
