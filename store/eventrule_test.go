@@ -457,3 +457,53 @@ func TestEncryptedSecretWithAnotherKey(t *testing.T) {
 		t.Fatalf("a short key given: %v", err)
 	}
 }
+
+// TestEventRuleNewURLNeedsNewSecret: an update that sends a rule's webhook to another
+// address must give a new secret (else another event admin could collect signatures
+// made with the owner's secret): refused naming both fields, nothing changed; with a
+// new secret it is written; other changes keep the stored secret.
+func TestEventRuleNewURLNeedsNewSecret(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://r.example/h", secret: first-secret}`, store.LoadOptions{})
+	sealed := instance(t, db, "_eventrule", "hook").Data["secret"]
+	r := load(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://evil.example/h"}`, store.LoadOptions{})
+	if want := "secret: changing webhook_url needs a new secret"; r.Errors != 1 || !strings.Contains(messages(r), want) {
+		t.Fatalf("a new URL without a secret: %s, want %q", messages(r), want)
+	}
+	if in := instance(t, db, "_eventrule", "hook"); in.Data["webhook_url"] != "https://r.example/h" || in.Data["secret"] != sealed {
+		t.Fatalf("after a refused update: %v", in.Data["webhook_url"])
+	}
+	// The stored sealed text given back is not a new secret either.
+	r = load(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://evil.example/h", secret: "`+sealed.(string)+`"}`, store.LoadOptions{})
+	if r.Errors != 1 || !strings.Contains(messages(r), "changing webhook_url needs a new secret") {
+		t.Fatalf("a new URL with the stored sealed secret: %s", messages(r))
+	}
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], description: d, webhook_url: "https://r.example/h"}`, store.LoadOptions{})
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://new.example/h", secret: second-secret}`, store.LoadOptions{})
+	target, err := db.EventRuleTarget(t.Context(), "hook")
+	if err != nil || target.URL != "https://new.example/h" || string(target.Secret) != "second-secret" {
+		t.Fatalf("after the update with a new secret: %v %v", target, err)
+	}
+}
+
+// TestAuthorIDIsTheWriters: Apply records the writer's name and instance id on an
+// authored class, whatever the entry says; the system's id is 0.
+func TestAuthorIDIsTheWriters(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	a := userAuth("p_event_admin", "p_data_read")
+	a.UserID = 4242
+	mustLoad(t, db, `- {classname: _eventrule, keyname: r1, schemas: [server], webhook_url: "https://r.example/h", secret: s, author: system, author_id: 1}`,
+		store.LoadOptions{Auth: a})
+	target, err := db.EventRuleTarget(t.Context(), "r1")
+	if err != nil || target.Author != "user:tester" || target.AuthorID != 4242 {
+		t.Fatalf("author %q id %d (%v), want user:tester 4242", target.Author, target.AuthorID, err)
+	}
+	mustLoad(t, db, `- {classname: _eventrule, keyname: r1, _action: disable}`, store.LoadOptions{})
+	if target, err = db.EventRuleTarget(t.Context(), "r1"); err != nil || target.Author != "system" || target.AuthorID != 0 {
+		t.Fatalf("after the system's disable: author %q id %d (%v), want system 0", target.Author, target.AuthorID, err)
+	}
+}

@@ -3,6 +3,7 @@ package tasks_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -214,4 +215,42 @@ func TestEnablingArmsAsTheEnabler(t *testing.T) {
 	if data := instanceRows(t, db, "host")["a"].Data; strings.Contains(data, "marked") {
 		t.Fatalf("host a = %s: the rule ran with its former author's permissions", data)
 	}
+}
+
+// TestDeliveryRecheckOfAWatchedBuiltinClass: delivery re-checks what validation
+// demanded of the rule's writer: watching a built-in class needs its write permission,
+// so an author who keeps the read permission of _user but loses p_user_import gets the
+// event dead, never sent.
+func TestDeliveryRecheckOfAWatchedBuiltinClass(t *testing.T) {
+	t.Parallel()
+	db := newEventDB(t, 8)
+	rc := newReceiver(t, always(http.StatusOK))
+	mustLoad(t, db, `
+- {classname: _user, keyname: gil, password: gil-pass-1}
+- {classname: _role, keyname: watchers, permissions: [p_event_admin, p_user_import, p_data_access, p_data_read], users: [gil]}
+`)
+	testkit.MustLoad(t, db, "- {classname: _eventrule, keyname: users, schemas: [_user], webhook_url: \""+rc.URL+"\", secret: k}\n",
+		store.LoadOptions{Auth: userAuthOf(t, db, "gil")})
+	mustLoad(t, db, "- {classname: _role, keyname: watchers, permissions: [p_event_admin, p_data_access, p_data_read], users: [gil]}\n")
+	if !model.CanRead(userAuthOf(t, db, "gil"), schemaOf(t, db, "_user")) {
+		t.Fatal("gil may no longer read _user: the test needs the read permission kept")
+	}
+	mustLoad(t, db, "- {classname: _user, keyname: hal, password: hal-pass-1}\n")
+	startDeliverer(t, db, nil, tasks.DeliveryOptions{})
+	if ev := eventsWith(t, db, "users", store.EventDead, 1)[0]; ev.LastError != "the rule's author user:gil may no longer watch _user (needs p_user_import)" {
+		t.Fatalf("last error %q", ev.LastError)
+	}
+	if got := len(rc.got()); got != 0 {
+		t.Fatalf("receiver got %d requests, want none", got)
+	}
+}
+
+// schemaOf reads a schema.
+func schemaOf(t *testing.T, db *store.DB, name string) *model.Schema {
+	t.Helper()
+	s, err := db.Schema(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
