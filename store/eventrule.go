@@ -241,7 +241,7 @@ func (db *DB) AuthOf(ctx context.Context, author string, id int64) (*model.Auth,
 		if err != nil {
 			return nil, err
 		}
-		return db.Refresh(ctx, &model.Auth{Kind: model.AuthUser, Name: in.Keyname})
+		return db.Refresh(ctx, &model.Auth{Kind: model.AuthUser, Name: in.Keyname, UserID: id})
 	case kind == model.AuthAPIKey && name != "":
 		return db.Refresh(ctx, &model.Auth{Kind: model.AuthAPIKey, Name: name, KeyID: id})
 	}

@@ -254,3 +254,39 @@ func schemaOf(t *testing.T, db *store.DB, name string) *model.Schema {
 	}
 	return s
 }
+
+// TestTaskOfDeletedUserIsNotItsNamesakes: a user's task that starts after the user was
+// deleted and created again with the same login fails: the new user is another one,
+// and the task does not run with its permissions. A task losing p_pipeline_run before
+// it starts fails too, as every run needs it.
+func TestTaskOfDeletedUserIsNotItsNamesakes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, change, want string }{
+		{"made again", "- {classname: _user, keyname: ivy, _action: delete}\n" + ivy, "user ivy no longer exists"},
+		{"p_pipeline_run lost", "- {classname: _role, keyname: ivyrole, permissions: [p_data_access, p_data_read, p_data_update], users: [ivy]}\n",
+			"permission denied: running a pipeline needs p_pipeline_run"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := newDB(t)
+			addPipeline(t, db, "marker", markerPipeline, "")
+			insertRows(t, db, "host", markerRows(3))
+			mustLoad(t, db, ivy)
+			r := newRunner(t, db, tasks.Options{})
+			h := submit(t, r, tasks.Params{Pipeline: "marker", Schemas: []string{"host"}, Auth: userAuthOf(t, db, "ivy")})
+			mustLoad(t, db, tc.change)
+			task := runOne(t, r, h)
+			if task.Status != tasks.StatusFailed || task.Error == nil || *task.Error != tc.want {
+				t.Fatalf("task: %s %v, want failed with %q", task.Status, task.Error, tc.want)
+			}
+			if got := queryInt(t, db, "SELECT count(*) FROM instances WHERE classname = 'host' AND CAST(data AS TEXT) LIKE '%X%'"); got != 0 {
+				t.Fatalf("instances changed: %d, want 0", got)
+			}
+		})
+	}
+}
+
+// ivy is a user who may run pipelines over host.
+const ivy = `
+- {classname: _user, keyname: ivy, password: ivy-pass-1}
+- {classname: _role, keyname: ivyrole, permissions: [p_pipeline_run, p_data_access, p_data_read, p_data_update], users: [ivy]}
+`
