@@ -315,6 +315,7 @@ func (tx *Tx) applyRename(ctx context.Context, s *model.Schema, old, next *Insta
 	if dryRun {
 		return nil, tx.CheckRename(ctx, s, &at, newKey)
 	}
+	mark := tx.markEvents()
 	if _, err := tx.execContext(ctx, "SAVEPOINT apply_rename"); err != nil {
 		return nil, fmt.Errorf("rename %s %s: %w", s.Keyname, old.Keyname, err)
 	}
@@ -331,6 +332,7 @@ func (tx *Tx) applyRename(ctx context.Context, s *model.Schema, old, next *Insta
 	}()
 	if err != nil {
 		tx.execContext(ctx, "ROLLBACK TO apply_rename")
+		tx.rollbackEvents(mark)
 	}
 	tx.execContext(ctx, "RELEASE apply_rename")
 	if err != nil {

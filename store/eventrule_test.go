@@ -3,9 +3,11 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"dataservice/internal/testkit"
@@ -361,6 +363,45 @@ func TestSecretKeyRefusals(t *testing.T) {
 			t.Fatal("CheckSecretKeyFile accepted a short key")
 		}
 	})
+	t.Run("a symbolic link", func(t *testing.T) {
+		// To a good key file: whoever may change the link could swap the key.
+		link := filepath.Join(dir, "link.key")
+		if err := os.Symlink(keyFile("target.key", hex64, 0o600), link); err != nil {
+			t.Fatal(err)
+		}
+		err := write(t, store.Options{SecretKeyFile: link})
+		if err == nil || !strings.Contains(err.Error(), "is a symbolic link: name the file itself") ||
+			!strings.Contains(err.Error(), store.SecretKeySetting) {
+			t.Fatalf("a key file that is a link: %v", err)
+		}
+		if err := store.CheckSecretKeyFile(link); err == nil {
+			t.Fatal("CheckSecretKeyFile accepted a link")
+		}
+	})
+	t.Run("not a regular file", func(t *testing.T) {
+		// A FIFO: refused at once, without waiting for a writer.
+		fifo := filepath.Join(dir, "fifo.key")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.CheckSecretKeyFile(fifo); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+			t.Fatalf("a FIFO: %v", err)
+		}
+	})
+	t.Run("owned by another user", func(t *testing.T) {
+		p := keyFile("theirs.key", hex64, 0o600)
+		other := os.Geteuid() + 4242
+		if err := os.Chown(p, other, -1); err != nil {
+			// Only root may give a file away: as another user no such file can be made.
+			t.Skipf("cannot make a file another user owns (not root): %v", err)
+		}
+		err := write(t, store.Options{SecretKeyFile: p})
+		want := fmt.Sprintf("is owned by uid %d, not by the service's user (uid %d) or root", other, os.Geteuid())
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("a key file of another user: %v, want %q", err, want)
+		}
+	})
+	// Last: it creates the instance the others must leave absent.
 	t.Run("a good key file", func(t *testing.T) {
 		if err := write(t, store.Options{SecretKeyFile: keyFile("good.key", hex64+"\n", 0o600)}); err != nil {
 			t.Fatal(err)
@@ -505,5 +546,54 @@ func TestAuthorIDIsTheWriters(t *testing.T) {
 	mustLoad(t, db, `- {classname: _eventrule, keyname: r1, _action: disable}`, store.LoadOptions{})
 	if target, err = db.EventRuleTarget(t.Context(), "r1"); err != nil || target.Author != "system" || target.AuthorID != 0 {
 		t.Fatalf("after the system's disable: author %q id %d (%v), want system 0", target.Author, target.AuthorID, err)
+	}
+}
+
+// TestSealedSecretOfAnotherInstanceRefused: a sealed secret is kept as is only when
+// it is the value the instance's own field holds (a load that gives it again changes
+// nothing); the sealed text of another rule's secret (from a backup or a copy of the
+// database, which holds it) is refused, so no rule signs with a secret its writer
+// never knew.
+func TestSealedSecretOfAnotherInstanceRefused(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	mustLoad(t, db, `
+- {classname: _eventrule, keyname: alice, schemas: [server], webhook_url: "https://alice.example/", secret: alice-only-secret}
+- {classname: _eventrule, keyname: bob, schemas: [server], webhook_url: "https://bob.example/", secret: bob-secret}
+`, store.LoadOptions{})
+	ctx := context.Background()
+	sealed := func(key string) string {
+		v, _ := instance(t, db, "_eventrule", key).Data["secret"].(string)
+		if !strings.HasPrefix(v, model.SealedPrefix) {
+			t.Fatalf("%s's secret stored as %q", key, v)
+		}
+		return v
+	}
+	alice, bob := sealed("alice"), sealed("bob")
+	const refused = "field secret: the sealed value given (enc:v1:...) cannot be used: a field keeps only its own sealed value as is"
+	for _, doc := range []string{
+		`- {classname: _eventrule, keyname: mallory, schemas: [server], webhook_url: "https://mallory.example/", secret: "` + alice + `"}`,
+		`- {classname: _eventrule, keyname: bob, secret: "` + alice + `"}`,
+	} {
+		r := load(t, db, doc, store.LoadOptions{})
+		if r.Errors != 1 || !strings.Contains(messages(r), refused) || strings.Contains(messages(r), alice[len(model.SealedPrefix):]) {
+			t.Fatalf("%s: %s, want refused", doc, messages(r))
+		}
+	}
+	if _, err := db.Instance(ctx, "_eventrule", "mallory"); !store.IsNotFound(err) {
+		t.Fatalf("mallory's rule: %v, want none", err)
+	}
+	if sealed("bob") != bob {
+		t.Fatal("bob's secret changed")
+	}
+	// Its own sealed value again: nothing changes.
+	r := load(t, db, `- {classname: _eventrule, keyname: alice, secret: "`+alice+`"}`, store.LoadOptions{})
+	if r.Errors != 0 || r.Unchanged != 1 || sealed("alice") != alice {
+		t.Fatalf("alice's own sealed value: %s %s", counts(r), messages(r))
+	}
+	tg, err := db.EventRuleTarget(ctx, "bob")
+	if err != nil || string(tg.Secret) != "bob-secret" {
+		t.Fatalf("bob's target: %v", err)
 	}
 }

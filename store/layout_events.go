@@ -87,8 +87,10 @@ func CodeClasses() []string { return []string{"_eventrule", "_schedule"} }
 // like queue work. id is the event's stable id (a UUID); seq its commit order (every
 // write transaction holds the writer lock, so the recording statement's max + 1 is
 // new; a purge keeps the highest seq it saw in the registry, so none is given twice). Times used by the claim (next_at, lease_until) are Unix
-// milliseconds; the others RFC 3339 text. events_head finds the oldest pending event
-// of one instance and rule (the claim takes only that one); events_list serves the
+// milliseconds; the others RFC 3339 text. instance_id is the instance's row id, which
+// a rename keeps and no other instance ever takes: an instance's queue follows it
+// across renames. events_head finds the oldest pending event of one instance, rule
+// and kind (the claim takes only that one); events_list serves the
 // lists by status and by rule, newest first.
 const eventsLayout = `
 CREATE TABLE events (
@@ -98,6 +100,7 @@ CREATE TABLE events (
 	kind        TEXT NOT NULL,
 	classname   TEXT NOT NULL,
 	keyname     TEXT NOT NULL,
+	instance_id BIGINT NOT NULL,
 	action      TEXT NOT NULL,
 	body        TEXT NOT NULL,
 	chain       TEXT NOT NULL DEFAULT '[]',
@@ -112,18 +115,19 @@ CREATE TABLE events (
 	finished_at TEXT NOT NULL DEFAULT '',
 	task        TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX events_head ON events(status, rule, classname, keyname, seq);
+CREATE INDEX events_head ON events(status, rule, kind, instance_id, seq);
 CREATE INDEX events_list ON events(status, seq);
 CREATE INDEX events_rule ON events(rule, seq);
 `
 
 // eventsClaimLayout is the layout step, the same text on both engines, that adds the
-// indexes of the events claim: events_due gives one rule's pending events in commit
-// order (a claim takes each rule's heads apart, so a long backlog of one rule never
+// indexes of the events claim: events_due gives one queue's (a rule's webhook or its
+// pipeline) pending events in commit order (a claim takes each queue's heads apart, so
+// a long backlog of one rule never
 // hides another's), events_next the pending events due (the claim's first look,
 // without the write lock), events_lease those under a lease (counted per rule).
 const eventsClaimLayout = `
-CREATE INDEX events_due ON events(status, rule, seq);
+CREATE INDEX events_due ON events(status, rule, kind, seq);
 CREATE INDEX events_next ON events(status, next_at);
 CREATE INDEX events_lease ON events(status, lease_until);
 `

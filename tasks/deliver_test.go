@@ -144,12 +144,17 @@ func startDeliverer(t *testing.T, db *store.DB, runner *tasks.Runner, o tasks.De
 	return d
 }
 
-// events lists a rule's events, newest first.
+// events lists a rule's events with their bodies, newest first.
 func events(t *testing.T, db *store.DB, rule string) []*store.Event {
 	t.Helper()
 	list, err := db.ListEvents(context.Background(), "", rule, 500)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i, e := range list {
+		if list[i], err = db.Event(context.Background(), e.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return list
 }
