@@ -117,7 +117,7 @@ func TestScheduleNeedsRunPermission(t *testing.T) {
 	if got := c.get(tasks.RunFailed); got != 1 {
 		t.Fatalf("failed runs: %d, want 1", got)
 	}
-	if got, want := testkit.QueryString(t, db, "SELECT last_result || ': ' || last_error FROM schedule_runs WHERE keyname = 's1'"),
+	if got, want := lastRun(t, db, "s1"),
 		"failed: permission denied: running a pipeline needs p_pipeline_run"; got != want {
 		t.Fatalf("last run: %q, want %q", got, want)
 	}
@@ -176,7 +176,7 @@ func TestScheduleOfDeletedUserIsNotItsNamesakes(t *testing.T) {
 	if n := scheduledTasks(t, db, "s1"); n != 0 {
 		t.Fatalf("%d runs submitted as the new user erin", n)
 	}
-	if got, want := testkit.QueryString(t, db, "SELECT last_result || ': ' || last_error FROM schedule_runs WHERE keyname = 's1'"),
+	if got, want := lastRun(t, db, "s1"),
 		"failed: user erin no longer exists"; got != want {
 		t.Fatalf("last run: %q, want %q", got, want)
 	}
