@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -91,14 +90,9 @@ func (s *server) eventList(w http.ResponseWriter, r *http.Request, _ httprouter.
 		s.writeError(w, r, http.StatusBadRequest, "rule must be an event rule's keyname")
 		return
 	}
-	limit := 50
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 500 {
-			s.writeError(w, r, http.StatusBadRequest, "limit must be an integer from 1 to 500")
-			return
-		}
-		limit = n
+	limit, ok := s.listLimit(w, r, q)
+	if !ok {
+		return
 	}
 	list, err := s.db.ListEvents(r.Context(), status, rule, limit)
 	if err != nil {

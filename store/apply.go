@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"dataservice/internal/clip"
@@ -120,7 +121,7 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 		if w.New.Data == nil {
 			w.New.Data = map[string]any{}
 		}
-		w.New.Data[AuthorField] = opts.Auth.Author()
+		setAuthor(w.New.Data, opts.Auth)
 	}
 	if w.Old == nil {
 		return tx.applyCreate(ctx, w, opts)
@@ -174,12 +175,29 @@ func (tx *Tx) applyEnabled(ctx context.Context, w Write, opts ApplyOptions) (Out
 	if !opts.DryRun {
 		next := *old
 		next.IsEnabled = want
+		if IsAuthoredClass(s.Keyname) {
+			// Arming (or disarming) a rule or a schedule is a write by whoever does it:
+			// it acts from now on with that principal's permissions, not with those of
+			// whoever wrote it before.
+			next.Data = maps.Clone(old.Data)
+			if next.Data == nil {
+				next.Data = map[string]any{}
+			}
+			setAuthor(next.Data, opts.Auth)
+		}
 		var err error
 		if _, out.Warnings, err = tx.write(ctx, s, old, &next, w.Action, model.MustJSON(next.Data), false); err != nil {
 			return Outcome{}, err
 		}
 	}
 	return out, nil
+}
+
+// setAuthor records auth as the author of an authored class's instance data: its
+// name (model.Auth.Author) and its instance id (model.Auth.AuthorID).
+func setAuthor(data map[string]any, auth *model.Auth) {
+	data[AuthorField] = auth.Author()
+	data[AuthorIDField] = auth.AuthorID()
 }
 
 // applyCreate inserts w.New.
@@ -201,7 +219,7 @@ func (tx *Tx) applyCreate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	if err := tx.containGrant(ctx, opts.Auth, s, nil, next); err != nil {
 		return Outcome{}, err
 	}
-	if err := tx.checkEventRule(ctx, opts.Auth, s, next); err != nil {
+	if err := tx.checkAuthored(ctx, opts.Auth, s, nil, next); err != nil {
 		return Outcome{}, err
 	}
 	if _, err := tx.sealSecrets(s, nil, next, opts.DryRun); err != nil {
@@ -253,7 +271,7 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 		return Outcome{}, err
 	}
 	if changed {
-		if err := tx.checkEventRule(ctx, opts.Auth, s, next); err != nil {
+		if err := tx.checkAuthored(ctx, opts.Auth, s, old, next); err != nil {
 			return Outcome{}, err
 		}
 		if sealed, err := tx.sealSecrets(s, old, next, opts.DryRun); err != nil {

@@ -125,7 +125,10 @@ func TestEventRuleWatchingIsContained(t *testing.T) {
 - {classname: _permission, keyname: p_secret_read}
 - {classname: _schema, keyname: vault, p_read: p_secret_read}
 `, store.LoadOptions{})
-	doc := func(schema string) string { return "schemas: [" + schema + "], pipeline: tidy" }
+	// A webhook rule: a pipeline rule would also need its pipeline to be runnable.
+	doc := func(schema string) string {
+		return "schemas: [" + schema + `], webhook_url: "https://r.example/h", secret: s3cret`
+	}
 	admin := userAuth("p_event_admin", "p_data_read")
 	probs := ruleProblems(t, db, admin, doc("_apikey"))
 	if len(probs) != 1 || probs[0].Field != "schemas" || probs[0].Message != "schemas: watching _apikey needs p_apikey_admin, which the writer does not hold" {
@@ -246,8 +249,9 @@ func TestEncryptedSecretInUserSchema(t *testing.T) {
 	}
 }
 
-// TestAuthOf: an author string gives back the permissions its principal holds now;
-// a principal gone, disabled or expired is refused.
+// TestAuthOf: an author and its recorded id give back the permissions its principal
+// holds now; a principal gone, disabled or expired is refused, and so is one that
+// only shares the name (the id differs) or an author recorded without its id.
 func TestAuthOf(t *testing.T) {
 	t.Parallel()
 	db := newTestDB(t)
@@ -260,31 +264,53 @@ func TestAuthOf(t *testing.T) {
 - {classname: _apikey, keyname: k2, permissions: [p_data_read], is_enabled: false}
 - {classname: _apikey, keyname: k3, permissions: [p_data_read], expires: "2000-01-01"}
 `, store.LoadOptions{})
-	a, err := db.AuthOf(ctx, "system")
+	id := func(cls, key string) int64 {
+		in, err := db.Instance(ctx, cls, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in.ID
+	}
+	ann, bob, k1, k2, k3 := id("_user", "ann"), id("_user", "bob"), id("_apikey", "k1"), id("_apikey", "k2"), id("_apikey", "k3")
+	a, err := db.AuthOf(ctx, "system", 0)
 	if err != nil || !a.HasAll() {
 		t.Fatalf("system: %+v %v", a, err)
 	}
-	if a, err = db.AuthOf(ctx, "user:ann"); err != nil || a.Author() != "user:ann" || !a.Has("p_event_admin") || a.Has("p_data_read") {
+	if a, err = db.AuthOf(ctx, "user:ann", ann); err != nil || a.Author() != "user:ann" || !a.Has("p_event_admin") || a.Has("p_data_read") {
 		t.Fatalf("user:ann: %+v %v", a, err)
 	}
-	if a, err = db.AuthOf(ctx, "apikey:k1"); err != nil || a.Author() != "apikey:k1" || !a.Has("p_data_read") {
+	if a, err = db.AuthOf(ctx, "apikey:k1", k1); err != nil || a.Author() != "apikey:k1" || !a.Has("p_data_read") {
 		t.Fatalf("apikey:k1: %+v %v", a, err)
 	}
-	for author, want := range map[string]string{
-		"user:bob":   "user bob is disabled",
-		"user:zed":   "user zed no longer exists",
-		"apikey:k2":  "API key k2 is no longer valid",
-		"apikey:k3":  "API key k3 is no longer valid",
-		"apikey:k9":  "API key k9 is no longer valid",
-		"task:h":     `author "task:h" is not system, user:LOGIN or apikey:NAME`,
-		"user:":      `author "user:" is not`,
-		"somebody":   `author "somebody" is not`,
-		"":           `author "" is not`,
-		"apikey:k1x": "API key k1x is no longer valid",
+	type author struct {
+		name string
+		id   int64
+	}
+	for au, want := range map[author]string{
+		{"user:bob", bob}:     "user bob is disabled",
+		{"user:zed", 999999}:  "user zed no longer exists",
+		{"user:ann", 0}:       `author "user:ann" has no recorded identity (author_id)`,
+		{"apikey:k1", 0}:      `author "apikey:k1" has no recorded identity (author_id)`,
+		{"apikey:k1", k2}:     "API key k1 is no longer valid", // k2's id: another key
+		{"apikey:k2", k2}:     "API key k2 is no longer valid",
+		{"apikey:k3", k3}:     "API key k3 is no longer valid",
+		{"apikey:k9", 999999}: "API key k9 is no longer valid",
+		{"task:h", 1}:         `author "task:h" is not system, user:LOGIN or apikey:NAME`,
+		{"user:", 1}:          `author "user:" is not`,
+		{"somebody", 1}:       `author "somebody" is not`,
+		{"", 0}:               `author "" is not`,
 	} {
-		if a, err := db.AuthOf(ctx, author); err == nil || !strings.Contains(store.ErrorMessage(err), want) {
-			t.Errorf("AuthOf(%q) = %+v, %v; want an error containing %q", author, a, err, want)
+		if a, err := db.AuthOf(ctx, au.name, au.id); err == nil || !strings.Contains(store.ErrorMessage(err), want) {
+			t.Errorf("AuthOf(%q, %d) = %+v, %v; want an error containing %q", au.name, au.id, a, err, want)
 		}
+	}
+	// The login deleted and created again is another user: the old id finds nobody.
+	mustLoad(t, db, "- {classname: _user, keyname: ann, _action: delete}\n- {classname: _user, keyname: ann}\n", store.LoadOptions{})
+	if a, err := db.AuthOf(ctx, "user:ann", ann); err == nil || !strings.Contains(store.ErrorMessage(err), "user ann no longer exists") {
+		t.Errorf("AuthOf(user:ann, old id) after the login was made again = %+v, %v", a, err)
+	}
+	if a, err := db.AuthOf(ctx, "user:ann", id("_user", "ann")); err != nil || a.Author() != "user:ann" {
+		t.Errorf("AuthOf(user:ann, new id) = %+v, %v", a, err)
 	}
 }
 
@@ -470,6 +496,56 @@ func TestEncryptedSecretWithAnotherKey(t *testing.T) {
 	}
 	if _, err := store.Open(t.Context(), addr, store.Options{SecretKey: []byte("short")}); err == nil || !strings.Contains(err.Error(), "secret key: 5 bytes, not 32") {
 		t.Fatalf("a short key given: %v", err)
+	}
+}
+
+// TestEventRuleNewURLNeedsNewSecret: an update that sends a rule's webhook to another
+// address must give a new secret (else another event admin could collect signatures
+// made with the owner's secret): refused naming both fields, nothing changed; with a
+// new secret it is written; other changes keep the stored secret.
+func TestEventRuleNewURLNeedsNewSecret(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://r.example/h", secret: first-secret}`, store.LoadOptions{})
+	sealed := instance(t, db, "_eventrule", "hook").Data["secret"]
+	r := load(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://evil.example/h"}`, store.LoadOptions{})
+	if want := "secret: changing webhook_url needs a new secret"; r.Errors != 1 || !strings.Contains(messages(r), want) {
+		t.Fatalf("a new URL without a secret: %s, want %q", messages(r), want)
+	}
+	if in := instance(t, db, "_eventrule", "hook"); in.Data["webhook_url"] != "https://r.example/h" || in.Data["secret"] != sealed {
+		t.Fatalf("after a refused update: %v", in.Data["webhook_url"])
+	}
+	// The stored sealed text given back is not a new secret either.
+	r = load(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://evil.example/h", secret: "`+sealed.(string)+`"}`, store.LoadOptions{})
+	if r.Errors != 1 || !strings.Contains(messages(r), "changing webhook_url needs a new secret") {
+		t.Fatalf("a new URL with the stored sealed secret: %s", messages(r))
+	}
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], description: d, webhook_url: "https://r.example/h"}`, store.LoadOptions{})
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://new.example/h", secret: second-secret}`, store.LoadOptions{})
+	target, err := db.EventRuleTarget(t.Context(), "hook")
+	if err != nil || target.URL != "https://new.example/h" || string(target.Secret) != "second-secret" {
+		t.Fatalf("after the update with a new secret: %v %v", target, err)
+	}
+}
+
+// TestAuthorIDIsTheWriters: Apply records the writer's name and instance id on an
+// authored class, whatever the entry says; the system's id is 0.
+func TestAuthorIDIsTheWriters(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	a := userAuth("p_event_admin", "p_data_read")
+	a.UserID = 4242
+	mustLoad(t, db, `- {classname: _eventrule, keyname: r1, schemas: [server], webhook_url: "https://r.example/h", secret: s, author: system, author_id: 1}`,
+		store.LoadOptions{Auth: a})
+	target, err := db.EventRuleTarget(t.Context(), "r1")
+	if err != nil || target.Author != "user:tester" || target.AuthorID != 4242 {
+		t.Fatalf("author %q id %d (%v), want user:tester 4242", target.Author, target.AuthorID, err)
+	}
+	mustLoad(t, db, `- {classname: _eventrule, keyname: r1, _action: disable}`, store.LoadOptions{})
+	if target, err = db.EventRuleTarget(t.Context(), "r1"); err != nil || target.Author != "system" || target.AuthorID != 0 {
+		t.Fatalf("after the system's disable: author %q id %d (%v), want system 0", target.Author, target.AuthorID, err)
 	}
 }
 

@@ -1,13 +1,20 @@
 package store
 
+import (
+	"strconv"
+
+	"dataservice/store/model"
+)
+
 // eventClassesLayout is the layout step, the same text on both engines, that adds the
 // built-in permission p_event_admin and the built-in classes _eventrule (what to do
 // when data changes) and _schedule (pipelines run on a timer) to every file, new or
 // existing, whatever its DB_VERSION: like p_pipeline_admin they came after the seed's
 // data-version blocks, whose table is fixed. A permission of that name a user made
 // before becomes built-in; a schema name starting with _ is never a user's (a load
-// refuses one), so the classes are added as they are. Each class's author field is
-// written by the store (Apply) with the last writer's identity, never by the caller.
+// refuses one), so the classes are added as they are. Each class's author and
+// author_id fields are written by the store (Apply) with the last writer's name and
+// instance id, never by the caller.
 const eventClassesLayout = `
 INSERT INTO permissions(keyname, displayname, description, is_builtin)
 	VALUES('p_event_admin', 'Event admin', 'Create, update, enable, disable and delete event rules (_eventrule)', 1)
@@ -24,7 +31,8 @@ INSERT INTO schema_fields(classname, keyname, displayname, dataformat, dataforma
 	('_eventrule', 'webhook_url', 'Webhook URL', 'string', '', 0, 1, NULL, 50),
 	('_eventrule', 'secret', 'Signing secret (encrypted)', 'secret', 'encrypted', 0, 1, NULL, 60),
 	('_eventrule', 'pipeline', 'Pipeline', 'string', '', 0, 1, NULL, 70),
-	('_eventrule', 'author', 'Author (last writer)', 'string', '', 0, 1, NULL, 80)
+	('_eventrule', 'author', 'Author (last writer)', 'string', '', 0, 1, NULL, 80),
+	('_eventrule', 'author_id', 'Author id (the last writer''s instance id)', 'int', '', 0, 1, NULL, 90)
 	ON CONFLICT(classname, keyname) DO NOTHING;
 INSERT INTO schemas(keyname, displayname, description, is_builtin)
 	VALUES('_schedule', 'Schedules', 'Pipelines run on a timer', 1)
@@ -37,7 +45,8 @@ INSERT INTO schema_fields(classname, keyname, displayname, dataformat, dataforma
 	('_schedule', 'timezone', 'Time zone', 'string', '', 0, 1, '"UTC"', 50),
 	('_schedule', 'dryrun', 'Dry run', 'boolean', '', 0, 1, 'false', 60),
 	('_schedule', 'missed', 'Missed runs (run_once or skip)', 'string', '', 0, 1, '"run_once"', 70),
-	('_schedule', 'author', 'Author (last writer)', 'string', '', 0, 1, NULL, 80)
+	('_schedule', 'author', 'Author (last writer)', 'string', '', 0, 1, NULL, 80),
+	('_schedule', 'author_id', 'Author id (the last writer''s instance id)', 'int', '', 0, 1, NULL, 90)
 	ON CONFLICT(classname, keyname) DO NOTHING;
 `
 
@@ -49,6 +58,22 @@ var authoredClasses = map[string]bool{"_eventrule": true, "_schedule": true}
 
 // AuthorField is the field of an authored class that holds its last writer.
 const AuthorField = "author"
+
+// AuthorIDField is the field of an authored class that holds its last writer's
+// instance id (model.Auth.AuthorID): the name alone would let a key revoked and
+// created again under it, or a user deleted and created again with the login, act as
+// the old one.
+const AuthorIDField = "author_id"
+
+// authorIDOf reads in's author_id (0 when it has none).
+func authorIDOf(in *Instance) int64 {
+	text, _ := model.ScalarText(in.Data[AuthorIDField])
+	id, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return id
+}
 
 // IsAuthoredClass reports whether Apply records the last writer of cls's instances.
 func IsAuthoredClass(cls string) bool { return authoredClasses[cls] }

@@ -23,6 +23,7 @@ type Schedule struct {
 	DryRun    bool
 	Missed    string // model.MissedRunOnce or model.MissedSkip
 	Author    string // the last writer (model.Auth.Author's form)
+	AuthorID  int64  // the last writer's instance id (model.Auth.AuthorID)
 	IsEnabled bool
 }
 
@@ -37,6 +38,7 @@ func ScheduleOf(in *Instance) *Schedule {
 		s.Missed = model.MissedRunOnce
 	}
 	s.Author, _ = model.ScalarText(in.Data[AuthorField])
+	s.AuthorID = authorIDOf(in)
 	s.DryRun, _ = in.Data["dryrun"].(bool)
 	return s
 }

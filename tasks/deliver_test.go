@@ -151,12 +151,18 @@ func events(t *testing.T, db *store.DB, rule string) []*store.Event {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, e := range list {
-		if list[i], err = db.Event(context.Background(), e.ID); err != nil {
+	out := list[:0]
+	for _, e := range list {
+		full, err := db.Event(context.Background(), e.ID)
+		if store.IsNotFound(err) {
+			continue // purged between the list and the read
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
+		out = append(out, full)
 	}
-	return list
+	return out
 }
 
 // eventsWith waits until the rule has n events, all with status, and returns them.

@@ -255,7 +255,7 @@ func (s *Scheduler) runDue(ctx context.Context, sc *store.Schedule, st *runState
 
 // submit queues sc's pipeline run in tx as its author, whose rights are read now.
 func (s *Scheduler) submit(ctx context.Context, tx *store.Tx, sc *store.Schedule) (string, error) {
-	auth, err := s.db.AuthOf(ctx, sc.Author)
+	auth, err := s.db.AuthOf(ctx, sc.Author, sc.AuthorID)
 	if err != nil {
 		return "", err
 	}

@@ -305,6 +305,11 @@ func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []str
 	if auth == nil {
 		return model.Errorf(model.EInvalid, "no authorisation context")
 	}
+	// Every path (the API, the console, an event rule, a schedule, the runner when the
+	// task starts) applies the checks of a direct run.
+	if err := store.MayStartRuns(auth); err != nil {
+		return err
+	}
 	if err := MayRun(auth, pl); err != nil {
 		return err
 	}
