@@ -45,8 +45,13 @@ type DB struct {
 	// inUse holds the shared in-use lock on the database file while it is open.
 	inUse *os.File
 	// turn is the turnstile every write transaction passes (turnstile.go); nil when
-	// the file is open read-only.
+	// the file is open read-only, or when the turnstile could not be opened (writes
+	// then go without it, with a warning).
 	turn *turnstile
+	// readOnly marks a file opened read-only (openReadOnly): nothing writes through it,
+	// so the search catch-up does not run on it. A writable file whose turnstile could
+	// not be opened (turn nil) is not read-only.
+	readOnly bool
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 
@@ -307,7 +312,7 @@ func openReadOnly(ctx context.Context, abs, path string, opts Options) (*DB, err
 		r.Close()
 		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
 	}
-	return &DB{path: abs, addr: abs, w: r, r: r, dia: dia, log: opts.Logger, Now: time.Now}, nil
+	return &DB{path: abs, addr: abs, w: r, r: r, dia: dia, log: opts.Logger, Now: time.Now, readOnly: true}, nil
 }
 
 // Path is the absolute path of the database file.

@@ -35,7 +35,7 @@ func (db *DB) wakeCatchUp() {
 // stays exact meanwhile (searches check the listed rows). It returns at once where
 // the engine maintains its index (PostgreSQL) or the database is read-only.
 func (db *DB) RunSearchCatchUp(ctx context.Context, log *slog.Logger) {
-	if db.dia.searchBacklog == "" || db.turn == nil {
+	if db.dia.searchBacklog == "" || db.readOnly {
 		return
 	}
 	if log == nil {
@@ -100,8 +100,9 @@ func (db *DB) backlogLimit() int64 {
 // listed number more than SearchBacklogLimit, and logs it once per episode.
 func (db *DB) searchFellBack(listed int64) {
 	if db.searchScanning.CompareAndSwap(false, true) {
+		// listed is counted up to the limit and one more: the backlog is at least that.
 		db.log.Warn("search reads every row of its schema: the search index lags too far behind",
-			"rows_behind", listed, "limit", db.backlogLimit())
+			"rows_behind_at_least", listed, "limit", db.backlogLimit())
 	}
 }
 

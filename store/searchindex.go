@@ -29,9 +29,16 @@ const SearchBacklogLimit = 100_000
 // in chunks of catchUpChunkRows, and for at most maxBatchTime (as a load's batch): long
 // enough for FTS5 to write few, large segments, short enough that a request's write
 // waits for one batch at most, however large the rows.
+//
+// A chunk's size follows the rows' cost: the first chunk is catchUpFirstChunk rows, and
+// each next one is as many rows as the time per row of the last one says fit in what
+// is left of maxBatchTime (1 to catchUpChunkRows), so a batch of large rows (a row of
+// 100 KB takes FTS5 tens of milliseconds) stays within the bound instead of holding
+// the writer for a whole fixed chunk.
 const (
-	catchUpBatchRows = 2000
-	catchUpChunkRows = 500
+	catchUpBatchRows  = 2000
+	catchUpChunkRows  = 500
+	catchUpFirstChunk = 8
 )
 
 // indexBatch indexes up to rows listed rows, lowest ids first, in one write
@@ -61,11 +68,13 @@ func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
 	wctx := context.WithoutCancel(ctx)
 	index, flush := db.dia.reindexUpTo[:len(db.dia.reindexUpTo)-1], db.dia.reindexUpTo[len(db.dia.reindexUpTo)-1]
 	began := time.Now()
+	chunk := catchUpFirstChunk
 	for n < rows && (n == 0 || time.Since(began) < maxBatchTime) {
+		started := time.Now()
 		var last sql.NullInt64
 		var k int
 		if err := tx.queryRowContext(wctx, `SELECT max(id), count(*) FROM (SELECT id FROM instances_search_dirty
-			ORDER BY id LIMIT ?)`, min(catchUpChunkRows, rows-n)).Scan(&last, &k); err != nil {
+			ORDER BY id LIMIT ?)`, min(chunk, rows-n)).Scan(&last, &k); err != nil {
 			return 0, err
 		}
 		if !last.Valid {
@@ -78,6 +87,7 @@ func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
 		}
 		db.HoldForTest(k)
 		n += k
+		chunk = nextChunk(time.Since(started), k, maxBatchTime-time.Since(began))
 	}
 	if n == 0 {
 		return 0, nil
@@ -88,9 +98,24 @@ func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
 	if err := raw.Commit(); err != nil {
 		return 0, db.NoSpace(err)
 	}
+	db.committed() // a commit ends a disk-full episode, as a request's write does
 	db.commits.Add(1)
 	db.searchIndexed.Add(int64(n))
 	return n, nil
+}
+
+// nextChunk is how many rows the next chunk of a catch-up batch indexes: as many as
+// fit in left at the time per row the last chunk (k rows in took) showed, from 1 to
+// catchUpChunkRows.
+func nextChunk(took time.Duration, k int, left time.Duration) int {
+	if k <= 0 || left <= 0 {
+		return 1
+	}
+	per := took / time.Duration(k)
+	if per <= 0 {
+		return catchUpChunkRows
+	}
+	return max(1, min(catchUpChunkRows, int(left/per)))
 }
 
 // CatchUpSearch indexes every row listed for the search index now, a batch per
@@ -99,7 +124,7 @@ func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
 // PostgreSQL, whose engine maintains its index in every write, it does nothing.
 func (db *DB) CatchUpSearch(ctx context.Context) (int64, error) {
 	var total int64
-	if db.dia.searchBacklog == "" || db.turn == nil { // the engine's own index, or read-only
+	if db.dia.searchBacklog == "" || db.readOnly { // the engine's own index, or read-only
 		return 0, nil
 	}
 	for {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -172,7 +173,7 @@ func TestSearchFallsBackAboveBacklogLimit(t *testing.T) {
 	write(0) // 8 listed: above 5
 	find(8)
 	find(8)
-	if n := strings.Count(logs.String(), fell); n != 1 || !strings.Contains(logs.String(), "rows_behind=") {
+	if n := strings.Count(logs.String(), fell); n != 1 || !strings.Contains(logs.String(), "rows_behind_at_least=") {
 		t.Fatalf("%d fallback warnings after two searches, want 1:\n%s", n, logs.String())
 	}
 	if _, err := db.CatchUpSearch(ctx); err != nil {
@@ -187,5 +188,34 @@ func TestSearchFallsBackAboveBacklogLimit(t *testing.T) {
 	find(16)
 	if n := strings.Count(logs.String(), fell); n != 2 {
 		t.Fatalf("%d fallback warnings after the second episode, want 2:\n%s", n, logs.String())
+	}
+}
+
+// TestSearchCatchUpWithoutTurnstile: a writable file whose turnstile cannot be opened
+// (made by another user, here a directory in its place) is written without the
+// turnstile, and its search index still catches up: only a file opened read-only has
+// no catch-up.
+func TestSearchCatchUpWithoutTurnstile(t *testing.T) {
+	testkit.SQLiteOnly(t, "the search index is SQLite's own; PostgreSQL's engine maintains pg_trgm")
+	t.Parallel()
+	ctx := context.Background()
+	path := store.AddressOf(newTestDB(t))
+	if err := os.Remove(path + "-wait"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path+"-wait", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := testkit.Open(t, path, testkit.Options{})
+	mustLoad(t, db, "- {classname: _schema, keyname: note, text: {dataformat: string}}\n- {classname: note, keyname: n1, text: needle}\n",
+		store.LoadOptions{System: true})
+	if lag, err := db.SearchLag(ctx); err != nil || lag.Rows == 0 {
+		t.Fatalf("before the catch-up: %d rows behind (%v), want some", lag.Rows, err)
+	}
+	if n, err := db.CatchUpSearch(ctx); err != nil || n == 0 {
+		t.Fatalf("CatchUpSearch indexed %d rows (%v) on a writable file without a turnstile", n, err)
+	}
+	if lag, err := db.SearchLag(ctx); err != nil || lag.Rows != 0 {
+		t.Fatalf("after the catch-up: %d rows behind (%v), want 0", lag.Rows, err)
 	}
 }
