@@ -117,11 +117,17 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 		return Outcome{}, model.Errorf(model.EInvalid, "%s: %s needs the new state", w.Schema.Keyname, w.Action)
 	}
 	if IsAuthoredClass(w.Schema.Keyname) {
-		// The last writer is the author, whoever the caller says it is.
+		// The last writer is the author, whoever the caller says it is. An update keeps
+		// the stored author until the write changes something else (applyUpdate), so
+		// loading the same content again leaves the rule or schedule as it was.
 		if w.New.Data == nil {
 			w.New.Data = map[string]any{}
 		}
-		setAuthor(w.New.Data, opts.Auth)
+		if w.Old == nil {
+			setAuthor(w.New.Data, opts.Auth)
+		} else {
+			keepAuthor(w.New.Data, w.Old.Data)
+		}
 	}
 	if w.Old == nil {
 		return tx.applyCreate(ctx, w, opts)
@@ -172,25 +178,46 @@ func (tx *Tx) applyEnabled(ctx context.Context, w Write, opts ApplyOptions) (Out
 	if want {
 		out.Result = OutEnabled
 	}
-	if !opts.DryRun {
-		next := *old
-		next.IsEnabled = want
-		if IsAuthoredClass(s.Keyname) {
-			// Arming (or disarming) a rule or a schedule is a write by whoever does it:
-			// it acts from now on with that principal's permissions, not with those of
-			// whoever wrote it before.
-			next.Data = maps.Clone(old.Data)
-			if next.Data == nil {
-				next.Data = map[string]any{}
-			}
-			setAuthor(next.Data, opts.Auth)
+	next := *old
+	next.IsEnabled = want
+	if IsAuthoredClass(s.Keyname) {
+		// Arming (or disarming) a rule or a schedule is a write by whoever does it:
+		// it acts from now on with that principal's permissions, not with those of
+		// whoever wrote it before; arming it checks it as an update that enables it
+		// would (what it names exists, its writer could run its pipeline).
+		next.Data = maps.Clone(old.Data)
+		if next.Data == nil {
+			next.Data = map[string]any{}
 		}
+		setAuthor(next.Data, opts.Auth)
+		if want {
+			if err := tx.classChecks(ctx, s, &next, nil); err != nil {
+				return Outcome{}, err
+			}
+			if err := tx.checkAuthored(ctx, opts.Auth, s, old, &next); err != nil {
+				return Outcome{}, err
+			}
+		}
+	}
+	if !opts.DryRun {
 		var err error
 		if _, out.Warnings, err = tx.write(ctx, s, old, &next, w.Action, model.MustJSON(next.Data), false); err != nil {
 			return Outcome{}, err
 		}
 	}
 	return out, nil
+}
+
+// keepAuthor puts the stored author of an authored class's instance (old) into the
+// data of its next state, whatever the caller gave.
+func keepAuthor(data, old map[string]any) {
+	for _, k := range []string{AuthorField, AuthorIDField} {
+		if v, ok := old[k]; ok {
+			data[k] = v
+		} else {
+			delete(data, k)
+		}
+	}
 }
 
 // setAuthor records auth as the author of an authored class's instance data: its
@@ -261,6 +288,13 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 		!(data != "" && old.raw == data || !differs && model.SameJSON(old.Data, next.Data))
 	if !changed && !renamed {
 		return Outcome{Result: OutUnchanged}, nil
+	}
+	if IsAuthoredClass(s.Keyname) && (changed || renamed) {
+		setAuthor(next.Data, opts.Auth)
+		changed = true
+		if !opts.DryRun {
+			data = model.MustJSON(next.Data)
+		}
 	}
 	if changed {
 		if err := model.AuthorizeWrite(opts.Auth, s, model.ActionUpdate); err != nil {

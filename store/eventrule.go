@@ -59,6 +59,10 @@ func (tx *Tx) checkEventRule(ctx context.Context, auth *model.Auth, s *model.Sch
 	add := func(field, format string, args ...any) {
 		probs.Add(field, model.Errorf(model.EInvalid, field+": "+format, args...))
 	}
+	// What the rule names must exist, and its pipeline be runnable, only while it is
+	// enabled: a rule whose pipeline or schema was deleted or disabled can still be
+	// disabled or edited; enabling it checks them again.
+	armed := next.IsEnabled
 	var watched []*model.Schema
 	for _, name := range stringList(next.Data["schemas"]) {
 		if name == "_schema" || name == "_permission" {
@@ -67,7 +71,9 @@ func (tx *Tx) checkEventRule(ctx context.Context, auth *model.Auth, s *model.Sch
 		}
 		ws, err := tx.Schema(ctx, name)
 		if IsNotFound(err) {
-			add("schemas", "no schema %s", clip.Quote(name))
+			if armed {
+				add("schemas", "no schema %s", clip.Quote(name))
+			}
 			continue
 		}
 		if err != nil {
@@ -123,7 +129,7 @@ func (tx *Tx) checkEventRule(ctx context.Context, auth *model.Auth, s *model.Sch
 			}
 		}
 	}
-	if pipe != "" {
+	if pipe != "" && armed {
 		if _, err := tx.Instance(ctx, "_pipeline", pipe); IsNotFound(err) {
 			add("pipeline", "no pipeline %s", clip.Quote(pipe))
 		} else if err != nil {

@@ -597,3 +597,94 @@ func TestSealedSecretOfAnotherInstanceRefused(t *testing.T) {
 		t.Fatalf("bob's target: %v", err)
 	}
 }
+
+// TestReloadKeepsTheAuthor: loading a rule's or a schedule's content again (an
+// export re-loaded, a configuration file synchronised) changes nothing: it is
+// unchanged, and its author stays who wrote it, whoever loads it (the CLI loads as
+// system, which holds every permission). A load that changes something makes the
+// loader the author.
+func TestReloadKeepsTheAuthor(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	a := userAuth("p_event_admin", "p_pipeline_admin", "p_pipeline_run", "p_data_read", "p_data_update")
+	a.UserID = 4242
+	const rule = `- {classname: _eventrule, keyname: r1, schemas: [server], pipeline: tidy, description: d}
+- {classname: _schedule, keyname: s1, pipeline: tidy, schemas: [server], cron: "@hourly", description: d}
+`
+	mustLoad(t, db, rule, store.LoadOptions{Auth: a})
+	author := func(cls string) string {
+		d := instance(t, db, cls, map[string]string{"_eventrule": "r1", "_schedule": "s1"}[cls]).Data
+		return fmt.Sprint(d["author"], " ", d["author_id"])
+	}
+	for _, doc := range []string{rule,
+		// as an export writes it: the author fields included
+		strings.ReplaceAll(rule, "description: d}", "description: d, author: user:tester, author_id: 4242}")} {
+		r := load(t, db, doc, store.LoadOptions{})
+		if r.Errors != 0 || r.Unchanged != 2 || r.Updated != 0 {
+			t.Fatalf("the same content loaded again by the system: %+v, want 2 unchanged", r)
+		}
+		for _, cls := range []string{"_eventrule", "_schedule"} {
+			if got := author(cls); got != "user:tester 4242" {
+				t.Fatalf("%s author after a load of the same content: %q, want user:tester 4242", cls, got)
+			}
+		}
+	}
+	r := load(t, db, strings.ReplaceAll(rule, "description: d}", "description: changed}"), store.LoadOptions{})
+	if r.Errors != 0 || r.Updated != 2 {
+		t.Fatalf("a changed description: %+v, want 2 updated", r)
+	}
+	for _, cls := range []string{"_eventrule", "_schedule"} {
+		if got := author(cls); got != "system 0" {
+			t.Fatalf("%s author after the system changed it: %q, want system 0", cls, got)
+		}
+	}
+}
+
+// TestDisabledRuleNamesGonePipeline: a rule or a schedule whose pipeline was deleted
+// can still be disabled and edited while disabled (what it names is checked only
+// while it is enabled), and enabling it again, by an update or by _action: enable, is
+// refused while the pipeline is gone. Enabling also checks the enabler could run the
+// pipeline.
+func TestDisabledRuleNamesGonePipeline(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase+`
+- {classname: _eventrule, keyname: r1, schemas: [server], pipeline: tidy}
+- {classname: _schedule, keyname: s1, pipeline: tidy, schemas: [server], cron: "@hourly"}
+`, store.LoadOptions{})
+	mustLoad(t, db, "- {classname: _pipeline, keyname: tidy, _action: delete}\n", store.LoadOptions{})
+	for _, doc := range []string{
+		"- {classname: _eventrule, keyname: r1, is_enabled: false}\n- {classname: _schedule, keyname: s1, is_enabled: false}\n",
+		"- {classname: _eventrule, keyname: r1, is_enabled: false, description: off}\n- {classname: _schedule, keyname: s1, is_enabled: false, description: off}\n",
+	} {
+		if r := load(t, db, doc, store.LoadOptions{Action: model.ActionUpdate}); r.Errors != 0 || r.Updated != 2 {
+			t.Fatalf("disabling or editing a disabled rule and schedule naming a deleted pipeline: %+v", r)
+		}
+	}
+	for _, doc := range []string{
+		"- {classname: _eventrule, keyname: r1, _action: enable}\n- {classname: _schedule, keyname: s1, _action: enable}\n",
+		"- {classname: _eventrule, keyname: r1, is_enabled: true}\n- {classname: _schedule, keyname: s1, is_enabled: true}\n",
+	} {
+		r := load(t, db, doc, store.LoadOptions{})
+		if r.Errors != 2 {
+			t.Fatalf("enabling a rule and a schedule whose pipeline is gone: %+v, want 2 errors", r)
+		}
+		for _, m := range r.Messages {
+			if !strings.Contains(m.Message, "pipeline") {
+				t.Fatalf("refusal %q does not name the pipeline", m.Message)
+			}
+		}
+	}
+	mustLoad(t, db, `- {classname: _pipeline, keyname: tidy, content: "- field_lower: env"}`, store.LoadOptions{})
+	weak := userAuth("p_event_admin", "p_pipeline_admin", "p_data_read")
+	r := load(t, db, "- {classname: _eventrule, keyname: r1, _action: enable}\n- {classname: _schedule, keyname: s1, _action: enable}\n",
+		store.LoadOptions{Auth: weak})
+	if r.Errors != 2 || !strings.Contains(r.Messages[0].Message, "p_pipeline_run") {
+		t.Fatalf("enabling by a writer without p_pipeline_run: %+v, want 2 refusals naming p_pipeline_run", r)
+	}
+	if r := load(t, db, "- {classname: _eventrule, keyname: r1, _action: enable}\n- {classname: _schedule, keyname: s1, _action: enable}\n",
+		store.LoadOptions{}); r.Errors != 0 || r.Enabled != 2 {
+		t.Fatalf("enabling once the pipeline is back: %+v", r)
+	}
+}

@@ -69,7 +69,7 @@ func (tx *Tx) checkAuthored(ctx context.Context, auth *model.Auth, s *model.Sche
 		return nil
 	case s.Keyname == EventRuleClass:
 		return tx.checkEventRule(ctx, auth, s, old, next)
-	case s.Keyname == ScheduleClass:
+	case s.Keyname == ScheduleClass && next.IsEnabled:
 		sc := ScheduleOf(next)
 		if err := tx.checkArmedRun(ctx, auth, sc.Pipeline, sc.Schemas, sc.DryRun); err != nil {
 			var probs model.Problems

@@ -105,12 +105,18 @@ func (tx *Tx) classChecks(ctx context.Context, s *model.Schema, in *Instance, ve
 	if err := add("missed", model.CheckMissed(text("missed"))); err != nil {
 		return err
 	}
-	if name := text("pipeline"); name != "" {
+	// What the schedule names must exist only while it is enabled: a schedule whose
+	// pipeline or schema was deleted can still be disabled or edited; enabling it checks
+	// them again.
+	if name := text("pipeline"); name != "" && in.IsEnabled {
 		if err := add("pipeline", tx.knownInstance(ctx, "_pipeline", "pipeline", name)); err != nil {
 			return err
 		}
 	}
 	for _, name := range stringList(in.Data["schemas"]) {
+		if !in.IsEnabled {
+			break
+		}
 		if err := add("schemas", tx.runnableSchema(ctx, name)); err != nil {
 			return err
 		}

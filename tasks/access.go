@@ -139,14 +139,16 @@ func OwnerID(auth *model.Auth) string {
 // whichever of its credentials it used; keys without a user all have the owner id
 // "system", so for them the submitting key itself must match (by its id: a key
 // revoked and created again under the same name is another key). A schedule's run
-// is seen by the credential it ran as.
+// is seen by the credential it ran as, by its id.
 func visibleTo(t *Task, auth *model.Auth) bool {
 	if auth.HasAll() {
 		return true
 	}
 	if t.OwnerType == OwnerSchedule {
-		// A scheduled run acts as the schedule's author: that credential sees it.
-		return t.Submitter == SubmitterOf(auth)
+		// A scheduled run acts as the schedule's author: that credential sees it, known
+		// by its id (a user or key deleted and made again under the same name is
+		// another principal).
+		return t.principal == principalOf(auth)
 	}
 	if t.OwnerType != OwnerAPI && t.OwnerType != OwnerConsole {
 		return false
