@@ -252,11 +252,6 @@ func floorBatch[R any](ctx context.Context, db *sql.DB, rows []R, now string, co
 			return err
 		}
 	}
-	for _, q := range f.End { // the search index, as the store keeps it (SQLite)
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return err
-		}
-	}
 	return tx.Commit()
 }
 

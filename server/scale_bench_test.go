@@ -41,8 +41,8 @@ func scaleData(i int) string {
 }
 
 // scaleDB opens a bootstrapped database holding n "item" instances, written by plain
-// INSERTs in transactions of 50,000 (the triggers keep the counts, and each commit
-// indexes the rows for search), and its address (a file, or on the PostgreSQL pass a
+// INSERTs in transactions of 50,000 (the triggers keep the counts and list the rows
+// for the search index, whose catch-up then indexes them all), and its address (a file, or on the PostgreSQL pass a
 // database of the test cluster).
 func scaleDB(b *testing.B, n int) (*store.DB, string) {
 	b.Helper()
@@ -82,6 +82,9 @@ func scaleDB(b *testing.B, n int) (*store.DB, string) {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+	if _, err := db.CatchUpSearch(ctx); err != nil {
+		b.Fatal(err)
 	}
 	b.Logf("set-up: %d instances in %v", n, time.Since(start).Round(time.Millisecond))
 	return db, addr
@@ -125,6 +128,9 @@ func (l latencies) reportAs(b *testing.B, prefix string) {
 //   - search: GET ?search=<a 7-digit number of a random instance>&size=50
 //   - one: GET /api/instances/item/<key>/; one/interleaved alternates the product's
 //     and the floor's (product-* and floor-* metrics of one run)
+//   - search-behind-K (SQLite): the search while K rows (at most BENCH_N) wait for the
+//     search index, listed as a write lists them: each search reads them beside the
+//     index's answer
 func BenchmarkScale(b *testing.B) {
 	n := scaleN()
 	db, addr := scaleDB(b, n)
@@ -185,6 +191,34 @@ func BenchmarkScale(b *testing.B) {
 			})
 		}
 	}
+	if db.IsFile() {
+		for _, behind := range []int{10_000, 100_000} {
+			b.Run(fmt.Sprintf("n=%d/search-behind-%d/product", n, behind), func(b *testing.B) {
+				// The first rows of a spread of ids, as writes list them; the index still
+				// holds them (it is exact for them), so emptying the list afterwards
+				// leaves the database as it was.
+				testkit.Exec(b, db, fmt.Sprintf(`INSERT INTO instances_search_dirty(id, listed_at)
+					SELECT id, 0 FROM instances WHERE classname = 'item' ORDER BY (id * 7919) %% %d, id LIMIT %d`, n, behind))
+				defer testkit.Exec(b, db, "DELETE FROM instances_search_dirty")
+				get(b, srv.URL+urls["search"](0))
+				// At most 200 requests (or BENCH_SEARCH_REQS): each reads the listed rows.
+				reqs := min(b.N, 200)
+				if v, err := strconv.Atoi(os.Getenv("BENCH_SEARCH_REQS")); err == nil && v > 0 {
+					reqs = min(b.N, v)
+				}
+				l := make(latencies, 0, reqs)
+				c0 := cpuTime()
+				b.ResetTimer()
+				for i := 0; i < reqs; i++ {
+					t0 := time.Now()
+					get(b, srv.URL+urls["search"](i))
+					l = append(l, time.Since(t0))
+				}
+				b.StopTimer()
+				l.report(b, cpuTime()-c0)
+			})
+		}
+	}
 	// one/interleaved alternates the product's and the floor's one-instance requests, so
 	// both meet the same moments of a shared machine: run one after the other, their
 	// tails measure the machine's load at different times as much as the requests.
@@ -230,7 +264,10 @@ func floorHandler(b *testing.B, addr string) http.Handler {
 		return &sqlStmt{st}
 	}
 	page := prep(f.page)
-	dirty := prep(f.dirty)
+	var dirty *sqlStmt
+	if f.dirty != "" {
+		dirty = prep(f.dirty)
+	}
 	search := prep(f.search)
 	one := prep(f.one)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -241,8 +278,11 @@ func floorHandler(b *testing.B, addr string) http.Handler {
 		case q.Get("search") != "":
 			v := q.Get("search") // digits only: nothing to escape or quote
 			pat := "%" + v + "%"
-			var busy bool
-			if err = dirty.QueryRowContext(r.Context()).Scan(&busy); err == nil {
+			var backlog int
+			if dirty != nil {
+				err = dirty.QueryRowContext(r.Context(), store.SearchBacklogLimit+1).Scan(&backlog)
+			}
+			if err == nil {
 				out, err = search.rows(r.Context(), f.match(v), "item", pat, pat, pat, 51)
 			}
 		case q.Get("after") != "":

@@ -15,7 +15,6 @@ func postgresScaleFloor(addr, cols string) scaleFloorSQL {
 		dsn:    readOnlyURL(addr),
 		page:   "SELECT " + cols + " FROM instances WHERE classname = $1 AND id > $2 ORDER BY id LIMIT $3 OFFSET $4",
 		one:    "SELECT " + cols + " FROM instances WHERE classname = $1 AND keyname = $2",
-		dirty:  "SELECT false",
 		search: `SELECT i.id, i.classname, i.keyname, i.displayname, i.is_enabled, i.data, i.created_at, i.updated_at
 		FROM instances i WHERE ` + where + `
 		AND (` + like("i.keyname", "$3") + " OR " + like("i.displayname", "$4") + " OR " + like("i.data", "$5") + `)

@@ -14,8 +14,8 @@ import (
 type scaleFloorSQL struct {
 	driver, dsn string
 	// page is a page of rows (args: class, after, limit, offset); one is one instance
-	// (class, keyname); dirty is the check that nothing awaits indexing, run before a
-	// search; search is the indexed search (args: match(v), class, then the LIKE
+	// (class, keyname); dirty counts the rows awaiting indexing (arg: the bound), run
+	// before a search ("" where the engine maintains its index); search is the indexed search (args: match(v), class, then the LIKE
 	// pattern three times, limit).
 	page, one, dirty, search string
 	match                    func(v string) string
@@ -33,9 +33,9 @@ func scaleFloor(addr string) scaleFloorSQL {
 		dsn:    "file:" + addr + "?mode=ro&_pragma=busy_timeout(15000)&_pragma=query_only(1)",
 		page:   "SELECT " + cols + " FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ? OFFSET ?",
 		one:    "SELECT " + cols + " FROM instances WHERE classname = ? AND keyname = ?",
-		dirty:  store.SearchDirtyCheck,
+		dirty:  store.SearchBacklogCheck,
 		// The product's search query: the index's candidates joined to their rows in id
-		// order, LIKE deciding (after the same one-row check that nothing awaits indexing).
+		// order, LIKE deciding (after the same count of the rows awaiting indexing).
 		search: `SELECT i.id, i.classname, i.keyname, i.displayname, i.is_enabled, i.data, i.created_at, i.updated_at
 		FROM instances_search CROSS JOIN instances i WHERE instances_search MATCH ? AND i.id = instances_search.rowid
 		AND i.classname = ? AND (i.keyname LIKE ? ESCAPE '\' OR i.displayname LIKE ? ESCAPE '\' OR i.data LIKE ? ESCAPE '\')

@@ -45,8 +45,13 @@ type DB struct {
 	// inUse holds the shared in-use lock on the database file while it is open.
 	inUse *os.File
 	// turn is the turnstile every write transaction passes (turnstile.go); nil when
-	// the file is open read-only.
+	// the file is open read-only, or when the turnstile could not be opened (writes
+	// then go without it, with a warning).
 	turn *turnstile
+	// readOnly marks a file opened read-only (openReadOnly): nothing writes through it,
+	// so the search catch-up does not run on it. A writable file whose turnstile could
+	// not be opened (turn nil) is not read-only.
+	readOnly bool
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 
@@ -89,6 +94,15 @@ type DB struct {
 	onEvents  func(recorded int)
 	// keys holds the key of encrypted secrets (secretkey.go).
 	keys *secretKeys
+	// searchWake wakes the search index's catch-up after a commit (searchcatchup.go);
+	// searchIndexed counts the rows it indexed; searchScanning is set while searches
+	// read every row because the index lags too far (logged once per episode).
+	searchWake     chan struct{}
+	searchIndexed  atomic.Int64
+	searchScanning atomic.Bool
+	// searchLimit replaces SearchBacklogLimit when above zero (tests reach it with
+	// few rows).
+	searchLimit int64
 	// searchSeen, when set (tests only), is given the query and arguments of every
 	// indexed search's page before it runs (a test asks the engine for its plan).
 	searchSeen func(query string, args []any)
@@ -244,7 +258,7 @@ func openDB(ctx context.Context, path string, opts Options) (*DB, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	db := &DB{path: abs, addr: abs, w: w, dia: dia, log: opts.Logger, Now: time.Now, inUse: inUse, turn: turn,
-		onEvents: opts.OnEvents}
+		onEvents: opts.OnEvents, searchWake: make(chan struct{}, 1)}
 	fail := func(err error) (*DB, error) {
 		w.Close()
 		turn.close()
@@ -258,13 +272,8 @@ func openDB(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := layoutStep(ctx); err != nil {
 		return fail(err)
 	}
-	// AsIs writes nothing at open: rows written by SQL outside the store stay listed
-	// for the search index (searches scan meanwhile) until the next commit indexes them.
-	if !opts.AsIs {
-		if err := db.reindexLeftovers(ctx); err != nil {
-			return fail(err)
-		}
-	}
+	// Rows listed for the search index stay listed at open: the catch-up a serving
+	// process runs indexes them (RunSearchCatchUp), and searches check them meanwhile.
 	r, err := sql.Open(dia.driver, dia.dsn(abs, true))
 	if err != nil {
 		return fail(err)
@@ -303,7 +312,7 @@ func openReadOnly(ctx context.Context, abs, path string, opts Options) (*DB, err
 		r.Close()
 		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
 	}
-	return &DB{path: abs, addr: abs, w: r, r: r, dia: dia, log: opts.Logger, Now: time.Now}, nil
+	return &DB{path: abs, addr: abs, w: r, r: r, dia: dia, log: opts.Logger, Now: time.Now, readOnly: true}, nil
 }
 
 // Path is the absolute path of the database file.
@@ -421,8 +430,8 @@ type txState struct {
 	// known caches instances known to exist in this transaction ("class\x00key") for
 	// reference checks and address collection; dropped on delete and rename.
 	known map[string]struct{}
-	// writer marks a write transaction (BeginAs): its Commit re-indexes the instances
-	// it wrote for search (reindexDirty).
+	// writer marks a write transaction (BeginAs): its Commit folds the counts and wakes
+	// the search index's catch-up.
 	writer bool
 	// release returns the writer connection to the pool once the transaction ended.
 	release func()
@@ -479,6 +488,7 @@ func (tx *Tx) Commit() error {
 	if err == nil && tx.writer {
 		tx.db.committed()
 		tx.eventsCommitted()
+		tx.db.wakeCatchUp()
 	}
 	return tx.db.NoSpace(err)
 }
@@ -492,11 +502,6 @@ func (tx *Tx) commit() error {
 		}
 	}
 	if tx.writer {
-		// Last before the commit: FTS5 flushes its pending rows at every later
-		// statement savepoint.
-		if err := reindexDirty(tx.began, tx.conn()); err != nil {
-			return err
-		}
 		for _, q := range tx.db.dia.beforeCommit {
 			if _, err := tx.execContext(tx.began, q); err != nil {
 				return fmt.Errorf("fold counts: %w", err)

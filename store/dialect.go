@@ -149,17 +149,23 @@ type dialect struct {
 	// yet): what a copy reads from a source of this engine.
 	foldedRead map[string]string
 
-	// Full-text search (search.go, searchindex.go). searchDirty reads whether
-	// written rows wait for the index; reindexAll are the statements bringing the
-	// index up to date with every listed row, the last of them flushing the index;
-	// reindexUpTo the same for the listed rows with ids up to `?` (the re-indexing at
-	// open works a chunk at a time). searchFrom and searchWhere replace a scan's FROM
-	// and class condition by the index's candidates (args: the index query, then the
-	// class); searchID is the id column of those candidates.
-	searchDirty             string
-	reindexAll, reindexUpTo []string
-	searchFrom, searchWhere string
-	searchID                string
+	// Full-text search (search.go, searchindex.go). searchBacklog counts the rows
+	// listed for the index and not indexed yet, up to `?`; searchLag is their number and
+	// the oldest one's listing time (Unix ms); both "" where the engine maintains its
+	// index in every write. reindexUpTo are the statements indexing the listed rows with
+	// ids up to `?`, the last of them (no argument) flushing the index. searchFrom and
+	// searchWhere replace a scan's FROM and class condition by the index's candidates
+	// (args: the index query, then the class); searchID is the id column of those
+	// candidates; searchUnlisted (appended to searchWhere) keeps the candidates not
+	// listed, searchListed is the FROM and class condition (arg: the class) of the
+	// listed rows, searchListedID their id column.
+	searchBacklog, searchLag            string
+	reindexUpTo                         []string
+	searchFrom, searchWhere             string
+	searchID                            string
+	searchUnlisted                      string
+	searchListedFrom, searchListedWhere string
+	searchListedID                      string
 	// searchQuery is the index's query for a search, ok false where the index
 	// cannot narrow it exactly as LIKE would.
 	searchQuery func(search string) (q string, ok bool)

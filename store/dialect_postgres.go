@@ -95,10 +95,7 @@ var postgresDialect = &dialect{
 	},
 
 	// The engine maintains the trigram index in every write: nothing waits for it.
-	searchDirty: "SELECT false",
-	reindexAll:  []string{},
-	reindexUpTo: []string{},
-	searchFrom:  "instances i",
+	searchFrom: "instances i",
 	searchWhere: "dataservice_fold(i.keyname || ' ' || i.displayname || ' ' || CAST(i.data AS text))" +
 		` LIKE ? ESCAPE '\' AND i.classname = ?`,
 	searchID:    "i.id",

@@ -72,3 +72,7 @@ func CloseIdle(db *DB) {
 // SetSearchSeen makes every later indexed search on db give fn its page's query and
 // arguments before running it (nil: none).
 func SetSearchSeen(db *DB, fn func(query string, args []any)) { db.searchSeen = fn }
+
+// SetSearchBacklogLimit makes searches on db read every row once more than n rows wait
+// for the search index (SearchBacklogLimit's test bound).
+func SetSearchBacklogLimit(db *DB, n int64) { db.searchLimit = n }

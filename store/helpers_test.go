@@ -92,6 +92,22 @@ const serverSchema = `
   site_city: {dataformat: external, dataformat_ext: site city}
 `
 
+// layout10Triggers are the search index's triggers as layout step 10 made them.
+var layout10Triggers = []string{
+	`CREATE TRIGGER instances_search_insert AFTER INSERT ON instances BEGIN
+	INSERT INTO instances_search_dirty(id) VALUES(NEW.id) ON CONFLICT(id) DO NOTHING;
+END`,
+	`CREATE TRIGGER instances_search_delete AFTER DELETE ON instances BEGIN
+	INSERT INTO instances_search_dirty(id) VALUES(OLD.id) ON CONFLICT(id) DO NOTHING;
+END`,
+	`CREATE TRIGGER instances_search_update AFTER UPDATE OF id, keyname, displayname, data ON instances
+	WHEN OLD.id IS NOT NEW.id OR OLD.keyname IS NOT NEW.keyname OR OLD.displayname IS NOT NEW.displayname
+		OR OLD.data IS NOT NEW.data BEGIN
+	INSERT INTO instances_search_dirty(id) VALUES(OLD.id) ON CONFLICT(id) DO NOTHING;
+	INSERT INTO instances_search_dirty(id) VALUES(NEW.id) ON CONFLICT(id) DO NOTHING;
+END`,
+}
+
 // layoutsAfter are the statements that set a file made by this program back to its
 // shape at layout version v (3 to 10): they drop what the later layout steps created,
 // and set the version. Data the later steps wrote (rows, not objects) is left.
@@ -107,9 +123,11 @@ func layoutsAfter(v int) []string {
 		12: {"DROP TABLE throttle"},
 		14: {"DROP TABLE events"},
 		15: {"DROP INDEX events_due", "DROP INDEX events_next", "DROP INDEX events_lease"},
+		16: append([]string{"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
+			"DROP TRIGGER instances_search_update", "ALTER TABLE instances_search_dirty DROP COLUMN listed_at"}, layout10Triggers...),
 	}
 	var stmts []string
-	for step := 15; step > v; step-- { // the last layout step
+	for step := 16; step > v; step-- { // the last layout step
 		stmts = append(stmts, drops[step]...)
 	}
 	return append(stmts, fmt.Sprintf("PRAGMA user_version = %d", v))

@@ -225,7 +225,8 @@ CREATE INDEX IF NOT EXISTS revisions_class ON revisions(classname, id);
 	// statements open one (their triggers), which made each instance write a segment
 	// of its own. Instead the triggers note the ids written in instances_search_dirty,
 	// and every store write transaction re-indexes those rows in one pass just before
-	// it commits (reindexDirty). A search treats a non-empty dirty list (rows written
+	// it commits (reindexDirty; since layout 16 a background catch-up indexes them
+	// instead, searchcatchup.go). A search treats a non-empty dirty list (rows written
 	// by SQL outside the store) by reading rows as before, so results never depend on
 	// it. automerge 8 (instead of FTS5's 4) merges the index's segments a level at
 	// a time in fewer, larger steps: less merging work for each write, at most a few
@@ -299,7 +300,34 @@ CREATE INDEX throttle_last ON throttle(kind, last);
 	eventsLayout,
 	// 15: the indexes of the events claim (layout_events.go).
 	eventsClaimLayout,
+	// 16: the search index catches up in the background (searchcatchup.go) instead of
+	// in every write transaction, so the list of rows to index records when each row was
+	// listed (Unix milliseconds; the first listing wins while the row waits): the age
+	// of the oldest is how far the index lags behind the data. Rows listed before this
+	// step count from now.
+	`
+ALTER TABLE instances_search_dirty ADD COLUMN listed_at INTEGER NOT NULL DEFAULT 0;
+UPDATE instances_search_dirty SET listed_at = ` + sqliteNowMillis + `;
+DROP TRIGGER instances_search_insert;
+DROP TRIGGER instances_search_delete;
+DROP TRIGGER instances_search_update;
+CREATE TRIGGER instances_search_insert AFTER INSERT ON instances BEGIN
+	INSERT INTO instances_search_dirty(id, listed_at) VALUES(NEW.id, ` + sqliteNowMillis + `) ON CONFLICT(id) DO NOTHING;
+END;
+CREATE TRIGGER instances_search_delete AFTER DELETE ON instances BEGIN
+	INSERT INTO instances_search_dirty(id, listed_at) VALUES(OLD.id, ` + sqliteNowMillis + `) ON CONFLICT(id) DO NOTHING;
+END;
+CREATE TRIGGER instances_search_update AFTER UPDATE OF id, keyname, displayname, data ON instances
+	WHEN OLD.id IS NOT NEW.id OR OLD.keyname IS NOT NEW.keyname OR OLD.displayname IS NOT NEW.displayname
+		OR OLD.data IS NOT NEW.data BEGIN
+	INSERT INTO instances_search_dirty(id, listed_at) VALUES(OLD.id, ` + sqliteNowMillis + `) ON CONFLICT(id) DO NOTHING;
+	INSERT INTO instances_search_dirty(id, listed_at) VALUES(NEW.id, ` + sqliteNowMillis + `) ON CONFLICT(id) DO NOTHING;
+END;
+`,
 }
+
+// sqliteNowMillis is the current time in Unix milliseconds, in SQL.
+const sqliteNowMillis = `CAST(unixepoch('subsec') * 1000 AS INTEGER)`
 
 // sqliteNextInstanceID is the id a new instance takes: above every id ever given out.
 const sqliteNextInstanceID = `(SELECT max(high, coalesce((SELECT max(id) FROM instances), 0)) + 1 FROM instance_ids)`

@@ -102,23 +102,38 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 	args := []any{cls}
 	var rq querier = db.reader()
 	snapshot := false // rq is one read transaction (an indexed search)
+	// listed: the index lags behind some rows (listed, not indexed yet); the search
+	// then reads the index's candidates that are not listed and every listed row of
+	// the schema, LIKE deciding for both, merged in id order.
+	listed := false
 	if match, ok := db.dia.searchQuery(q.Search); ok {
-		// One read snapshot for the check of the dirty list and every query after it.
+		// One read snapshot for the count of the listed rows and every query after it.
 		rtx, err := db.r.BeginTx(ctx, db.dia.snapshot)
 		if err != nil {
 			return nil, fmt.Errorf("search %s: %w", cls, err)
 		}
 		defer rtx.Rollback()
 		rq, snapshot = conn{rtx, db.dia}, true
-		var dirty bool
-		if err := rq.queryRowContext(ctx, db.dia.searchDirty).Scan(&dirty); err != nil {
-			return nil, fmt.Errorf("search %s: %w", cls, err)
+		var backlog int64
+		if db.dia.searchBacklog != "" {
+			if err := rq.queryRowContext(ctx, db.dia.searchBacklog, db.backlogLimit()+1).Scan(&backlog); err != nil {
+				return nil, fmt.Errorf("search %s: %w", cls, err)
+			}
 		}
-		if !dirty {
+		if backlog > db.backlogLimit() {
+			// Too many rows to check one by one: read the schema's rows as without an
+			// index (the catch-up brings the backlog down).
+			db.searchFellBack(backlog)
+		} else {
+			db.searchIndexUsable(backlog)
 			// The index gives the candidate rows in id order, each joined to its row;
 			// the LIKE below decides, as in a scan.
 			from, idCol, where = db.dia.searchFrom, db.dia.searchID, db.dia.searchWhere
 			args = []any{match, cls}
+			if backlog > 0 {
+				listed = true
+				where += db.dia.searchUnlisted
+			}
 		}
 	}
 	if q.Search == "" && q.Holds == nil {
@@ -128,26 +143,30 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 		}
 		res.Count = n
 	}
+	// filter is what every row must pass beyond its schema (the search, the holds),
+	// with its arguments: the same for the listed rows' part of a search.
+	filter, filterArgs := "", []any(nil)
 	if q.Search != "" {
 		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
 		like := "(" + db.dia.like("i.keyname", "?") + " OR " + db.dia.like("i.displayname", "?")
-		likeArgs := []any{pat, pat}
+		filterArgs = []any{pat, pat}
 		if !s.HasSecrets() {
 			like += " OR " + db.dia.like("i.data", "?")
-			likeArgs = append(likeArgs, pat)
+			filterArgs = append(filterArgs, pat)
 		}
 		like += ")"
-		where += " AND " + like
-		args = append(args, likeArgs...)
+		filter += " AND " + like
 	}
 	if h := q.Holds; h != nil {
 		if f := s.Field(h.Field); f == nil || f.Dataformat == "secret" || !model.ValidFieldName(h.Field) {
 			return nil, model.Errorf(model.EInvalid, "%s has no field %s to filter by", cls, clip.Quote(h.Field))
 		}
 		// contains is a cheap filter before the exact test on the (scalar or list) value.
-		where += " AND " + db.dia.contains("i.data", "?") + " AND " + db.dia.jsonHolds("i.data", "?", "?")
-		args = append(args, jsonString(h.Value), "$."+h.Field, h.Value)
+		filter += " AND " + db.dia.contains("i.data", "?") + " AND " + db.dia.jsonHolds("i.data", "?", "?")
+		filterArgs = append(filterArgs, jsonString(h.Value), "$."+h.Field, h.Value)
 	}
+	where += filter
+	args = append(args, filterArgs...)
 	filtered := q.Search != "" || q.Holds != nil
 	after := q.After
 	if order != "" {
@@ -158,10 +177,32 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 		listWhere += " AND " + idCol + " > ?"
 		listArgs = append(append([]any{}, args...), after)
 	}
+	sorted := order != ""
 	if order == "" {
 		order = idCol
 	}
 	listQ := "SELECT " + instanceColsI + " FROM " + from + " WHERE " + listWhere + " ORDER BY " + order + " LIMIT ? OFFSET ?"
+	countFrom := "SELECT 1 FROM " + from + " WHERE " + where
+	if listed {
+		// The two parts, each in id order: SQLite merges them without sorting when the
+		// compound is ordered by its first column, each part's own id column.
+		listedWhere, listedArgs := db.dia.searchListedWhere+filter, append([]any{cls}, filterArgs...)
+		countFrom += " UNION ALL SELECT 1 FROM " + db.dia.searchListedFrom + " WHERE " + listedWhere
+		args = append(append([]any{}, args...), listedArgs...)
+		if after > 0 {
+			listedWhere += " AND " + db.dia.searchListedID + " > ?"
+			listedArgs = append(listedArgs, after)
+		}
+		cols := func(id string) string { return id + " AS id" + strings.TrimPrefix(instanceColsI, "i.id") }
+		compound := "SELECT " + cols(idCol) + " FROM " + from + " WHERE " + listWhere +
+			" UNION ALL SELECT " + cols(db.dia.searchListedID) + " FROM " + db.dia.searchListedFrom + " WHERE " + listedWhere
+		listArgs = append(append([]any{}, listArgs...), listedArgs...)
+		if sorted {
+			listQ = "SELECT * FROM (" + compound + ") AS i ORDER BY " + order + " LIMIT ? OFFSET ?"
+		} else {
+			listQ = compound + " ORDER BY 1 LIMIT ? OFFSET ?"
+		}
+	}
 	var rows *sql.Rows
 	switch {
 	case snapshot:
@@ -205,10 +246,10 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 		res.Count = q.Offset + len(res.Instances)
 		return res, nil
 	}
-	countQ, countArgs := "SELECT count(*) FROM "+from+" WHERE "+where, args
+	countQ, countArgs := "SELECT count(*) FROM ("+countFrom+") AS m", args
 	bound := q.Offset + q.Limit + SearchCountSlack
 	if !q.ExactCount {
-		countQ = "SELECT count(*) FROM (SELECT 1 FROM " + from + " WHERE " + where + " LIMIT ?) AS m"
+		countQ = "SELECT count(*) FROM (" + countFrom + " LIMIT ?) AS m"
 		countArgs = append(append([]any{}, args...), bound+1)
 	}
 	if err := rq.queryRowContext(ctx, countQ, countArgs...).Scan(&res.Count); err != nil {

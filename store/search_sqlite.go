@@ -9,12 +9,15 @@ import (
 // and its query syntax, which the SQLite dialect gives the search (search.go) and the
 // re-indexing (searchindex.go).
 
-// SearchDirtyCheck and SearchReindex are the statements a write transaction runs last
-// (reindexDirty): the check whether any written row awaits indexing, then the index's
-// update from the listed rows. Exported so that benchmark floors run the same SQL.
-const SearchDirtyCheck = `SELECT EXISTS (SELECT 1 FROM instances_search_dirty)`
+// SearchBacklogCheck is what a search runs first: the number of rows listed for the
+// index and not indexed yet, counted up to `?` (SearchBacklogLimit + 1). Exported so
+// that benchmark floors run the same SQL.
+const SearchBacklogCheck = `SELECT count(*) FROM (SELECT 1 FROM instances_search_dirty LIMIT ?)`
 
-var SearchReindex = sqliteReindex("")
+// sqliteCatchUp are the statements of a catch-up batch (searchindex.go): they index
+// the listed rows with ids up to `?` and take them off the list; the last (no
+// argument) flushes the index.
+var sqliteCatchUp = sqliteReindex("d.id <= ?")
 
 // sqliteReindex are the re-indexing statements over the listed rows that satisfy
 // cond (a condition on d.id; "" for all of them).

@@ -8,107 +8,162 @@ import (
 )
 
 // The search index (layout 10; SQLite's is a trigram FTS5 index, search_sqlite.go)
-// indexes each instance's keyname, displayname and data: a search of three characters or more asks it for the rows
-// holding every trigram of the search, and checks those rows with the same LIKE a
-// scan uses, so the index only narrows and never decides what matches.
+// indexes each instance's keyname, displayname and data: a search of three characters
+// or more asks it for the rows holding every trigram of the search, and checks those
+// rows with the same LIKE a scan uses, so the index only narrows and never decides
+// what matches.
+//
+// A write does not index what it writes: the layout's triggers list the ids written in
+// instances_search_dirty, in the write's own transaction (cheap), and the catch-up
+// (searchcatchup.go) indexes listed rows later, in batches, off the writes' path. The
+// index is so exact for every row not listed; a search checks the listed rows by
+// reading them (search.go), so it never depends on how far the index lags.
 
-// reindexChunkRows is how many listed rows one chunk of the re-indexing at open
-// indexes: a few milliseconds of work; a transaction runs chunks for up to
-// maxBatchTime.
-const reindexChunkRows = 100
+// SearchBacklogLimit is the number of listed (not yet indexed) rows above which a
+// search no longer combines the index with an exact check of the listed rows but
+// reads every row of its schema, as without an index: checking 100,000 rows costs
+// about what a scan of a large schema does (half a second), and more would cost more.
+const SearchBacklogLimit = 100_000
 
-// reindexDirty brings the search index up to date with the instances the
-// transaction wrote (noted in instances_search_dirty by triggers): it removes the
-// entries of the rows deleted, replaces those of the rows still there with their
-// current text, in id order (the index deletes the text it holds for an id, so the
-// removal never depends on what the row holds now), and empties the list. The
-// replacing is one statement: FTS5 flushes its pending changes to a new segment at
-// each statement savepoint, and removing and re-adding in two statements would
-// write two segments a commit.
-// It runs last in every store write transaction, right before the commit.
-func reindexDirty(ctx context.Context, tx conn) error {
-	// Not interruptible: a canceled request must not stop FTS5 midway through writing
-	// its segments. The last statement writes the index's pending changes out, so the
-	// commit (which the request's context can still interrupt) has none left to flush.
-	ctx = context.WithoutCancel(ctx)
-	var dirty bool
-	if err := tx.queryRowContext(ctx, tx.dia.searchDirty).Scan(&dirty); err != nil {
-		return fmt.Errorf("search index: %w", err)
-	}
-	if !dirty {
-		return nil
-	}
-	for _, q := range tx.dia.reindexAll {
-		if _, err := tx.execContext(ctx, q); err != nil {
-			return fmt.Errorf("search index: %w", err)
-		}
-	}
-	return nil
-}
+// catchUpBatchRows is how many listed rows one catch-up transaction indexes at most,
+// in chunks of catchUpChunkRows, and for at most maxBatchTime (as a load's batch): long
+// enough for FTS5 to write few, large segments, short enough that a request's write
+// waits for one batch at most, however large the rows.
+//
+// A chunk's size follows the rows' cost: the first chunk is catchUpFirstChunk rows, and
+// each next one is as many rows as the time per row of the last one says fit in what
+// is left of maxBatchTime (1 to catchUpChunkRows), so a batch of large rows (a row of
+// 100 KB takes FTS5 tens of milliseconds) stays within the bound instead of holding
+// the writer for a whole fixed chunk.
+const (
+	catchUpBatchRows  = 2000
+	catchUpChunkRows  = 500
+	catchUpFirstChunk = 8
+)
 
-// reindexLeftovers indexes rows written by SQL outside the store (which leaves
-// them in instances_search_dirty) when a file is opened for writing. It works in
-// transactions of up to maxBatchTime each, beginning each through the turnstile, so a
-// writer in another process waits for one of them at most, not for the whole list
-// (a million rows take tens of seconds). A write transaction of any process commits
-// by indexing every listed row (reindexDirty), so a write made meanwhile indexes
-// what is left, in its own transaction.
-func (db *DB) reindexLeftovers(ctx context.Context) error {
-	for {
-		// Checked before any write transaction: opening a file with nothing listed
-		// (the usual case) must not wait for a writer.
-		var dirty bool
-		if err := db.writer().queryRowContext(ctx, db.dia.searchDirty).Scan(&dirty); err != nil {
-			return fmt.Errorf("search index: %w", err)
-		}
-		if !dirty {
-			return nil
-		}
-		more, err := db.reindexSome(ctx)
-		if err != nil {
-			return fmt.Errorf("search index: %w", err)
-		}
-		if !more {
-			return nil
-		}
+// indexBatch indexes up to rows listed rows, lowest ids first, in one write
+// transaction that passes the turnstile and holds the writer as any write does, for
+// at most maxBatchTime (whole chunks). n is how many it indexed (0: the list was
+// empty).
+func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
+	// Read first: an empty list (the idle catch-up's usual case) takes no writer, so
+	// it never makes another process's write wait.
+	var listed int64
+	if err := db.reader().queryRowContext(ctx, db.dia.searchBacklog, 1).Scan(&listed); err != nil {
+		return 0, err
 	}
-}
-
-// reindexSome indexes listed rows a chunk at a time in one transaction, for up to
-// maxBatchTime; more is false once the list is empty.
-func (db *DB) reindexSome(ctx context.Context) (more bool, err error) {
+	if listed == 0 {
+		return 0, nil
+	}
 	raw, done, err := db.beginWriter(ctx)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	defer done()
 	defer raw.Rollback()
 	tx := conn{raw, db.dia}
-	chunk := db.dia.reindexUpTo
+	// Not interruptible once the writer is held: a canceled catch-up must not stop
+	// FTS5 midway through writing its segments (the rollback would undo them, and the
+	// batch's work would be lost for nothing).
+	wctx := context.WithoutCancel(ctx)
+	index, flush := db.dia.reindexUpTo[:len(db.dia.reindexUpTo)-1], db.dia.reindexUpTo[len(db.dia.reindexUpTo)-1]
 	began := time.Now()
-	for time.Since(began) < maxBatchTime {
+	chunk := catchUpFirstChunk
+	for n < rows && (n == 0 || time.Since(began) < maxBatchTime) {
+		started := time.Now()
 		var last sql.NullInt64
-		var n int
-		if err := tx.queryRowContext(ctx, `SELECT max(id), count(*) FROM (SELECT id FROM instances_search_dirty
-			ORDER BY id LIMIT ?)`, reindexChunkRows).Scan(&last, &n); err != nil {
-			return false, err
+		var k int
+		if err := tx.queryRowContext(wctx, `SELECT max(id), count(*) FROM (SELECT id FROM instances_search_dirty
+			ORDER BY id LIMIT ?)`, min(chunk, rows-n)).Scan(&last, &k); err != nil {
+			return 0, err
 		}
 		if !last.Valid {
 			break
 		}
-		for _, q := range chunk[:len(chunk)-1] {
-			if _, err := tx.execContext(ctx, q, last.Int64); err != nil {
-				return false, err
+		for _, q := range index {
+			if _, err := tx.execContext(wctx, q, last.Int64); err != nil {
+				return 0, err
 			}
 		}
-		db.HoldForTest(n)
-		more = true
+		db.HoldForTest(k)
+		n += k
+		chunk = nextChunk(time.Since(started), k, maxBatchTime-time.Since(began))
 	}
-	if !more {
-		return false, nil
+	if n == 0 {
+		return 0, nil
 	}
-	if _, err := tx.execContext(ctx, chunk[len(chunk)-1]); err != nil {
-		return false, err
+	if _, err := tx.execContext(wctx, flush); err != nil {
+		return 0, err
 	}
-	return true, raw.Commit()
+	if err := raw.Commit(); err != nil {
+		return 0, db.NoSpace(err)
+	}
+	db.committed() // a commit ends a disk-full episode, as a request's write does
+	db.commits.Add(1)
+	db.searchIndexed.Add(int64(n))
+	return n, nil
 }
+
+// nextChunk is how many rows the next chunk of a catch-up batch indexes: as many as
+// fit in left at the time per row the last chunk (k rows in took) showed, from 1 to
+// catchUpChunkRows.
+func nextChunk(took time.Duration, k int, left time.Duration) int {
+	if k <= 0 || left <= 0 {
+		return 1
+	}
+	per := took / time.Duration(k)
+	if per <= 0 {
+		return catchUpChunkRows
+	}
+	return max(1, min(catchUpChunkRows, int(left/per)))
+}
+
+// CatchUpSearch indexes every row listed for the search index now, a batch per
+// transaction (as the background catch-up does, without pausing), and returns how
+// many rows it indexed. Rows listed meanwhile by other writers are indexed too. On
+// PostgreSQL, whose engine maintains its index in every write, it does nothing.
+func (db *DB) CatchUpSearch(ctx context.Context) (int64, error) {
+	var total int64
+	if db.dia.searchBacklog == "" || db.readOnly { // the engine's own index, or read-only
+		return 0, nil
+	}
+	for {
+		n, err := db.indexBatch(ctx, catchUpBatchRows)
+		if err != nil {
+			return total, fmt.Errorf("search index: %w", err)
+		}
+		if n == 0 {
+			return total, nil
+		}
+		total += int64(n)
+	}
+}
+
+// SearchLag is how far the search index is behind the data.
+type SearchLag struct {
+	// Rows is the number of rows listed and not yet indexed.
+	Rows int64
+	// Oldest is when the oldest of them was listed (zero when none is).
+	Oldest time.Time
+}
+
+// SearchLag reads how far the search index lags. PostgreSQL's engine maintains its
+// index in every write: it never lags (zero).
+func (db *DB) SearchLag(ctx context.Context) (SearchLag, error) {
+	var lag SearchLag
+	if db.dia.searchLag == "" {
+		return lag, nil
+	}
+	var oldest int64
+	if err := db.reader().queryRowContext(ctx, db.dia.searchLag).Scan(&lag.Rows, &oldest); err != nil {
+		return lag, fmt.Errorf("search index lag: %w", err)
+	}
+	if lag.Rows > 0 {
+		lag.Oldest = time.UnixMilli(oldest)
+	}
+	return lag, nil
+}
+
+// SearchIndexed is the number of rows this process's catch-up has indexed since it
+// opened the database: its rate is the catch-up's.
+func (db *DB) SearchIndexed() int64 { return db.searchIndexed.Load() }

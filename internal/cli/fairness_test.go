@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,7 +32,7 @@ const (
 // TestCLIWriteBesideServerWork runs a one-entry `dataservice load` as a child process,
 // several times, while a child-process server runs each long operation: an API load, a
 // dry-run load, a pipeline real and dry run, a pipeline of cascading renames, and the
-// re-indexing of the search index at start. Each CLI write must finish within 10 s
+// search index's catch-up. Each CLI write must finish within 10 s
 // (the aim is about a second: it waits for the server's batch in progress); without
 // the turnstile it waits for the whole operation, and past the 15 s busy timeout fails.
 // The figures (BENCHMARKS.md) are logged.
@@ -67,6 +68,10 @@ func TestCLIWriteBesideServerWork(t *testing.T) {
 	insertInstances(t, db, "ref", "ref", refs, func(i int) map[string]any {
 		return map[string]any{"to": fmt.Sprintf("t%d", i*(fairnessItems/refs))}
 	})
+	// Indexed now, so the server's catch-up does not run beside the first operations.
+	if _, err := db.CatchUpSearch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	db.Close()
 
 	serverEnv := map[string]string{"DATASERVICE_TEST_HOLD": fairnessHold.String()}
@@ -185,28 +190,23 @@ func TestCLIWriteBesideServerWork(t *testing.T) {
 		t.Fatalf("%d of %d references follow the renames", n, refs)
 	}
 
-	// The search index's re-indexing at start (SQLite's: PostgreSQL's engine maintains
-	// its index in every write, and a start re-indexes nothing): rows changed outside
-	// dataservice are listed for it. The server works through the list before it
-	// listens, in short transactions; a CLI write meanwhile indexes what is left in its
-	// own commit.
+	// The search index's catch-up (SQLite's: PostgreSQL's engine maintains its index in
+	// every write): rows changed outside dataservice are listed for it, and a server
+	// indexes them in the background once it listens, in batches that pass the
+	// turnstile; a CLI write meanwhile waits for one batch at most.
 	ops := []string{"idle server", "load", "dryrun load", "pipeline", "pipeline dry run", "cascading renames"}
 	if !testkit.Postgres() {
-		ops = append(ops, "index rebuild")
+		ops = append(ops, "index catch-up")
 		testkit.ExecFile(t, path, "UPDATE instances SET displayname = displayname || '.' WHERE classname = 'box'")
 		server = startChild(t, serverEnv, "serve")
-		time.Sleep(time.Second)
-		if listenRE.MatchString(server.out.String()) {
-			t.Fatal("the server listens already: the re-indexing at start was too short to measure")
-		}
-		took := write("index rebuild")
-		figures["index rebuild"] = []time.Duration{took}
-		if took > fairnessBound {
-			t.Errorf("index rebuild: a one-entry CLI load took %v beside it (bound %v)", took, fairnessBound)
-		}
 		server.baseURL()
+		listed := func() int64 { return queryInt(t, r, "SELECT count(*) FROM instances_search_dirty") }
+		during("index catch-up", func() bool { return listed() == 0 })
+		for end := time.Now().Add(5 * time.Minute); listed() > 0 && time.Now().Before(end); {
+			time.Sleep(200 * time.Millisecond)
+		}
 		server.stop()
-		testkit.CheckSearchIndex(t, path, "after the re-indexing at start")
+		testkit.CheckSearchIndexCaughtUp(t, path, "after the catch-up")
 	}
 	if n := queryInt(t, r, "SELECT count(*) FROM instances WHERE classname = 'probe'"); n != int64(loaded) {
 		t.Fatalf("%d probe entries loaded, want %d", n, loaded)

@@ -249,11 +249,19 @@ var (
 		"Free space on the filesystem holding the database (bytes available to unprivileged users); writes fail at 0.", nil, nil)
 	descDiskSize = prometheus.NewDesc("dataservice_disk_size_bytes", "Size of the filesystem holding the database.", nil, nil)
 	descEvents   = prometheus.NewDesc("dataservice_events", "Events in the outbox waiting for delivery (pending) or in the dead letters (dead).", []string{"status"}, nil)
+	// The search index's lag (SQLite: the catch-up indexes written rows after their
+	// write; PostgreSQL's engine indexes them in the write, so these are absent there).
+	descSearchBehindRows = prometheus.NewDesc("dataservice_search_index_behind_rows",
+		"Instances written and not yet indexed for search (searches check them by reading them; above 100000 a search reads every row of its schema).", nil, nil)
+	descSearchBehindSeconds = prometheus.NewDesc("dataservice_search_index_behind_seconds",
+		"Age of the oldest instance write not yet indexed for search; 0 when the index is up to date.", nil, nil)
+	descSearchIndexed = prometheus.NewDesc("dataservice_search_index_caught_up_rows_total",
+		"Instances this process's search index catch-up indexed (its rate is the catch-up's rate).", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTasks, descQueue, descDBSize, descWALSize, descLastBackup, descBackupAge,
-		descDiskFree, descDiskSize, descEvents} {
+		descDiskFree, descDiskSize, descEvents, descSearchBehindRows, descSearchBehindSeconds, descSearchIndexed} {
 		ch <- d
 	}
 }
@@ -288,6 +296,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		// there (pg_database_size, the server's own disk monitoring).
 		return
 	}
+	if lag, err := c.db.SearchLag(ctx); err != nil {
+		c.log.Warn("metrics: search index lag", "error", err)
+	} else {
+		behind := 0.0
+		if !lag.Oldest.IsZero() {
+			behind = max(time.Since(lag.Oldest).Seconds(), 0)
+		}
+		ch <- prometheus.MustNewConstMetric(descSearchBehindRows, prometheus.GaugeValue, float64(lag.Rows))
+		ch <- prometheus.MustNewConstMetric(descSearchBehindSeconds, prometheus.GaugeValue, behind)
+	}
+	ch <- prometheus.MustNewConstMetric(descSearchIndexed, prometheus.CounterValue, float64(c.db.SearchIndexed()))
 	ch <- prometheus.MustNewConstMetric(descDBSize, prometheus.GaugeValue, size(c.db.Path()))
 	ch <- prometheus.MustNewConstMetric(descWALSize, prometheus.GaugeValue, size(c.db.Path()+"-wal"))
 	if free, size, err := c.db.DiskSpace(); err != nil {

@@ -72,7 +72,17 @@ func (c *cli) pipelineRun(ctx context.Context, name string, schemas []string, dr
 		return nil
 	}
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopRun()
+	// The run writes for long: this process runs the search index's catch-up beside it,
+	// as serve does, and leaves what is still listed when it ends to the next serve.
+	caughtUp := make(chan struct{})
+	go func() {
+		defer close(caughtUp)
+		db.RunSearchCatchUp(runCtx, log)
+	}()
+	defer func() {
+		stopRun()
+		<-caughtUp
+	}()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

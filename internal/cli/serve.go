@@ -113,13 +113,19 @@ func (c *cli) serve(ctx context.Context, _ []string) error {
 	go bootstrap.BackupLoop(runCtx, db, s.BackupDir, backupTick, log, m.backupHook())
 	// The task runner, the event deliverer and the scheduler run on every node; the
 	// queue's and the outbox's leases, and the schedules' conditional state updates,
-	// share the work between nodes.
+	// share the work between nodes. So does the search index's catch-up on a SQLite
+	// file (each batch passes the turnstile like any write; nodes of one file share the
+	// list); on PostgreSQL it returns at once (the engine maintains its index).
 	runnerDone := make(chan struct{})
 	sched := tasks.NewScheduler(runner, tasks.SchedulerOptions{Logger: log, OnRun: m.scheduleHook()})
 	go func() {
 		defer close(runnerDone)
 		var wg sync.WaitGroup
-		wg.Add(2)
+		wg.Add(3)
+		go func() {
+			defer wg.Done()
+			db.RunSearchCatchUp(runCtx, log)
+		}()
 		go func() {
 			defer wg.Done()
 			dl.Run(runCtx)

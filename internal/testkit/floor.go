@@ -41,11 +41,6 @@ func OpenFloorDB(tb testing.TB) *sql.DB {
 	return db
 }
 
-// FloorReindex is what a store write transaction runs right before it commits, to keep
-// the search index: a floor that writes instances runs it at the end of each
-// transaction, so it does the same SQL as the product.
-var FloorReindex = append([]string{store.SearchDirtyCheck}, store.SearchReindex...)
-
 // openPostgresFloorDB is OpenFloorDB on the PostgreSQL pass.
 func openPostgresFloorDB(tb testing.TB) *sql.DB {
 	tb.Helper()
@@ -69,18 +64,17 @@ func openPostgresFloorDB(tb testing.TB) *sql.DB {
 // inserted in transactions) on the pass's engine: the statements a write transaction
 // starts with, the INSERT of an instance and of its revision (args, each: classname,
 // keyname, displayname, is_enabled, data, created_at, updated_at; classname, keyname,
-// action, before, after, author, created_at), the statements it ends with before
-// COMMIT, and the is_enabled value to pass.
+// action, before, after, author, created_at), and the is_enabled value to pass.
 type FloorLoadSQL struct {
 	Begin              []string
 	Instance, Revision string
-	End                []string
 	Enabled            any
 }
 
 // FloorLoad is the load floor's SQL. SQLite: BEGIN IMMEDIATE takes the writer (the
-// floor pool's _txlock), the instance takes the next rowid, and the search index is
-// re-indexed before the commit as a store transaction does (FloorReindex).
+// floor pool's _txlock) and the instance takes the next rowid; the layout's triggers
+// list it for the search index, whose catch-up runs outside the write as the
+// product's does.
 // PostgreSQL: the product's advisory writer lock and its INSERT under the next id
 // (store.PostgresFloorSQL); the engine maintains the pg_trgm index in every write, as
 // it does for the product; plain pgx passes the integer flag as an integer (the
@@ -92,7 +86,6 @@ func FloorLoad() FloorLoadSQL {
 	VALUES(?, ?, ?, ?, ?, ?, ?)`,
 			Revision: `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
 		VALUES(?, ?, ?, ?, ?, ?, ?)`,
-			End:     FloorReindex,
 			Enabled: true,
 		}
 	}

@@ -97,8 +97,8 @@ type StackOptions struct {
 }
 
 // Stack is the real service in-process: a database in tb.TempDir() (or Dir) after one start
-// (fixed clock), a task runner polling every 20 ms, and the handler served on
-// 127.0.0.1:0.
+// (fixed clock), a task runner polling every 20 ms, the search index's catch-up, and the
+// handler served on 127.0.0.1:0.
 type Stack struct {
 	DB     *store.DB
 	Runner *tasks.Runner
@@ -128,6 +128,18 @@ func NewStack(tb testing.TB, o StackOptions) *Stack {
 		db = Open(tb, path, Options{Logger: o.Logger})
 		Bootstrap(tb, db, bootstrap.Options{AdminPassword: o.AdminPassword, Logger: o.Logger})
 	}
+	// The search index's catch-up runs for the stack's life, as serve runs it (it
+	// returns at once on PostgreSQL); stopped before the database closes.
+	catchUp, stopCatchUp := context.WithCancel(context.Background())
+	caughtUp := make(chan struct{})
+	go func() {
+		defer close(caughtUp)
+		db.RunSearchCatchUp(catchUp, o.Logger)
+	}()
+	tb.Cleanup(func() {
+		stopCatchUp()
+		<-caughtUp
+	})
 	runner := tasks.New(db, tasks.Options{Poll: 20 * time.Millisecond, Logger: o.Logger})
 	s := &Stack{DB: db, Runner: runner, Server: Serve(tb, o.Handler(db, runner), o.Configure)}
 	s.Loop = NewLoop(tb, runner)
