@@ -198,7 +198,10 @@ func headers(w http.ResponseWriter) {
 // token and the Origin check.
 func (c *Console) page(h pageHandler) httprouter.Handle {
 	return c.plain(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		ctx := r.Context()
+		// The page's cached reads (schemas, configuration) check the schema generation
+		// counter once, not at each read, as an API request does.
+		ctx := c.db.RequestScope(r.Context())
+		r = r.WithContext(ctx)
 		q, ok := c.session(ctx, w, r)
 		if !ok {
 			if r.Method == http.MethodGet {
