@@ -32,7 +32,7 @@ type membership struct {
 }
 
 func (db *DB) readMembership(ctx context.Context) (*membership, error) {
-	return readMembershipFrom(ctx, db.reader())
+	return readMembershipFrom(ctx, prepared{db})
 }
 
 func readMembershipFrom(ctx context.Context, q querier) (*membership, error) {
@@ -140,6 +140,13 @@ func (db *DB) UserAuth(ctx context.Context, login string) (*model.Auth, error) {
 	if err != nil {
 		return nil, err
 	}
+	return db.UserAuthOf(ctx, inst)
+}
+
+// UserAuthOf is UserAuth of a user instance the caller has just read (a console
+// session's user), without reading it again. The caller checks that it is enabled.
+func (db *DB) UserAuthOf(ctx context.Context, inst *Instance) (*model.Auth, error) {
+	login := inst.Keyname
 	a := &model.Auth{Kind: model.AuthUser, Name: login, User: login, UserID: inst.ID}
 	if login == "admin" {
 		a.All = true

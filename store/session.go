@@ -86,7 +86,7 @@ func (db *DB) Session(ctx context.Context, token string, lim SessionLimits) (*Se
 	}
 	s := &Session{}
 	var created, seen, exp int64
-	err := db.reader().queryRowContext(ctx, `SELECT id, user_id, login, csrf, address, created_at, last_seen, expires_at
+	err := db.rqueryRow(ctx, `SELECT id, user_id, login, csrf, address, created_at, last_seen, expires_at
 		FROM sessions WHERE token_hash = ?`, tokenHash(token)).
 		Scan(&s.ID, &s.UserID, &s.Login, &s.CSRF, &s.Address, &created, &seen, &exp)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -249,7 +249,7 @@ func (c *Console) session(ctx context.Context, w http.ResponseWriter, r *http.Re
 		c.clearCookie(w)
 		return nil, false
 	}
-	auth, err := c.db.UserAuth(ctx, user.Keyname)
+	auth, err := c.db.UserAuthOf(ctx, user)
 	if err != nil {
 		c.log.Error("user permissions", "user", user.Keyname, "error", err)
 		return nil, false
@@ -312,11 +312,12 @@ func (c *Console) originProblem(r *http.Request) string {
 
 // view is the data every page template gets.
 type view struct {
-	Title   string
-	App     string
-	User    string
-	CSRF    string
-	Sidebar []navSection
+	Title string
+	App   string
+	User  string
+	CSRF  string
+	// Sidebar is rendered in Go (sidebarHTML), as every page shows it.
+	Sidebar template.HTML
 	Flash   string
 	Data    any
 }
@@ -326,7 +327,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, q *req, status 
 	v := view{Title: title, App: c.db.ConfigValue(r.Context(), "GLOBAL_APPNAME"), Data: data, Flash: flashText[r.URL.Query().Get("done")]}
 	if q != nil {
 		v.User, v.CSRF = q.user.Keyname, q.sess.CSRF
-		v.Sidebar = c.sidebar(r.Context(), q.auth)
+		v.Sidebar = sidebarHTML(c.sidebar(r.Context(), q.auth))
 	}
 	var buf bytes.Buffer
 	if err := c.pages[name].Execute(&buf, v); err != nil {

@@ -243,43 +243,6 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *mode
 	c.render(w, r, q, http.StatusOK, "list", title, d)
 }
 
-// listRows renders the list's rows: the first cell links to the instance, a reference
-// cell to the instance it names, and a disabled instance's row is marked "off".
-func (c *Console) listRows(ctx context.Context, auth *model.Auth, sch *model.Schema, cols []string, list []*store.Instance) template.HTML {
-	if len(list) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.Grow(len(list) * len(cols) * 48)
-	for _, in := range list {
-		doc := c.db.InstanceDocAs(ctx, auth, sch, in)
-		if in.IsEnabled {
-			b.WriteString("<tr>")
-		} else {
-			b.WriteString(`<tr class="off">`)
-		}
-		for i, col := range cols {
-			cl := cellOf(sch, col, doc.Vals[col])
-			if i == 0 {
-				cl.Link = link(sch.Keyname, in.Keyname)
-			}
-			b.WriteString("<td>")
-			if cl.Link != "" {
-				b.WriteString(`<a href="`)
-				writeEscaped(&b, cl.Link)
-				b.WriteString(`">`)
-				writeWords(&b, cl.Text)
-				b.WriteString("</a>")
-			} else {
-				writeWords(&b, cl.Text)
-			}
-			b.WriteString("</td>")
-		}
-		b.WriteString("</tr>\n")
-	}
-	return template.HTML(b.String())
-}
-
 func columnTitle(sch *model.Schema, col string) string {
 	if f := sch.Field(col); f != nil && f.Displayname != "" {
 		return f.Displayname
