@@ -60,7 +60,10 @@ type DB struct {
 	refFields      [][3]string
 	refFieldsGen   int64
 	refFieldsLocal uint64
-	verify         sync.Map // verified-secret cache, see secret.go
+	// classes caches the instances of the classes every console page reads
+	// (classcache.go).
+	classes classCache
+	verify  sync.Map // verified-secret cache, see secret.go
 	// derivationHook runs before each derivation of a credential not verified before
 	// (SetDerivationHook): tests hold derivations at that point.
 	derivationHook atomic.Pointer[func(name string)]

@@ -179,6 +179,7 @@ func textList(v any) []string {
 // create; next: after, nil on delete) and records the events it fires, in the same
 // transaction: what did not commit is never announced.
 func (tx *Tx) writeChange(ctx context.Context, s *model.Schema, action model.Action, old, next *Instance, before, after string) error {
+	tx.noteCachedClass(s.Keyname)
 	rules, err := tx.watching(ctx, s.Keyname)
 	if err != nil {
 		return err

@@ -232,8 +232,8 @@ func (c *Console) session(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if err != nil {
 		return nil, false
 	}
-	lim := c.db.ConsoleSessionLimits(ctx)
-	sess, err := c.db.Session(ctx, ck.Value, lim)
+	// One statement reads the session, its user and the schema generation.
+	sess, user, err := c.db.SessionUser(ctx, ck.Value)
 	if err != nil {
 		if !store.IsNotFound(err) && ctx.Err() == nil { // a client that went away is no internal error
 			c.log.Error("read session", "error", err)
@@ -241,8 +241,7 @@ func (c *Console) session(ctx context.Context, w http.ResponseWriter, r *http.Re
 		c.clearCookie(w)
 		return nil, false
 	}
-	user, err := c.db.InstanceByID(ctx, "_user", sess.UserID)
-	if err != nil || !user.IsEnabled {
+	if user == nil || !user.IsEnabled {
 		if err := c.db.DeleteUserSessions(ctx, sess.UserID); err != nil {
 			c.log.Error("end sessions", "error", err)
 		}

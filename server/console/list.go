@@ -50,16 +50,21 @@ func (c *Console) dataviews(ctx context.Context, sch *model.Schema, chosen strin
 	}
 	all.Columns = append(all.Columns, "is_enabled")
 	var views []dataview
-	err := c.db.EachInstance(ctx, "_dataview", func(in *store.Instance) error {
+	// Every list reads them: the store keeps them in memory until one changes.
+	list, err := c.db.ClassInstances(ctx, "_dataview")
+	if err != nil {
+		c.log.Error("read dataviews", "error", err)
+	}
+	for _, in := range list {
 		if t, _ := in.Data["target_class"].(string); t != sch.Keyname || !in.IsEnabled {
-			return nil
+			continue
 		}
 		content, _ := in.Data["content"].(string)
 		var doc struct {
 			Columns []string `yaml:"columns"`
 		}
 		if yaml.Unmarshal([]byte(content), &doc) != nil || len(doc.Columns) == 0 {
-			return nil
+			continue
 		}
 		v := dataview{Keyname: in.Keyname, Displayname: in.Displayname}
 		for _, col := range doc.Columns {
@@ -69,10 +74,6 @@ func (c *Console) dataviews(ctx context.Context, sch *model.Schema, chosen strin
 			}
 		}
 		views = append(views, v)
-		return nil
-	})
-	if err != nil {
-		c.log.Error("read dataviews", "error", err)
 	}
 	views = append(views, all)
 	want := []string{chosen, sch.Keyname + "_default", strings.TrimPrefix(sch.Keyname, "_") + "_default", "_all"}
