@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"dataservice/rules"
 	"dataservice/store/model"
 )
 
@@ -17,17 +18,18 @@ import (
 // changing what the next one watches) records no event at all.
 const MaxEventDepth = 3
 
-// eventRuleClass is the built-in class of event rules.
-const eventRuleClass = "_eventrule"
-
 // eventRule is an enabled event rule as the recording needs it.
 type eventRule struct {
 	keyname string
 	// actions are the actions watched; empty: every action.
-	actions   map[string]bool
-	condition string
-	webhook   bool
-	pipeline  bool
+	actions map[string]bool
+	// cond is the compiled condition (nil: none).
+	cond     *rules.Condition
+	webhook  bool
+	pipeline bool
+	// broken: the stored condition does not parse (written before its checks, or
+	// by SQL outside the store): the rule fires on nothing, and its loading says why.
+	broken bool
 }
 
 // watches reports whether r fires on action.
@@ -59,16 +61,18 @@ type txEvents struct {
 	// recorded counts the events recorded (told to Options.OnEvents after commit);
 	// tooDeep the events a too long chain suppressed (logged once, at commit).
 	recorded, tooDeep int
+	// fill is what the cache takes once the transaction commits: the rules it read
+	// at the generation it read them, when it changed no rule and no schema. Only a
+	// committed generation keys the cache (a rolled-back transaction's may have been
+	// raised by its own writes, and be taken again by another change).
+	fill *ruleCacheFill
 }
 
-// EventConditionFunc evaluates an event rule's condition (its stored text) on a
-// change: next is the state the condition reads (the new state, the old for a
-// delete) and old the state before (nil on create), for `changed FIELD`.
-type EventConditionFunc func(condition string, s *model.Schema, old, next *Instance) (bool, error)
-
-// eventCondition is the hook evaluating a rule's condition; nil: conditions are not
-// evaluated yet (every rule whose schemas and actions match fires).
-var eventCondition EventConditionFunc
+// ruleCacheFill is rules read at generation gen.
+type ruleCacheFill struct {
+	gen   int64
+	rules eventRules
+}
 
 // watching returns the enabled rules that watch class cls, as the transaction sees
 // them; nil when the transaction records no events (revisions off: migration and
@@ -76,33 +80,33 @@ var eventCondition EventConditionFunc
 // lookup: the transaction reads the rules' generation once, at its first instance
 // write, and the rules only when another transaction changed them.
 func (tx *Tx) watching(ctx context.Context, cls string) ([]*eventRule, error) {
-	if cls == eventRuleClass {
+	if cls == EventRuleClass {
 		// A changed rule takes effect from the next write of this transaction on,
 		// and other transactions see it once this one commits (the generation bump).
 		tx.touched = true
-		tx.events.rules = nil
+		tx.events.rules, tx.events.fill = nil, nil
 	}
 	if tx.rev.Off || tx.dry != nil {
 		return nil, nil
 	}
 	if tx.events.rules == nil {
-		rules, err := tx.readEventRules(ctx)
+		byClass, err := tx.readEventRules(ctx)
 		if err != nil {
 			return nil, err
 		}
-		tx.events.rules = rules
+		tx.events.rules = byClass
 	}
 	return tx.events.rules[cls], nil
 }
 
 // readEventRules reads the enabled rules: from the cache when its generation is the
 // one the transaction sees and the transaction changed no rule, else from the
-// transaction (and into the cache when the transaction changed nothing).
+// transaction (and into the cache when it commits having changed nothing).
 func (tx *Tx) readEventRules(ctx context.Context) (eventRules, error) {
-	var gen int64
 	tx.events.reads++
-	if err := tx.queryRowContext(ctx, "SELECT generation FROM schema_generation").Scan(&gen); err != nil {
-		return nil, fmt.Errorf("read schema generation: %w", err)
+	gen, err := tx.SchemaGeneration(ctx)
+	if err != nil {
+		return nil, err
 	}
 	c := &tx.db.ruleCache
 	c.mu.Lock()
@@ -111,25 +115,25 @@ func (tx *Tx) readEventRules(ctx context.Context) (eventRules, error) {
 		return c.rules, nil
 	}
 	tx.events.reads++
-	rules, err := loadEventRules(ctx, tx)
+	byClass, err := tx.loadEventRules(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if !tx.touched {
-		c.set, c.gen, c.rules = true, gen, rules
+		tx.events.fill = &ruleCacheFill{gen: gen, rules: byClass}
 	}
-	return rules, nil
+	return byClass, nil
 }
 
 // loadEventRules reads every enabled event rule, by watched class.
-func loadEventRules(ctx context.Context, tx *Tx) (eventRules, error) {
+func (tx *Tx) loadEventRules(ctx context.Context) (eventRules, error) {
 	rows, err := tx.queryContext(ctx, "SELECT keyname, data FROM instances WHERE classname = ? AND is_enabled = 1 ORDER BY keyname",
-		eventRuleClass)
+		EventRuleClass)
 	if err != nil {
 		return nil, fmt.Errorf("read event rules: %w", err)
 	}
 	defer rows.Close()
-	rules := eventRules{}
+	byClass := eventRules{}
 	for rows.Next() {
 		var key, raw string
 		if err := rows.Scan(&key, &raw); err != nil {
@@ -140,39 +144,25 @@ func loadEventRules(ctx context.Context, tx *Tx) (eventRules, error) {
 			return nil, fmt.Errorf("read event rule %s: %w", key, err)
 		}
 		r := &eventRule{keyname: key, actions: map[string]bool{}}
-		for _, a := range textList(data["actions"]) {
+		for _, a := range stringList(data["actions"]) {
 			r.actions[a] = true
 		}
-		r.condition, _ = data["condition"].(string)
+		if text, _ := data["condition"].(string); text != "" {
+			if r.cond, err = rules.ParseCondition(text); err != nil {
+				r.broken = true
+				tx.db.log.Warn("event rule condition does not parse: the rule fires on nothing", "rule", key, "error", err)
+			}
+		}
 		url, _ := data["webhook_url"].(string)
 		pipeline, _ := data["pipeline"].(string)
 		r.webhook, r.pipeline = url != "", pipeline != ""
-		for _, cls := range textList(data["schemas"]) {
-			if !slices.Contains(rules[cls], r) {
-				rules[cls] = append(rules[cls], r)
+		for _, cls := range stringList(data["schemas"]) {
+			if !slices.Contains(byClass[cls], r) {
+				byClass[cls] = append(byClass[cls], r)
 			}
 		}
 	}
-	return rules, rows.Err()
-}
-
-// textList is a stored value as a list of texts (a multi field's list, or one text).
-func textList(v any) []string {
-	switch x := v.(type) {
-	case string:
-		if x != "" {
-			return []string{x}
-		}
-	case []any:
-		var out []string
-		for _, it := range x {
-			if s, ok := it.(string); ok && s != "" {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return nil
+	return byClass, rows.Err()
 }
 
 // writeChange writes the revision row of one change of an instance (old: before, nil on
@@ -180,7 +170,7 @@ func textList(v any) []string {
 // transaction: what did not commit is never announced.
 func (tx *Tx) writeChange(ctx context.Context, s *model.Schema, action model.Action, old, next *Instance, before, after string) error {
 	tx.noteCachedClass(s.Keyname)
-	rules, err := tx.watching(ctx, s.Keyname)
+	watchers, err := tx.watching(ctx, s.Keyname)
 	if err != nil {
 		return err
 	}
@@ -190,11 +180,11 @@ func (tx *Tx) writeChange(ctx context.Context, s *model.Schema, action model.Act
 	} else if old != nil {
 		key = old.Keyname
 	}
-	rev, err := tx.revisionRow(ctx, s.Keyname, key, action, before, after, len(rules) > 0)
-	if err != nil || len(rules) == 0 {
+	rev, err := tx.revisionRow(ctx, s.Keyname, key, action, before, after, len(watchers) > 0)
+	if err != nil || len(watchers) == 0 {
 		return err
 	}
-	return tx.recordEvents(ctx, s, action, old, next, rules, rev)
+	return tx.recordEvents(ctx, s, action, old, next, watchers, rev)
 }
 
 // eventBody is the JSON delivery body of an event, fields in this order.
@@ -215,32 +205,31 @@ type eventChange struct {
 	New any `json:"new"`
 }
 
-// recordEvents records one event per kind of every rule among rules that fires on
-// the change: it watches the action, is not in the transaction's chain, and its
-// condition holds.
-func (tx *Tx) recordEvents(ctx context.Context, s *model.Schema, action model.Action, old, next *Instance, rules []*eventRule, rev *int64) error {
+// recordEvents records one event per kind (webhook, pipeline) of every rule among
+// watchers that fires on the change: it watches the action, is not in the
+// transaction's chain (which is shorter than MaxEventDepth), and its condition holds.
+func (tx *Tx) recordEvents(ctx context.Context, s *model.Schema, action model.Action, old, next *Instance, watchers []*eventRule, rev *int64) error {
 	state := next
 	if state == nil {
 		state = old
 	}
+	var oldState, newState map[string]any // the conditions' states, made at the first condition
 	chain := tx.rev.Chain
 	var body *eventBody
-	for _, r := range rules {
-		if !r.watches(action) || slices.Contains(chain, r.keyname) {
+	for _, r := range watchers {
+		if !r.watches(action) || slices.Contains(chain, r.keyname) || r.broken {
 			continue
 		}
 		if len(chain) >= MaxEventDepth {
 			tx.events.tooDeep++
 			continue
 		}
-		if r.condition != "" && eventCondition != nil {
-			holds, err := eventCondition(r.condition, s, old, state)
-			if err != nil {
-				tx.db.log.Warn("event rule condition failed", "rule", r.keyname, "schema", s.Keyname,
-					"keyname", state.Keyname, "error", err)
-				continue
+		// The condition reads the new state (the old for a delete); changed compares both.
+		if r.cond != nil {
+			if oldState == nil && newState == nil {
+				oldState, newState = conditionState(old), conditionState(next)
 			}
-			if !holds {
+			if !r.cond.Match(newState, oldState) {
 				continue
 			}
 		}
@@ -265,8 +254,7 @@ func (tx *Tx) recordEvents(ctx context.Context, s *model.Schema, action model.Ac
 			if err != nil {
 				return fmt.Errorf("record event: %w", err)
 			}
-			if _, err := tx.exec(ctx, `INSERT INTO events(id, seq, rule, kind, classname, keyname, action, body, chain, next_at, created_at)
-				VALUES(?, (SELECT coalesce(max(seq), 0) + 1 FROM events), ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			if _, err := tx.exec(ctx, insertEvent(tx.db.dia),
 				body.ID, r.keyname, kind, s.Keyname, state.Keyname, string(action), string(text), string(ruleChain),
 				tx.db.Now().UnixMilli(), body.Time); err != nil {
 				return fmt.Errorf("record event: %w", err)
@@ -277,10 +265,34 @@ func (tx *Tx) recordEvents(ctx context.Context, s *model.Schema, action model.Ac
 	return nil
 }
 
+// insertEvent is the statement recording an event. Its seq is above every event's
+// and above the highest a purge deleted (RegEventsSeq): every write transaction holds
+// the writer lock, so no other takes the same.
+func insertEvent(d *dialect) string {
+	return `INSERT INTO events(id, seq, rule, kind, classname, keyname, action, body, chain, next_at, created_at)
+		VALUES(?, (SELECT ` + d.greatest("coalesce((SELECT max(seq) FROM events), 0)",
+		"coalesce((SELECT CAST(value AS BIGINT) FROM registry WHERE key = '"+RegEventsSeq+"'), 0)") +
+		` + 1), ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+}
+
+// conditionState is what a condition reads of in (nil: no state): its fields, and
+// keyname, displayname and is_enabled.
+func conditionState(in *Instance) map[string]any {
+	if in == nil {
+		return nil
+	}
+	m := make(map[string]any, len(in.Data)+3)
+	for k, v := range in.Data {
+		m[k] = v
+	}
+	m["keyname"], m["displayname"], m["is_enabled"] = in.Keyname, in.Displayname, in.IsEnabled
+	return m
+}
+
 // eventChanges are the fields whose values differ between old and next (either nil),
-// displayname and is_enabled as if fields (and keyname when renamed), never a secret-dataformat field.
-// Only the schema's fields count: a value stored under a field since removed is not
-// the schema's any more.
+// displayname and is_enabled as if fields (and keyname when renamed), never a field
+// of dataformat secret. Only the schema's fields count: a value stored under a field
+// since removed is not the schema's any more.
 func eventChanges(s *model.Schema, old, next *Instance) map[string]eventChange {
 	changes := map[string]eventChange{}
 	pick := func(in *Instance, f func(*Instance) any) any {
@@ -313,9 +325,19 @@ func eventChanges(s *model.Schema, old, next *Instance) map[string]eventChange {
 	return changes
 }
 
-// eventsCommitted tells Options.OnEvents how many events the committed transaction
-// recorded, and logs once the events a too long chain suppressed.
+// eventsCommitted fills the rule cache with the rules the committed transaction read,
+// tells Options.OnEvents how many events it recorded, and logs once the events a too
+// long chain suppressed.
 func (tx *Tx) eventsCommitted() {
+	if f := tx.events.fill; f != nil {
+		c := &tx.db.ruleCache
+		c.mu.Lock()
+		if !c.set || c.gen <= f.gen {
+			c.set, c.gen, c.rules = true, f.gen, f.rules
+		}
+		c.mu.Unlock()
+		tx.events.fill = nil
+	}
 	if tx.events.tooDeep > 0 {
 		tx.db.log.Warn("event rule chain too deep", "max_depth", MaxEventDepth, "chain", tx.rev.Chain,
 			"suppressed", tx.events.tooDeep)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,51 +77,64 @@ func scanEvent(r scanner) (*Event, error) {
 // rule), at most perRule per rule, oldest first; across processes and PostgreSQL nodes
 // no event is leased twice. An event whose lease expired is due again. perRule counts
 // the rule's events leased by anyone and not yet expired, so one slow receiver holds
-// at most perRule deliveries while the other rules' events flow.
+// at most perRule deliveries while the other rules' events flow. owner should name
+// the worker's claim alone (its id and a claim number, as a task's lease does), so a
+// worker whose lease was taken over cannot acknowledge under the new one.
 func (db *DB) ClaimEvents(ctx context.Context, owner string, lease time.Duration, limit, perRule int) ([]*Event, error) {
 	if owner == "" || lease <= 0 || limit <= 0 || perRule <= 0 {
 		return nil, fmt.Errorf("claim events: owner, lease, limit and perRule must be set")
 	}
 	now := db.Now().UnixMilli()
 	until := now + lease.Milliseconds()
+	// The rules with events due, oldest first, read without the write lock: a poll
+	// that finds nothing due takes none (the workers poll often, and every write
+	// transaction waits for the writer).
+	due, err := dueRules(ctx, db, now)
+	if err != nil || len(due) == 0 {
+		return nil, err
+	}
 	var out []*Event
-	err := db.WithTx(ctx, func(tx *Tx) error {
+	err = db.WithTx(ctx, func(tx *Tx) error {
 		busy, err := leasedPerRule(ctx, tx, now)
 		if err != nil {
 			return err
 		}
-		// The heads: each (rule, instance)'s oldest pending event, when it is due and
-		// not leased. The engine's row lock (SKIP LOCKED) keeps a claim from taking a
-		// row another claim holds; every write transaction also holds the writer lock.
-		rows, err := tx.queryContext(ctx, `SELECT h.id, h.rule FROM events h
-			WHERE h.status = 'pending' AND h.next_at <= ? AND h.lease_until < ?
-			AND NOT EXISTS (SELECT 1 FROM events o WHERE o.status = 'pending' AND o.rule = h.rule
-				AND o.classname = h.classname AND o.keyname = h.keyname AND o.seq < h.seq)
-			ORDER BY h.seq LIMIT ?`+db.dia.skipLocked, now, now, maxClaimScan)
-		if err != nil {
-			return fmt.Errorf("claim events: %w", err)
-		}
+		// Each rule's heads apart, so a rule with a long backlog (a slow receiver)
+		// never hides another rule's events: per rule, each instance's oldest
+		// pending event when it is due and not leased, oldest first. The engine's
+		// row lock (SKIP LOCKED) keeps a claim from taking a row another claim
+		// holds; every write transaction also holds the writer lock.
 		var ids []any
-		for rows.Next() && len(ids) < limit {
-			var id, rule string
-			if err := rows.Scan(&id, &rule); err != nil {
-				rows.Close()
-				return fmt.Errorf("claim events: %w", err)
-			}
-			if busy[rule] >= perRule {
+		for _, rule := range due {
+			room := min(perRule-busy[rule], limit-len(ids))
+			if room <= 0 {
 				continue
 			}
-			busy[rule]++
-			ids = append(ids, id)
-		}
-		if err := rows.Close(); err != nil {
-			return fmt.Errorf("claim events: %w", err)
+			rows, err := tx.queryContext(ctx, `SELECT h.id FROM events h
+				WHERE h.status = 'pending' AND h.rule = ? AND h.next_at <= ? AND h.lease_until < ?
+				AND NOT EXISTS (SELECT 1 FROM events o WHERE o.status = 'pending' AND o.rule = h.rule
+					AND o.classname = h.classname AND o.keyname = h.keyname AND o.seq < h.seq)
+				ORDER BY h.seq LIMIT ?`+db.dia.skipLocked, rule, now, now, room)
+			if err != nil {
+				return fmt.Errorf("claim events: %w", err)
+			}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return fmt.Errorf("claim events: %w", err)
+				}
+				ids = append(ids, id)
+			}
+			if err := rows.Close(); err != nil {
+				return fmt.Errorf("claim events: %w", err)
+			}
 		}
 		if len(ids) == 0 {
 			return nil
 		}
 		args := append([]any{owner, until, now}, ids...)
-		rows, err = tx.queryContext(ctx, `UPDATE events SET lease_owner = ?, lease_until = ?
+		rows, err := tx.queryContext(ctx, `UPDATE events SET lease_owner = ?, lease_until = ?
 			WHERE status = 'pending' AND lease_until < ? AND id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)
 			RETURNING `+eventCols, args...)
 		if err != nil {
@@ -143,9 +157,29 @@ func (db *DB) ClaimEvents(ctx context.Context, owner string, lease time.Duration
 	return out, nil
 }
 
-// maxClaimScan bounds the heads one claim reads (the claim takes limit of them,
-// passing over those of rules at their perRule).
-const maxClaimScan = 2000
+// maxDueRules bounds the rules one claim looks at (the oldest due first).
+const maxDueRules = 1000
+
+// dueRules lists the rules with pending events due and not leased, the rule of the
+// oldest such event first (read on the read pool).
+func dueRules(ctx context.Context, db *DB, now int64) ([]string, error) {
+	rows, err := db.reader().queryContext(ctx, `SELECT rule FROM events
+		WHERE status = 'pending' AND next_at <= ? AND lease_until < ?
+		GROUP BY rule ORDER BY min(seq) LIMIT ?`, now, now, maxDueRules)
+	if err != nil {
+		return nil, fmt.Errorf("claim events: %w", err)
+	}
+	defer rows.Close()
+	var due []string
+	for rows.Next() {
+		var rule string
+		if err := rows.Scan(&rule); err != nil {
+			return nil, fmt.Errorf("claim events: %w", err)
+		}
+		due = append(due, rule)
+	}
+	return due, rows.Err()
+}
 
 // leasedPerRule counts each rule's pending events under an unexpired lease.
 func leasedPerRule(ctx context.Context, tx *Tx, now int64) (map[string]int, error) {
@@ -320,12 +354,32 @@ func (db *DB) EventCounts(ctx context.Context) (pending, dead int, err error) {
 }
 
 // PurgeEvents deletes delivered events finished before t. Pending and dead events
-// stay.
+// stay. The highest seq given out is kept in the registry first (RegEventsSeq), so
+// seq keeps growing, never given twice, whatever is purged.
 func (db *DB) PurgeEvents(ctx context.Context, before time.Time) (int64, error) {
+	// Checked on the read pool first: a purge with nothing to delete (the usual start)
+	// takes no writer and commits nothing.
+	cutoff := before.UTC().Format(time.RFC3339)
+	var any bool
+	if err := db.reader().queryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM events WHERE status = 'delivered' AND finished_at < ?)",
+		cutoff).Scan(&any); err != nil {
+		return 0, fmt.Errorf("purge events: %w", err)
+	}
+	if !any {
+		return 0, nil
+	}
 	var n int64
 	err := db.WithTx(ctx, func(tx *Tx) error {
-		res, err := tx.execContext(ctx, "DELETE FROM events WHERE status = 'delivered' AND finished_at < ?",
-			before.UTC().Format(time.RFC3339))
+		var high sql.NullInt64
+		if err := tx.queryRowContext(ctx, "SELECT max(seq) FROM events").Scan(&high); err != nil {
+			return fmt.Errorf("purge events: %w", err)
+		}
+		if high.Valid {
+			if err := tx.SetRegistry(ctx, RegEventsSeq, strconv.FormatInt(high.Int64, 10)); err != nil {
+				return fmt.Errorf("purge events: %w", err)
+			}
+		}
+		res, err := tx.execContext(ctx, "DELETE FROM events WHERE status = 'delivered' AND finished_at < ?", cutoff)
 		if err != nil {
 			return fmt.Errorf("purge events: %w", err)
 		}

@@ -227,4 +227,45 @@ func TestPurgeEvents(t *testing.T) {
 	if len(left) != 2 || left[0].ID != es[1].ID || left[0].Status != store.EventDead || left[1].Status != store.EventPending {
 		t.Fatalf("left %+v", left)
 	}
+	// Purging the newest event leaves seq growing: the next event's is above it.
+	if err := db.AckEvent(ctx, es[2].ID, "w", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RedeliverEvent(ctx, es[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	_, again := claimKeys(t, db, "w", 10, 10)
+	if len(again) != 1 || db.AckEvent(ctx, again[0].ID, "w", "") != nil {
+		t.Fatalf("redelivered %+v", again)
+	}
+	clk.add(time.Hour)
+	if n, err := db.PurgeEvents(ctx, clk.now()); err != nil || n != 2 {
+		t.Fatalf("purge of every event: %d %v, want 2", n, err)
+	}
+	mustLoad(t, db, "- {classname: note, keyname: d}", store.LoadOptions{})
+	if left = events(t, db); len(left) != 1 || left[0].Keyname != "d" || left[0].Seq != es[2].Seq+1 {
+		t.Fatalf("after a new event: %+v (the purged newest had seq %d)", left, es[2].Seq)
+	}
+}
+
+// A claim that finds nothing due takes no write lock: it answers while another
+// handle holds the writer (a long load), and it does not wait for it.
+func TestClaimEventsWithNothingDueTakesNoWriteLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _, addr := openEventsDB(t)
+	eventRule(t, db, `- {classname: _eventrule, keyname: r1, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}`)
+	writer := testkit.Open(t, addr, testkit.Options{})
+	tx, err := writer.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	// Bounded: a claim that waited for the writer would fail here rather than hang.
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	es, err := db.ClaimEvents(cctx, "w", time.Minute, 10, 10)
+	if err != nil || len(es) != 0 {
+		t.Fatalf("claim with nothing due beside a writer: %v %v", es, err)
+	}
 }

@@ -3,7 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"log/slog"
 	"reflect"
 	"sync"
 	"testing"
@@ -251,7 +251,9 @@ func TestUnwatchedWriteRunsNoEventStatement(t *testing.T) {
 	}
 	bare, _ := perWrite("other", 5)
 	eventRule(t, db, `- {classname: _eventrule, keyname: hook, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}`)
-	perWrite("other", 1) // fills the rule cache
+	// A committed write fills the rule cache (a rolled-back one leaves it alone).
+	perWrite("other", 1)
+	mustLoad(t, db, `- {classname: other, keyname: warm}`, store.LoadOptions{})
 	unwatched, reads := perWrite("other", 5)
 	if !reflect.DeepEqual(unwatched, bare) {
 		t.Fatalf("writes per unwatched write %v, without any rule %v", unwatched, bare)
@@ -304,6 +306,42 @@ func TestEventRuleActionsKindsAndCache(t *testing.T) {
 	if n := len(events(t, db)); n != 3 {
 		t.Fatalf("%d events after the rule's deletion elsewhere, want 3", n)
 	}
+	// A rule written in a transaction fires for that transaction's later writes, and
+	// for nothing once the transaction rolled back.
+	ctx := context.Background()
+	rs, _ := db.Schema(ctx, store.EventRuleClass)
+	ns, _ := db.Schema(ctx, "note")
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []store.Write{
+		{Schema: rs, Action: model.ActionCreate, New: &store.Instance{Keyname: "temp", IsEnabled: true,
+			Data: map[string]any{"schemas": []any{"note"}, "pipeline": "p"}}},
+		{Schema: ns, Action: model.ActionCreate, New: &store.Instance{Keyname: "t1", IsEnabled: true}},
+	} {
+		if _, err := tx.Apply(ctx, w, store.ApplyOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := queryIntTx(t, tx, "SELECT count(*) FROM events WHERE rule = 'temp'"); n != 1 {
+		t.Fatalf("%d events of a rule written earlier in the transaction, want 1", n)
+	}
+	tx.Rollback()
+	mustLoad(t, db, `- {classname: note, keyname: t2}`, store.LoadOptions{})
+	if n := len(events(t, db)); n != 3 {
+		t.Fatalf("%d events after a rolled-back rule, want 3", n)
+	}
+}
+
+// queryIntTx reads one integer inside tx.
+func queryIntTx(t *testing.T, tx *store.Tx, q string) int {
+	t.Helper()
+	var n int
+	if err := store.QueryRowInTx(context.Background(), tx, q).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // Start-up and migration writes (revisions off) record nothing.
@@ -330,11 +368,13 @@ func TestMigrationWritesRecordNoEvent(t *testing.T) {
 func TestEventChainAndDepth(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, _, _ := openEventsDB(t)
-	eventRule(t, db, `
+	first, _, addr := openEventsDB(t)
+	eventRule(t, first, `
 - {classname: _eventrule, keyname: r1, schemas: [note], pipeline: p1}
 - {classname: _eventrule, keyname: r2, schemas: [note], pipeline: p2}
 `)
+	var rec testkit.Recorder
+	db := testkit.Open(t, addr, testkit.Options{Logger: rec.Logger(t)})
 	s, _ := db.Schema(ctx, "note")
 	write := func(key string, chain ...string) {
 		t.Helper()
@@ -357,59 +397,88 @@ func TestEventChainAndDepth(t *testing.T) {
 	if es = events(t, db); len(es) != 3 || !reflect.DeepEqual(es[2].Chain, []string{"x", "y", "r2"}) {
 		t.Fatalf("a chain of 2 other rules: %d events", len(es))
 	}
-	write("c", "x", "y", "z") // MaxEventDepth rules led here
+	if logged := rec.Find(slog.LevelWarn, "event rule chain too deep"); len(logged) != 0 {
+		t.Fatalf("logged %v before any chain was too deep", logged)
+	}
+	err := db.WithTxAs(ctx, store.Revisions{Author: "task:t2", Chain: []string{"x", "y", "z"}}, func(tx *store.Tx) error {
+		for _, key := range []string{"c", "d"} { // MaxEventDepth rules led here
+			if _, err := tx.Apply(ctx, store.Write{Schema: s, New: &store.Instance{Keyname: key, IsEnabled: true},
+				Action: model.ActionCreate}, store.ApplyOptions{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n := len(events(t, db)); n != 3 {
 		t.Fatalf("%d events after a chain of %d rules, want none more", n, store.MaxEventDepth)
 	}
+	logged := rec.Find(slog.LevelWarn, "event rule chain too deep")
+	if len(logged) != 1 || logged[0].Attrs["suppressed"] != "4" {
+		t.Fatalf("logged %v, want one warning for the transaction's 4 events left out", logged)
+	}
 }
 
-// The condition hook decides on the new state (the old for a delete), with the old
-// state given for `changed FIELD`.
-func TestEventConditionHook(t *testing.T) {
-	// Not parallel: the hook is the package's.
-	type call struct {
-		cond, old, next string
-	}
-	var calls []call
-	prev := store.SetEventCondition(func(cond string, s *model.Schema, old, next *store.Instance) (bool, error) {
-		c := call{cond: cond, next: next.Keyname + "=" + textOf(next)}
-		if old != nil {
-			c.old = old.Keyname + "=" + textOf(old)
-		}
-		calls = append(calls, c)
-		if textOf(next) == "boom" {
-			return false, errors.New("cannot evaluate")
-		}
-		return textOf(next) == "go", nil
-	})
-	defer store.SetEventCondition(prev)
+// A condition reads the new state (the old for a delete); [changed, FIELD] compares
+// the old and new states.
+func TestEventConditions(t *testing.T) {
+	t.Parallel()
 	db, _, _ := openEventsDB(t)
-	eventRule(t, db, `- {classname: _eventrule, keyname: cond, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, condition: "[field_match, text, go]"}`)
-	mustLoad(t, db, `- {classname: note, keyname: a, text: stop}`, store.LoadOptions{})
-	mustLoad(t, db, `- {classname: note, keyname: a, text: go}`, store.LoadOptions{})
-	mustLoad(t, db, `- {classname: note, keyname: a, text: boom}`, store.LoadOptions{})
-	mustLoad(t, db, `- {classname: note, keyname: a, text: go}`, store.LoadOptions{})
-	mustLoad(t, db, `- {classname: note, keyname: a, _action: delete}`, store.LoadOptions{})
-	want := []call{
-		{"[field_match, text, go]", "", "a=stop"},
-		{"[field_match, text, go]", "a=stop", "a=go"},
-		{"[field_match, text, go]", "a=go", "a=boom"},
-		{"[field_match, text, go]", "a=boom", "a=go"},
-		{"[field_match, text, go]", "a=go", "a=go"},
-	}
-	if !reflect.DeepEqual(calls, want) {
-		t.Fatalf("condition calls\n got %+v\nwant %+v", calls, want)
+	eventRule(t, db, `
+- {classname: _eventrule, keyname: go, schemas: [note], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, condition: [field_match, text, go]}
+- {classname: _eventrule, keyname: moved, schemas: [note], actions: [update], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret, condition: [changed, text]}
+- {classname: _eventrule, keyname: named, schemas: [note], actions: [create, update], pipeline: p, condition: [field_match, keyname, '^b$']}
+- {classname: _eventrule, keyname: shown, schemas: [note], actions: [update], pipeline: p, condition: [changed, displayname]}
+`)
+	for _, doc := range []string{
+		`{classname: note, keyname: a, text: stop}`,               // create: none (moved and shown watch updates)
+		`{classname: note, keyname: a, text: go}`,                 // go and moved
+		`{classname: note, keyname: a, text: go, displayname: A}`, // go and shown: text did not change
+		`{classname: note, keyname: a, text: stop}`,               // moved only (the displayname stays)
+		`{classname: note, keyname: b, text: go}`,                 // go, and named (the keyname)
+		`{classname: note, keyname: b, _action: delete}`,          // go: the old state holds
+		`{classname: note, keyname: a, _action: delete}`,          // neither: a's old text is stop
+	} {
+		mustLoad(t, db, "- "+doc, store.LoadOptions{})
 	}
 	var got []string
 	for _, e := range events(t, db) {
-		got = append(got, e.Action)
+		got = append(got, e.Rule+" "+e.Action+" "+e.Keyname)
 	}
-	if !reflect.DeepEqual(got, []string{"update", "update", "delete"}) {
-		t.Fatalf("events %v, want the updates to go and the delete of a go", got)
+	want := []string{"go update a", "moved update a", "go update a", "shown update a", "moved update a",
+		"go create b", "named create b", "go delete b"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("events\n got %q\nwant %q", got, want)
 	}
 }
 
-func textOf(in *store.Instance) string {
-	s, _ := in.Data["text"].(string)
-	return s
+// A cascading rename records the rename of the instance and the updates of the
+// instances whose references it rewrote, each for the rules watching their schema.
+func TestEventsOfACascadingRename(t *testing.T) {
+	t.Parallel()
+	db, _, _ := openEventsDB(t)
+	mustLoad(t, db, `
+- {classname: _schema, keyname: link, target: {dataformat: schema, dataformat_ext: note}}
+- {classname: note, keyname: a}
+- {classname: link, keyname: l1, target: a}
+- {classname: _eventrule, keyname: links, schemas: [link], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}
+- {classname: _eventrule, keyname: notes, schemas: [note], actions: [rename], webhook_url: "http://127.0.0.1:9/in", secret: test-signing-secret}
+`, store.LoadOptions{System: true})
+	in := testkit.Instance(t, db, "note", "a")
+	next := *in
+	next.Keyname = "b"
+	applyNote(t, db, model.ActionUpdate, "a", &next)
+	var got []string
+	for _, e := range events(t, db) {
+		got = append(got, e.Rule+" "+e.Action+" "+e.Keyname+" "+string(mustJSON(t, body(t, e)["changes"])))
+	}
+	want := []string{
+		`notes rename b {"keyname":{"new":"b","old":"a"}}`,
+		`links update l1 {"target":{"new":"b","old":"a"}}`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("events\n got %q\nwant %q", got, want)
+	}
 }

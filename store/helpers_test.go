@@ -106,9 +106,10 @@ func layoutsAfter(v int) []string {
 		11: {"DROP TABLE nodes", "DROP TABLE node_salt"},
 		12: {"DROP TABLE throttle"},
 		14: {"DROP TABLE events"},
+		15: {"DROP INDEX events_due", "DROP INDEX events_next", "DROP INDEX events_lease"},
 	}
 	var stmts []string
-	for step := 14; step > v; step-- { // the last layout step
+	for step := 15; step > v; step-- { // the last layout step
 		stmts = append(stmts, drops[step]...)
 	}
 	return append(stmts, fmt.Sprintf("PRAGMA user_version = %d", v))

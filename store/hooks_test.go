@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"database/sql"
+)
 
 // ExecInTx runs one statement in tx as written, for tests of package store_test that
 // must hold a transaction of their own open around raw writes (a commit canceled
@@ -21,10 +24,8 @@ func SetOnEvents(db *DB, f func(recorded int)) { db.onEvents = f }
 // its event rules.
 func TxEventStats(tx *Tx) (writes, ruleReads int) { return tx.writes, tx.events.reads }
 
-// SetEventCondition replaces the hook evaluating event rules' conditions (nil: none)
-// and returns the one it replaced.
-func SetEventCondition(f EventConditionFunc) EventConditionFunc {
-	prev := eventCondition
-	eventCondition = f
-	return prev
+// QueryRowInTx runs a one-row query in tx, for tests that look inside a transaction
+// before it ends.
+func QueryRowInTx(ctx context.Context, tx *Tx, query string, args ...any) *sql.Row {
+	return tx.queryRowContext(ctx, query, args...)
 }

@@ -60,9 +60,8 @@ func CodeClasses() []string { return []string{"_eventrule", "_schedule"} }
 // events outbox (events.go, event_record.go): one row per event a committed write
 // fired, recorded in the write's own transaction and claimed by the delivery workers
 // like queue work. id is the event's stable id (a UUID); seq its commit order (every
-// write transaction holds the writer lock, so the recording statement's max + 1 never
-// repeats while the newest row lives, and purges delete delivered rows only, never
-// pending ones). Times used by the claim (next_at, lease_until) are Unix
+// write transaction holds the writer lock, so the recording statement's max + 1 is
+// new; a purge keeps the highest seq it saw in the registry, so none is given twice). Times used by the claim (next_at, lease_until) are Unix
 // milliseconds; the others RFC 3339 text. events_head finds the oldest pending event
 // of one instance and rule (the claim takes only that one); events_list serves the
 // lists by status and by rule, newest first.
@@ -91,4 +90,15 @@ CREATE TABLE events (
 CREATE INDEX events_head ON events(status, rule, classname, keyname, seq);
 CREATE INDEX events_list ON events(status, seq);
 CREATE INDEX events_rule ON events(rule, seq);
+`
+
+// eventsClaimLayout is the layout step, the same text on both engines, that adds the
+// indexes of the events claim: events_due gives one rule's pending events in commit
+// order (a claim takes each rule's heads apart, so a long backlog of one rule never
+// hides another's), events_next the pending events due (the claim's first look,
+// without the write lock), events_lease those under a lease (counted per rule).
+const eventsClaimLayout = `
+CREATE INDEX events_due ON events(status, rule, seq);
+CREATE INDEX events_next ON events(status, next_at);
+CREATE INDEX events_lease ON events(status, lease_until);
 `

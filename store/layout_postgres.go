@@ -272,6 +272,8 @@ CREATE TRIGGER instances_update AFTER UPDATE OF classname, keyname ON instances
 	eventClassesLayout,
 	// 6: SQLite's step 14, the events outbox (layout_events.go).
 	eventsLayout,
+	// 7: SQLite's step 15, the indexes of the events claim (layout_events.go).
+	eventsClaimLayout,
 }
 
 // postgresNextInstanceID is the id a new instance takes: above every id ever given

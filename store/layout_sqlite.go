@@ -297,6 +297,8 @@ CREATE INDEX throttle_last ON throttle(kind, last);
 	eventClassesLayout,
 	// 14: the events outbox (layout_events.go).
 	eventsLayout,
+	// 15: the indexes of the events claim (layout_events.go).
+	eventsClaimLayout,
 }
 
 // sqliteNextInstanceID is the id a new instance takes: above every id ever given out.

@@ -16,6 +16,9 @@ const (
 	RegLastStart       = "LAST_START"
 	RegLastStartFailed = "LAST_START_FAILED"
 	RegInstanceUUID    = "INSTANCE_UUID"
+	// RegEventsSeq is the highest seq of the events a purge deleted (events.go): the
+	// next event's seq is above it and above every event's left.
+	RegEventsSeq = "EVENTS_SEQ"
 )
 
 // Registry returns the value of key, or a not-found error.

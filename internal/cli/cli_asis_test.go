@@ -431,8 +431,8 @@ func TestLoadPipelineRefusesADisabledPipelineAsTheAPIDoes(t *testing.T) {
 // claims. The later steps' objects go too: a database claiming an older layout but
 // holding later objects is refused as foreign (see restore_schema_test.go). SQLite:
 // layout 9, before the search index of layout 10, the nodes tables of 11 and the
-// throttle of 12 and the events outbox of 14. PostgreSQL: layout 1, before the nodes
-// tables of 2, the throttle of 3 and the events outbox of 6.
+// throttle of 12 and the events outbox of 14 and 15. PostgreSQL: layout 1, before the
+// nodes tables of 2, the throttle of 3 and the events outbox of 6 and 7.
 func layoutPending() (stmts []string, version int) {
 	if testkit.Postgres() {
 		return []string{"DROP TABLE events", "DROP TABLE throttle", "DROP TABLE nodes", "DROP TABLE node_salt",
