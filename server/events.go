@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -24,7 +23,7 @@ type eventView struct {
 	Rule       string   `json:"rule" yaml:"rule"`
 	Kind       string   `json:"kind" yaml:"kind"`
 	Schema     string   `json:"schema" yaml:"schema"`
-	Keyname    string   `json:"keyname" yaml:"keyname"`
+	Keyname    *string  `json:"keyname" yaml:"keyname"`
 	Action     string   `json:"action" yaml:"action"`
 	Chain      []string `json:"chain" yaml:"chain"`
 	Status     string   `json:"status" yaml:"status"`
@@ -38,13 +37,18 @@ type eventView struct {
 	TaskURL    *string  `json:"task_url" yaml:"task_url"`
 }
 
-// viewOf shapes ev for a reply.
-func (s *server) viewOf(r *http.Request, ev *store.Event) eventView {
-	v := eventView{ID: ev.ID, Seq: ev.Seq, Rule: ev.Rule, Kind: ev.Kind, Schema: ev.Classname, Keyname: ev.Keyname,
+// viewOf shapes ev for a reply; its keyname only when shown (the caller may read
+// the event's schema: DB.EventKeynameShown), null otherwise.
+func (s *server) viewOf(r *http.Request, ev *store.Event, shown bool) eventView {
+	v := eventView{ID: ev.ID, Seq: ev.Seq, Rule: ev.Rule, Kind: ev.Kind, Schema: ev.Classname,
 		Action: ev.Action, Chain: ev.Chain, Status: ev.Status, Attempts: ev.Attempts, LastError: ev.LastError,
 		LastStatus: ev.LastStatus, CreatedAt: ev.CreatedAt}
 	if v.Chain == nil {
 		v.Chain = []string{}
+	}
+	if shown {
+		k := ev.Keyname
+		v.Keyname = &k
 	}
 	if ev.Status == store.EventPending && !ev.NextAt.IsZero() {
 		t := ev.NextAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")
@@ -86,14 +90,9 @@ func (s *server) eventList(w http.ResponseWriter, r *http.Request, _ httprouter.
 		s.writeError(w, r, http.StatusBadRequest, "rule must be an event rule's keyname")
 		return
 	}
-	limit := 50
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 500 {
-			s.writeError(w, r, http.StatusBadRequest, "limit must be an integer from 1 to 500")
-			return
-		}
-		limit = n
+	limit, ok := s.listLimit(w, r, q)
+	if !ok {
+		return
 	}
 	list, err := s.db.ListEvents(r.Context(), status, rule, limit)
 	if err != nil {
@@ -101,8 +100,9 @@ func (s *server) eventList(w http.ResponseWriter, r *http.Request, _ httprouter.
 		return
 	}
 	out := eventListReply{Count: len(list), Events: make([]eventView, 0, len(list))}
+	shown := s.db.EventKeynameShown(r.Context(), principalOf(r).auth)
 	for _, ev := range list {
-		out.Events = append(out.Events, s.viewOf(r, ev))
+		out.Events = append(out.Events, s.viewOf(r, ev, shown(ev)))
 	}
 	s.reply(w, r, http.StatusOK, out)
 }

@@ -82,3 +82,36 @@ func TestEventsAPI(t *testing.T) {
 		t.Fatalf("pending after redelivery: %d, want 2", list.Count)
 	}
 }
+
+// TestEventsAPIHidesKeynamesOfUnreadableSchemas: an event's keyname is shown only to
+// a caller who may read the event's schema (as the console's events tool shows it);
+// to others it is null, and the rest of the event is listed.
+func TestEventsAPIHidesKeynamesOfUnreadableSchemas(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{NoRunner: true})
+	e.load(`
+- {classname: _schema, keyname: payroll, p_read: p_payroll, note: {dataformat: string}}
+- {classname: _permission, keyname: p_payroll}
+- {classname: _eventrule, keyname: hook, schemas: [payroll], webhook_url: "http://192.0.2.1/hook", secret: k}
+- {classname: payroll, keyname: ceo-salary-cut-2026, note: x}
+`)
+	var list struct {
+		Events []map[string]any `json:"events"`
+	}
+	for _, c := range []struct {
+		perms []string
+		want  any
+	}{
+		{[]string{"p_data_access", "p_event_admin", "p_data_read"}, nil},
+		{[]string{"p_data_access", "p_event_admin", "p_payroll"}, "ceo-salary-cut-2026"},
+	} {
+		r := e.get("/api/events/", e.key(strings.Join(c.perms, "-"), keySpec{perms: c.perms}))
+		wantJSON(t, r, http.StatusOK, &list)
+		if len(list.Events) != 1 || list.Events[0]["keyname"] != c.want || list.Events[0]["schema"] != "payroll" {
+			t.Fatalf("with %v: %s, want keyname %v", c.perms, r.body, c.want)
+		}
+		if c.want == nil && strings.Contains(string(r.body), "ceo-salary-cut-2026") {
+			t.Fatalf("with %v the list names the instance: %s", c.perms, r.body)
+		}
+	}
+}

@@ -70,6 +70,10 @@ func TestPermissionTableThroughLoad(t *testing.T) {
 			// A rule watches a schema its author may read.
 			creds["class_perm"] = append(creds["class_perm"], "p_data_read")
 		}
+		if cls == "_schedule" {
+			// A schedule's writer must be able to run its pipeline over its schemas.
+			creds["class_perm"] = append(creds["class_perm"], "p_pipeline_run", "p_data_read", "p_data_update")
+		}
 		for credName, perms := range creds {
 			key := e.key(fmt.Sprintf("tbl_%s_%s", strings.TrimPrefix(cls, "_"), credName),
 				keySpec{perms: append([]string{"p_api_load"}, perms...)})

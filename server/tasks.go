@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/julienschmidt/httprouter"
@@ -83,14 +84,9 @@ func (s *server) taskList(w http.ResponseWriter, r *http.Request, _ httprouter.P
 		s.writeError(w, r, http.StatusBadRequest, "status must be queued, running, succeeded, failed or cancelled")
 		return
 	}
-	limit := 50
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 500 {
-			s.writeError(w, r, http.StatusBadRequest, "limit must be an integer from 1 to 500")
-			return
-		}
-		limit = n
+	limit, ok := s.listLimit(w, r, q)
+	if !ok {
+		return
 	}
 	list, err := s.runner.ListFor(r.Context(), principalOf(r).auth, status, limit)
 	if err != nil {
@@ -115,4 +111,19 @@ func (s *server) taskCancel(w http.ResponseWriter, r *http.Request, ps httproute
 		return
 	}
 	s.reply(w, r, http.StatusOK, errorsFirst(shown(t)))
+}
+
+// listLimit reads a list's limit parameter (1 to 500, default 50); on a bad value it
+// answers 400 and reports false.
+func (s *server) listLimit(w http.ResponseWriter, r *http.Request, q url.Values) (int, bool) {
+	v := q.Get("limit")
+	if v == "" {
+		return 50, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 500 {
+		s.writeError(w, r, http.StatusBadRequest, "limit must be an integer from 1 to 500")
+		return 0, false
+	}
+	return n, true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"dataservice/internal/clip"
@@ -116,11 +117,17 @@ func (tx *Tx) Apply(ctx context.Context, w Write, opts ApplyOptions) (Outcome, e
 		return Outcome{}, model.Errorf(model.EInvalid, "%s: %s needs the new state", w.Schema.Keyname, w.Action)
 	}
 	if IsAuthoredClass(w.Schema.Keyname) {
-		// The last writer is the author, whoever the caller says it is.
+		// The last writer is the author, whoever the caller says it is. An update keeps
+		// the stored author until the write changes something else (applyUpdate), so
+		// loading the same content again leaves the rule or schedule as it was.
 		if w.New.Data == nil {
 			w.New.Data = map[string]any{}
 		}
-		w.New.Data[AuthorField] = opts.Auth.Author()
+		if w.Old == nil {
+			setAuthor(w.New.Data, opts.Auth)
+		} else {
+			keepAuthor(w.New.Data, w.Old.Data)
+		}
 	}
 	if w.Old == nil {
 		return tx.applyCreate(ctx, w, opts)
@@ -171,15 +178,53 @@ func (tx *Tx) applyEnabled(ctx context.Context, w Write, opts ApplyOptions) (Out
 	if want {
 		out.Result = OutEnabled
 	}
+	next := *old
+	next.IsEnabled = want
+	if IsAuthoredClass(s.Keyname) {
+		// Arming (or disarming) a rule or a schedule is a write by whoever does it:
+		// it acts from now on with that principal's permissions, not with those of
+		// whoever wrote it before; arming it checks it as an update that enables it
+		// would (what it names exists, its writer could run its pipeline).
+		next.Data = maps.Clone(old.Data)
+		if next.Data == nil {
+			next.Data = map[string]any{}
+		}
+		setAuthor(next.Data, opts.Auth)
+		if want {
+			if err := tx.classChecks(ctx, s, &next, nil); err != nil {
+				return Outcome{}, err
+			}
+			if err := tx.checkAuthored(ctx, opts.Auth, s, old, &next); err != nil {
+				return Outcome{}, err
+			}
+		}
+	}
 	if !opts.DryRun {
-		next := *old
-		next.IsEnabled = want
 		var err error
 		if _, out.Warnings, err = tx.write(ctx, s, old, &next, w.Action, model.MustJSON(next.Data), false); err != nil {
 			return Outcome{}, err
 		}
 	}
 	return out, nil
+}
+
+// keepAuthor puts the stored author of an authored class's instance (old) into the
+// data of its next state, whatever the caller gave.
+func keepAuthor(data, old map[string]any) {
+	for _, k := range []string{AuthorField, AuthorIDField} {
+		if v, ok := old[k]; ok {
+			data[k] = v
+		} else {
+			delete(data, k)
+		}
+	}
+}
+
+// setAuthor records auth as the author of an authored class's instance data: its
+// name (model.Auth.Author) and its instance id (model.Auth.AuthorID).
+func setAuthor(data map[string]any, auth *model.Auth) {
+	data[AuthorField] = auth.Author()
+	data[AuthorIDField] = auth.AuthorID()
 }
 
 // applyCreate inserts w.New.
@@ -201,7 +246,7 @@ func (tx *Tx) applyCreate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	if err := tx.containGrant(ctx, opts.Auth, s, nil, next); err != nil {
 		return Outcome{}, err
 	}
-	if err := tx.checkEventRule(ctx, opts.Auth, s, next); err != nil {
+	if err := tx.checkAuthored(ctx, opts.Auth, s, nil, next); err != nil {
 		return Outcome{}, err
 	}
 	if _, err := tx.sealSecrets(s, nil, next, opts.DryRun); err != nil {
@@ -244,6 +289,13 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 	if !changed && !renamed {
 		return Outcome{Result: OutUnchanged}, nil
 	}
+	if IsAuthoredClass(s.Keyname) && (changed || renamed) {
+		setAuthor(next.Data, opts.Auth)
+		changed = true
+		if !opts.DryRun {
+			data = model.MustJSON(next.Data)
+		}
+	}
 	if changed {
 		if err := model.AuthorizeWrite(opts.Auth, s, model.ActionUpdate); err != nil {
 			return Outcome{}, err
@@ -253,7 +305,7 @@ func (tx *Tx) applyUpdate(ctx context.Context, w Write, opts ApplyOptions) (Outc
 		return Outcome{}, err
 	}
 	if changed {
-		if err := tx.checkEventRule(ctx, opts.Auth, s, next); err != nil {
+		if err := tx.checkAuthored(ctx, opts.Auth, s, old, next); err != nil {
 			return Outcome{}, err
 		}
 		if sealed, err := tx.sealSecrets(s, old, next, opts.DryRun); err != nil {
@@ -297,6 +349,7 @@ func (tx *Tx) applyRename(ctx context.Context, s *model.Schema, old, next *Insta
 	if dryRun {
 		return nil, tx.CheckRename(ctx, s, &at, newKey)
 	}
+	mark := tx.markEvents()
 	if _, err := tx.execContext(ctx, "SAVEPOINT apply_rename"); err != nil {
 		return nil, fmt.Errorf("rename %s %s: %w", s.Keyname, old.Keyname, err)
 	}
@@ -313,6 +366,7 @@ func (tx *Tx) applyRename(ctx context.Context, s *model.Schema, old, next *Insta
 	}()
 	if err != nil {
 		tx.execContext(ctx, "ROLLBACK TO apply_rename")
+		tx.rollbackEvents(mark)
 	}
 	tx.execContext(ctx, "RELEASE apply_rename")
 	if err != nil {

@@ -273,7 +273,9 @@ func (db *DB) Refresh(ctx context.Context, a *model.Auth) (*model.Auth, error) {
 	switch a.Kind {
 	case model.AuthUser:
 		u, err := db.Instance(ctx, "_user", a.Name)
-		if err != nil {
+		// A user deleted and created again with the login is another user (ids are
+		// never reused); contexts stored without the id can only follow the login.
+		if err != nil || (a.UserID != 0 && u.ID != a.UserID) {
 			return nil, model.Errorf(model.EForbidden, "user %s no longer exists", a.Name)
 		}
 		if !u.IsEnabled {

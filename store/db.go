@@ -88,6 +88,9 @@ type DB struct {
 	// maxDryKeys is the bound of the keys a dry run remembers in memory; zero:
 	// defaultMaxDryKeys. Only tests lower it (to reach the bound with little data).
 	maxDryKeys int
+	// maxDueQueues is the bound of the event queues a claim looks at; zero:
+	// defaultMaxDueQueues. Only tests lower it (to reach the bound with few rules).
+	maxDueQueues int
 	// ruleCache holds the enabled event rules (event_record.go); onEvents is
 	// Options.OnEvents.
 	ruleCache ruleCache

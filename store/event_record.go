@@ -255,7 +255,7 @@ func (tx *Tx) recordEvents(ctx context.Context, s *model.Schema, action model.Ac
 				return fmt.Errorf("record event: %w", err)
 			}
 			if _, err := tx.exec(ctx, insertEvent(tx.db.dia),
-				body.ID, r.keyname, kind, s.Keyname, state.Keyname, string(action), string(text), string(ruleChain),
+				body.ID, r.keyname, kind, s.Keyname, state.Keyname, state.ID, string(action), string(text), string(ruleChain),
 				tx.db.Now().UnixMilli(), body.Time); err != nil {
 				return fmt.Errorf("record event: %w", err)
 			}
@@ -269,10 +269,10 @@ func (tx *Tx) recordEvents(ctx context.Context, s *model.Schema, action model.Ac
 // and above the highest a purge deleted (RegEventsSeq): every write transaction holds
 // the writer lock, so no other takes the same.
 func insertEvent(d *dialect) string {
-	return `INSERT INTO events(id, seq, rule, kind, classname, keyname, action, body, chain, next_at, created_at)
+	return `INSERT INTO events(id, seq, rule, kind, classname, keyname, instance_id, action, body, chain, next_at, created_at)
 		VALUES(?, (SELECT ` + d.greatest("coalesce((SELECT max(seq) FROM events), 0)",
 		"coalesce((SELECT CAST(value AS BIGINT) FROM registry WHERE key = '"+RegEventsSeq+"'), 0)") +
-		` + 1), ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		` + 1), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 }
 
 // conditionState is what a condition reads of in (nil: no state): its fields, and
@@ -323,6 +323,21 @@ func eventChanges(s *model.Schema, old, next *Instance) map[string]eventChange {
 			pick(next, func(in *Instance) any { return in.Data[f.Keyname] }))
 	}
 	return changes
+}
+
+// eventsMark is the transaction's event counts at a savepoint.
+type eventsMark struct{ recorded, tooDeep int }
+
+// markEvents returns the event counts to restore if the savepoint about to be taken
+// is rolled back to.
+func (tx *Tx) markEvents() eventsMark {
+	return eventsMark{recorded: tx.events.recorded, tooDeep: tx.events.tooDeep}
+}
+
+// rollbackEvents restores the event counts of m after a rollback to its savepoint:
+// the rows recorded since are gone, so neither OnEvents nor the log counts them.
+func (tx *Tx) rollbackEvents(m eventsMark) {
+	tx.events.recorded, tx.events.tooDeep = m.recorded, m.tooDeep
 }
 
 // eventsCommitted fills the rule cache with the rules the committed transaction read,

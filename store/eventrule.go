@@ -46,9 +46,12 @@ func EventCondition(v any) (any, error) {
 // other schema its read permission); the actions are known; there is something to do
 // (webhook_url or pipeline, or both); the URL is an absolute http(s) URL with a host
 // and no user information; a webhook has a secret to sign with; the pipeline exists;
-// the condition parses and looks at no secret field. auth is the writer (nil: every
-// permission). Other classes pass.
-func (tx *Tx) checkEventRule(ctx context.Context, auth *model.Auth, s *model.Schema, next *Instance) error {
+// the condition parses and looks at no secret field; a changed webhook_url comes with
+// a new secret (the stored one signs for the address its writer chose, not for
+// another); the writer could run the pipeline over the schemas watched. auth is the
+// writer (nil: every permission); old is the stored rule (nil for a create). Other
+// classes pass.
+func (tx *Tx) checkEventRule(ctx context.Context, auth *model.Auth, s *model.Schema, old, next *Instance) error {
 	if s.Keyname != EventRuleClass || tx.migration {
 		return nil
 	}
@@ -56,6 +59,10 @@ func (tx *Tx) checkEventRule(ctx context.Context, auth *model.Auth, s *model.Sch
 	add := func(field, format string, args ...any) {
 		probs.Add(field, model.Errorf(model.EInvalid, field+": "+format, args...))
 	}
+	// What the rule names must exist, and its pipeline be runnable, only while it is
+	// enabled: a rule whose pipeline or schema was deleted or disabled can still be
+	// disabled or edited; enabling it checks them again.
+	armed := next.IsEnabled
 	var watched []*model.Schema
 	for _, name := range stringList(next.Data["schemas"]) {
 		if name == "_schema" || name == "_permission" {
@@ -64,23 +71,20 @@ func (tx *Tx) checkEventRule(ctx context.Context, auth *model.Auth, s *model.Sch
 		}
 		ws, err := tx.Schema(ctx, name)
 		if IsNotFound(err) {
-			add("schemas", "no schema %s", clip.Quote(name))
+			if armed {
+				add("schemas", "no schema %s", clip.Quote(name))
+			}
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(ws.Keyname, "_") {
-			// Events tell what changes in a built-in class (keys, accounts, rules):
-			// watching one is writing it, as granting a permission is holding it.
-			if !model.CanWrite(auth, ws, model.ActionUpdate) {
-				add("schemas", "watching %s needs %s, which the writer does not hold", ws.Keyname,
-					model.WritePermission(ws, model.ActionUpdate))
-				continue
+		if need, ok := MayWatch(auth, ws); !ok {
+			how := ""
+			if !strings.HasPrefix(ws.Keyname, "_") {
+				how = " (reading it)"
 			}
-		} else if !model.CanRead(auth, ws) {
-			add("schemas", "watching %s needs %s (reading it), which the writer does not hold", ws.Keyname,
-				model.ReadPermission(ws))
+			add("schemas", "watching %s needs %s%s, which the writer does not hold", ws.Keyname, need, how)
 			continue
 		}
 		watched = append(watched, ws)
@@ -112,19 +116,47 @@ func (tx *Tx) checkEventRule(ctx context.Context, auth *model.Auth, s *model.Sch
 		if msg := webhookURLProblem(hook); msg != "" {
 			add("webhook_url", "%s", msg)
 		}
-		if sec, _ := next.Data["secret"].(string); sec == "" {
+		sec, _ := next.Data["secret"].(string)
+		if sec == "" {
 			add("secret", "a webhook rule needs a secret: deliveries are signed with it (HMAC-SHA256) so the receiver "+
 				"can tell them from forgeries; give one (it is stored encrypted and never shown again)")
+		} else if old != nil {
+			oldHook, _ := old.Data["webhook_url"].(string)
+			oldSec, _ := old.Data["secret"].(string)
+			if hook != oldHook && sec == oldSec {
+				add("secret", "changing webhook_url needs a new secret: the stored one was given for the old address "+
+					"and stays with it; give a new secret with the new webhook_url")
+			}
 		}
 	}
-	if pipe != "" {
+	if pipe != "" && armed {
 		if _, err := tx.Instance(ctx, "_pipeline", pipe); IsNotFound(err) {
 			add("pipeline", "no pipeline %s", clip.Quote(pipe))
 		} else if err != nil {
 			return err
 		}
+		var names []string
+		for _, ws := range watched {
+			names = append(names, ws.Keyname)
+		}
+		if err := probs.Add("pipeline", tx.checkArmedRun(ctx, auth, pipe, names, false)); err != nil {
+			return err
+		}
 	}
 	return probs.Err()
+}
+
+// MayWatch reports whether auth may watch schema s with an event rule, and the
+// permission it needs: for a built-in class (keys, accounts, rules) its write
+// permission, since events tell what changes in it and watching one is writing it, as
+// granting a permission is holding it; for any other schema its read permission.
+// Validation demands it of the rule's writer and the delivery of each event of the
+// rule's author again. nil auth holds every permission.
+func MayWatch(auth *model.Auth, s *model.Schema) (need string, ok bool) {
+	if strings.HasPrefix(s.Keyname, "_") {
+		return model.WritePermission(s, model.ActionUpdate), model.CanWrite(auth, s, model.ActionUpdate)
+	}
+	return model.ReadPermission(s), model.CanRead(auth, s)
 }
 
 // isEventAction reports whether a is one of EventActions.
@@ -161,6 +193,8 @@ func webhookURLProblem(raw string) string {
 // with what secret, which pipeline it runs, and as whom.
 type EventTarget struct {
 	Rule, URL, Pipeline, Author string
+	// AuthorID is the author's instance id (AuthOf follows it).
+	AuthorID int64
 	// Secret is the decrypted signing secret; never logged or returned by any API.
 	Secret  []byte
 	Enabled bool
@@ -178,6 +212,7 @@ func (db *DB) EventRuleTarget(ctx context.Context, rule string) (*EventTarget, e
 	t.URL, _ = in.Data["webhook_url"].(string)
 	t.Pipeline, _ = in.Data["pipeline"].(string)
 	t.Author, _ = in.Data[AuthorField].(string)
+	t.AuthorID = authorIDOf(in)
 	if sealed, _ := in.Data["secret"].(string); sealed != "" {
 		if t.Secret, err = db.OpenSecret(sealed); err != nil {
 			if model.HasCode(err, model.EInvalid) {
@@ -189,26 +224,32 @@ func (db *DB) EventRuleTarget(ctx context.Context, rule string) (*EventTarget, e
 	return t, nil
 }
 
-// AuthOf re-reads the authorisation context of an author string ("system",
-// "user:LOGIN", "apikey:NAME"), as a task's submitter is re-read when the task runs:
-// a user or key that is gone, disabled or expired is a forbidden error, and the
-// permissions are the ones held now.
-func (db *DB) AuthOf(ctx context.Context, author string) (*model.Auth, error) {
+// AuthOf re-reads the authorisation context of an author ("system", "user:LOGIN",
+// "apikey:NAME") recorded with its instance id (author_id), as a task's submitter is
+// re-read when the task runs: the principal is followed by its id (through a rename),
+// so a key revoked and created again under the same name, or a user deleted and
+// created again with the same login, is another principal and not the author. A
+// principal that is gone, disabled or expired, or an author recorded without its id,
+// is a forbidden error; the permissions are the ones held now.
+func (db *DB) AuthOf(ctx context.Context, author string, id int64) (*model.Auth, error) {
 	kind, name, _ := strings.Cut(author, ":")
 	switch {
 	case author == "system":
 		return model.SystemAuth(), nil
+	case (kind == model.AuthUser || kind == model.AuthAPIKey) && name != "" && id <= 0:
+		return nil, model.Errorf(model.EForbidden, "author %s has no recorded identity (%s): write it again to act as its writer",
+			clip.Quote(author), AuthorIDField)
 	case kind == model.AuthUser && name != "":
-		return db.Refresh(ctx, &model.Auth{Kind: model.AuthUser, Name: name})
-	case kind == model.AuthAPIKey && name != "":
-		a, _, err := db.KeyAuth(ctx, name)
+		in, err := db.InstanceByID(ctx, "_user", id)
+		if IsNotFound(err) {
+			return nil, model.Errorf(model.EForbidden, "user %s no longer exists", name)
+		}
 		if err != nil {
-			if IsNotFound(err) || model.HasCode(err, model.EUnauthorized) {
-				return nil, model.Errorf(model.EForbidden, "API key %s is no longer valid", name)
-			}
 			return nil, err
 		}
-		return a, nil
+		return db.Refresh(ctx, &model.Auth{Kind: model.AuthUser, Name: in.Keyname, UserID: id})
+	case kind == model.AuthAPIKey && name != "":
+		return db.Refresh(ctx, &model.Auth{Kind: model.AuthAPIKey, Name: name, KeyID: id})
 	}
 	return nil, model.Errorf(model.EInvalid, "author %s is not system, user:LOGIN or apikey:NAME", clip.Quote(author))
 }

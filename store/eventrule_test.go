@@ -3,9 +3,11 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"dataservice/internal/testkit"
@@ -123,7 +125,10 @@ func TestEventRuleWatchingIsContained(t *testing.T) {
 - {classname: _permission, keyname: p_secret_read}
 - {classname: _schema, keyname: vault, p_read: p_secret_read}
 `, store.LoadOptions{})
-	doc := func(schema string) string { return "schemas: [" + schema + "], pipeline: tidy" }
+	// A webhook rule: a pipeline rule would also need its pipeline to be runnable.
+	doc := func(schema string) string {
+		return "schemas: [" + schema + `], webhook_url: "https://r.example/h", secret: s3cret`
+	}
 	admin := userAuth("p_event_admin", "p_data_read")
 	probs := ruleProblems(t, db, admin, doc("_apikey"))
 	if len(probs) != 1 || probs[0].Field != "schemas" || probs[0].Message != "schemas: watching _apikey needs p_apikey_admin, which the writer does not hold" {
@@ -244,8 +249,9 @@ func TestEncryptedSecretInUserSchema(t *testing.T) {
 	}
 }
 
-// TestAuthOf: an author string gives back the permissions its principal holds now;
-// a principal gone, disabled or expired is refused.
+// TestAuthOf: an author and its recorded id give back the permissions its principal
+// holds now; a principal gone, disabled or expired is refused, and so is one that
+// only shares the name (the id differs) or an author recorded without its id.
 func TestAuthOf(t *testing.T) {
 	t.Parallel()
 	db := newTestDB(t)
@@ -258,31 +264,53 @@ func TestAuthOf(t *testing.T) {
 - {classname: _apikey, keyname: k2, permissions: [p_data_read], is_enabled: false}
 - {classname: _apikey, keyname: k3, permissions: [p_data_read], expires: "2000-01-01"}
 `, store.LoadOptions{})
-	a, err := db.AuthOf(ctx, "system")
+	id := func(cls, key string) int64 {
+		in, err := db.Instance(ctx, cls, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in.ID
+	}
+	ann, bob, k1, k2, k3 := id("_user", "ann"), id("_user", "bob"), id("_apikey", "k1"), id("_apikey", "k2"), id("_apikey", "k3")
+	a, err := db.AuthOf(ctx, "system", 0)
 	if err != nil || !a.HasAll() {
 		t.Fatalf("system: %+v %v", a, err)
 	}
-	if a, err = db.AuthOf(ctx, "user:ann"); err != nil || a.Author() != "user:ann" || !a.Has("p_event_admin") || a.Has("p_data_read") {
+	if a, err = db.AuthOf(ctx, "user:ann", ann); err != nil || a.Author() != "user:ann" || !a.Has("p_event_admin") || a.Has("p_data_read") {
 		t.Fatalf("user:ann: %+v %v", a, err)
 	}
-	if a, err = db.AuthOf(ctx, "apikey:k1"); err != nil || a.Author() != "apikey:k1" || !a.Has("p_data_read") {
+	if a, err = db.AuthOf(ctx, "apikey:k1", k1); err != nil || a.Author() != "apikey:k1" || !a.Has("p_data_read") {
 		t.Fatalf("apikey:k1: %+v %v", a, err)
 	}
-	for author, want := range map[string]string{
-		"user:bob":   "user bob is disabled",
-		"user:zed":   "user zed no longer exists",
-		"apikey:k2":  "API key k2 is no longer valid",
-		"apikey:k3":  "API key k3 is no longer valid",
-		"apikey:k9":  "API key k9 is no longer valid",
-		"task:h":     `author "task:h" is not system, user:LOGIN or apikey:NAME`,
-		"user:":      `author "user:" is not`,
-		"somebody":   `author "somebody" is not`,
-		"":           `author "" is not`,
-		"apikey:k1x": "API key k1x is no longer valid",
+	type author struct {
+		name string
+		id   int64
+	}
+	for au, want := range map[author]string{
+		{"user:bob", bob}:     "user bob is disabled",
+		{"user:zed", 999999}:  "user zed no longer exists",
+		{"user:ann", 0}:       `author "user:ann" has no recorded identity (author_id)`,
+		{"apikey:k1", 0}:      `author "apikey:k1" has no recorded identity (author_id)`,
+		{"apikey:k1", k2}:     "API key k1 is no longer valid", // k2's id: another key
+		{"apikey:k2", k2}:     "API key k2 is no longer valid",
+		{"apikey:k3", k3}:     "API key k3 is no longer valid",
+		{"apikey:k9", 999999}: "API key k9 is no longer valid",
+		{"task:h", 1}:         `author "task:h" is not system, user:LOGIN or apikey:NAME`,
+		{"user:", 1}:          `author "user:" is not`,
+		{"somebody", 1}:       `author "somebody" is not`,
+		{"", 0}:               `author "" is not`,
 	} {
-		if a, err := db.AuthOf(ctx, author); err == nil || !strings.Contains(store.ErrorMessage(err), want) {
-			t.Errorf("AuthOf(%q) = %+v, %v; want an error containing %q", author, a, err, want)
+		if a, err := db.AuthOf(ctx, au.name, au.id); err == nil || !strings.Contains(store.ErrorMessage(err), want) {
+			t.Errorf("AuthOf(%q, %d) = %+v, %v; want an error containing %q", au.name, au.id, a, err, want)
 		}
+	}
+	// The login deleted and created again is another user: the old id finds nobody.
+	mustLoad(t, db, "- {classname: _user, keyname: ann, _action: delete}\n- {classname: _user, keyname: ann}\n", store.LoadOptions{})
+	if a, err := db.AuthOf(ctx, "user:ann", ann); err == nil || !strings.Contains(store.ErrorMessage(err), "user ann no longer exists") {
+		t.Errorf("AuthOf(user:ann, old id) after the login was made again = %+v, %v", a, err)
+	}
+	if a, err := db.AuthOf(ctx, "user:ann", id("_user", "ann")); err != nil || a.Author() != "user:ann" {
+		t.Errorf("AuthOf(user:ann, new id) = %+v, %v", a, err)
 	}
 }
 
@@ -335,6 +363,45 @@ func TestSecretKeyRefusals(t *testing.T) {
 			t.Fatal("CheckSecretKeyFile accepted a short key")
 		}
 	})
+	t.Run("a symbolic link", func(t *testing.T) {
+		// To a good key file: whoever may change the link could swap the key.
+		link := filepath.Join(dir, "link.key")
+		if err := os.Symlink(keyFile("target.key", hex64, 0o600), link); err != nil {
+			t.Fatal(err)
+		}
+		err := write(t, store.Options{SecretKeyFile: link})
+		if err == nil || !strings.Contains(err.Error(), "is a symbolic link: name the file itself") ||
+			!strings.Contains(err.Error(), store.SecretKeySetting) {
+			t.Fatalf("a key file that is a link: %v", err)
+		}
+		if err := store.CheckSecretKeyFile(link); err == nil {
+			t.Fatal("CheckSecretKeyFile accepted a link")
+		}
+	})
+	t.Run("not a regular file", func(t *testing.T) {
+		// A FIFO: refused at once, without waiting for a writer.
+		fifo := filepath.Join(dir, "fifo.key")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.CheckSecretKeyFile(fifo); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+			t.Fatalf("a FIFO: %v", err)
+		}
+	})
+	t.Run("owned by another user", func(t *testing.T) {
+		p := keyFile("theirs.key", hex64, 0o600)
+		other := os.Geteuid() + 4242
+		if err := os.Chown(p, other, -1); err != nil {
+			// Only root may give a file away: as another user no such file can be made.
+			t.Skipf("cannot make a file another user owns (not root): %v", err)
+		}
+		err := write(t, store.Options{SecretKeyFile: p})
+		want := fmt.Sprintf("is owned by uid %d, not by the service's user (uid %d) or root", other, os.Geteuid())
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("a key file of another user: %v, want %q", err, want)
+		}
+	})
+	// Last: it creates the instance the others must leave absent.
 	t.Run("a good key file", func(t *testing.T) {
 		if err := write(t, store.Options{SecretKeyFile: keyFile("good.key", hex64+"\n", 0o600)}); err != nil {
 			t.Fatal(err)
@@ -429,5 +496,195 @@ func TestEncryptedSecretWithAnotherKey(t *testing.T) {
 	}
 	if _, err := store.Open(t.Context(), addr, store.Options{SecretKey: []byte("short")}); err == nil || !strings.Contains(err.Error(), "secret key: 5 bytes, not 32") {
 		t.Fatalf("a short key given: %v", err)
+	}
+}
+
+// TestEventRuleNewURLNeedsNewSecret: an update that sends a rule's webhook to another
+// address must give a new secret (else another event admin could collect signatures
+// made with the owner's secret): refused naming both fields, nothing changed; with a
+// new secret it is written; other changes keep the stored secret.
+func TestEventRuleNewURLNeedsNewSecret(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://r.example/h", secret: first-secret}`, store.LoadOptions{})
+	sealed := instance(t, db, "_eventrule", "hook").Data["secret"]
+	r := load(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://evil.example/h"}`, store.LoadOptions{})
+	if want := "secret: changing webhook_url needs a new secret"; r.Errors != 1 || !strings.Contains(messages(r), want) {
+		t.Fatalf("a new URL without a secret: %s, want %q", messages(r), want)
+	}
+	if in := instance(t, db, "_eventrule", "hook"); in.Data["webhook_url"] != "https://r.example/h" || in.Data["secret"] != sealed {
+		t.Fatalf("after a refused update: %v", in.Data["webhook_url"])
+	}
+	// The stored sealed text given back is not a new secret either.
+	r = load(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://evil.example/h", secret: "`+sealed.(string)+`"}`, store.LoadOptions{})
+	if r.Errors != 1 || !strings.Contains(messages(r), "changing webhook_url needs a new secret") {
+		t.Fatalf("a new URL with the stored sealed secret: %s", messages(r))
+	}
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], description: d, webhook_url: "https://r.example/h"}`, store.LoadOptions{})
+	mustLoad(t, db, `- {classname: _eventrule, keyname: hook, schemas: [server], webhook_url: "https://new.example/h", secret: second-secret}`, store.LoadOptions{})
+	target, err := db.EventRuleTarget(t.Context(), "hook")
+	if err != nil || target.URL != "https://new.example/h" || string(target.Secret) != "second-secret" {
+		t.Fatalf("after the update with a new secret: %v %v", target, err)
+	}
+}
+
+// TestAuthorIDIsTheWriters: Apply records the writer's name and instance id on an
+// authored class, whatever the entry says; the system's id is 0.
+func TestAuthorIDIsTheWriters(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	a := userAuth("p_event_admin", "p_data_read")
+	a.UserID = 4242
+	mustLoad(t, db, `- {classname: _eventrule, keyname: r1, schemas: [server], webhook_url: "https://r.example/h", secret: s, author: system, author_id: 1}`,
+		store.LoadOptions{Auth: a})
+	target, err := db.EventRuleTarget(t.Context(), "r1")
+	if err != nil || target.Author != "user:tester" || target.AuthorID != 4242 {
+		t.Fatalf("author %q id %d (%v), want user:tester 4242", target.Author, target.AuthorID, err)
+	}
+	mustLoad(t, db, `- {classname: _eventrule, keyname: r1, _action: disable}`, store.LoadOptions{})
+	if target, err = db.EventRuleTarget(t.Context(), "r1"); err != nil || target.Author != "system" || target.AuthorID != 0 {
+		t.Fatalf("after the system's disable: author %q id %d (%v), want system 0", target.Author, target.AuthorID, err)
+	}
+}
+
+// TestSealedSecretOfAnotherInstanceRefused: a sealed secret is kept as is only when
+// it is the value the instance's own field holds (a load that gives it again changes
+// nothing); the sealed text of another rule's secret (from a backup or a copy of the
+// database, which holds it) is refused, so no rule signs with a secret its writer
+// never knew.
+func TestSealedSecretOfAnotherInstanceRefused(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	mustLoad(t, db, `
+- {classname: _eventrule, keyname: alice, schemas: [server], webhook_url: "https://alice.example/", secret: alice-only-secret}
+- {classname: _eventrule, keyname: bob, schemas: [server], webhook_url: "https://bob.example/", secret: bob-secret}
+`, store.LoadOptions{})
+	ctx := context.Background()
+	sealed := func(key string) string {
+		v, _ := instance(t, db, "_eventrule", key).Data["secret"].(string)
+		if !strings.HasPrefix(v, model.SealedPrefix) {
+			t.Fatalf("%s's secret stored as %q", key, v)
+		}
+		return v
+	}
+	alice, bob := sealed("alice"), sealed("bob")
+	const refused = "field secret: the sealed value given (enc:v1:...) cannot be used: a field keeps only its own sealed value as is"
+	for _, doc := range []string{
+		`- {classname: _eventrule, keyname: mallory, schemas: [server], webhook_url: "https://mallory.example/", secret: "` + alice + `"}`,
+		`- {classname: _eventrule, keyname: bob, secret: "` + alice + `"}`,
+	} {
+		r := load(t, db, doc, store.LoadOptions{})
+		if r.Errors != 1 || !strings.Contains(messages(r), refused) || strings.Contains(messages(r), alice[len(model.SealedPrefix):]) {
+			t.Fatalf("%s: %s, want refused", doc, messages(r))
+		}
+	}
+	if _, err := db.Instance(ctx, "_eventrule", "mallory"); !store.IsNotFound(err) {
+		t.Fatalf("mallory's rule: %v, want none", err)
+	}
+	if sealed("bob") != bob {
+		t.Fatal("bob's secret changed")
+	}
+	// Its own sealed value again: nothing changes.
+	r := load(t, db, `- {classname: _eventrule, keyname: alice, secret: "`+alice+`"}`, store.LoadOptions{})
+	if r.Errors != 0 || r.Unchanged != 1 || sealed("alice") != alice {
+		t.Fatalf("alice's own sealed value: %s %s", counts(r), messages(r))
+	}
+	tg, err := db.EventRuleTarget(ctx, "bob")
+	if err != nil || string(tg.Secret) != "bob-secret" {
+		t.Fatalf("bob's target: %v", err)
+	}
+}
+
+// TestReloadKeepsTheAuthor: loading a rule's or a schedule's content again (an
+// export re-loaded, a configuration file synchronised) changes nothing: it is
+// unchanged, and its author stays who wrote it, whoever loads it (the CLI loads as
+// system, which holds every permission). A load that changes something makes the
+// loader the author.
+func TestReloadKeepsTheAuthor(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase, store.LoadOptions{})
+	a := userAuth("p_event_admin", "p_pipeline_admin", "p_pipeline_run", "p_data_read", "p_data_update")
+	a.UserID = 4242
+	const rule = `- {classname: _eventrule, keyname: r1, schemas: [server], pipeline: tidy, description: d}
+- {classname: _schedule, keyname: s1, pipeline: tidy, schemas: [server], cron: "@hourly", description: d}
+`
+	mustLoad(t, db, rule, store.LoadOptions{Auth: a})
+	author := func(cls string) string {
+		d := instance(t, db, cls, map[string]string{"_eventrule": "r1", "_schedule": "s1"}[cls]).Data
+		return fmt.Sprint(d["author"], " ", d["author_id"])
+	}
+	for _, doc := range []string{rule,
+		// as an export writes it: the author fields included
+		strings.ReplaceAll(rule, "description: d}", "description: d, author: user:tester, author_id: 4242}")} {
+		r := load(t, db, doc, store.LoadOptions{})
+		if r.Errors != 0 || r.Unchanged != 2 || r.Updated != 0 {
+			t.Fatalf("the same content loaded again by the system: %+v, want 2 unchanged", r)
+		}
+		for _, cls := range []string{"_eventrule", "_schedule"} {
+			if got := author(cls); got != "user:tester 4242" {
+				t.Fatalf("%s author after a load of the same content: %q, want user:tester 4242", cls, got)
+			}
+		}
+	}
+	r := load(t, db, strings.ReplaceAll(rule, "description: d}", "description: changed}"), store.LoadOptions{})
+	if r.Errors != 0 || r.Updated != 2 {
+		t.Fatalf("a changed description: %+v, want 2 updated", r)
+	}
+	for _, cls := range []string{"_eventrule", "_schedule"} {
+		if got := author(cls); got != "system 0" {
+			t.Fatalf("%s author after the system changed it: %q, want system 0", cls, got)
+		}
+	}
+}
+
+// TestDisabledRuleNamesGonePipeline: a rule or a schedule whose pipeline was deleted
+// can still be disabled and edited while disabled (what it names is checked only
+// while it is enabled), and enabling it again, by an update or by _action: enable, is
+// refused while the pipeline is gone. Enabling also checks the enabler could run the
+// pipeline.
+func TestDisabledRuleNamesGonePipeline(t *testing.T) {
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, eventRuleBase+`
+- {classname: _eventrule, keyname: r1, schemas: [server], pipeline: tidy}
+- {classname: _schedule, keyname: s1, pipeline: tidy, schemas: [server], cron: "@hourly"}
+`, store.LoadOptions{})
+	mustLoad(t, db, "- {classname: _pipeline, keyname: tidy, _action: delete}\n", store.LoadOptions{})
+	for _, doc := range []string{
+		"- {classname: _eventrule, keyname: r1, is_enabled: false}\n- {classname: _schedule, keyname: s1, is_enabled: false}\n",
+		"- {classname: _eventrule, keyname: r1, is_enabled: false, description: off}\n- {classname: _schedule, keyname: s1, is_enabled: false, description: off}\n",
+	} {
+		if r := load(t, db, doc, store.LoadOptions{Action: model.ActionUpdate}); r.Errors != 0 || r.Updated != 2 {
+			t.Fatalf("disabling or editing a disabled rule and schedule naming a deleted pipeline: %+v", r)
+		}
+	}
+	for _, doc := range []string{
+		"- {classname: _eventrule, keyname: r1, _action: enable}\n- {classname: _schedule, keyname: s1, _action: enable}\n",
+		"- {classname: _eventrule, keyname: r1, is_enabled: true}\n- {classname: _schedule, keyname: s1, is_enabled: true}\n",
+	} {
+		r := load(t, db, doc, store.LoadOptions{})
+		if r.Errors != 2 {
+			t.Fatalf("enabling a rule and a schedule whose pipeline is gone: %+v, want 2 errors", r)
+		}
+		for _, m := range r.Messages {
+			if !strings.Contains(m.Message, "pipeline") {
+				t.Fatalf("refusal %q does not name the pipeline", m.Message)
+			}
+		}
+	}
+	mustLoad(t, db, `- {classname: _pipeline, keyname: tidy, content: "- field_lower: env"}`, store.LoadOptions{})
+	weak := userAuth("p_event_admin", "p_pipeline_admin", "p_data_read")
+	r := load(t, db, "- {classname: _eventrule, keyname: r1, _action: enable}\n- {classname: _schedule, keyname: s1, _action: enable}\n",
+		store.LoadOptions{Auth: weak})
+	if r.Errors != 2 || !strings.Contains(r.Messages[0].Message, "p_pipeline_run") {
+		t.Fatalf("enabling by a writer without p_pipeline_run: %+v, want 2 refusals naming p_pipeline_run", r)
+	}
+	if r := load(t, db, "- {classname: _eventrule, keyname: r1, _action: enable}\n- {classname: _schedule, keyname: s1, _action: enable}\n",
+		store.LoadOptions{}); r.Errors != 0 || r.Enabled != 2 {
+		t.Fatalf("enabling once the pipeline is back: %+v", r)
 	}
 }

@@ -37,9 +37,14 @@ var ErrLeaseLost = model.Errorf(model.EConflict, "event lease lost")
 // Event is one row of the events outbox: what a committed write fired for one rule.
 type Event struct {
 	ID, Rule, Kind, Classname, Keyname, Action string
+	// InstanceID is the row id of the instance written (kept across its renames,
+	// never another instance's): the events of one instance, rule and kind are
+	// delivered in commit order.
+	InstanceID int64
 	// Seq is the commit order of the write that recorded the event.
 	Seq int64
-	// Body is the JSON delivery body, fixed when the event was recorded.
+	// Body is the JSON delivery body, fixed when the event was recorded. A claim
+	// and Event read it; lists do not (empty).
 	Body []byte
 	// Chain are the rules that led to the write, this event's rule last.
 	Chain      []string
@@ -54,67 +59,81 @@ type Event struct {
 	Task string
 }
 
-const eventCols = "id, seq, rule, kind, classname, keyname, action, body, chain, status, attempts, next_at, " +
-	"last_error, last_status, created_at, finished_at, task"
+// eventListCols are an event's columns but its body (lists); eventCols all of them.
+const (
+	eventListCols = "id, seq, rule, kind, classname, keyname, instance_id, action, chain, status, attempts, next_at, " +
+		"last_error, last_status, created_at, finished_at, task"
+	eventCols = eventListCols + ", body"
+)
 
-func scanEvent(r scanner) (*Event, error) {
+// scanEvent scans the columns eventListCols, and the body after them when withBody.
+func scanEvent(r scanner, withBody bool) (*Event, error) {
 	e := &Event{}
 	var body, chain string
 	var next int64
-	if err := r.Scan(&e.ID, &e.Seq, &e.Rule, &e.Kind, &e.Classname, &e.Keyname, &e.Action, &body, &chain,
-		&e.Status, &e.Attempts, &next, &e.LastError, &e.LastStatus, &e.CreatedAt, &e.FinishedAt, &e.Task); err != nil {
+	dest := []any{&e.ID, &e.Seq, &e.Rule, &e.Kind, &e.Classname, &e.Keyname, &e.InstanceID, &e.Action, &chain,
+		&e.Status, &e.Attempts, &next, &e.LastError, &e.LastStatus, &e.CreatedAt, &e.FinishedAt, &e.Task}
+	if withBody {
+		dest = append(dest, &body)
+	}
+	if err := r.Scan(dest...); err != nil {
 		return nil, err
 	}
-	e.Body, e.NextAt = []byte(body), time.UnixMilli(next).UTC()
+	e.NextAt = time.UnixMilli(next).UTC()
+	if withBody {
+		e.Body = []byte(body)
+	}
 	if err := json.Unmarshal([]byte(chain), &e.Chain); err != nil {
 		return nil, fmt.Errorf("event %s: chain: %w", e.ID, err)
 	}
 	return e, nil
 }
 
-// ClaimEvents leases up to limit due pending events for owner: for each (rule,
-// classname, keyname) only the oldest pending one (commit order per instance and
-// rule), at most perRule per rule, oldest first; across processes and PostgreSQL nodes
-// no event is leased twice. An event whose lease expired is due again. perRule counts
-// the rule's events leased by anyone and not yet expired, so one slow receiver holds
-// at most perRule deliveries while the other rules' events flow. owner should name
-// the worker's claim alone (its id and a claim number, as a task's lease does), so a
-// worker whose lease was taken over cannot acknowledge under the new one.
+// ClaimEvents leases up to limit due pending events for owner. Each rule has two
+// queues, its webhook's and its pipeline's, so a receiver that is down or slow holds
+// back no pipeline run. Per queue: only each instance's oldest pending event (commit
+// order per instance, which a rename keeps), at most perRule of them, oldest first;
+// across processes and PostgreSQL nodes no event is leased twice. An event whose
+// lease expired is due again. perRule counts the queue's events leased by anyone and
+// not yet expired, so one slow receiver holds at most perRule deliveries while the
+// other queues' events flow. owner should name the worker's claim alone (its id and a
+// claim number, as a task's lease does), so a worker whose lease was taken over
+// cannot acknowledge under the new one.
 func (db *DB) ClaimEvents(ctx context.Context, owner string, lease time.Duration, limit, perRule int) ([]*Event, error) {
 	if owner == "" || lease <= 0 || limit <= 0 || perRule <= 0 {
 		return nil, fmt.Errorf("claim events: owner, lease, limit and perRule must be set")
 	}
 	now := db.Now().UnixMilli()
 	until := now + lease.Milliseconds()
-	// The rules with events due, oldest first, read without the write lock: a poll
-	// that finds nothing due takes none (the workers poll often, and every write
-	// transaction waits for the writer).
-	due, err := dueRules(ctx, db, now)
+	// The queues with events due and room for more, oldest first, read without the
+	// write lock: a poll that finds nothing due takes none (the workers poll often,
+	// and every write transaction waits for the writer).
+	due, err := dueQueues(ctx, db, now, perRule)
 	if err != nil || len(due) == 0 {
 		return nil, err
 	}
 	var out []*Event
 	err = db.WithTx(ctx, func(tx *Tx) error {
-		busy, err := leasedPerRule(ctx, tx, now)
+		busy, err := leasedPerQueue(ctx, tx, now)
 		if err != nil {
 			return err
 		}
-		// Each rule's heads apart, so a rule with a long backlog (a slow receiver)
-		// never hides another rule's events: per rule, each instance's oldest
-		// pending event when it is due and not leased, oldest first. The engine's
-		// row lock (SKIP LOCKED) keeps a claim from taking a row another claim
-		// holds; every write transaction also holds the writer lock.
+		// Each queue's heads apart, so a queue with a long backlog (a slow receiver)
+		// never hides another's events: per queue, each instance's oldest pending
+		// event when it is due and not leased, oldest first. The engine's row lock
+		// (SKIP LOCKED) keeps a claim from taking a row another claim holds; every
+		// write transaction also holds the writer lock.
 		var ids []any
-		for _, rule := range due {
-			room := min(perRule-busy[rule], limit-len(ids))
+		for _, q := range due {
+			room := min(perRule-busy[q], limit-len(ids))
 			if room <= 0 {
 				continue
 			}
 			rows, err := tx.queryContext(ctx, `SELECT h.id FROM events h
-				WHERE h.status = 'pending' AND h.rule = ? AND h.next_at <= ? AND h.lease_until < ?
+				WHERE h.status = 'pending' AND h.rule = ? AND h.kind = ? AND h.next_at <= ? AND h.lease_until < ?
 				AND NOT EXISTS (SELECT 1 FROM events o WHERE o.status = 'pending' AND o.rule = h.rule
-					AND o.classname = h.classname AND o.keyname = h.keyname AND o.seq < h.seq)
-				ORDER BY h.seq LIMIT ?`+db.dia.skipLocked, rule, now, now, room)
+					AND o.kind = h.kind AND o.instance_id = h.instance_id AND o.seq < h.seq)
+				ORDER BY h.seq LIMIT ?`+db.dia.skipLocked, q.rule, q.kind, now, now, room)
 			if err != nil {
 				return fmt.Errorf("claim events: %w", err)
 			}
@@ -142,7 +161,7 @@ func (db *DB) ClaimEvents(ctx context.Context, owner string, lease time.Duration
 		}
 		defer rows.Close()
 		for rows.Next() {
-			e, err := scanEvent(rows)
+			e, err := scanEvent(rows, true)
 			if err != nil {
 				return fmt.Errorf("claim events: %w", err)
 			}
@@ -157,46 +176,56 @@ func (db *DB) ClaimEvents(ctx context.Context, owner string, lease time.Duration
 	return out, nil
 }
 
-// maxDueRules bounds the rules one claim looks at (the oldest due first).
-const maxDueRules = 1000
+// defaultMaxDueQueues bounds the queues one claim looks at (the oldest due first),
+// unless the database sets another bound (DB.maxDueQueues, tests only).
+const defaultMaxDueQueues = 1000
 
-// dueRules lists the rules with pending events due and not leased, the rule of the
-// oldest such event first (read on the read pool).
-func dueRules(ctx context.Context, db *DB, now int64) ([]string, error) {
-	rows, err := db.reader().queryContext(ctx, `SELECT rule FROM events
-		WHERE status = 'pending' AND next_at <= ? AND lease_until < ?
-		GROUP BY rule ORDER BY min(seq) LIMIT ?`, now, now, maxDueRules)
+// eventQueue is one rule's queue of one kind.
+type eventQueue struct{ rule, kind string }
+
+// dueQueues lists the queues with pending events due and not leased, and fewer than
+// perRule events under a lease (a queue at its bound takes nothing, and must not
+// take the place of one that can: however many queues wait on slow receivers, the
+// others are looked at), the queue of the oldest such event first (read on the read
+// pool).
+func dueQueues(ctx context.Context, db *DB, now int64, perRule int) ([]eventQueue, error) {
+	rows, err := db.reader().queryContext(ctx, `SELECT d.rule, d.kind FROM events d
+		WHERE d.status = 'pending' AND d.next_at <= ? AND d.lease_until < ?
+		GROUP BY d.rule, d.kind
+		HAVING (SELECT count(*) FROM events l WHERE l.status = 'pending' AND l.rule = d.rule AND l.kind = d.kind
+			AND l.lease_until >= ?) < ?
+		ORDER BY min(d.seq) LIMIT ?`, now, now, now, perRule, cmp.Or(db.maxDueQueues, defaultMaxDueQueues))
 	if err != nil {
 		return nil, fmt.Errorf("claim events: %w", err)
 	}
 	defer rows.Close()
-	var due []string
+	var due []eventQueue
 	for rows.Next() {
-		var rule string
-		if err := rows.Scan(&rule); err != nil {
+		var q eventQueue
+		if err := rows.Scan(&q.rule, &q.kind); err != nil {
 			return nil, fmt.Errorf("claim events: %w", err)
 		}
-		due = append(due, rule)
+		due = append(due, q)
 	}
 	return due, rows.Err()
 }
 
-// leasedPerRule counts each rule's pending events under an unexpired lease.
-func leasedPerRule(ctx context.Context, tx *Tx, now int64) (map[string]int, error) {
-	rows, err := tx.queryContext(ctx, `SELECT rule, count(*) FROM events
-		WHERE status = 'pending' AND lease_until >= ? GROUP BY rule`, now)
+// leasedPerQueue counts each queue's pending events under an unexpired lease.
+func leasedPerQueue(ctx context.Context, tx *Tx, now int64) (map[eventQueue]int, error) {
+	rows, err := tx.queryContext(ctx, `SELECT rule, kind, count(*) FROM events
+		WHERE status = 'pending' AND lease_until >= ? GROUP BY rule, kind`, now)
 	if err != nil {
 		return nil, fmt.Errorf("claim events: %w", err)
 	}
 	defer rows.Close()
-	busy := map[string]int{}
+	busy := map[eventQueue]int{}
 	for rows.Next() {
-		var rule string
+		var q eventQueue
 		var n int
-		if err := rows.Scan(&rule, &n); err != nil {
+		if err := rows.Scan(&q.rule, &q.kind, &n); err != nil {
 			return nil, fmt.Errorf("claim events: %w", err)
 		}
-		busy[rule] = n
+		busy[q] = n
 	}
 	return busy, rows.Err()
 }
@@ -291,8 +320,9 @@ const (
 	maxEventList     = 1000
 )
 
-// ListEvents lists events by status ("" = all) and rule ("" = all), newest first;
-// limit is bounded (100 when not positive, 1000 at most).
+// ListEvents lists events by status ("" = all) and rule ("" = all), newest first,
+// without their bodies (Event reads one); limit is bounded (100 when not positive,
+// 1000 at most).
 func (db *DB) ListEvents(ctx context.Context, status, rule string, limit int) ([]*Event, error) {
 	switch status {
 	case "", EventPending, EventDelivered, EventDead:
@@ -303,7 +333,7 @@ func (db *DB) ListEvents(ctx context.Context, status, rule string, limit int) ([
 		limit = defaultEventList
 	}
 	limit = min(limit, maxEventList)
-	q, args := "SELECT "+eventCols+" FROM events", []any{}
+	q, args := "SELECT "+eventListCols+" FROM events", []any{}
 	var where []string
 	if status != "" {
 		where, args = append(where, "status = ?"), append(args, status)
@@ -321,13 +351,42 @@ func (db *DB) ListEvents(ctx context.Context, status, rule string, limit int) ([
 	defer rows.Close()
 	var out []*Event
 	for rows.Next() {
-		e, err := scanEvent(rows)
+		e, err := scanEvent(rows, false)
 		if err != nil {
 			return nil, fmt.Errorf("list events: %w", err)
 		}
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// Event reads one event with its body.
+func (db *DB) Event(ctx context.Context, id string) (*Event, error) {
+	e, err := scanEvent(db.reader().queryRowContext(ctx, "SELECT "+eventCols+" FROM events WHERE id = ?", id), true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, model.Errorf(model.ENotFound, "event %s not found", clip.Quote(id))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read event %s: %w", id, err)
+	}
+	return e, nil
+}
+
+// EventKeynameShown returns the one rule of every list of events (the API, the
+// console) for whether auth sees an event's keyname: only when it may read the
+// event's schema (a schema since deleted: never), as it would see the instance
+// itself. The answer per schema is kept for the returned function's life (one list).
+func (db *DB) EventKeynameShown(ctx context.Context, auth *model.Auth) func(ev *Event) bool {
+	readable := map[string]bool{}
+	return func(ev *Event) bool {
+		ok, seen := readable[ev.Classname]
+		if !seen {
+			s, err := db.Schema(ctx, ev.Classname)
+			ok = err == nil && model.CanRead(auth, s)
+			readable[ev.Classname] = ok
+		}
+		return ok
+	}
 }
 
 // EventCounts counts pending and dead events (dashboard, metrics).

@@ -62,7 +62,7 @@ func eventRule(t *testing.T, db *store.DB, doc string) {
 	mustLoad(t, db, doc, store.LoadOptions{System: true})
 }
 
-// events lists every event, oldest first.
+// events lists every event with its body, oldest first.
 func events(t *testing.T, db *store.DB) []*store.Event {
 	t.Helper()
 	es, err := db.ListEvents(context.Background(), "", "", 1000)
@@ -71,6 +71,11 @@ func events(t *testing.T, db *store.DB) []*store.Event {
 	}
 	for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
 		es[i], es[j] = es[j], es[i]
+	}
+	for i, e := range es {
+		if es[i], err = db.Event(context.Background(), e.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return es
 }

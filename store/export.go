@@ -103,11 +103,27 @@ func (db *DB) Export(ctx context.Context, w io.Writer, names []string, format st
 			}
 		}
 	}
-	for _, s := range schemas {
+	for _, s := range referrersLast(schemas) {
 		err := db.EachInstance(ctx, s.Keyname, func(in *Instance) error { return out.Write(db.InstanceDoc(ctx, s, in)) })
 		if err != nil {
 			return err
 		}
 	}
 	return out.Close()
+}
+
+// referrersLast orders schemas for their instances' export: event rules and schedules
+// after every other class (in the order given otherwise), so that when the output is
+// loaded the pipeline and the schemas each names already exist.
+func referrersLast(schemas []*model.Schema) []*model.Schema {
+	out := make([]*model.Schema, 0, len(schemas))
+	var last []*model.Schema
+	for _, s := range schemas {
+		if s.Keyname == EventRuleClass || s.Keyname == ScheduleClass {
+			last = append(last, s)
+		} else {
+			out = append(out, s)
+		}
+	}
+	return append(out, last...)
 }

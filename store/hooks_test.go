@@ -20,6 +20,10 @@ func SetRestoreBeforeCommit(f func()) { restoreBeforeCommit = f }
 // SetOnEvents replaces db's Options.OnEvents (tests opened by the kit).
 func SetOnEvents(db *DB, f func(recorded int)) { db.onEvents = f }
 
+// SetMaxDueQueues bounds the event queues db's claims look at (tests reach the
+// bound with few rules).
+func SetMaxDueQueues(db *DB, n int) { db.maxDueQueues = n }
+
 // TxEventStats are the statements tx counted in its writes and those it ran to learn
 // its event rules.
 func TxEventStats(tx *Tx) (writes, ruleReads int) { return tx.writes, tx.events.reads }

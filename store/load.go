@@ -410,7 +410,10 @@ func (l *loader) putInstance(ctx context.Context, s *model.Schema, e *model.Entr
 	// Insert first while entries keep being new (an initial load): one statement
 	// instead of a lookup and an insert. When the keyname exists, or the entry is not
 	// valid as a new object, the lookup path below decides with the stored object.
-	if e.Action == model.ActionCreate && !l.sawExisting && model.CanWrite(opts.Auth, s, model.ActionCreate) {
+	// Event rules and schedules always take the lookup path: their checks depend on
+	// the stored state (a secret left out is kept, a new webhook_url needs a new one).
+	if e.Action == model.ActionCreate && !l.sawExisting && !IsAuthoredClass(s.Keyname) &&
+		model.CanWrite(opts.Auth, s, model.ActionCreate) {
 		if next, err := tx.buildInstance(ctx, s, e, nil, compareSecrets); err == nil {
 			out, err := tx.Apply(ctx, Write{Schema: s, New: next, Action: model.ActionCreate, validated: true, ifAbsent: true}, ao)
 			if !errors.Is(err, errExists) {

@@ -65,12 +65,14 @@ func (tx *Tx) cascadeRename(ctx context.Context, s *model.Schema, in *Instance, 
 	if err := tx.CheckRename(ctx, s, in, newKey); err != nil {
 		return nil, err
 	}
+	mark := tx.markEvents()
 	if _, err := tx.exec(ctx, "SAVEPOINT rename"); err != nil {
 		return nil, fmt.Errorf("rename: %w", err)
 	}
 	old, oldUpdated := in.Keyname, in.UpdatedAt
 	if err := tx.rename(ctx, s, in, newKey, rep); err != nil {
 		tx.exec(ctx, "ROLLBACK TO rename")
+		tx.rollbackEvents(mark)
 		tx.exec(ctx, "RELEASE rename")
 		in.Keyname, in.UpdatedAt = old, oldUpdated
 		return nil, err

@@ -23,6 +23,7 @@ type Schedule struct {
 	DryRun    bool
 	Missed    string // model.MissedRunOnce or model.MissedSkip
 	Author    string // the last writer (model.Auth.Author's form)
+	AuthorID  int64  // the last writer's instance id (model.Auth.AuthorID)
 	IsEnabled bool
 }
 
@@ -37,6 +38,7 @@ func ScheduleOf(in *Instance) *Schedule {
 		s.Missed = model.MissedRunOnce
 	}
 	s.Author, _ = model.ScalarText(in.Data[AuthorField])
+	s.AuthorID = authorIDOf(in)
 	s.DryRun, _ = in.Data["dryrun"].(bool)
 	return s
 }
@@ -103,12 +105,18 @@ func (tx *Tx) classChecks(ctx context.Context, s *model.Schema, in *Instance, ve
 	if err := add("missed", model.CheckMissed(text("missed"))); err != nil {
 		return err
 	}
-	if name := text("pipeline"); name != "" {
+	// What the schedule names must exist only while it is enabled: a schedule whose
+	// pipeline or schema was deleted can still be disabled or edited; enabling it checks
+	// them again.
+	if name := text("pipeline"); name != "" && in.IsEnabled {
 		if err := add("pipeline", tx.knownInstance(ctx, "_pipeline", "pipeline", name)); err != nil {
 			return err
 		}
 	}
 	for _, name := range stringList(in.Data["schemas"]) {
+		if !in.IsEnabled {
+			break
+		}
 		if err := add("schemas", tx.runnableSchema(ctx, name)); err != nil {
 			return err
 		}

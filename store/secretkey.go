@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"dataservice/store/model"
 )
@@ -102,13 +103,20 @@ func (k *secretKeys) get(create bool) ([]byte, error) {
 // write that needs it (a dry run or a read does not create it).
 var errKeyMissing = errors.New("the key file does not exist yet")
 
-// readKeyFile reads a key file: a regular file that neither group nor others may
-// read or write, holding 64 hex digits (a final newline allowed).
+// readKeyFile reads a key file: a regular file, not a symbolic link (a link lets
+// whoever may change it, or its directory, swap the key), owned by the service's
+// effective user or root, that neither group nor others may read or write, holding
+// 64 hex digits (a final newline allowed).
 func readKeyFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a FIFO put there must not wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			return nil, err
+		case errors.Is(err, syscall.ELOOP):
+			return nil, model.Errorf(model.EInvalid, "encrypted secrets need a key: the key file %s (%s) is a symbolic "+
+				"link: name the file itself", path, SecretKeySetting)
 		}
 		return nil, model.Errorf(model.EInvalid, "encrypted secrets need a key: the key file %s (%s) cannot be read: %v",
 			path, SecretKeySetting, errors.Unwrap(err))
@@ -121,6 +129,13 @@ func readKeyFile(path string) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, model.Errorf(model.EInvalid, "encrypted secrets need a key: the key file %s (%s) is not a regular file",
 			path, SecretKeySetting)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		if euid := os.Geteuid(); int(sys.Uid) != euid && sys.Uid != 0 {
+			return nil, model.Errorf(model.EInvalid, "encrypted secrets need a key: the key file %s (%s) is owned by "+
+				"uid %d, not by the service's user (uid %d) or root (chown %d %s)", path, SecretKeySetting, sys.Uid, euid,
+				euid, path)
+		}
 	}
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
 		return nil, model.Errorf(model.EInvalid, "encrypted secrets need a key: the key file %s (%s) has mode %04o: "+
@@ -243,7 +258,8 @@ func (db *DB) OpenSecret(sealed string) ([]byte, error) {
 // sealSecrets seals, in next, every encrypted secret's value that is new plain text
 // (a value kept from old stays as stored): the one place a plain secret becomes its
 // stored form, on the apply path every write goes through. A value given already
-// sealed (copied from a database with the same key) must open with the key. A dry run
+// sealed is refused unless it is the one this instance's field holds (a no-op): any
+// other is another instance's, and no caller may borrow its secret. A dry run
 // checks that there is a key but creates no key file: it seals with a key of its own
 // when the file is still to be made (what it writes is discarded).
 func (tx *Tx) sealSecrets(s *model.Schema, old, next *Instance, dryRun bool) (sealed bool, err error) {
@@ -261,23 +277,27 @@ func (tx *Tx) sealSecrets(s *model.Schema, old, next *Instance, dryRun bool) (se
 				continue
 			}
 		}
-		dry := dryRun || tx.dry != nil
-		key, err := tx.db.keys.get(!dry)
-		if dry && errors.Is(err, errKeyMissing) {
-			key, err = make([]byte, secretKeyLen), nil
-			rand.Read(key)
-		}
-		if err == nil && strings.HasPrefix(v, model.SealedPrefix) {
-			if _, oerr := openWith(key, v); oerr != nil {
-				err = model.Errorf(model.EInvalid, "the sealed value given (%s...) cannot be used: %v", model.SealedPrefix, oerr)
+		var err error
+		if strings.HasPrefix(v, model.SealedPrefix) {
+			// Not the value this field holds (kept above): secrets are never shown, so
+			// a sealed text given is another instance's (from a backup, a copy), which
+			// would make this one sign with a secret its writer never knew.
+			err = model.Errorf(model.EInvalid, "the sealed value given (%s...) cannot be used: a field keeps only its own "+
+				"sealed value as is; give the secret itself (a value starting with %s is taken as sealed)",
+				model.SealedPrefix, model.SealedPrefix)
+		} else {
+			dry := dryRun || tx.dry != nil
+			var key []byte
+			key, err = tx.db.keys.get(!dry)
+			if dry && errors.Is(err, errKeyMissing) {
+				key, err = make([]byte, secretKeyLen), nil
+				rand.Read(key)
 			}
 			if err == nil {
-				continue
-			}
-		} else if err == nil {
-			var text string
-			if text, err = sealWith(key, v); err == nil {
-				next.Data[f.Keyname], sealed = text, true
+				var text string
+				if text, err = sealWith(key, v); err == nil {
+					next.Data[f.Keyname], sealed = text, true
+				}
 			}
 		}
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"dataservice/internal/clip"
 	"dataservice/store"
 	"dataservice/store/model"
 )
@@ -15,7 +14,7 @@ import (
 // the same order and see the same tasks.
 
 // PermRun is the permission that runs pipelines and reads their tasks.
-const PermRun = "p_pipeline_run"
+const PermRun = store.PermPipelineRun
 
 // Owner types of the tasks callers submit: the API's (as the seed names it) and the
 // web console's. A user sees its tasks of both.
@@ -44,11 +43,11 @@ type RunRequest struct {
 // "pipeline not found"); the submission fails (invalid, with its message, or "failed
 // to submit task" when it has none). It returns the pipeline and the task's handle.
 func (r *Runner) Start(ctx context.Context, q RunRequest) (*store.Pipeline, string, error) {
-	if !q.Auth.Has(PermRun) {
+	if q.Auth == nil {
 		return nil, "", model.Errorf(model.EForbidden, "permission denied: running a pipeline needs %s", PermRun)
 	}
-	if q.Auth != nil && q.Auth.ReadOnly {
-		return nil, "", model.Errorf(model.EForbidden, "API key is read-only")
+	if err := store.MayStartRuns(q.Auth); err != nil {
+		return nil, "", err
 	}
 	var schemas []string
 	for _, s := range q.Schemas {
@@ -114,28 +113,16 @@ func (r *Runner) FindPipeline(ctx context.Context, ident string) (*store.Pipelin
 // MayRun reports (nil) whether auth may run pl: it must be enabled and auth must hold
 // its run_permission when it has one. The submission checks it too.
 func MayRun(auth *model.Auth, pl *store.Pipeline) error {
-	if !pl.IsEnabled {
-		return model.Errorf(model.EInvalid, "pipeline %s is disabled", pl.Keyname)
+	if auth == nil {
+		auth = &model.Auth{} // no context holds no permission
 	}
-	if pl.RunPermission != nil && !auth.Has(*pl.RunPermission) {
-		return model.Errorf(model.EInvalid, "permission denied: pipeline %s needs %s", pl.Keyname, *pl.RunPermission)
-	}
-	return nil
+	return store.MayRunPipeline(auth, pl)
 }
 
 // Runnable reports (nil) whether a run by auth may name schema s: built-in classes
 // other than _user cannot be run; auth must read s, and for a real run update it.
 func Runnable(auth *model.Auth, s *model.Schema, dryrun bool) error {
-	if strings.HasPrefix(s.Keyname, "_") && s.Keyname != "_user" {
-		return model.Errorf(model.EInvalid, "schema %s cannot be run (built-in class)", clip.Quote(s.Keyname))
-	}
-	if !model.CanRead(auth, s) {
-		return model.Errorf(model.EInvalid, "permission denied: reading %s needs %s", s.Keyname, model.ReadPermission(s))
-	}
-	if !dryrun && !model.CanWrite(auth, s, model.ActionUpdate) {
-		return model.Errorf(model.EInvalid, "permission denied: updating %s needs %s", s.Keyname, model.WritePermission(s, model.ActionUpdate))
-	}
-	return nil
+	return store.RunnableBy(auth, s, dryrun)
 }
 
 // OwnerID is the owner id of the tasks auth submits: its user's id as text, or
@@ -152,14 +139,16 @@ func OwnerID(auth *model.Auth) string {
 // whichever of its credentials it used; keys without a user all have the owner id
 // "system", so for them the submitting key itself must match (by its id: a key
 // revoked and created again under the same name is another key). A schedule's run
-// is seen by the credential it ran as.
+// is seen by the credential it ran as, by its id.
 func visibleTo(t *Task, auth *model.Auth) bool {
 	if auth.HasAll() {
 		return true
 	}
 	if t.OwnerType == OwnerSchedule {
-		// A scheduled run acts as the schedule's author: that credential sees it.
-		return t.Submitter == SubmitterOf(auth)
+		// A scheduled run acts as the schedule's author: that credential sees it, known
+		// by its id (a user or key deleted and made again under the same name is
+		// another principal).
+		return t.principal == principalOf(auth)
 	}
 	if t.OwnerType != OwnerAPI && t.OwnerType != OwnerConsole {
 		return false

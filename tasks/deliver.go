@@ -323,7 +323,7 @@ func (d *Deliverer) attempt(ctx context.Context, ev *store.Event) outcome {
 	if !target.Enabled {
 		return outcome{dead: true, err: fmt.Sprintf("event rule %s is disabled", ev.Rule)}
 	}
-	auth, err := d.db.AuthOf(ctx, target.Author)
+	auth, err := d.db.AuthOf(ctx, target.Author, target.AuthorID)
 	if err != nil {
 		if store.ErrorCode(err) == model.EInternal {
 			return internal("read author", err)
@@ -337,9 +337,10 @@ func (d *Deliverer) attempt(ctx context.Context, ev *store.Event) outcome {
 	if err != nil {
 		return internal("read schema", err)
 	}
-	if !model.CanRead(auth, s) {
-		return outcome{dead: true, err: fmt.Sprintf("the rule's author %s may no longer read %s (needs %s)",
-			target.Author, ev.Classname, model.ReadPermission(s))}
+	// The author must still be allowed what the rule's validation demanded of it.
+	if need, ok := store.MayWatch(auth, s); !ok {
+		return outcome{dead: true, err: fmt.Sprintf("the rule's author %s may no longer watch %s (needs %s)",
+			target.Author, ev.Classname, need)}
 	}
 	switch ev.Kind {
 	case store.EventWebhook:

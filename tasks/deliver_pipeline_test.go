@@ -91,7 +91,7 @@ func TestDeliveryRecheck(t *testing.T) {
 - {classname: _eventrule, keyname: bybob, _action: disable}
 `)
 	startDeliverer(t, db, nil, tasks.DeliveryOptions{})
-	if ev := eventsWith(t, db, "byalice", store.EventDead, 1)[0]; !strings.Contains(ev.LastError, "may no longer read host") {
+	if ev := eventsWith(t, db, "byalice", store.EventDead, 1)[0]; !strings.Contains(ev.LastError, "may no longer watch host") {
 		t.Errorf("alice's rule: last error %q", ev.LastError)
 	}
 	if ev := eventsWith(t, db, "bybob", store.EventDead, 1)[0]; !strings.Contains(ev.LastError, "is disabled") {

@@ -144,14 +144,25 @@ func startDeliverer(t *testing.T, db *store.DB, runner *tasks.Runner, o tasks.De
 	return d
 }
 
-// events lists a rule's events, newest first.
+// events lists a rule's events with their bodies, newest first.
 func events(t *testing.T, db *store.DB, rule string) []*store.Event {
 	t.Helper()
 	list, err := db.ListEvents(context.Background(), "", rule, 500)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return list
+	out := list[:0]
+	for _, e := range list {
+		full, err := db.Event(context.Background(), e.ID)
+		if store.IsNotFound(err) {
+			continue // purged between the list and the read
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, full)
+	}
+	return out
 }
 
 // eventsWith waits until the rule has n events, all with status, and returns them.

@@ -42,6 +42,9 @@ type Scheduler struct {
 	db  *store.DB
 	o   SchedulerOptions
 	log *slog.Logger
+	// beforeRun, when set (tests only), is called with a schedule's keyname after
+	// Tick read the schedules and before the schedule's due run is dealt with.
+	beforeRun func(keyname string)
 }
 
 // NewScheduler returns a Scheduler submitting its runs to r.
@@ -176,6 +179,9 @@ func (s *Scheduler) tickOne(ctx context.Context, sc *store.Schedule, st *runStat
 	if second := cs.Next(first); !second.IsZero() && !second.After(now) {
 		due = now
 	}
+	if s.beforeRun != nil {
+		s.beforeRun(sc.Keyname)
+	}
 	result, err := s.runDue(ctx, sc, st, due, now, missed)
 	if errors.Is(err, errRaced) {
 		return cs.Next(now), nil
@@ -198,9 +204,12 @@ func sameRun(a, b *runState) bool {
 }
 
 // runDue deals with one due run of sc in one write transaction: it re-reads the state
-// (another node may have dealt with it: errRaced), skips the run when the schedule's
-// previous run is still queued or running or when it was missed and the policy is
-// skip, else submits it as the schedule's author; then it records due.
+// (another node may have dealt with it: errRaced) and the schedule itself (deleted,
+// disabled, or its cron or zone changed since Tick read it: errRaced, and the next tick
+// forgets or starts it again), skips the run when the schedule's previous run is still
+// queued or running or when it was missed and the policy is skip, else submits it as
+// the schedule's author as the transaction reads it (a pipeline or author changed
+// meanwhile is the one used); then it records due.
 func (s *Scheduler) runDue(ctx context.Context, sc *store.Schedule, st *runState, due, now time.Time, missed bool) (string, error) {
 	var result, handle, reason string
 	err := s.db.WithTx(ctx, func(tx *store.Tx) error {
@@ -209,6 +218,16 @@ func (s *Scheduler) runDue(ctx context.Context, sc *store.Schedule, st *runState
 			return err
 		}
 		if !sameRun(cur, st) {
+			return errRaced
+		}
+		in, err := tx.Instance(ctx, store.ScheduleClass, sc.Keyname)
+		if store.IsNotFound(err) {
+			return errRaced
+		}
+		if err != nil {
+			return fmt.Errorf("read schedule: %w", err)
+		}
+		if sc = store.ScheduleOf(in); spec(sc) != st.Spec {
 			return errRaced
 		}
 		result, handle, reason = RunSkipped, "", ""
@@ -255,7 +274,7 @@ func (s *Scheduler) runDue(ctx context.Context, sc *store.Schedule, st *runState
 
 // submit queues sc's pipeline run in tx as its author, whose rights are read now.
 func (s *Scheduler) submit(ctx context.Context, tx *store.Tx, sc *store.Schedule) (string, error) {
-	auth, err := s.db.AuthOf(ctx, sc.Author)
+	auth, err := s.db.AuthOf(ctx, sc.Author, sc.AuthorID)
 	if err != nil {
 		return "", err
 	}

@@ -71,6 +71,12 @@ func scheduledTasks(tb testing.TB, db *store.DB, name string) int {
 	return queryInt(tb, db, "SELECT count(*) FROM tasks WHERE owner_type = 'schedule' AND owner_id = ?", name)
 }
 
+// lastRun is a schedule's last run as "result: error" (schedule_runs).
+func lastRun(tb testing.TB, db *store.DB, name string) string {
+	tb.Helper()
+	return testkit.QueryString(tb, db, "SELECT last_result || ': ' || last_error FROM schedule_runs WHERE keyname = ?", name)
+}
+
 // runQueued runs every queued task to its end.
 func runQueued(tb testing.TB, db *store.DB, r *tasks.Runner) {
 	tb.Helper()
@@ -305,7 +311,7 @@ func TestScheduleRefusedSubmissionIsRecorded(t *testing.T) {
 	if got, want := c.get(tasks.RunFailed), 2; got != want {
 		t.Fatalf("failed: %d, want %d (due at 2 s and 4 s)", got, want)
 	}
-	if got, want := testkit.QueryString(t, db, "SELECT last_result || ': ' || last_error FROM schedule_runs WHERE keyname = 'refused'"),
+	if got, want := lastRun(t, db, "refused"),
 		"failed: pipeline marker is disabled"; got != want {
 		t.Fatalf("last run: %q, want %q", got, want)
 	}

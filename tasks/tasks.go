@@ -183,7 +183,10 @@ type Task struct {
 	// id "system", so visibility and cancel follow the submitting key itself, never
 	// its name. (Tasks stored before key ids were recorded say "apikey:NAME", which no
 	// key's credential matches.)
-	Submitter  string   `json:"-" yaml:"-"`
+	Submitter string `json:"-" yaml:"-"`
+	// principal is the submitting credential by its instance id (principalOf): a
+	// scheduled run is seen by that credential, never by a namesake made later.
+	principal  string
 	CreatedAt  string   `json:"created_at" yaml:"created_at"`
 	StartedAt  *string  `json:"started_at" yaml:"started_at"`
 	FinishedAt *string  `json:"finished_at" yaml:"finished_at"`
@@ -305,6 +308,11 @@ func (r *Runner) checkRun(ctx context.Context, pl *store.Pipeline, schemas []str
 	if auth == nil {
 		return model.Errorf(model.EInvalid, "no authorisation context")
 	}
+	// Every path (the API, the console, an event rule, a schedule, the runner when the
+	// task starts) applies the checks of a direct run.
+	if err := store.MayStartRuns(auth); err != nil {
+		return err
+	}
 	if err := MayRun(auth, pl); err != nil {
 		return err
 	}
@@ -349,7 +357,7 @@ func scanTask(row interface{ Scan(...any) error }) (*Task, *params, *model.Auth,
 		return nil, nil, nil, fmt.Errorf("task %s auth: %w", t.Handle, err)
 	}
 	t.Pipeline, t.Schemas, t.DryRun = p.Pipeline, p.Schemas, p.DryRun
-	t.Submitter = SubmitterOf(&a)
+	t.Submitter, t.principal = SubmitterOf(&a), principalOf(&a)
 	if started.Valid {
 		t.StartedAt = &started.String
 	}
@@ -402,6 +410,16 @@ func SubmitterOf(a *model.Auth) string {
 		return "apikey#" + strconv.FormatInt(a.KeyID, 10)
 	}
 	return a.Kind + ":" + a.Name
+}
+
+// principalOf names the credential of an authorisation context by its instance id:
+// "apikey#ID", "user#ID", or SubmitterOf's name when it has no id (the system, or a
+// context stored before ids were recorded, which no live credential matches).
+func principalOf(a *model.Auth) string {
+	if a != nil && a.Kind == model.AuthUser && a.UserID != 0 {
+		return "user#" + strconv.FormatInt(a.UserID, 10)
+	}
+	return SubmitterOf(a)
 }
 
 // submittedBy is the SQL condition on a task's stored authorisation context (the

@@ -43,9 +43,13 @@ func setupBackup(c *cli, fs *pflag.FlagSet) func(context.Context, []string) erro
 			return err
 		}
 		fmt.Fprintf(c.stdout, "backup written to %s\n", args[0])
+		c.tellSealed(ctx, db, "backed up", keepKeyAdvice)
 		return nil
 	}
 }
+
+// keepKeyAdvice is backup's advice on the key file of the secrets it wrote sealed.
+const keepKeyAdvice = "they open only with the key file (%s), which the backup does not hold: keep a copy of it with the backup"
 
 // restore: dataservice restore FILE — replace the database with a backup. The copy is
 // checked first (integrity_check, a readable registry, DB_VERSION not newer than this
@@ -69,8 +73,25 @@ func (c *cli) restore(ctx context.Context, file string, force bool) error {
 		return err
 	}
 	if !store.IsFileAddr(s.DB) {
-		return c.restorePostgres(ctx, s, file, force)
+		err = c.restorePostgres(ctx, s, file, force)
+	} else {
+		err = c.restoreFile(ctx, s, file, force)
 	}
+	if err != nil {
+		return err
+	}
+	// Once the restored database is in place (and unlocked): the key its secrets need
+	// is the one of the database the backup was taken from.
+	if db, _, _, err := c.openAsIs(ctx, false); err == nil {
+		c.tellSealed(ctx, db, "restored", "they open only with the key of the database the backup was taken from, "+
+			"in the key file %s: put it there before starting, or set the secrets again")
+		db.Close()
+	}
+	return nil
+}
+
+// restoreFile is restore on SQLite.
+func (c *cli) restoreFile(ctx context.Context, s *settings, file string, force bool) error {
 	src, err := filepath.Abs(file)
 	if err != nil {
 		return err

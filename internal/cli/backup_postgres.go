@@ -26,6 +26,7 @@ func (c *cli) backupPostgres(ctx context.Context, s *settings, file string) erro
 		return err
 	}
 	fmt.Fprintf(c.stdout, "backup written to %s\n", file)
+	c.tellSealed(ctx, db, "backed up", keepKeyAdvice)
 	return nil
 }
 

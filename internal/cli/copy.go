@@ -52,11 +52,19 @@ func setupCopy(c *cli, fs *pflag.FlagSet) func(context.Context, []string) error 
 			return err
 		}
 		fmt.Fprintf(c.stdout, "copied %d rows; every table's count and checksum match the source\n", total)
-		if n, err := src.SealedSecrets(ctx); err == nil && n > 0 {
-			fmt.Fprintf(c.stdout, "encrypted secrets copied sealed: %d; the target opens them only with the source's key "+
-				"file (%s): put it where the target looks for its key, or set the secrets again (docs/events.md, The signing key)\n",
-				n, src.SecretKeyFile())
-		}
+		c.tellSealed(ctx, src, "copied", "the target opens them only with the source's key file (%s): "+
+			"put it where the target looks for its key, or set the secrets again")
 		return nil
+	}
+}
+
+// tellSealed prints one line when db holds encrypted secrets (event rules' signing
+// secrets): how many a command moved (verb) sealed, then advice, whose %s is the key
+// file they open with, which no command moves. Nothing when there are none, or when
+// they cannot be counted (the command itself succeeded).
+func (c *cli) tellSealed(ctx context.Context, db *store.DB, verb, advice string) {
+	if n, err := db.SealedSecrets(ctx); err == nil && n > 0 {
+		fmt.Fprintf(c.stdout, "encrypted secrets %s sealed: %d; %s (docs/events.md, The signing key)\n",
+			verb, n, fmt.Sprintf(advice, db.SecretKeyFile()))
 	}
 }

@@ -82,3 +82,55 @@ func TestCopyTellsOfSealedSecrets(t *testing.T) {
 		t.Fatalf("copy's report shows a secret:\n%s", out)
 	}
 }
+
+// TestBackupAndRestoreTellOfSealedSecrets: backup and restore say, when the database
+// holds encrypted secrets, that they went sealed and which key file they open with
+// (neither command moves it); without any, they say nothing of it.
+func TestBackupAndRestoreTellOfSealedSecrets(t *testing.T) {
+	t.Parallel()
+	env := migratedEnv(t)
+	keyFile := filepath.Join(t.TempDir(), "signing.key")
+	if err := os.WriteFile(keyFile, []byte(strings.Repeat("0f", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env["SERVICE_SECRET_KEY_FILE"] = keyFile
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain.bak")
+	code, out, stderr := runCLI(t, env, "backup", plain)
+	if code != 0 {
+		t.Fatalf("backup: exit %d: %s%s", code, out, stderr)
+	}
+	if strings.Contains(out, "sealed") {
+		t.Fatalf("backup of a database without encrypted secrets speaks of them:\n%s", out)
+	}
+	loadDoc(t, env, `
+- {classname: _schema, keyname: svc, token: {dataformat: secret, dataformat_ext: encrypted}}
+- {classname: svc, keyname: a, token: tok-1}
+- {classname: svc, keyname: b, token: tok-2}
+`)
+	file := filepath.Join(dir, "sealed.bak")
+	code, out, stderr = runCLI(t, env, "backup", file)
+	if code != 0 {
+		t.Fatalf("backup: exit %d: %s%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "encrypted secrets backed up sealed: 2; they open only with the key file ("+keyFile+")") {
+		t.Fatalf("backup's report does not name the key file of the sealed secrets:\n%s", out)
+	}
+	code, out, stderr = runCLI(t, env, "restore", file)
+	if code != 0 {
+		t.Fatalf("restore: exit %d: %s%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "encrypted secrets restored sealed: 2; they open only with the key of the database the backup was taken from, in the key file "+keyFile) {
+		t.Fatalf("restore's report does not name the key file of the sealed secrets:\n%s", out)
+	}
+	if strings.Contains(out, "tok-1") {
+		t.Fatalf("restore's report shows a secret:\n%s", out)
+	}
+	code, out, stderr = runCLI(t, env, "restore", plain)
+	if code != 0 {
+		t.Fatalf("restore: exit %d: %s%s", code, out, stderr)
+	}
+	if strings.Contains(out, "sealed") {
+		t.Fatalf("restore of a backup without encrypted secrets speaks of them:\n%s", out)
+	}
+}

@@ -51,9 +51,10 @@ func hintOf(sch *model.Schema, f *model.Field) fieldHint {
 }
 
 // readOnlyField reports whether the forms show f without an input: the author of an
-// event rule or schedule is written by the store (the last writer), never by a form.
+// event rule or schedule and its id are written by the store (the last writer), never
+// by a form.
 func readOnlyField(sch *model.Schema, f *model.Field) bool {
-	return store.IsAuthoredClass(sch.Keyname) && f.Keyname == store.AuthorField
+	return store.IsAuthoredClass(sch.Keyname) && (f.Keyname == store.AuthorField || f.Keyname == store.AuthorIDField)
 }
 
 // secretHelp is what a form says under a secret's input: the console never shows a

@@ -48,7 +48,7 @@ func TestEventRuleForm(t *testing.T) {
 	want(t, p, http.StatusOK, `id="f_actions_create"`, `id="f_actions_rename"`, `type="checkbox" name="f_actions" id="f_actions_update" value="update"`,
 		"Example: <code>[field_match, env, &#39;^prod$&#39;]</code>", "[changed, FIELD]",
 		`type="password" id="f_secret"`, "No value is stored. Write-only", `id="f_author"`, "written when saved")
-	lacks(t, p, `name="f_author"`)
+	lacks(t, p, `name="f_author"`, `name="f_author_id"`)
 
 	const secret = "hook-secret-0123456789"
 	form := url.Values{"csrf": {b.csrf()}, "keyname": {"site_hook"}, "displayname": {"Site hook"}, "is_enabled": {"false", "true"},
@@ -81,9 +81,15 @@ func TestEventRuleForm(t *testing.T) {
 	want(t, p, http.StatusOK, "A value is stored. Write-only", `id="f_actions_create" value="create" checked`, `id="f_author">user:evreader`)
 	lacks(t, p, secret, stored, `id="f_actions_delete" value="delete" checked`)
 
-	// Saved with the secret left empty: the stored secret stays.
+	// Another address with the secret left empty is refused: the stored secret was
+	// given for the old address.
 	form = url.Values{"csrf": {b.csrf()}, "displayname": {"Site hook"}, "is_enabled": {"false", "true"},
 		"f_schemas": {"site"}, "f_actions": {"create", "update", "delete"}, "f_webhook_url": {"http://192.0.2.10/other"}, "f_secret": {""}}
+	p = b.post("/data/private/_eventrule/site_hook/?do=edit", form)
+	want(t, p, http.StatusBadRequest, "changing webhook_url needs a new secret")
+	// Saved with the secret left empty: the stored secret stays.
+	form = url.Values{"csrf": {b.csrf()}, "displayname": {"Site hook"}, "is_enabled": {"false", "true"},
+		"f_schemas": {"site"}, "f_actions": {"create", "update", "delete"}, "f_webhook_url": {"http://192.0.2.10/hook"}, "f_secret": {""}}
 	p = b.post("/data/private/_eventrule/site_hook/?do=edit", form)
 	if p.status != http.StatusSeeOther {
 		t.Fatalf("edit: %d\n%s", p.status, p.body)
@@ -136,7 +142,7 @@ func TestEventRulePagesNeedPermission(t *testing.T) {
 	want(t, b.get("/data/private/schedule/"), http.StatusOK, `href="/data/private/_schedule/?do=new"`)
 	p = b.get("/data/private/_schedule/?do=new")
 	want(t, p, http.StatusOK, `<select id="f_missed" name="f_missed">`, "<option selected>run_once</option><option>skip</option>", "@every 2h", `id="f_author"`)
-	lacks(t, p, `name="f_author"`)
+	lacks(t, p, `name="f_author"`, `name="f_author_id"`)
 }
 
 // texts is a stored list's items as strings.

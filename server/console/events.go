@@ -87,16 +87,7 @@ func (c *Console) eventList(w http.ResponseWriter, r *http.Request, q *req) {
 		c.fail(w, r, q, err)
 		return
 	}
-	readable := map[string]bool{}
-	canRead := func(cls string) bool {
-		ok, seen := readable[cls]
-		if !seen {
-			s, err := c.db.Schema(ctx, cls)
-			ok = err == nil && model.CanRead(q.auth, s)
-			readable[cls] = ok
-		}
-		return ok
-	}
+	shown := c.db.EventKeynameShown(ctx, q.auth)
 	for _, st := range eventStatuses {
 		if (d.Status != "" && d.Status != st.Status) || (d.Status == "" && st.OnlyAsked) {
 			continue
@@ -111,7 +102,7 @@ func (c *Console) eventList(w http.ResponseWriter, r *http.Request, q *req) {
 			list, sec.More = list[:eventListLimit], true
 		}
 		for _, ev := range list {
-			sec.Rows = append(sec.Rows, eventRowOf(ev, canRead(ev.Classname)))
+			sec.Rows = append(sec.Rows, eventRowOf(ev, shown(ev)))
 		}
 		d.Sections = append(d.Sections, sec)
 	}

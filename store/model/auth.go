@@ -57,6 +57,19 @@ func (a *Auth) Author() string {
 	return "user:" + a.Name
 }
 
+// AuthorID is the instance id of the principal acting with this context, recorded
+// beside Author so the principal itself is followed, not whoever holds its name
+// later: an API key's id, a user's id, 0 for the system.
+func (a *Auth) AuthorID() int64 {
+	switch {
+	case a == nil || a.Kind == AuthSystem:
+		return 0
+	case a.Kind == AuthAPIKey:
+		return a.KeyID
+	}
+	return a.UserID
+}
+
 func toSet(l []string) map[string]bool {
 	m := make(map[string]bool, len(l))
 	for _, p := range l {
