@@ -3,8 +3,9 @@
 #
 #   bench/run.sh [N]     N instances for the scale rows (default 100000; the recorded
 #                        figures use 1000000)
-#   BENCH_PARTS="store server api tasks startup cli"   the parts to run (default all; the
+#   BENCH_PARTS="store server api tasks startup cli console"   the parts to run (default all; the
 #                        table takes the other parts from their last outputs in bench/out/)
+#   BENCH_CONSOLE_N=200000   instances of the console rows (default 200000, whatever N)
 #   BENCH_SEARCH_REQS=40                             fewer search requests timed (default: all)
 #   BENCH_ENGINE=postgres   the PostgreSQL part instead (bench/run_pg.sh): the same
 #                        benchmarks on the cluster at DATASERVICE_TEST_PG, and the nodes'
@@ -25,6 +26,7 @@ N=${1:-100000}
 OUT=bench/out
 mkdir -p "$OUT"
 export BENCH_N=$N
+export BENCH_CONSOLE_N=${BENCH_CONSOLE_N:-200000}
 
 . bench/lib.sh # run, metric, ratio, inv
 
@@ -34,7 +36,8 @@ API_CMD="go test -run ^\$ -bench APILoad -benchtime 1x -timeout 3h ./server/"
 TASKS_CMD="go test -run ^\$ -bench Pipeline -benchtime 1x -timeout 3h ./tasks/"
 DRY_CMD="go test -run ^\$ -bench Pipeline/.*/(dry|floor-dry)\$ -benchtime 1x -count 5 -timeout 1h ./tasks/"
 START_CMD="go test -run ^\$ -bench Startup -benchtime 20x -timeout 30m ./bootstrap/"
-PARTS=${BENCH_PARTS:-store server api tasks startup cli}
+CONSOLE_CMD="go test -run ^\$ -bench ConsoleParity -benchtime 2000x -count 3 -timeout 2h ./server/console/"
+PARTS=${BENCH_PARTS:-store server api tasks startup cli console}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 has store && run store go test -run '^$' -bench 'LoadScale|ExportScale|SearchIndexLayout' -benchtime 1x -timeout 3h ./store/
 # 2000 requests per figure, three runs, the median kept: a few hundred requests of a
@@ -46,9 +49,12 @@ has tasks && run tasks go test -run '^$' -bench 'Pipeline' -benchtime 1x -timeou
 # each, the median kept.
 has tasks && run tasks-dry go test -run '^$' -bench 'Pipeline/.*/(dry|floor-dry)$' -benchtime 1x -count 5 -timeout 1h ./tasks/
 has startup && run startup go test -run '^$' -bench 'Startup' -benchtime 20x -timeout 30m ./bootstrap/
+# The console's list and detail pages against the API requests reading the same rows,
+# 16 clients, the two sides alternating in blocks; three runs, the median kept.
+has console && run console go test -run '^$' -bench 'ConsoleParity' -benchtime 2000x -count 3 -timeout 2h ./server/console/
 
 # The CLI load of one YAML file, peak RSS of the whole process from /usr/bin/time.
-for p in store server api tasks tasks-dry startup; do [ -f "$OUT/$p.txt" ] || : >"$OUT/$p.txt"; done
+for p in store server api tasks tasks-dry startup console; do [ -f "$OUT/$p.txt" ] || : >"$OUT/$p.txt"; done
 CLI_SECS=0 CLI_KB=0
 if has cli; then
 go build -o "$OUT/dataservice" .
@@ -101,6 +107,12 @@ DP=$(metric tasks-dry "/dry" instances/s); DF=$(metric tasks-dry "/floor-dry" in
 RR=$(metric tasks "/real" peak-RSS-MB)
 SE=$(metric startup "StartupEmpty" ns/op); SU=$(metric startup "no_admin_password" ns/op)
 SFL=$(metric startup "StartupFloor" ns/op)
+CLA=$(metric console "/list" api-req/s); CLC=$(metric console "/list" console-req/s)
+CLAP=$(metric console "/list" api-p99-ms); CLCP=$(metric console "/list" console-p99-ms)
+CLR=$(metric console "/list" console/api); CLU=$(metric console "/list" cpu-ratio)
+CDA=$(metric console "/detail" api-req/s); CDC=$(metric console "/detail" console-req/s)
+CDAP=$(metric console "/detail" api-p99-ms); CDCP=$(metric console "/detail" console-p99-ms)
+CDR=$(metric console "/detail" console/api); CDU=$(metric console "/detail" cpu-ratio)
 CLI_RATE=$(awk -v n="$N" -v s="$CLI_SECS" 'BEGIN { if (s > 0) printf "%.0f", n / s; else print "not run" }')
 CLI_MB=$(awk -v k="$CLI_KB" 'BEGIN { printf "%.0f", k / 1024 }')
 
@@ -129,9 +141,11 @@ CLI_MB=$(awk -v k="$CLI_KB" 'BEGIN { printf "%.0f", k / 1024 }')
 	echo "| search index catch-up after the load (N rows) | ${LCU} rows/s, cleared in ${LCS} s | | | |"
 	echo "| first start of a file from before the search index (builds it) | ${XS} s, index ${XM} MB of ${XF} MB | | | |"
 	echo "| start-up, up to date, no admin password | $(awk -v x="$SU" 'BEGIN { printf "%.2f ms", x / 1e6 }') | $(awk -v x="$SFL" 'BEGIN { printf "%.3f ms", x / 1e6 }') (3 reads) | $(inv "$SU" "$SFL") | < 30 ms |"
+	echo "| console list page \`/data/private/host/?page=50&size=50\` ($BENCH_CONSOLE_N instances, 16 clients) | ${CLC} req/s, p99 ${CLCP} ms | \`GET /api/instances/host/?page=50&size=50\` ${CLA} req/s, p99 ${CLAP} ms | ${CLR} (req/s), ${CLU} (CPU) | ≥ 0.5 |"
+	echo "| console detail page ($BENCH_CONSOLE_N instances, 16 clients) | ${CDC} req/s, p99 ${CDCP} ms | \`GET\` of the same instance ${CDA} req/s, p99 ${CDAP} ms | ${CDR} (req/s), ${CDU} (CPU) | ≥ 0.5 |"
 	echo "| start-up, empty database (open, bootstrap, blocks) | $(awk -v x="$SE" 'BEGIN { printf "%.1f ms", x / 1e6 }') | | | < 200 ms |"
 	echo
-	echo "Commands (BENCH_N=$N): \`$STORE_CMD\`; \`$SERVER_CMD\`; \`$API_CMD\`; \`$TASKS_CMD\`; \`$DRY_CMD\`; \`$START_CMD\`;"
+	echo "Commands (BENCH_N=$N): \`$STORE_CMD\`; \`$SERVER_CMD\`; \`$API_CMD\`; \`$TASKS_CMD\`; \`$DRY_CMD\`; \`$START_CMD\`; \`BENCH_CONSOLE_N=$BENCH_CONSOLE_N $CONSOLE_CMD\`;"
 	echo "CLI: \`dataservice --db x.db migrate\`, then \`/usr/bin/time -f '%e %M' dataservice --db x.db load file.yml\` (file written by bench/run.sh)."
 	echo
 	echo "<!-- bench:end -->"

@@ -31,13 +31,43 @@ type membership struct {
 	rolePerms  map[string][]string
 }
 
+// readMembership builds the role graph from the cached `_group` and `_role`
+// instances (ClassInstances), their enabled ones, as readMembershipFrom reads them.
 func (db *DB) readMembership(ctx context.Context) (*membership, error) {
-	return readMembershipFrom(ctx, db.reader())
+	m := newMembership()
+	for _, cls := range []string{"_group", "_role"} {
+		list, err := db.ClassInstances(ctx, cls)
+		if err != nil {
+			return nil, fmt.Errorf("read roles: %w", err)
+		}
+		for _, in := range list {
+			if in.IsEnabled {
+				m.add(cls, in.Keyname, in.Data)
+			}
+		}
+	}
+	return m, nil
+}
+
+func newMembership() *membership {
+	return &membership{groupUsers: map[string][]string{}, groupSubs: map[string][]string{},
+		roleUsers: map[string][]string{}, roleSubs: map[string][]string{}, rolePerms: map[string][]string{}}
+}
+
+// add adds a group's or role's data to the graph.
+func (m *membership) add(cls, key string, data map[string]any) {
+	if cls == "_group" {
+		m.groupUsers[key] = stringList(data["users"])
+		m.groupSubs[key] = stringList(data["subgroups"])
+		return
+	}
+	m.roleUsers[key] = stringList(data["users"])
+	m.roleSubs[key] = stringList(data["subgroups"])
+	m.rolePerms[key] = stringList(data["permissions"])
 }
 
 func readMembershipFrom(ctx context.Context, q querier) (*membership, error) {
-	m := &membership{groupUsers: map[string][]string{}, groupSubs: map[string][]string{},
-		roleUsers: map[string][]string{}, roleSubs: map[string][]string{}, rolePerms: map[string][]string{}}
+	m := newMembership()
 	rows, err := q.queryContext(ctx, `SELECT classname, keyname, data FROM instances
 		WHERE classname IN ('_group', '_role') AND is_enabled = 1`)
 	if err != nil {
@@ -53,14 +83,7 @@ func readMembershipFrom(ctx context.Context, q querier) (*membership, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cls == "_group" {
-			m.groupUsers[key] = stringList(data["users"])
-			m.groupSubs[key] = stringList(data["subgroups"])
-		} else {
-			m.roleUsers[key] = stringList(data["users"])
-			m.roleSubs[key] = stringList(data["subgroups"])
-			m.rolePerms[key] = stringList(data["permissions"])
-		}
+		m.add(cls, key, data)
 	}
 	return m, rows.Err()
 }
@@ -140,6 +163,13 @@ func (db *DB) UserAuth(ctx context.Context, login string) (*model.Auth, error) {
 	if err != nil {
 		return nil, err
 	}
+	return db.UserAuthOf(ctx, inst)
+}
+
+// UserAuthOf is UserAuth of a user instance the caller has just read (a console
+// session's user), without reading it again. The caller checks that it is enabled.
+func (db *DB) UserAuthOf(ctx context.Context, inst *Instance) (*model.Auth, error) {
+	login := inst.Keyname
 	a := &model.Auth{Kind: model.AuthUser, Name: login, User: login, UserID: inst.ID}
 	if login == "admin" {
 		a.All = true

@@ -24,7 +24,7 @@ type Revision struct {
 
 // Revisions returns the newest limit revisions of an object, newest first.
 func (db *DB) Revisions(ctx context.Context, cls, key string, limit int) ([]Revision, error) {
-	rows, err := db.reader().queryContext(ctx, `SELECT id, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
+	rows, err := prepared{db}.queryContext(ctx, `SELECT id, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
 		FROM revisions WHERE classname = ? AND keyname = ? ORDER BY id DESC LIMIT ?`, cls, key, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read revisions of %s %s: %w", cls, key, err)
@@ -59,7 +59,7 @@ func (db *DB) ReferencedBy(ctx context.Context, cls, key string, limit int) ([]R
 			break
 		}
 		// contains is a cheap filter before the exact test on the (scalar or list) value.
-		q, err := db.reader().queryContext(ctx, `SELECT keyname, displayname FROM instances
+		q, err := prepared{db}.queryContext(ctx, `SELECT keyname, displayname FROM instances
 			WHERE classname = ? AND `+db.dia.contains("data", "?")+`
 			AND `+db.dia.jsonHolds("instances.data", "?", "?")+`
 			ORDER BY id LIMIT ?`, cf[0], jsonString(key), "$."+cf[1], key, limit-len(out))
@@ -97,7 +97,7 @@ func (db *DB) ReferenceCounts(ctx context.Context, cls, key string) ([]Reference
 	var out []ReferenceCount
 	for _, cf := range fields {
 		rc := ReferenceCount{Classname: cf[0], Field: cf[1]}
-		err := db.reader().queryRowContext(ctx, `SELECT count(*) FROM instances
+		err := prepared{db}.queryRowContext(ctx, `SELECT count(*) FROM instances
 			WHERE classname = ? AND `+db.dia.contains("data", "?")+`
 			AND `+db.dia.jsonHolds("instances.data", "?", "?"), cf[0], jsonString(key), "$."+cf[1], key).Scan(&rc.Count)
 		if err != nil {
@@ -113,25 +113,59 @@ func (db *DB) ReferenceCounts(ctx context.Context, cls, key string) ([]Reference
 // referenceFields are the (class, field) pairs whose `schema` fields target cls, in
 // class and field order.
 func (db *DB) referenceFields(ctx context.Context, cls string) ([][2]string, error) {
-	rows, err := db.reader().queryContext(ctx, "SELECT classname, keyname, dataformat_ext FROM schema_fields WHERE dataformat = 'schema' ORDER BY classname, sort_order, id")
+	all, err := db.allReferenceFields(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("find references to %s: %w", cls, err)
 	}
-	defer rows.Close()
 	var fields [][2]string
+	for _, f := range all {
+		if f[2] == cls {
+			fields = append(fields, [2]string{f[0], f[1]})
+		}
+	}
+	return fields, nil
+}
+
+// allReferenceFields lists every `schema` field as (class, field, target class), in
+// class and field order. Every detail page asks, so the list is cached with the
+// schemas: at the schema generation, which every change of a field moves.
+func (db *DB) allReferenceFields(ctx context.Context) ([][3]string, error) {
+	gen, err := db.generation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	db.mu.RLock()
+	all, local := db.refFields, db.local
+	fresh := all != nil && db.refFieldsGen == gen && db.refFieldsLocal == local
+	db.mu.RUnlock()
+	if fresh {
+		return all, nil
+	}
+	rows, err := prepared{db}.queryContext(ctx, "SELECT classname, keyname, dataformat_ext FROM schema_fields WHERE dataformat = 'schema' ORDER BY classname, sort_order, id")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	all = [][3]string{}
 	for rows.Next() {
 		var c, f, ext string
 		if err := rows.Scan(&c, &f, &ext); err != nil {
-			return nil, fmt.Errorf("find references to %s: %w", cls, err)
+			return nil, err
 		}
-		if w := strings.Fields(ext); len(w) > 0 && w[0] == cls && model.ValidFieldName(f) {
-			fields = append(fields, [2]string{c, f})
+		if w := strings.Fields(ext); len(w) > 0 && model.ValidFieldName(f) {
+			all = append(all, [3]string{c, f, w[0]})
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("find references to %s: %w", cls, err)
+		return nil, err
 	}
-	return fields, nil
+	db.mu.Lock()
+	// Kept only when no local change dropped the schema cache while this read ran.
+	if db.local == local {
+		db.refFields, db.refFieldsGen, db.refFieldsLocal = all, gen, local
+	}
+	db.mu.Unlock()
+	return all, nil
 }
 
 // PermissionOrigin says where one of a user's permissions comes from.

@@ -60,7 +60,15 @@ type DB struct {
 	// schemaGen is the schema_generation the cache was filled at; local counts local drops.
 	schemaGen int64
 	local     uint64
-	verify    sync.Map // verified-secret cache, see secret.go
+	// refFields caches every reference field (class, field, target class) at
+	// refFieldsGen and refFieldsLocal, as the schema cache is kept (console.go).
+	refFields      [][3]string
+	refFieldsGen   int64
+	refFieldsLocal uint64
+	// classes caches the instances of the classes every console page reads
+	// (classcache.go).
+	classes classCache
+	verify  sync.Map // verified-secret cache, see secret.go
 	// derivationHook runs before each derivation of a credential not verified before
 	// (SetDerivationHook): tests hold derivations at that point.
 	derivationHook atomic.Pointer[func(name string)]
@@ -140,6 +148,19 @@ func (db *DB) rquery(ctx context.Context, query string, args ...any) (*sql.Rows,
 		return db.reader().queryContext(ctx, query, args...)
 	}
 	return s.QueryContext(ctx, args...)
+}
+
+// prepared is a querier over the read pool whose statements are prepared once
+// (rquery, rqueryRow), for the reads of constant text every page makes (sessions,
+// roles, revisions, references): the engine parses and plans each once, not per request.
+type prepared struct{ db *DB }
+
+func (p prepared) queryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return p.db.rquery(ctx, query, args...)
+}
+
+func (p prepared) queryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return p.db.rqueryRow(ctx, query, args...)
 }
 
 // generation reads the committed schema_generation counter.

@@ -169,6 +169,7 @@ func (tx *Tx) loadEventRules(ctx context.Context) (eventRules, error) {
 // create; next: after, nil on delete) and records the events it fires, in the same
 // transaction: what did not commit is never announced.
 func (tx *Tx) writeChange(ctx context.Context, s *model.Schema, action model.Action, old, next *Instance, before, after string) error {
+	tx.noteCachedClass(s.Keyname)
 	watchers, err := tx.watching(ctx, s.Keyname)
 	if err != nil {
 		return err

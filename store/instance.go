@@ -80,7 +80,7 @@ func (db *DB) Instance(ctx context.Context, cls, key string) (*Instance, error) 
 
 // InstanceByID reads one instance of cls by id.
 func (db *DB) InstanceByID(ctx context.Context, cls string, id int64) (*Instance, error) {
-	in, err := scanInstance(db.reader().queryRowContext(ctx, "SELECT "+instanceCols+
+	in, err := scanInstance(db.rqueryRow(ctx, "SELECT "+instanceCols+
 		" FROM instances WHERE classname = ? AND id = ?", cls, id))
 	if err != nil {
 		return nil, notFoundInstance(cls, fmt.Sprint(id), err)
@@ -103,7 +103,7 @@ func (tx *Tx) Instance(ctx context.Context, cls, key string) (*Instance, error) 
 
 // Instances returns up to limit instances of cls with id > afterID, in id order.
 func (db *DB) Instances(ctx context.Context, cls string, afterID int64, limit int) ([]*Instance, error) {
-	return instancesAfter(ctx, db.reader(), cls, afterID, limit)
+	return instancesAfter(ctx, prepared{db}, cls, afterID, limit)
 }
 
 // Instances is Instances inside the transaction.

@@ -33,7 +33,13 @@ func (mg *Migrator) DB() *DB { return mg.db }
 // Migrate runs fn in one migration transaction, committed when fn returns nil and
 // rolled back otherwise.
 func (mg *Migrator) Migrate(ctx context.Context, fn func(m *Migration) error) error {
-	return mg.db.WithTxAs(ctx, Revisions{Off: true}, func(tx *Tx) error { return fn(&Migration{tx}) })
+	return mg.db.WithTxAs(ctx, Revisions{Off: true}, func(tx *Tx) error {
+		// A migration may write anything with its own SQL: its commit bumps the schema
+		// generation, so every cache kept at it (schemas, configuration, the cached
+		// classes) is read again.
+		tx.touched = true
+		return fn(&Migration{tx})
+	})
 }
 
 // Rename is the cascading rename of in (of schema s) to newKey inside tx, any write

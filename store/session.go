@@ -86,7 +86,7 @@ func (db *DB) Session(ctx context.Context, token string, lim SessionLimits) (*Se
 	}
 	s := &Session{}
 	var created, seen, exp int64
-	err := db.reader().queryRowContext(ctx, `SELECT id, user_id, login, csrf, address, created_at, last_seen, expires_at
+	err := db.rqueryRow(ctx, `SELECT id, user_id, login, csrf, address, created_at, last_seen, expires_at
 		FROM sessions WHERE token_hash = ?`, tokenHash(token)).
 		Scan(&s.ID, &s.UserID, &s.Login, &s.CSRF, &s.Address, &created, &seen, &exp)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -96,6 +96,50 @@ func (db *DB) Session(ctx context.Context, token string, lim SessionLimits) (*Se
 		return nil, fmt.Errorf("read session: %w", err)
 	}
 	s.CreatedAt, s.LastSeen, s.ExpiresAt = time.Unix(created, 0).UTC(), time.Unix(seen, 0).UTC(), time.Unix(exp, 0).UTC()
+	return db.liveSession(ctx, s, lim)
+}
+
+// SessionUser is Session with the console's limits (ConsoleSessionLimits) and the
+// session's user, read in the same statement (nil when its row is gone), with, in a
+// request scope, the schema generation (RequestScope): a console page's first
+// statement reads all three.
+func (db *DB) SessionUser(ctx context.Context, token string) (*Session, *Instance, error) {
+	if token == "" || len(token) > 128 {
+		return nil, nil, model.Errorf(model.ENotFound, "no session")
+	}
+	m, _, _ := db.memoOf(ctx)
+	commits := db.commits.Load()
+	s := &Session{}
+	var gen, created, seen, exp int64
+	var u nullInstance
+	err := db.rqueryRow(ctx, `SELECT g.generation, s.id, s.user_id, s.login, s.csrf, s.address, s.created_at, s.last_seen,
+		s.expires_at, `+genInstanceCols+` FROM schema_generation g JOIN sessions s ON s.token_hash = ?
+		LEFT JOIN instances i ON i.classname = '_user' AND i.id = s.user_id`, tokenHash(token)).
+		Scan(append([]any{&gen, &s.ID, &s.UserID, &s.Login, &s.CSRF, &s.Address, &created, &seen, &exp}, u.dest()...)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, model.Errorf(model.ENotFound, "no session")
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read session: %w", err)
+	}
+	if m != nil {
+		m.remember(gen, commits)
+	}
+	s.CreatedAt, s.LastSeen, s.ExpiresAt = time.Unix(created, 0).UTC(), time.Unix(seen, 0).UTC(), time.Unix(exp, 0).UTC()
+	if s, err = db.liveSession(ctx, s, db.ConsoleSessionLimits(ctx)); err != nil {
+		return nil, nil, err
+	}
+	user, err := u.instance()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read user of session: %w", err)
+	}
+	return s, user, nil
+}
+
+// liveSession checks s against lim: a session past its limits is deleted and
+// model.ENotFound; a live one has its last request's time recorded (at most once a
+// minute).
+func (db *DB) liveSession(ctx context.Context, s *Session, lim SessionLimits) (*Session, error) {
 	now := db.Now().UTC()
 	// The absolute limit is the stored expiry or the configured one, whichever is sooner,
 	// so lowering the configuration shortens sessions already open.

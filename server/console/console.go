@@ -198,7 +198,10 @@ func headers(w http.ResponseWriter) {
 // token and the Origin check.
 func (c *Console) page(h pageHandler) httprouter.Handle {
 	return c.plain(func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		ctx := r.Context()
+		// The page's cached reads (schemas, configuration) check the schema generation
+		// counter once, not at each read, as an API request does.
+		ctx := c.db.RequestScope(r.Context())
+		r = r.WithContext(ctx)
 		q, ok := c.session(ctx, w, r)
 		if !ok {
 			if r.Method == http.MethodGet {
@@ -229,8 +232,8 @@ func (c *Console) session(ctx context.Context, w http.ResponseWriter, r *http.Re
 	if err != nil {
 		return nil, false
 	}
-	lim := c.db.ConsoleSessionLimits(ctx)
-	sess, err := c.db.Session(ctx, ck.Value, lim)
+	// One statement reads the session, its user and the schema generation.
+	sess, user, err := c.db.SessionUser(ctx, ck.Value)
 	if err != nil {
 		if !store.IsNotFound(err) && ctx.Err() == nil { // a client that went away is no internal error
 			c.log.Error("read session", "error", err)
@@ -238,15 +241,14 @@ func (c *Console) session(ctx context.Context, w http.ResponseWriter, r *http.Re
 		c.clearCookie(w)
 		return nil, false
 	}
-	user, err := c.db.InstanceByID(ctx, "_user", sess.UserID)
-	if err != nil || !user.IsEnabled {
+	if user == nil || !user.IsEnabled {
 		if err := c.db.DeleteUserSessions(ctx, sess.UserID); err != nil {
 			c.log.Error("end sessions", "error", err)
 		}
 		c.clearCookie(w)
 		return nil, false
 	}
-	auth, err := c.db.UserAuth(ctx, user.Keyname)
+	auth, err := c.db.UserAuthOf(ctx, user)
 	if err != nil {
 		c.log.Error("user permissions", "user", user.Keyname, "error", err)
 		return nil, false
@@ -309,11 +311,12 @@ func (c *Console) originProblem(r *http.Request) string {
 
 // view is the data every page template gets.
 type view struct {
-	Title   string
-	App     string
-	User    string
-	CSRF    string
-	Sidebar []navSection
+	Title string
+	App   string
+	User  string
+	CSRF  string
+	// Sidebar is rendered in Go (sidebarHTML), as every page shows it.
+	Sidebar template.HTML
 	Flash   string
 	Data    any
 }
@@ -323,7 +326,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, q *req, status 
 	v := view{Title: title, App: c.db.ConfigValue(r.Context(), "GLOBAL_APPNAME"), Data: data, Flash: flashText[r.URL.Query().Get("done")]}
 	if q != nil {
 		v.User, v.CSRF = q.user.Keyname, q.sess.CSRF
-		v.Sidebar = c.sidebar(r.Context(), q.auth)
+		v.Sidebar = sidebarHTML(c.sidebar(r.Context(), q.auth))
 	}
 	var buf bytes.Buffer
 	if err := c.pages[name].Execute(&buf, v); err != nil {

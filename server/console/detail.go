@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"html/template"
 	"net/http"
 	"net/url"
 	"sort"
@@ -32,11 +33,13 @@ type originRow struct {
 }
 
 type detailData struct {
-	Schema                                       *model.Schema
-	Instance                                     *store.Instance
-	Fields                                       []detailField
-	ReferencedBy                                 []refGroup
-	Revisions                                    []revisionRow
+	Schema       *model.Schema
+	Instance     *store.Instance
+	Fields       []detailField
+	ReferencedBy []refGroup
+	Revisions    []revisionRow
+	// FieldRows and RevisionRows are Fields and Revisions rendered (htmlrows.go).
+	FieldRows, RevisionRows                      template.HTML
 	CanUpdate, CanDelete, CanRename, CanPassword bool
 	IsUser, AllPerms                             bool
 	Origins                                      []originRow
@@ -144,6 +147,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *mo
 			d.Origins = append(d.Origins, row)
 		}
 	}
+	d.FieldRows, d.RevisionRows = fieldsHTML(d.Fields), revisionsHTML(d.Revisions)
 	title := in.Keyname
 	if in.Displayname != "" && in.Displayname != in.Keyname {
 		title = in.Displayname + " (" + in.Keyname + ")"

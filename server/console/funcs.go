@@ -61,6 +61,13 @@ const tokenMin = 16
 // is unchanged.
 func words(s string) template.HTML {
 	var b strings.Builder
+	writeWords(&b, s)
+	return template.HTML(b.String())
+}
+
+// writeWords writes words(s) to b (pages that render many values in Go write them
+// into one builder).
+func writeWords(b *strings.Builder, s string) {
 	for s != "" {
 		i := strings.IndexFunc(s, unicode.IsSpace)
 		if i < 0 {
@@ -68,20 +75,29 @@ func words(s string) template.HTML {
 		}
 		if tok := s[:i]; utf8.RuneCountInString(tok) >= tokenMin && strings.ContainsFunc(tok, breaksLine) {
 			b.WriteString(`<span class="tok">`)
-			b.WriteString(template.HTMLEscapeString(tok))
+			writeEscaped(b, tok)
 			b.WriteString(`</span>`)
 		} else {
-			b.WriteString(template.HTMLEscapeString(tok))
+			writeEscaped(b, tok)
 		}
 		s = s[i:]
 		j := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) })
 		if j < 0 {
 			j = len(s)
 		}
-		b.WriteString(template.HTMLEscapeString(s[:j]))
+		writeEscaped(b, s[:j])
 		s = s[j:]
 	}
-	return template.HTML(b.String())
+}
+
+// writeEscaped writes s to b escaped for HTML text or a quoted attribute, as
+// template.HTMLEscapeString does, without a copy when s needs no escaping.
+func writeEscaped(b *strings.Builder, s string) {
+	if !strings.ContainsAny(s, "<>&'\"\x00") {
+		b.WriteString(s)
+		return
+	}
+	b.WriteString(template.HTMLEscapeString(s))
 }
 
 // breaksLine: a browser may break a line after r inside a word (punctuation and

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"maps"
 	"net/http"
 	"net/url"
@@ -49,16 +50,21 @@ func (c *Console) dataviews(ctx context.Context, sch *model.Schema, chosen strin
 	}
 	all.Columns = append(all.Columns, "is_enabled")
 	var views []dataview
-	err := c.db.EachInstance(ctx, "_dataview", func(in *store.Instance) error {
+	// Every list reads them: the store keeps them in memory until one changes.
+	list, err := c.db.ClassInstances(ctx, "_dataview")
+	if err != nil {
+		c.log.Error("read dataviews", "error", err)
+	}
+	for _, in := range list {
 		if t, _ := in.Data["target_class"].(string); t != sch.Keyname || !in.IsEnabled {
-			return nil
+			continue
 		}
 		content, _ := in.Data["content"].(string)
 		var doc struct {
 			Columns []string `yaml:"columns"`
 		}
 		if yaml.Unmarshal([]byte(content), &doc) != nil || len(doc.Columns) == 0 {
-			return nil
+			continue
 		}
 		v := dataview{Keyname: in.Keyname, Displayname: in.Displayname}
 		for _, col := range doc.Columns {
@@ -68,10 +74,6 @@ func (c *Console) dataviews(ctx context.Context, sch *model.Schema, chosen strin
 			}
 		}
 		views = append(views, v)
-		return nil
-	})
-	if err != nil {
-		c.log.Error("read dataviews", "error", err)
 	}
 	views = append(views, all)
 	want := []string{chosen, sch.Keyname + "_default", strings.TrimPrefix(sch.Keyname, "_") + "_default", "_all"}
@@ -93,19 +95,16 @@ type cell struct {
 	Text, Link string
 }
 
-type row struct {
-	Link    string
-	Enabled bool
-	Cells   []cell
-}
-
 type listData struct {
-	Schema                            *model.Schema
-	Views                             []dataview
-	View                              dataview
-	Headers                           []header
-	TotalExact                        bool
-	Rows                              []row
+	Schema     *model.Schema
+	Views      []dataview
+	View       dataview
+	Headers    []header
+	TotalExact bool
+	// Rows are the table's rows, rendered here rather than by the template: a page of
+	// rows is hundreds of cells, and a template's calls per cell cost more than
+	// the rest of the page (listRows).
+	Rows                              template.HTML
 	Search                            string
 	Total, Page, Pages, Size          int
 	PrevURL, NextURL, BaseURL         string
@@ -199,14 +198,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, q *req, sch *mode
 	if sort != "" {
 		base.Set("sort", sort)
 	}
-	for _, in := range res.Instances {
-		doc := c.db.InstanceDocAs(ctx, q.auth, sch, in)
-		rw := row{Link: link(sch.Keyname, in.Keyname), Enabled: in.IsEnabled}
-		for _, col := range view.Columns {
-			rw.Cells = append(rw.Cells, cellOf(sch, col, doc.Vals[col]))
-		}
-		d.Rows = append(d.Rows, rw)
-	}
+	d.Rows = c.listRows(ctx, q.auth, sch, view.Columns, res.Instances)
 	at := func(p int) string {
 		v := url.Values{}
 		for k, l := range base {

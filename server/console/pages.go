@@ -31,24 +31,25 @@ type navSection struct {
 // order. Entries without a permission are shown to every signed-in user.
 func (c *Console) homeEntries(ctx context.Context, auth *model.Auth) []homeEntry {
 	var out []homeEntry
-	err := c.db.EachInstance(ctx, "_home", func(in *store.Instance) error {
+	// Every page's sidebar reads them: the store keeps them in memory until one changes.
+	list, err := c.db.ClassInstances(ctx, "_home")
+	if err != nil {
+		c.log.Error("read dashboard entries", "error", err)
+	}
+	for _, in := range list {
 		if !in.IsEnabled {
-			return nil
+			continue
 		}
 		str := func(k string) string { s, _ := in.Data[k].(string); return s }
 		if p := str("permission"); p != "" && !auth.Has(p) {
-			return nil
+			continue
 		}
 		if t := toolOfURL(str("url")); t != nil && !t.allowed(auth) {
-			return nil // a tool the user may not open (it also needs p_data_access)
+			continue // a tool the user may not open (it also needs p_data_access)
 		}
 		order, _ := strconv.Atoi(fmt.Sprint(in.Data["order"]))
 		out = append(out, homeEntry{Keyname: in.Keyname, Displayname: in.Displayname, Description: str("description"),
 			URL: str("url"), Icon: str("icon"), Dashboard: str("dashboard_section"), Sidebar: str("sidebar_section"), Order: order})
-		return nil
-	})
-	if err != nil {
-		c.log.Error("read dashboard entries", "error", err)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Order != out[j].Order {
