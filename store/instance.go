@@ -284,25 +284,29 @@ func instanceDoc(s *model.Schema, in *Instance, dataJSON string) string {
 
 // revision writes one revisions row unless the transaction suppresses them.
 func (tx *Tx) revision(ctx context.Context, cls, key string, action model.Action, before, after string) error {
-	_, err := tx.revisionRow(ctx, cls, key, action, before, after, false)
+	_, err := tx.revisionRow(ctx, cls, key, action, before, after, false, false)
 	return err
 }
 
 // revisionRow is revision returning, when wantID, the row's id (nil when the
-// transaction writes no revision rows).
-func (tx *Tx) revisionRow(ctx context.Context, cls, key string, action model.Action, before, after string, wantID bool) (*int64, error) {
+// transaction writes no revision rows). delta: before and after hold only the changed
+// parts (revision_delta.go); such rows name the column, the others leave it to its
+// default, so a row of the whole form is written by the statement it always was.
+func (tx *Tx) revisionRow(ctx context.Context, cls, key string, action model.Action, before, after string, delta, wantID bool) (*int64, error) {
 	author := tx.rev.Author
 	if author == "" {
 		author = "system"
 	}
 	if tx.rev.Observe != nil {
-		tx.rev.Observe(Revision{Classname: cls, Keyname: key, Action: string(action), Before: before, After: after, Author: author})
+		tx.rev.Observe(Revision{Classname: cls, Keyname: key, Action: string(action), Before: before, After: after, Author: author, Delta: delta})
 	}
 	if tx.rev.Off {
 		return nil, nil
 	}
-	const q = `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
-		VALUES(?, ?, ?, ?, ?, ?, ?)`
+	q := RevisionInsertSQL
+	if delta {
+		q = RevisionDeltaInsertSQL
+	}
 	args := []any{cls, key, string(action), nullable(before), nullable(after), author, tx.db.now()}
 	if wantID {
 		id, _, err := tx.db.dia.insertID(ctx, counted{tx}, q, args...)
@@ -476,11 +480,13 @@ func (tx *Tx) write(ctx context.Context, s *model.Schema, old, in *Instance, act
 	} else if old.Keyname != in.Keyname {
 		tx.forget()
 	}
-	before := ""
+	var before, after string
 	if old != nil {
-		before = instanceDoc(s, old, old.raw)
+		before, after = RevisionDelta(s, old, in)
+	} else {
+		after = instanceDoc(s, in, data)
 	}
-	if err := tx.writeChange(ctx, s, action, old, in, before, instanceDoc(s, in, data)); err != nil {
+	if err := tx.writeChange(ctx, s, action, old, in, before, after); err != nil {
 		return false, nil, err
 	}
 	if _, warnings, err = tx.collectIPs(ctx, s, in); err != nil {

@@ -130,7 +130,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *mo
 		return
 	}
 	for _, rv := range revs {
-		d.Revisions = append(d.Revisions, revisionRow{Revision: rv, Changes: changes(rv.Before, rv.After)})
+		d.Revisions = append(d.Revisions, revisionRow{Revision: rv, Changes: changes(rv)})
 	}
 	if d.IsUser {
 		all, origins, err := c.db.PermissionOrigins(ctx, in.Keyname)
@@ -178,8 +178,10 @@ func (c *Console) referencedBy(ctx context.Context, auth *model.Auth, cls, key s
 	return out, nil
 }
 
-// changes lists the keys that differ between two revision documents.
-func changes(before, after string) []change {
+// changes lists the keys that differ between a revision's two records (a delta row's
+// records hold only the changed parts, and list the data keys a side does not hold
+// under "absent": such a key shows as empty, as a key missing from a whole record).
+func changes(rv store.Revision) []change {
 	flat := func(s string) map[string]string {
 		out := map[string]string{}
 		var m map[string]any
@@ -187,6 +189,9 @@ func changes(before, after string) []change {
 			return out
 		}
 		for k, v := range m {
+			if rv.Delta && k == "absent" {
+				continue
+			}
 			if k == "data" {
 				if dm, ok := v.(map[string]any); ok {
 					for dk, dv := range dm {
@@ -199,7 +204,7 @@ func changes(before, after string) []change {
 		}
 		return out
 	}
-	b, a := flat(before), flat(after)
+	b, a := flat(rv.Before), flat(rv.After)
 	keys := map[string]bool{}
 	for k := range b {
 		keys[k] = true
