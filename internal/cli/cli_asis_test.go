@@ -431,7 +431,7 @@ func TestLoadPipelineRefusesADisabledPipelineAsTheAPIDoes(t *testing.T) {
 // claims. The later steps' objects go too: a database claiming an older layout but
 // holding later objects is refused as foreign (see restore_schema_test.go). SQLite:
 // layout 9, before the search index of layout 10, the nodes tables of 11 and the
-// throttle of 12, the events outbox of 14 and 15 and the revisions' delta column of 17.
+// throttle of 12, the events outbox of 14 and 15 and the revisions' delta column of 18.
 // PostgreSQL: layout 1, before the nodes tables of 2, the throttle of 3, the events
 // outbox of 6 and 7 and the delta column of 8.
 func layoutPending() (stmts []string, version int) {
