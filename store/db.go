@@ -96,6 +96,9 @@ type DB struct {
 	// maxDueQueues is the bound of the event queues a claim looks at; zero:
 	// defaultMaxDueQueues. Only tests lower it (to reach the bound with few rules).
 	maxDueQueues int
+	// maxRebuild bounds the newer revisions a rebuild of the object at a delta row
+	// undoes; zero: MaxRebuildRevisions (tests set fewer to reach the bound).
+	maxRebuild int
 	// ruleCache holds the enabled event rules (event_record.go); onEvents is
 	// Options.OnEvents.
 	ruleCache ruleCache
@@ -462,6 +465,9 @@ type txState struct {
 	// events are the event rules the transaction records by and what it recorded
 	// (event_record.go).
 	events txEvents
+	// deltas builds the delta revision rows of the transaction's updates, its buffers
+	// reused from one row to the next.
+	deltas RevisionDeltas
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE) whose revisions name "system".

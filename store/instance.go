@@ -482,7 +482,7 @@ func (tx *Tx) write(ctx context.Context, s *model.Schema, old, in *Instance, act
 	}
 	var before, after string
 	if old != nil {
-		before, after = RevisionDelta(s, old, in)
+		before, after = tx.deltas.Delta(s, old, in)
 	} else {
 		after = instanceDoc(s, in, data)
 	}

@@ -52,95 +52,142 @@ func deltaChange(action model.Action, old, next *Instance) bool {
 const revisionSecretMask = "********"
 
 // RevisionDelta is the before and after documents of the delta row of the update old →
-// next of an instance of s (see above). The pipeline benchmark's floor writes the same
-// bytes with it.
+// next of an instance of s (see above), built with buffers of its own. A writer of many
+// rows reuses a RevisionDeltas instead.
 func RevisionDelta(s *model.Schema, old, next *Instance) (before, after string) {
-	var ob, nb map[string]any // the changed data values each side holds
-	var oAbsent, nAbsent []string
-	mask := func(k string, v any) any {
-		if s != nil {
-			if f := s.Field(k); f != nil && f.Dataformat == "secret" {
-				return revisionSecretMask
-			}
-		}
-		return v
-	}
-	for k, ov := range old.Data {
-		nv, ok := next.Data[k]
-		if ok && model.SameJSONValue(ov, nv) {
-			continue
-		}
-		if ob == nil {
-			ob = map[string]any{}
-		}
-		ob[k] = mask(k, ov)
-		if ok {
-			if nb == nil {
-				nb = map[string]any{}
-			}
-			nb[k] = mask(k, nv)
-		} else {
-			nAbsent = append(nAbsent, k)
-		}
-	}
-	for k, nv := range next.Data {
-		if _, ok := old.Data[k]; ok {
-			continue
-		}
-		if nb == nil {
-			nb = map[string]any{}
-		}
-		nb[k] = mask(k, nv)
-		oAbsent = append(oAbsent, k)
-	}
-	slices.Sort(oAbsent)
-	slices.Sort(nAbsent)
-	return deltaDoc(old, next, ob, oAbsent), deltaDoc(next, old, nb, nAbsent)
+	var w RevisionDeltas
+	return w.Delta(s, old, next)
 }
 
-// deltaDoc writes one side of a delta row: side's values where they differ from
-// other's, data the changed values side holds, absent the changed keys it does not.
-func deltaDoc(side, other *Instance, data map[string]any, absent []string) string {
-	var b strings.Builder
-	b.Grow(64 + 32*len(data))
-	sep := func() {
-		if b.Len() > 1 {
-			b.WriteByte(',')
-		}
-	}
-	b.WriteByte('{')
-	if len(absent) > 0 {
-		b.WriteString(`"absent":[`)
-		for i, k := range absent {
-			if i > 0 {
-				b.WriteByte(',')
+// RevisionDeltas builds the delta rows of updates, reusing its buffers from one row to
+// the next (a write transaction holds one; the pipeline benchmark's floor too, to
+// write the same bytes at the same cost). The zero value is ready; it is not safe for
+// concurrent use.
+type RevisionDeltas struct {
+	keys []deltaKey // the changed data keys of the row being built
+	buf  []byte     // the row's before then after
+}
+
+// deltaKey is one changed data key and which sides hold it.
+type deltaKey struct {
+	name         string
+	inOld, inNew bool
+}
+
+// Delta is RevisionDelta: one pass over the data, comparing the values already decoded,
+// then both documents encoded from the sorted changed keys into one buffer and returned
+// as two parts of one string (one allocation per row).
+func (w *RevisionDeltas) Delta(s *model.Schema, old, next *Instance) (before, after string) {
+	keys := w.keys[:0]
+	common := 0 // keys of old that next holds too
+	for k, ov := range old.Data {
+		nv, ok := next.Data[k]
+		if ok {
+			common++
+			if model.SameJSONValue(ov, nv) {
+				continue
 			}
-			b.WriteString(jsonString(k))
 		}
-		b.WriteByte(']')
+		keys = append(keys, deltaKey{name: k, inOld: true, inNew: ok})
 	}
-	if len(data) > 0 {
-		sep()
-		b.WriteString(`"data":`)
-		b.WriteString(model.MustJSON(data))
+	if common < len(next.Data) { // next holds keys old does not
+		for k := range next.Data {
+			if _, ok := old.Data[k]; !ok {
+				keys = append(keys, deltaKey{name: k, inNew: true})
+			}
+		}
+	}
+	// The order of json.Marshal's keys: by the Go strings, as the absent lists were sorted.
+	slices.SortFunc(keys, func(a, b deltaKey) int { return strings.Compare(a.name, b.name) })
+	secrets := s != nil && s.HasSecrets()
+	buf := appendDeltaSide(w.buf[:0], s, secrets, keys, old, next, false)
+	split := len(buf)
+	buf = appendDeltaSide(buf, s, secrets, keys, next, old, true)
+	w.keys, w.buf = keys[:0], buf
+	both := string(buf)
+	return both[:split], both[split:]
+}
+
+// appendDeltaSide appends one side of a delta row (the new side when after): side's values
+// where they differ from other's; under data the changed keys side holds, under absent
+// the ones it does not.
+func appendDeltaSide(buf []byte, s *model.Schema, secrets bool, keys []deltaKey, side, other *Instance, after bool) []byte {
+	start := len(buf)
+	buf = append(buf, '{')
+	holds := func(k deltaKey) bool { return after && k.inNew || !after && k.inOld }
+	n := 0
+	for _, k := range keys {
+		if holds(k) {
+			continue
+		}
+		if n == 0 {
+			buf = append(buf, `"absent":[`...)
+		} else {
+			buf = append(buf, ',')
+		}
+		buf = model.AppendJSONString(buf, k.name)
+		n++
+	}
+	if n > 0 {
+		buf = append(buf, ']')
+	}
+	n = 0
+	for _, k := range keys {
+		if !holds(k) {
+			continue
+		}
+		if n == 0 {
+			if len(buf) > start+1 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, `"data":{`...)
+		} else {
+			buf = append(buf, ',')
+		}
+		buf = model.AppendJSONString(buf, k.name)
+		buf = append(buf, ':')
+		if secrets && isSecretField(s, k.name) {
+			buf = model.AppendJSONString(buf, revisionSecretMask)
+		} else {
+			var err error
+			if buf, err = model.AppendJSON(buf, side.Data[k.name]); err != nil {
+				// Validated values always encode, as MustJSON assumes.
+				panic("store: value not encodable as JSON: " + err.Error())
+			}
+		}
+		n++
+	}
+	if n > 0 {
+		buf = append(buf, '}')
 	}
 	if side.Displayname != other.Displayname {
-		sep()
-		b.WriteString(`"displayname":`)
-		b.WriteString(jsonString(side.Displayname))
+		if len(buf) > start+1 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `"displayname":`...)
+		buf = model.AppendJSONString(buf, side.Displayname)
 	}
 	if side.IsEnabled != other.IsEnabled {
-		sep()
-		b.WriteString(`"is_enabled":`)
-		b.WriteString(strconv.FormatBool(side.IsEnabled))
+		if len(buf) > start+1 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `"is_enabled":`...)
+		buf = strconv.AppendBool(buf, side.IsEnabled)
 	}
 	if side.Keyname != other.Keyname {
-		sep()
-		b.WriteString(`"keyname":`)
-		b.WriteString(jsonString(side.Keyname))
+		if len(buf) > start+1 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `"keyname":`...)
+		buf = model.AppendJSONString(buf, side.Keyname)
 	}
-	b.WriteByte('}')
-	return b.String()
+	return append(buf, '}')
+}
+
+// isSecretField reports whether the field k of s has dataformat secret.
+func isSecretField(s *model.Schema, k string) bool {
+	f := s.Field(k)
+	return f != nil && f.Dataformat == "secret"
 }
 
 // RevisionDoc is one side of an instance revision as read back: the whole object (a

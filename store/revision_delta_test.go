@@ -3,6 +3,9 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -176,4 +179,152 @@ func mustSchema(t *testing.T, db *store.DB, cls string) *model.Schema {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// deltaOracle is one side of a delta row as encoding/json writes it from maps: the
+// documented form, built the plain way.
+func deltaOracle(s *model.Schema, side, other *store.Instance) string {
+	doc := map[string]any{}
+	data := map[string]any{}
+	var absent []string
+	for k, v := range side.Data {
+		if ov, ok := other.Data[k]; ok && model.MustJSON(map[string]any{"": ov}) == model.MustJSON(map[string]any{"": v}) {
+			continue
+		}
+		if f := s.Field(k); f != nil && f.Dataformat == "secret" {
+			v = "********"
+		}
+		data[k] = v
+	}
+	for k := range other.Data {
+		if _, ok := side.Data[k]; !ok {
+			absent = append(absent, k)
+		}
+	}
+	slices.Sort(absent)
+	if len(absent) > 0 {
+		doc["absent"] = absent
+	}
+	if len(data) > 0 {
+		doc["data"] = data
+	}
+	if side.Displayname != other.Displayname {
+		doc["displayname"] = side.Displayname
+	}
+	if side.IsEnabled != other.IsEnabled {
+		doc["is_enabled"] = side.IsEnabled
+	}
+	if side.Keyname != other.Keyname {
+		doc["keyname"] = side.Keyname
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// The delta rows built into reused buffers are the bytes encoding/json writes for
+// the documented form, over random updates: values of every kind (text needing
+// escapes, invalid UTF-8, numbers, lists, maps, null), keys set, removed and kept,
+// secrets; a row built later leaves the earlier rows' strings as they were.
+func TestRevisionDeltaMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	s := &model.Schema{Keyname: "x"}
+	s.AddField(&model.Field{Keyname: "a", Dataformat: "string"})
+	s.AddField(&model.Field{Keyname: "pw", Dataformat: "secret"})
+	r := rand.New(rand.NewPCG(26, 1))
+	values := []any{nil, "", "x", "y", "<a&b>", "é\u2028", "bad\xffutf8", "bad\xfeutf8", int64(-3), int64(7),
+		1.5, 1e21, true, false, []any{}, []any{"x", int64(1)}, map[string]any{"k": "v"}}
+	keys := []string{"a", "b", "pw", "zz", "Z", "k\xff", "k\xfe", "é", "_n"}
+	data := func() map[string]any {
+		m := map[string]any{}
+		for _, k := range keys {
+			if r.IntN(3) > 0 {
+				m[k] = values[r.IntN(len(values))]
+			}
+		}
+		return m
+	}
+	names := []string{"k", "k2", "<k>"}
+	var w store.RevisionDeltas
+	type row struct{ before, after, wantB, wantA string }
+	var rows []row
+	for range 2000 {
+		old := &store.Instance{Keyname: names[r.IntN(2)], Displayname: names[r.IntN(3)], IsEnabled: r.IntN(2) == 0, Data: data()}
+		next := &store.Instance{Keyname: names[r.IntN(2)], Displayname: names[r.IntN(3)], IsEnabled: r.IntN(2) == 0, Data: data()}
+		if r.IntN(4) == 0 {
+			next.Data = model.CloneMap(old.Data) // mostly unchanged
+			next.Data[keys[r.IntN(len(keys))]] = values[r.IntN(len(values))]
+		}
+		b, a := w.Delta(s, old, next)
+		rows = append(rows, row{b, a, deltaOracle(s, old, next), deltaOracle(s, next, old)})
+		if pb, pa := store.RevisionDelta(s, old, next); pb != b || pa != a {
+			t.Fatalf("RevisionDelta and a reused RevisionDeltas differ: %s %s / %s %s", pb, pa, b, a)
+		}
+	}
+	for i, x := range rows {
+		if x.before != x.wantB || x.after != x.wantA {
+			t.Fatalf("row %d:\n got %s → %s\nwant %s → %s", i, x.before, x.after, x.wantB, x.wantA)
+		}
+	}
+}
+
+// The rebuild of the object at a delta row undoes at most the bound's newer revisions
+// of the object: with exactly that many it rebuilds; with one more it says why it
+// cannot, rather than reading an unbounded history. A newer row of the whole form ends
+// the walk before the bound.
+func TestRevisionStatesRebuildBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := newTestDB(t)
+	store.SetMaxRebuildRevisions(db, 3)
+	mustLoad(t, db, serverSchema, store.LoadOptions{})
+	var ids []int64
+	for port := 1; port <= 6; port++ {
+		mustLoad(t, db, fmt.Sprintf(`{classname: server, keyname: s1, hostname: a, port: %d}`, port), store.LoadOptions{})
+		var id int64
+		if err := db.Reader().QueryRowContext(ctx, "SELECT max(id) FROM revisions WHERE classname = 'server'").Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	sch := mustSchema(t, db, "server")
+	states := func(i int) (*store.RevisionDoc, *store.RevisionDoc, string) {
+		t.Helper()
+		rev, err := db.RevisionByID(ctx, ids[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rev.Delta {
+			t.Fatalf("revision %d is not a delta row", ids[i])
+		}
+		b, a, reason, err := db.RevisionStates(ctx, sch, rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, a, reason
+	}
+	// ids[2] has 3 newer revisions (the bound): rebuilt whole.
+	b, a, reason := states(2)
+	if reason != "" || b.Data["port"] != json.Number("2") || a.Data["port"] != json.Number("3") || a.Data["hostname"] != "a" {
+		t.Fatalf("at the bound: %+v %+v %q", b, a, reason)
+	}
+	// ids[1] has 4: refused, with the reason.
+	if b, a, reason := states(1); b != nil || a != nil || !strings.Contains(reason, "changed more than 3 times since this revision") {
+		t.Fatalf("past the bound: %+v %+v %q", b, a, reason)
+	}
+	// Deleted: the delete's whole record is 3 rows after ids[3] and 5 after ids[1],
+	// which would still undo more than the bound; ids[3] rebuilds from the delete.
+	mustLoad(t, db, `{classname: server, keyname: s1, _action: delete}`, store.LoadOptions{})
+	if _, _, reason := states(1); !strings.Contains(reason, "more than 3") {
+		t.Fatalf("past the bound before a delete: %q", reason)
+	}
+	if b, a, reason := states(3); reason != "" || b.Data["port"] != json.Number("3") || a.Data["port"] != json.Number("4") {
+		t.Fatalf("before a delete: %+v %+v %q", b, a, reason)
+	}
+	// ids[2]: the bound's delta rows, then the delete, read in the same bounded query.
+	if b, a, reason := states(2); reason != "" || b.Data["port"] != json.Number("2") || a.Data["port"] != json.Number("3") {
+		t.Fatalf("the bound's rows before a delete: %+v %+v %q", b, a, reason)
+	}
 }

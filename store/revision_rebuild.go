@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -47,9 +48,10 @@ func (db *DB) RevisionStates(ctx context.Context, s *model.Schema, rev Revision)
 	}
 	var state *RevisionDoc
 	var undo []string // the befores of the newer delta rows, oldest first
+	limit := cmp.Or(db.maxRebuild, MaxRebuildRevisions)
 	err = db.WithRead(ctx, func(r Reader) error {
 		rows, err := r.QueryContext(ctx, `SELECT action, delta, COALESCE(before, '') FROM revisions
-			WHERE classname = ? AND keyname = ? AND id > ? ORDER BY id LIMIT ?`, rev.Classname, rev.Keyname, rev.ID, MaxRebuildRevisions+1)
+			WHERE classname = ? AND keyname = ? AND id > ? ORDER BY id LIMIT ?`, rev.Classname, rev.Keyname, rev.ID, limit+1)
 		if err != nil {
 			return err
 		}
@@ -63,9 +65,9 @@ func (db *DB) RevisionStates(ctx context.Context, s *model.Schema, rev Revision)
 				return err
 			}
 			if delta {
-				if len(undo) == MaxRebuildRevisions {
+				if len(undo) == limit {
 					reason = fmt.Sprintf("%s %s changed more than %d times since this revision: too many changes to rebuild the version from.",
-						rev.Classname, clip.Quote(rev.Keyname), MaxRebuildRevisions)
+						rev.Classname, clip.Quote(rev.Keyname), limit)
 					return nil
 				}
 				undo = append(undo, doc)

@@ -111,7 +111,7 @@ func benchSizes() []int {
 // on the same bytes without the product's bookkeeping ("floor": read the 8 columns
 // on the read pool, decode the data as the store does, apply the same compiled rules,
 // encode as the store does, the same UPDATE, the same revision row (the delta of the
-// changed fields, store.RevisionDelta, by the store's statement), and the same checkpoint UPDATE per batch, in one write
+// changed fields, built by store.RevisionDeltas as a write transaction builds them, by the store's statement), and the same checkpoint UPDATE per batch, in one write
 // transaction; "floor-dry": read in a read transaction, decode and apply the rules, then
 // the same checkpoint UPDATE in a write transaction of its own, as a dry run records
 // its progress). On the PostgreSQL pass each iteration's database is made by CREATE
@@ -263,6 +263,7 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write, 
 	if err != nil {
 		b.Fatal(err)
 	}
+	var deltas store.RevisionDeltas // as a write transaction builds its delta rows
 	checkpoint := func(tx *store.Tx) error {
 		var flag int
 		return tasks.QueueTable.QueryRow(ctx, tx, checkpointSQL, checkpointArgs()...).Scan(&flag)
@@ -273,7 +274,7 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write, 
 		if write {
 			err = testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
 				var err error
-				if n, err = floorBatch(ctx, db.Reader(), m, sch, p, batch, now, stamp, &after, revisions); err != nil {
+				if n, err = floorBatch(ctx, db.Reader(), m, sch, &deltas, p, batch, now, stamp, &after, revisions); err != nil {
 					return err
 				}
 				changed += n
@@ -282,7 +283,7 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write, 
 		} else {
 			err = db.WithRead(ctx, func(r store.Reader) error {
 				var err error
-				n, err = floorBatch(ctx, r, nil, sch, p, batch, now, stamp, &after, false)
+				n, err = floorBatch(ctx, r, nil, sch, nil, p, batch, now, stamp, &after, false)
 				return err
 			})
 			if err == nil {
@@ -301,7 +302,7 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write, 
 // floorBatch reads up to batch instances after *after, applies the rules and, with
 // m, stores each result (with its revision when revisions is set); it returns how
 // many it processed.
-func floorBatch(ctx context.Context, r store.Reader, m *store.Migration, sch *model.Schema, p *rules.Pipeline, batch int, now time.Time, stamp string, after *int64, revisions bool) (int, error) {
+func floorBatch(ctx context.Context, r store.Reader, m *store.Migration, sch *model.Schema, deltas *store.RevisionDeltas, p *rules.Pipeline, batch int, now time.Time, stamp string, after *int64, revisions bool) (int, error) {
 	write := m != nil
 	rows, err := r.QueryContext(ctx, `SELECT id, classname, keyname, displayname, is_enabled, data, created_at,
 		updated_at FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?`, "item", *after, batch)
@@ -359,7 +360,7 @@ func floorBatch(ctx context.Context, r store.Reader, m *store.Migration, sch *mo
 		// The product's delta row: the changed fields' old and new values.
 		old := &store.Instance{Keyname: it.key, Displayname: it.display, IsEnabled: it.enabled, Data: it.data}
 		now := &store.Instance{Keyname: it.key, Displayname: it.display, IsEnabled: it.enabled, Data: next}
-		before, after := store.RevisionDelta(sch, old, now)
+		before, after := deltas.Delta(sch, old, now)
 		if err := m.Exec(ctx, store.RevisionDeltaInsertSQL, it.cls, it.key, "update", before, after, "task:floor", stamp); err != nil {
 			return 0, err
 		}

@@ -79,6 +79,14 @@ func MustJSON(v any) string {
 	return string(b)
 }
 
+// AppendJSON appends v encoded as MustJSON encodes a value of a data map (the bytes
+// of json.Marshal), for a caller that builds a document from parts into a buffer it
+// reuses; the error is json.Marshal's, for a value JSON cannot hold.
+func AppendJSON(buf []byte, v any) ([]byte, error) { return appendJSON(buf, v) }
+
+// AppendJSONString appends s as a JSON string, escaped as json.Marshal escapes it.
+func AppendJSONString(buf []byte, s string) []byte { return appendJSONString(buf, s) }
+
 // appendJSONMap appends m as encoding/json writes it: keys sorted, values by appendJSON.
 func appendJSONMap(buf []byte, m map[string]any) ([]byte, error) {
 	keys := make([]string, 0, len(m))
