@@ -64,21 +64,25 @@ func RevisionDelta(s *model.Schema, old, next *Instance) (before, after string) 
 // write the same bytes at the same cost). The zero value is ready; it is not safe for
 // concurrent use.
 type RevisionDeltas struct {
-	keys []deltaKey // the changed data keys of the row being built
-	buf  []byte     // the row's before then after
+	buf []byte // the row's before then after
 }
 
-// deltaKey is one changed data key and which sides hold it.
+// deltaKey is one changed data key, which sides hold it and their values.
 type deltaKey struct {
 	name         string
 	inOld, inNew bool
+	ov, nv       any
 }
 
 // Delta is RevisionDelta: one pass over the data, comparing the values already decoded,
 // then both documents encoded from the sorted changed keys into one buffer and returned
 // as two parts of one string (one allocation per row).
 func (w *RevisionDeltas) Delta(s *model.Schema, old, next *Instance) (before, after string) {
-	keys := w.keys[:0]
+	// The changed keys, on the stack while they are few: filling and sorting them then
+	// costs no allocation and no write barrier.
+	var keyArr [16]deltaKey
+	var orderArr [16]int
+	keys := keyArr[:0]
 	common := 0 // keys of old that next holds too
 	for k, ov := range old.Data {
 		nv, ok := next.Data[k]
@@ -88,22 +92,26 @@ func (w *RevisionDeltas) Delta(s *model.Schema, old, next *Instance) (before, af
 				continue
 			}
 		}
-		keys = append(keys, deltaKey{name: k, inOld: true, inNew: ok})
+		keys = append(keys, deltaKey{name: k, inOld: true, inNew: ok, ov: ov, nv: nv})
 	}
 	if common < len(next.Data) { // next holds keys old does not
-		for k := range next.Data {
+		for k, nv := range next.Data {
 			if _, ok := old.Data[k]; !ok {
-				keys = append(keys, deltaKey{name: k, inNew: true})
+				keys = append(keys, deltaKey{name: k, inNew: true, nv: nv})
 			}
 		}
 	}
 	// The order of json.Marshal's keys: by the Go strings, as the absent lists were sorted.
-	slices.SortFunc(keys, func(a, b deltaKey) int { return strings.Compare(a.name, b.name) })
+	order := orderArr[:0]
+	for i := range keys {
+		order = append(order, i)
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(keys[a].name, keys[b].name) })
 	secrets := s != nil && s.HasSecrets()
-	buf := appendDeltaSide(w.buf[:0], s, secrets, keys, old, next, false)
+	buf := appendDeltaSide(w.buf[:0], s, secrets, keys, order, old, next, false)
 	split := len(buf)
-	buf = appendDeltaSide(buf, s, secrets, keys, next, old, true)
-	w.keys, w.buf = keys[:0], buf
+	buf = appendDeltaSide(buf, s, secrets, keys, order, next, old, true)
+	w.buf = buf
 	both := string(buf)
 	return both[:split], both[split:]
 }
@@ -111,12 +119,13 @@ func (w *RevisionDeltas) Delta(s *model.Schema, old, next *Instance) (before, af
 // appendDeltaSide appends one side of a delta row (the new side when after): side's values
 // where they differ from other's; under data the changed keys side holds, under absent
 // the ones it does not.
-func appendDeltaSide(buf []byte, s *model.Schema, secrets bool, keys []deltaKey, side, other *Instance, after bool) []byte {
+func appendDeltaSide(buf []byte, s *model.Schema, secrets bool, keys []deltaKey, order []int, side, other *Instance, after bool) []byte {
 	start := len(buf)
 	buf = append(buf, '{')
-	holds := func(k deltaKey) bool { return after && k.inNew || !after && k.inOld }
+	holds := func(k *deltaKey) bool { return after && k.inNew || !after && k.inOld }
 	n := 0
-	for _, k := range keys {
+	for _, i := range order {
+		k := &keys[i]
 		if holds(k) {
 			continue
 		}
@@ -132,7 +141,8 @@ func appendDeltaSide(buf []byte, s *model.Schema, secrets bool, keys []deltaKey,
 		buf = append(buf, ']')
 	}
 	n = 0
-	for _, k := range keys {
+	for _, i := range order {
+		k := &keys[i]
 		if !holds(k) {
 			continue
 		}
@@ -149,8 +159,12 @@ func appendDeltaSide(buf []byte, s *model.Schema, secrets bool, keys []deltaKey,
 		if secrets && isSecretField(s, k.name) {
 			buf = model.AppendJSONString(buf, revisionSecretMask)
 		} else {
+			v := k.ov
+			if after {
+				v = k.nv
+			}
 			var err error
-			if buf, err = model.AppendJSON(buf, side.Data[k.name]); err != nil {
+			if buf, err = model.AppendJSON(buf, v); err != nil {
 				// Validated values always encode, as MustJSON assumes.
 				panic("store: value not encodable as JSON: " + err.Error())
 			}
