@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -259,18 +258,16 @@ func instanceDoc(s *model.Schema, in *Instance, dataJSON string) string {
 	}
 	if dataJSON != "" && !s.HasSecrets() {
 		// The same bytes json.Marshal would write for the map below (keys sorted).
-		var b strings.Builder
-		b.Grow(len(dataJSON) + len(in.Keyname) + len(in.Displayname) + 64)
-		b.WriteString(`{"data":`)
-		b.WriteString(dataJSON)
-		b.WriteString(`,"displayname":`)
-		b.WriteString(jsonString(in.Displayname))
-		b.WriteString(`,"is_enabled":`)
-		b.WriteString(strconv.FormatBool(in.IsEnabled))
-		b.WriteString(`,"keyname":`)
-		b.WriteString(jsonString(in.Keyname))
-		b.WriteString("}")
-		return b.String()
+		b := make([]byte, 0, len(dataJSON)+len(in.Keyname)+len(in.Displayname)+64)
+		b = append(b, `{"data":`...)
+		b = append(b, dataJSON...)
+		b = append(b, `,"displayname":`...)
+		b = model.AppendJSONString(b, in.Displayname)
+		b = append(b, `,"is_enabled":`...)
+		b = strconv.AppendBool(b, in.IsEnabled)
+		b = append(b, `,"keyname":`...)
+		b = model.AppendJSONString(b, in.Keyname)
+		return string(append(b, '}'))
 	}
 	data := model.CloneMap(in.Data)
 	for k := range data {
@@ -513,6 +510,5 @@ func (tx *Tx) deleteInstance(ctx context.Context, s *model.Schema, in *Instance)
 
 // jsonString is s as a JSON string, escaped as encoding/json escapes it.
 func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	return string(model.AppendJSONString(make([]byte, 0, len(s)+2), s))
 }

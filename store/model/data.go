@@ -159,11 +159,13 @@ func SameJSON(a, b map[string]any) bool {
 }
 
 // SameJSONValue reports whether a and b encode alike (appendJSON). Two different
-// strings encode alike only when invalid UTF-8 in them becomes the same \ufffd.
+// strings encode alike only when invalid UTF-8 in both becomes the same \ufffd: a
+// valid string's encoding holds no \ufffd escape, and differs from every other
+// string's.
 func SameJSONValue(a, b any) bool {
 	switch x := a.(type) {
 	case string:
-		if y, ok := b.(string); ok && (x == y || utf8.ValidString(x) && utf8.ValidString(y)) {
+		if y, ok := b.(string); ok && (x == y || utf8.ValidString(x) || utf8.ValidString(y)) {
 			return x == y
 		}
 	case int64:
