@@ -10,10 +10,10 @@ import (
 )
 
 // BenchmarkRevisionRow is the CPU of building the before and after of one update's
-// revision row, for the pipeline benchmark's update (200 bytes of data, 5 of its 6
-// fields changed): "whole", the two whole documents an update wrote before delta rows
-// (from the stored and the new encodings the write already had), against "delta", the
-// delta row a write transaction builds now.
+// revision row, for the pipeline benchmark's update of an odd instance (200 bytes of
+// data, 5 of its 6 fields changed): "whole", the two whole documents an update wrote
+// before delta rows (from the stored and the new encodings the write already had, by
+// today's instanceDoc), against "delta", the delta row a write transaction builds now.
 func BenchmarkRevisionRow(b *testing.B) {
 	s := &model.Schema{Keyname: "item"}
 	for i := 1; i <= 6; i++ {
