@@ -201,6 +201,10 @@ func (c *Console) page(h pageHandler) httprouter.Handle {
 		// The page's cached reads (schemas, configuration) check the schema generation
 		// counter once, not at each read, as an API request does.
 		ctx := c.db.RequestScope(r.Context())
+		if cls, key, ok := shownInstance(r, ps); ok {
+			// The session's statement reads the instance the page shows too.
+			c.db.Prefetch(ctx, cls, key)
+		}
 		r = r.WithContext(ctx)
 		q, ok := c.session(ctx, w, r)
 		if !ok {
@@ -223,6 +227,22 @@ func (c *Console) page(h pageHandler) httprouter.Handle {
 		}
 		h(w, r, q)
 	})
+}
+
+// shownInstance names the instance a GET of /data/private/<schema>/<key>/ shows
+// (data and instancePage split the path the same way); ok is false for other pages.
+// A tool's page of the same shape names no instance, and reading one ahead costs
+// nothing more than one missing row.
+func shownInstance(r *http.Request, ps httprouter.Params) (cls, key string, ok bool) {
+	rest := ps.ByName("rest")
+	if r.Method != http.MethodGet || !strings.HasSuffix(rest, "/") {
+		return "", "", false
+	}
+	cls, key, _ = strings.Cut(strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/"), "/")
+	if cls == "" || key == "" || toolNamed(cls) != nil {
+		return "", "", false
+	}
+	return cls, key, true
 }
 
 // session reads the cookie's session and its user; it clears the cookie when the
