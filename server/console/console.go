@@ -70,6 +70,8 @@ type Console struct {
 	proxies clientaddr.Trusted
 	// spool keeps the import tool's uploads between Check and Import.
 	spool *importSpool
+	// sidebars are the rendered sidebars (sidebarFor).
+	sidebars sidebarCache
 }
 
 // New builds the console.
@@ -346,7 +348,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, q *req, status 
 	v := view{Title: title, App: c.db.ConfigValue(r.Context(), "GLOBAL_APPNAME"), Data: data, Flash: flashText[r.URL.Query().Get("done")]}
 	if q != nil {
 		v.User, v.CSRF = q.user.Keyname, q.sess.CSRF
-		v.Sidebar = sidebarHTML(c.sidebar(r.Context(), q.auth))
+		v.Sidebar = c.sidebarFor(r.Context(), q.auth)
 	}
 	var buf bytes.Buffer
 	if err := c.pages[name].Execute(&buf, v); err != nil {

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"strconv"
 	"strings"
+	"sync"
 
 	"dataservice/store"
 	"dataservice/store/model"
@@ -116,6 +117,66 @@ func safeURL(u string) bool {
 		return true
 	}
 	return strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "mailto")
+}
+
+// sidebarCache keeps rendered sidebars: a sidebar is made of the `_home` entries, the
+// schemas and the tools a set of permissions reaches, all kept by the store at its
+// cache stamp, so every page of users holding the same permissions shows the same one.
+type sidebarCache struct {
+	mu    sync.Mutex
+	stamp store.CacheStamp
+	html  map[string]template.HTML
+}
+
+// maxSidebars bounds the sidebars kept (one per distinct set of permissions).
+const maxSidebars = 256
+
+// sidebarFor is sidebarHTML(c.sidebar(ctx, auth)), from the cache when the store's
+// cache stamp has not moved since it was rendered for the same permissions.
+func (c *Console) sidebarFor(ctx context.Context, auth *model.Auth) template.HTML {
+	stamp, err := c.db.CacheStamp(ctx)
+	if err != nil {
+		return sidebarHTML(c.sidebar(ctx, auth))
+	}
+	key := permissionsKey(auth)
+	sc := &c.sidebars
+	sc.mu.Lock()
+	h, ok := sc.html[key]
+	ok = ok && sc.stamp == stamp
+	sc.mu.Unlock()
+	if ok {
+		return h
+	}
+	h = sidebarHTML(c.sidebar(ctx, auth))
+	sc.mu.Lock()
+	if sc.stamp != stamp || len(sc.html) >= maxSidebars {
+		sc.stamp, sc.html = stamp, map[string]template.HTML{}
+	}
+	sc.html[key] = h
+	sc.mu.Unlock()
+	return h
+}
+
+// permissionsKey names what a sidebar depends on of auth: every permission, or the
+// ones held and the ones denied.
+func permissionsKey(auth *model.Auth) string {
+	if auth == nil {
+		return ""
+	}
+	var b strings.Builder
+	if auth.All {
+		b.WriteString("all")
+	}
+	for _, p := range auth.Perms {
+		b.WriteString("\x00")
+		b.WriteString(p)
+	}
+	b.WriteString("\x00\x00")
+	for _, p := range auth.Deny {
+		b.WriteString("\x00")
+		b.WriteString(p)
+	}
+	return b.String()
 }
 
 // sidebarHTML renders the sidebar's sections: a heading and its links each.

@@ -61,3 +61,46 @@ func TestGoRenderedPagesEscape(t *testing.T) {
 		}
 	}
 }
+
+// The sidebar is kept per set of permissions until the data it shows changes: a user
+// is never shown another's links, and a role given more permissions and a new or
+// disabled `_home` entry show at the next page.
+func TestSidebarKeptPerPermissions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "")
+	e.load(`
+- {classname: _user, keyname: ann, password: ann-pass-12}
+- {classname: _user, keyname: bob, password: bob-pass-12}
+- {classname: _role, keyname: readers, permissions: [p_data_access, p_data_read], users: [ann, bob]}
+- {classname: _role, keyname: secret_readers, permissions: [p_secret_read], users: []}
+- {classname: _home, keyname: secret_tile, displayname: SecretTile, url: /data/private/, sidebar_section: S, permission: p_secret_read}
+`)
+	ann, bob := e.browser(), e.browser()
+	ann.signIn("ann", "ann-pass-12")
+	bob.signIn("bob", "bob-pass-12")
+	sidebar := func(b *browser) string {
+		t.Helper()
+		p := b.get("/")
+		want(t, p, 200)
+		i, j := strings.Index(p.body, `id="sidebar"`), strings.Index(p.body, "</nav>")
+		if i < 0 || j < i {
+			t.Fatalf("no sidebar:\n%.1500s", p.body)
+		}
+		return p.body[i:j]
+	}
+	if s := sidebar(ann); strings.Contains(s, "SecretTile") || sidebar(bob) != s {
+		t.Fatalf("ann and bob hold the same permissions and see the same sidebar, without SecretTile:\n%s", s)
+	}
+	e.load(`{classname: _role, keyname: secret_readers, permissions: [p_secret_read], users: [ann]}`)
+	if !strings.Contains(sidebar(ann), "SecretTile") || strings.Contains(sidebar(bob), "SecretTile") {
+		t.Fatal("SecretTile is ann's (p_secret_read), not bob's")
+	}
+	e.load(`{classname: _home, keyname: new_tile, displayname: NewTile, url: /data/private/, sidebar_section: S}`)
+	if !strings.Contains(sidebar(bob), "NewTile") || !strings.Contains(sidebar(ann), "NewTile") {
+		t.Fatal("a new _home entry is not in the sidebar")
+	}
+	e.load(`{classname: _home, keyname: new_tile, displayname: NewTile, url: /data/private/, sidebar_section: S, is_enabled: false}`)
+	if strings.Contains(sidebar(bob), "NewTile") {
+		t.Fatal("a disabled _home entry is still in the sidebar")
+	}
+}
