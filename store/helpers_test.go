@@ -108,6 +108,14 @@ END`,
 END`,
 }
 
+// layout16Update is the search index's update trigger as layout step 16 made it.
+const layout16Update = `CREATE TRIGGER instances_search_update AFTER UPDATE OF id, keyname, displayname, data ON instances
+	WHEN OLD.id IS NOT NEW.id OR OLD.keyname IS NOT NEW.keyname OR OLD.displayname IS NOT NEW.displayname
+		OR OLD.data IS NOT NEW.data BEGIN
+	INSERT INTO instances_search_dirty(id, listed_at) VALUES(OLD.id, CAST(unixepoch('subsec') * 1000 AS INTEGER)) ON CONFLICT(id) DO NOTHING;
+	INSERT INTO instances_search_dirty(id, listed_at) VALUES(NEW.id, CAST(unixepoch('subsec') * 1000 AS INTEGER)) ON CONFLICT(id) DO NOTHING;
+END`
+
 // layoutsAfter are the statements that set a file made by this program back to its
 // shape at layout version v (3 to 10): they drop what the later layout steps created,
 // and set the version. Data the later steps wrote (rows, not objects) is left.
@@ -125,9 +133,10 @@ func layoutsAfter(v int) []string {
 		15: {"DROP INDEX events_due", "DROP INDEX events_next", "DROP INDEX events_lease"},
 		16: append([]string{"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
 			"DROP TRIGGER instances_search_update", "ALTER TABLE instances_search_dirty DROP COLUMN listed_at"}, layout10Triggers...),
+		17: {"DROP TRIGGER instances_search_update", layout16Update},
 	}
 	var stmts []string
-	for step := 16; step > v; step-- { // the last layout step
+	for step := 17; step > v; step-- { // the last layout step
 		stmts = append(stmts, drops[step]...)
 	}
 	return append(stmts, fmt.Sprintf("PRAGMA user_version = %d", v))

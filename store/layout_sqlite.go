@@ -324,6 +324,19 @@ CREATE TRIGGER instances_search_update AFTER UPDATE OF id, keyname, displayname,
 	INSERT INTO instances_search_dirty(id, listed_at) VALUES(NEW.id, ` + sqliteNowMillis + `) ON CONFLICT(id) DO NOTHING;
 END;
 `,
+	// 17: an update lists its row once: the old id only when the update changed the id
+	// (an update of one row listed the same id twice, the second a no-op that still
+	// searched the list and read the clock: about a third of what listing costs a write).
+	`
+DROP TRIGGER instances_search_update;
+CREATE TRIGGER instances_search_update AFTER UPDATE OF id, keyname, displayname, data ON instances
+	WHEN OLD.id IS NOT NEW.id OR OLD.keyname IS NOT NEW.keyname OR OLD.displayname IS NOT NEW.displayname
+		OR OLD.data IS NOT NEW.data BEGIN
+	INSERT INTO instances_search_dirty(id, listed_at) VALUES(NEW.id, ` + sqliteNowMillis + `) ON CONFLICT(id) DO NOTHING;
+	INSERT INTO instances_search_dirty(id, listed_at) SELECT OLD.id, ` + sqliteNowMillis + `
+		WHERE OLD.id IS NOT NEW.id ON CONFLICT(id) DO NOTHING;
+END;
+`,
 }
 
 // sqliteNowMillis is the current time in Unix milliseconds, in SQL.

@@ -381,3 +381,45 @@ func searchPlanUsesIndex(t *testing.T, db *store.DB, s *model.Schema) {
 	}
 	t.Logf("plan:\n%s", plans[0])
 }
+
+// An update lists its row once, and both ids when it changes the id (SQL outside the
+// store, as a restore of an old file may run): the index then loses the old id's
+// entry and gains the new one's.
+func TestSearchListsAnIDChange(t *testing.T) {
+	testkit.SQLiteOnly(t, "the list of rows to index is SQLite's; PostgreSQL's engine maintains pg_trgm")
+	t.Parallel()
+	ctx := context.Background()
+	db := newTestDB(t)
+	mustLoad(t, db, `
+- {classname: _schema, keyname: note, text: {dataformat: string}}
+- {classname: note, keyname: n1, text: walrus-one}
+- {classname: note, keyname: n2, text: walrus-two}
+`, store.LoadOptions{System: true})
+	if _, err := db.CatchUpSearch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id := queryInt(t, db, `SELECT id FROM instances WHERE keyname = 'n1'`)
+	testkit.Exec(t, db, `UPDATE instances SET data = '{"text":"walrus-three"}' WHERE id = ?`, id)
+	if got := queryInt(t, db, `SELECT count(*) FROM instances_search_dirty`); got != 1 {
+		t.Fatalf("an update of one row listed %d rows, want 1", got)
+	}
+	moved := id + 1000
+	testkit.Exec(t, db, `UPDATE instances SET id = ? WHERE id = ?`, moved, id)
+	if got := queryInt(t, db, `SELECT count(*) FROM instances_search_dirty WHERE id IN (?, ?)`, id, moved); got != 2 {
+		t.Fatalf("an id change listed %d of the old and new ids, want both", got)
+	}
+	s, err := db.Schema(ctx, "note")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lag := range []string{"listed", "caught up"} {
+		got, _ := listIDs(t, db, s, store.ListQuery{Search: "walrus-three", Limit: 10})
+		if len(got) != 1 || got[0] != int64(moved) {
+			t.Fatalf("%s: search found %v, want [%d]", lag, got, moved)
+		}
+		if _, err := db.CatchUpSearch(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.CheckSearchIndexCaughtUp(t, db.Path(), "after an id change")
+}
