@@ -30,7 +30,7 @@ export BENCH_CONSOLE_N=${BENCH_CONSOLE_N:-200000}
 
 . bench/lib.sh # run, metric, ratio, inv
 
-STORE_CMD="go test -run ^\$ -bench LoadScale|ExportScale|SearchIndexLayout -benchtime 1x -timeout 3h ./store/"
+STORE_CMD="go test -run ^\$ -bench LoadScale|ExportScale|SearchIndexLayout|SearchSteadyLoad -benchtime 1x -timeout 3h ./store/"
 SERVER_CMD="go test -run ^\$ -bench Scale -benchtime 2000x -count 3 -timeout 3h ./server/"
 API_CMD="go test -run ^\$ -bench APILoad -benchtime 1x -timeout 3h ./server/"
 TASKS_CMD="go test -run ^\$ -bench Pipeline -benchtime 1x -timeout 3h ./tasks/"
@@ -39,7 +39,7 @@ START_CMD="go test -run ^\$ -bench Startup -benchtime 20x -timeout 30m ./bootstr
 CONSOLE_CMD="go test -run ^\$ -bench ConsoleParity -benchtime 2000x -count 3 -timeout 2h ./server/console/"
 PARTS=${BENCH_PARTS:-store server api tasks startup cli console}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
-has store && run store go test -run '^$' -bench 'LoadScale|ExportScale|SearchIndexLayout' -benchtime 1x -timeout 3h ./store/
+has store && run store go test -run '^$' -bench 'LoadScale|ExportScale|SearchIndexLayout|SearchSteadyLoad' -benchtime 1x -timeout 3h ./store/
 # 2000 requests per figure, three runs, the median kept: a few hundred requests of a
 # tenth of a millisecond are over before the machine's noise averages out.
 has server && run server go test -run '^$' -bench 'Scale' -benchtime 2000x -count 3 -timeout 3h ./server/
@@ -102,6 +102,8 @@ RFP=$(metric tasks "/floor-physical" instances/s); RFR=$(metric tasks "/floor-re
 RCU=$(metric tasks "/real-[0-9]|/real$" catch-up-rows/s); RCS=$(metric tasks "/real-[0-9]|/real$" catch-up-s)
 LCU=$(metric store "LoadScale.*product-[0-9]|LoadScale.*product$" catch-up-rows/s)
 LCS=$(metric store "LoadScale.*product-[0-9]|LoadScale.*product$" catch-up-s)
+SSW=$(metric store "SearchSteadyLoad" writes/s); SSR=$(metric store "SearchSteadyLoad" max-behind-rows)
+SSA=$(metric store "SearchSteadyLoad" max-behind-ms); SSP=$(metric store "SearchSteadyLoad" search-p99-ms)
 S10=$(metric $s "search-behind-10000/" p99-ms); S100=$(metric $s "search-behind-100000/" p99-ms)
 DP=$(metric tasks-dry "/dry" instances/s); DF=$(metric tasks-dry "/floor-dry" instances/s)
 RR=$(metric tasks "/real" peak-RSS-MB)
@@ -137,6 +139,7 @@ CLI_MB=$(awk -v k="$CLI_KB" 'BEGIN { printf "%.0f", k / 1024 }')
 	echo "| pipeline real run / physical floor without revision nor index (scan, decode, rules, encode, update) | ${RP}/s / ${RFP}/s | | $(ratio "$RP" "$RFP") | ≥ 0.35 |"
 	echo "| pipeline real run / floor with the revision row, no index | ${RP}/s / ${RFR}/s | | $(ratio "$RP" "$RFR") | |"
 	echo "| GET with search= (p99), 0 / 10,000 / 100,000 rows (at most N) waiting for the index | ${SP} ms / ${S10} ms / ${S100} ms | | | < 5 ms / < 20 ms / < 0.5 s |"
+	echo "| steady writes (8 writers, one instance per transaction through Apply) with the catch-up running: most rows / oldest row behind, search p99 meanwhile | ${SSW} writes/s: ${SSR} rows, ${SSA} ms; search p99 ${SSP} ms | | | < 10,000 rows |"
 	echo "| search index catch-up after the pipeline real run (N rows) | ${RCU} rows/s, cleared in ${RCS} s | | | |"
 	echo "| search index catch-up after the load (N rows) | ${LCU} rows/s, cleared in ${LCS} s | | | |"
 	echo "| first start of a file from before the search index (builds it) | ${XS} s, index ${XM} MB of ${XF} MB | | | |"
