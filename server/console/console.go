@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -350,8 +351,9 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, q *req, status 
 		v.User, v.CSRF = q.user.Keyname, q.sess.CSRF
 		v.Sidebar = c.sidebarFor(r.Context(), q.auth)
 	}
-	var buf bytes.Buffer
-	if err := c.pages[name].Execute(&buf, v); err != nil {
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer putPageBuffer(buf)
+	if err := c.pages[name].Execute(buf, v); err != nil {
 		c.log.Error("render page", "page", name, "error", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
@@ -359,6 +361,19 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, q *req, status 
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
+}
+
+// pageBuffers are render's buffers, reused: a page grown from empty copies itself
+// several times over.
+var pageBuffers = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 16<<10)) }}
+
+// putPageBuffer returns buf to the pool, unless a large page grew it: the pool keeps
+// only buffers of ordinary pages.
+func putPageBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= 256<<10 {
+		buf.Reset()
+		pageBuffers.Put(buf)
+	}
 }
 
 // flashText are the messages a redirect after a successful post may show.
