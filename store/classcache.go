@@ -76,3 +76,24 @@ func (db *DB) allInstances(ctx context.Context, cls string) ([]*Instance, error)
 	})
 	return list, err
 }
+
+// CacheStamp names a state of the data the caches above keep (schemas, reference
+// fields, the cached classes): two stamps differ whenever any of it may have changed
+// between them, in this process or another. What a caller derives from that data
+// alone (and the caller's permissions) it may keep under the stamp.
+type CacheStamp struct {
+	gen   int64
+	local uint64
+}
+
+// CacheStamp returns the stamp of the cached data as of ctx's request scope.
+func (db *DB) CacheStamp(ctx context.Context) (CacheStamp, error) {
+	gen, err := db.generation(ctx)
+	if err != nil {
+		return CacheStamp{}, err
+	}
+	db.mu.RLock()
+	local := db.local
+	db.mu.RUnlock()
+	return CacheStamp{gen: gen, local: local}, nil
+}

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"dataservice/store/model"
 )
@@ -73,9 +75,42 @@ func (m *genMemo) remember(gen int64, commits uint64) {
 // answer is the one a read at the request's start gives, as with the generation memo;
 // the caller still decides what the caller may see of it.
 func (db *DB) Prefetch(ctx context.Context, cls, key string) {
+	// A name no instance can have (a NUL, bytes that are not UTF-8, which PostgreSQL
+	// refuses as a parameter) is not read ahead: the first read must not fail for it.
+	if !utf8.ValidString(cls) || !utf8.ValidString(key) || strings.ContainsRune(cls, 0) || strings.ContainsRune(key, 0) {
+		return
+	}
 	if m, _ := ctx.Value(genMemoKey{}).(*genMemo); m != nil {
 		m.mu.Lock()
 		m.want = &[2]string{cls, key}
+		m.mu.Unlock()
+	}
+}
+
+// takeWant returns the instance the scope wants read ahead (Prefetch), nil when none
+// or when it is cls/key (the read being made); either way it is asked once.
+func (m *genMemo) takeWant(cls, key string) *[2]string {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	want := m.want
+	m.want = nil
+	m.mu.Unlock()
+	if want != nil && want[0] == cls && want[1] == key {
+		return nil
+	}
+	return want
+}
+
+// keep holds t, the row read for want after commits had been counted, for Instance.
+func (m *genMemo) keep(want *[2]string, t *nullInstance, commits uint64) {
+	if m == nil || want == nil {
+		return
+	}
+	if pre, err := t.instance(); err == nil {
+		m.mu.Lock()
+		m.pre = &prefetched{cls: want[0], key: want[1], in: pre, commits: commits, at: time.Now()}
 		m.mu.Unlock()
 	}
 }
@@ -139,13 +174,7 @@ func (n *nullInstance) instance() (*Instance, error) {
 // statement (one snapshot), for the first instance read of a request scope, together
 // with the instance the scope will read (Prefetch), if any.
 func (db *DB) instanceAndGeneration(ctx context.Context, m *genMemo, cls, key string) (*Instance, error) {
-	m.mu.Lock()
-	want := m.want
-	m.want = nil
-	m.mu.Unlock()
-	if want != nil && want[0] == cls && want[1] == key {
-		want = nil // this is the read wanted
-	}
+	want := m.takeWant(cls, key)
 	commits := db.commits.Load()
 	var gen int64
 	var i, t nullInstance
@@ -164,13 +193,7 @@ func (db *DB) instanceAndGeneration(ctx context.Context, m *genMemo, cls, key st
 		return nil, notFoundInstance(cls, key, err)
 	}
 	m.remember(gen, commits)
-	if want != nil {
-		if pre, err := t.instance(); err == nil {
-			m.mu.Lock()
-			m.pre = &prefetched{cls: want[0], key: want[1], in: pre, commits: commits, at: time.Now()}
-			m.mu.Unlock()
-		}
-	}
+	m.keep(want, &t, commits)
 	in, err := i.instance()
 	if err != nil || in == nil {
 		return nil, notFoundInstance(cls, key, cmp.Or(err, sql.ErrNoRows))

@@ -58,9 +58,10 @@ func notFoundInstance(cls, key string, err error) error {
 // Instance reads one instance through the read pool.
 // The first read of a request scope also reads the generation counter.
 func (db *DB) Instance(ctx context.Context, cls, key string) (*Instance, error) {
-	if strings.ContainsRune(cls, 0) || strings.ContainsRune(key, 0) {
-		// No stored name holds a NUL, and PostgreSQL refuses one in a query's text:
-		// not found, on both engines, rather than an engine error.
+	if strings.ContainsRune(cls, 0) || strings.ContainsRune(key, 0) || !utf8.ValidString(cls) || !utf8.ValidString(key) {
+		// No stored name holds a NUL or bytes that are not UTF-8, and PostgreSQL
+		// refuses both in a query: not found, on both engines, rather than an engine
+		// error.
 		return nil, notFoundInstance(cls, key, sql.ErrNoRows)
 	}
 	if in, ok, err := db.prefetchedInstance(ctx, cls, key); ok {

@@ -94,6 +94,38 @@ func TestPrefetch(t *testing.T) {
 			t.Fatalf("got %q, want %q", got, want)
 		}
 	})
+	t.Run("read with a console session", func(t *testing.T) {
+		user, err := db.Instance(ctx, "_user", "reader")
+		if err != nil {
+			t.Fatal(err)
+		}
+		token, _, err := db.CreateSession(ctx, user.ID, "reader", "", db.ConsoleSessionLimits(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		set("one")
+		req := db.RequestScope(ctx)
+		db.Prefetch(req, "item", "a")
+		if _, u, err := db.SessionUser(req, token); err != nil || u == nil || u.Keyname != "reader" {
+			t.Fatalf("session: %v %v", u, err)
+		}
+		set("two")
+		if got, want := note(req, "a"), "one"; got != want {
+			t.Fatalf("got %q, want %q (read with the session)", got, want)
+		}
+		// A name no instance has, PostgreSQL refuses as a parameter, is not read ahead:
+		// the session still reads.
+		for _, key := range []string{"a\x00b", "\xff\xfe"} {
+			req := db.RequestScope(ctx)
+			db.Prefetch(req, "item", key)
+			if _, _, err := db.SessionUser(req, token); err != nil {
+				t.Fatalf("session with %q wanted: %v", key, err)
+			}
+			if _, err := db.Instance(req, "item", key); !store.IsNotFound(err) {
+				t.Fatalf("item %q: %v, want not found", key, err)
+			}
+		}
+	})
 	t.Run("other reads in between leave it", func(t *testing.T) {
 		set("one")
 		req := start("a")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"dataservice/internal/clip"
 	"dataservice/store/model"
@@ -17,9 +18,9 @@ func loadSchema(ctx context.Context, q querier, name string) (*model.Schema, err
 	var opts string
 	var pr, pc, pu, pd, pa sql.NullString
 	err := sql.ErrNoRows
-	// No stored name holds a NUL, and PostgreSQL refuses one in a query: not found on
-	// both engines, rather than an engine error.
-	if !strings.ContainsRune(name, 0) {
+	// No stored name holds a NUL or bytes that are not UTF-8, and PostgreSQL refuses
+	// both in a query: not found on both engines, rather than an engine error.
+	if !strings.ContainsRune(name, 0) && utf8.ValidString(name) {
 		err = q.queryRowContext(ctx, `SELECT id, keyname, displayname, description, keyname_mode, is_enabled,
 		is_builtin, p_read, p_create, p_update, p_delete, p_admin, options FROM schemas WHERE keyname = ?`, name).
 			Scan(&s.ID, &s.Keyname, &s.Displayname, &s.Description, &s.KeynameMode, &s.IsEnabled, &s.IsBuiltin,

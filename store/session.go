@@ -101,21 +101,24 @@ func (db *DB) Session(ctx context.Context, token string, lim SessionLimits) (*Se
 
 // SessionUser is Session with the console's limits (ConsoleSessionLimits) and the
 // session's user, read in the same statement (nil when its row is gone), with, in a
-// request scope, the schema generation (RequestScope): a console page's first
-// statement reads all three.
+// request scope, the schema generation (RequestScope) and the instance the page will
+// show (Prefetch): a console page's first statement reads all of them.
 func (db *DB) SessionUser(ctx context.Context, token string) (*Session, *Instance, error) {
 	if token == "" || len(token) > 128 {
 		return nil, nil, model.Errorf(model.ENotFound, "no session")
 	}
 	m, _, _ := db.memoOf(ctx)
+	want := m.takeWant("", "")
 	commits := db.commits.Load()
 	s := &Session{}
 	var gen, created, seen, exp int64
-	var u nullInstance
-	err := db.rqueryRow(ctx, `SELECT g.generation, s.id, s.user_id, s.login, s.csrf, s.address, s.created_at, s.last_seen,
-		s.expires_at, `+genInstanceCols+` FROM schema_generation g JOIN sessions s ON s.token_hash = ?
-		LEFT JOIN instances i ON i.classname = '_user' AND i.id = s.user_id`, tokenHash(token)).
-		Scan(append([]any{&gen, &s.ID, &s.UserID, &s.Login, &s.CSRF, &s.Address, &created, &seen, &exp}, u.dest()...)...)
+	var u, t nullInstance
+	query, args := sessionUserQuery, []any{tokenHash(token)}
+	dest := append([]any{&gen, &s.ID, &s.UserID, &s.Login, &s.CSRF, &s.Address, &created, &seen, &exp}, u.dest()...)
+	if want != nil {
+		query, args, dest = sessionUserWantQuery, append(args, want[0], want[1]), append(dest, t.dest()...)
+	}
+	err := db.rqueryRow(ctx, query, args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, model.Errorf(model.ENotFound, "no session")
 	}
@@ -124,6 +127,7 @@ func (db *DB) SessionUser(ctx context.Context, token string) (*Session, *Instanc
 	}
 	if m != nil {
 		m.remember(gen, commits)
+		m.keep(want, &t, commits)
 	}
 	s.CreatedAt, s.LastSeen, s.ExpiresAt = time.Unix(created, 0).UTC(), time.Unix(seen, 0).UTC(), time.Unix(exp, 0).UTC()
 	if s, err = db.liveSession(ctx, s, db.ConsoleSessionLimits(ctx)); err != nil {
@@ -135,6 +139,18 @@ func (db *DB) SessionUser(ctx context.Context, token string) (*Session, *Instanc
 	}
 	return s, user, nil
 }
+
+// sessionUserQuery reads a session, its user and the schema generation;
+// sessionUserWantQuery also the instance the request wants (Prefetch).
+const (
+	sessionUserQuery = `SELECT g.generation, s.id, s.user_id, s.login, s.csrf, s.address, s.created_at, s.last_seen,
+		s.expires_at, ` + genInstanceCols + ` FROM schema_generation g JOIN sessions s ON s.token_hash = ?
+		LEFT JOIN instances i ON i.classname = '_user' AND i.id = s.user_id`
+	sessionUserWantQuery = `SELECT g.generation, s.id, s.user_id, s.login, s.csrf, s.address, s.created_at, s.last_seen,
+		s.expires_at, ` + genInstanceCols + `, ` + genPrefetchCols + ` FROM schema_generation g JOIN sessions s ON s.token_hash = ?
+		LEFT JOIN instances i ON i.classname = '_user' AND i.id = s.user_id
+		LEFT JOIN instances t ON t.classname = ? AND t.keyname = ?`
+)
 
 // liveSession checks s against lim: a session past its limits is deleted and
 // model.ENotFound; a live one has its last request's time recorded (at most once a

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -70,6 +71,8 @@ type Console struct {
 	proxies clientaddr.Trusted
 	// spool keeps the import tool's uploads between Check and Import.
 	spool *importSpool
+	// sidebars are the rendered sidebars (sidebarFor).
+	sidebars sidebarCache
 }
 
 // New builds the console.
@@ -201,6 +204,10 @@ func (c *Console) page(h pageHandler) httprouter.Handle {
 		// The page's cached reads (schemas, configuration) check the schema generation
 		// counter once, not at each read, as an API request does.
 		ctx := c.db.RequestScope(r.Context())
+		if cls, key, ok := shownInstance(r, ps); ok {
+			// The session's statement reads the instance the page shows too.
+			c.db.Prefetch(ctx, cls, key)
+		}
 		r = r.WithContext(ctx)
 		q, ok := c.session(ctx, w, r)
 		if !ok {
@@ -223,6 +230,22 @@ func (c *Console) page(h pageHandler) httprouter.Handle {
 		}
 		h(w, r, q)
 	})
+}
+
+// shownInstance names the instance a GET of /data/private/<schema>/<key>/ shows
+// (data and instancePage split the path the same way); ok is false for other pages.
+// A tool's page of the same shape names no instance, and reading one ahead costs
+// nothing more than one missing row.
+func shownInstance(r *http.Request, ps httprouter.Params) (cls, key string, ok bool) {
+	rest := ps.ByName("rest")
+	if r.Method != http.MethodGet || !strings.HasSuffix(rest, "/") {
+		return "", "", false
+	}
+	cls, key, _ = strings.Cut(strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/"), "/")
+	if cls == "" || key == "" || toolNamed(cls) != nil {
+		return "", "", false
+	}
+	return cls, key, true
 }
 
 // session reads the cookie's session and its user; it clears the cookie when the
@@ -326,10 +349,11 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, q *req, status 
 	v := view{Title: title, App: c.db.ConfigValue(r.Context(), "GLOBAL_APPNAME"), Data: data, Flash: flashText[r.URL.Query().Get("done")]}
 	if q != nil {
 		v.User, v.CSRF = q.user.Keyname, q.sess.CSRF
-		v.Sidebar = sidebarHTML(c.sidebar(r.Context(), q.auth))
+		v.Sidebar = c.sidebarFor(r.Context(), q.auth)
 	}
-	var buf bytes.Buffer
-	if err := c.pages[name].Execute(&buf, v); err != nil {
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer putPageBuffer(buf)
+	if err := c.pages[name].Execute(buf, v); err != nil {
 		c.log.Error("render page", "page", name, "error", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
@@ -337,6 +361,19 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, q *req, status 
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes())
+}
+
+// pageBuffers are render's buffers, reused: a page grown from empty copies itself
+// several times over.
+var pageBuffers = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 16<<10)) }}
+
+// putPageBuffer returns buf to the pool, unless a large page grew it: the pool keeps
+// only buffers of ordinary pages.
+func putPageBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= 256<<10 {
+		buf.Reset()
+		pageBuffers.Put(buf)
+	}
 }
 
 // flashText are the messages a redirect after a successful post may show.

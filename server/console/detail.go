@@ -38,8 +38,9 @@ type detailData struct {
 	Fields       []detailField
 	ReferencedBy []refGroup
 	Revisions    []revisionRow
-	// FieldRows and RevisionRows are Fields and Revisions rendered (htmlrows.go).
-	FieldRows, RevisionRows                      template.HTML
+	// FieldRows and RevisionRows are Fields and Revisions rendered (htmlrows.go), Page
+	// the whole content (detailHTML).
+	FieldRows, RevisionRows, Page                template.HTML
 	CanUpdate, CanDelete, CanRename, CanPassword bool
 	IsUser, AllPerms                             bool
 	Origins                                      []originRow
@@ -152,6 +153,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *mo
 	if in.Displayname != "" && in.Displayname != in.Keyname {
 		title = in.Displayname + " (" + in.Keyname + ")"
 	}
+	d.Page = detailHTML(&d, title, q.sess.CSRF)
 	c.render(w, r, q, http.StatusOK, "detail", title, d)
 }
 

@@ -90,15 +90,22 @@ func writeWords(b *strings.Builder, s string) {
 	}
 }
 
-// writeEscaped writes s to b escaped for HTML text or a quoted attribute, as
-// template.HTMLEscapeString does, without a copy when s needs no escaping.
+// writeEscaped writes s to b escaped for HTML text or a quoted attribute exactly as
+// html/template escapes a string there ({{.}} in text or in title="{{.}}"): the
+// characters HTML gives a meaning, and + (which html/template escapes too, so a
+// value is the same bytes whichever renders it), as character references; a NUL as
+// U+FFFD. No copy is made when s needs no escaping.
 func writeEscaped(b *strings.Builder, s string) {
-	if !strings.ContainsAny(s, "<>&'\"\x00") {
+	if !strings.ContainsAny(s, "<>&'\"+\x00") {
 		b.WriteString(s)
 		return
 	}
-	b.WriteString(template.HTMLEscapeString(s))
+	htmlEscaper.WriteString(b, s)
 }
+
+// htmlEscaper is writeEscaped's replacement of each character it escapes.
+var htmlEscaper = strings.NewReplacer("<", "&lt;", ">", "&gt;", "&", "&amp;", "'", "&#39;", `"`, "&#34;",
+	"+", "&#43;", "\x00", "\uFFFD")
 
 // breaksLine: a browser may break a line after r inside a word (punctuation and
 // symbols: hyphens, slashes, question marks, closing brackets, ...).

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"strconv"
 	"strings"
+	"sync"
 
 	"dataservice/store"
 	"dataservice/store/model"
@@ -52,30 +53,130 @@ func (c *Console) listRows(ctx context.Context, auth *model.Auth, sch *model.Sch
 	return template.HTML(b.String())
 }
 
-// writeLink writes <a href="u">, u escaped for a quoted attribute; a URL with a
-// scheme other than http, https or mailto (javascript:...) becomes "#ZgotmplZ", as
-// html/template writes it.
+// writeLink writes <a href="u"> exactly as html/template writes <a href="{{.}}"> for
+// the string u (writeURL), so a link is the same bytes whether a template or this
+// file renders it.
 func writeLink(b *strings.Builder, u string) {
 	b.WriteString(`<a href="`)
-	if !safeURL(u) {
-		u = "#ZgotmplZ"
-	}
-	writeEscaped(b, u)
+	writeURL(b, u)
 	b.WriteString(`">`)
 }
 
-// safeURL reports whether u is a relative URL or one of scheme http, https or mailto
-// (html/template's rule for a URL in an attribute).
+// writeURL writes u as html/template writes a plain string in a quoted URL attribute:
+//   - a URL with a scheme other than http, https or mailto (javascript:...) is
+//     replaced by "#ZgotmplZ" (safeURL);
+//   - the rest is normalised: a byte is kept when it is an RFC 3986 unreserved
+//     character (letters, digits, - . _ ~), a reserved one other than ' ( and )
+//     (! # $ & * + , / : ; = ? @ [ ]), or a % that starts a valid escape (% and two
+//     hex digits); every other byte (a space, a quote, <, a newline, each byte of a
+//     non-ASCII character, a stray %) becomes %xx in lowercase hex;
+//   - the result is escaped for the attribute: & as &amp; and + as &#43; (the only
+//     kept bytes HTML gives a meaning there).
+func writeURL(b *strings.Builder, u string) {
+	if !safeURL(u) {
+		b.WriteString("#ZgotmplZ")
+		return
+	}
+	const hex = "0123456789abcdef"
+	for i := 0; i < len(u); i++ {
+		switch c := u[i]; {
+		case c == '&':
+			b.WriteString("&amp;")
+		case c == '+':
+			b.WriteString("&#43;")
+		case urlKept(c) || (c == '%' && i+2 < len(u) && isHexDigit(u[i+1]) && isHexDigit(u[i+2])):
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+}
+
+// urlKept reports whether URL normalisation keeps c as it is (writeURL): letters,
+// digits, the unreserved - . _ ~ and the reserved ! # $ & * + , / : ; = ? @ [ ].
+func urlKept(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!#$&*+,/:;=?@[]", c) >= 0
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// safeURL reports whether u may be written as a link (html/template's rule for a URL
+// given as a string): it has no scheme (no colon, or a slash before the first colon),
+// or its scheme is http, https or mailto, compared with Unicode case folding.
 func safeURL(u string) bool {
-	i := strings.IndexAny(u, ":/?#")
-	if i < 0 || u[i] != ':' {
+	scheme, _, ok := strings.Cut(u, ":")
+	if !ok || strings.Contains(scheme, "/") {
 		return true
 	}
-	switch strings.ToLower(u[:i]) {
-	case "http", "https", "mailto":
-		return true
+	return strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "mailto")
+}
+
+// sidebarCache keeps rendered sidebars: a sidebar is made of the `_home` entries, the
+// schemas and the tools a set of permissions reaches, all kept by the store at its
+// cache stamp, so every page of users holding the same permissions shows the same one.
+type sidebarCache struct {
+	mu    sync.Mutex
+	stamp store.CacheStamp
+	html  map[string]template.HTML
+}
+
+// maxSidebars bounds the sidebars kept (one per distinct set of permissions).
+const maxSidebars = 256
+
+// sidebarFor is sidebarHTML(c.sidebar(ctx, auth)), from the cache when the store's
+// cache stamp has not moved since it was rendered for the same permissions.
+func (c *Console) sidebarFor(ctx context.Context, auth *model.Auth) template.HTML {
+	stamp, err := c.db.CacheStamp(ctx)
+	if err != nil {
+		return sidebarHTML(c.sidebar(ctx, auth))
 	}
-	return false
+	key := permissionsKey(auth)
+	sc := &c.sidebars
+	sc.mu.Lock()
+	h, ok := sc.html[key]
+	ok = ok && sc.stamp == stamp
+	sc.mu.Unlock()
+	if ok {
+		return h
+	}
+	h = sidebarHTML(c.sidebar(ctx, auth))
+	sc.mu.Lock()
+	if sc.stamp != stamp || len(sc.html) >= maxSidebars {
+		sc.stamp, sc.html = stamp, map[string]template.HTML{}
+	}
+	sc.html[key] = h
+	sc.mu.Unlock()
+	return h
+}
+
+// permissionsKey names what a sidebar depends on of auth: every permission, or the
+// ones held and the ones denied.
+func permissionsKey(auth *model.Auth) string {
+	if auth == nil {
+		return ""
+	}
+	var b strings.Builder
+	if auth.All {
+		b.WriteString("all")
+	}
+	for _, p := range auth.Perms {
+		b.WriteString("\x00")
+		b.WriteString(p)
+	}
+	b.WriteString("\x00\x00")
+	for _, p := range auth.Deny {
+		b.WriteString("\x00")
+		b.WriteString(p)
+	}
+	return b.String()
 }
 
 // sidebarHTML renders the sidebar's sections: a heading and its links each.
