@@ -96,9 +96,6 @@ type DB struct {
 	// maxDueQueues is the bound of the event queues a claim looks at; zero:
 	// defaultMaxDueQueues. Only tests lower it (to reach the bound with few rules).
 	maxDueQueues int
-	// maxRebuild bounds the newer revisions a rebuild of the object at a delta row
-	// undoes; zero: MaxRebuildRevisions (tests set fewer to reach the bound).
-	maxRebuild int
 	// ruleCache holds the enabled event rules (event_record.go); onEvents is
 	// Options.OnEvents.
 	ruleCache ruleCache

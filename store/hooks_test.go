@@ -24,10 +24,6 @@ func SetOnEvents(db *DB, f func(recorded int)) { db.onEvents = f }
 // bound with few rules).
 func SetMaxDueQueues(db *DB, n int) { db.maxDueQueues = n }
 
-// SetMaxRebuildRevisions bounds the newer revisions db's rebuild of the object at a
-// delta row undoes (tests reach the bound with few revisions).
-func SetMaxRebuildRevisions(db *DB, n int) { db.maxRebuild = n }
-
 // TxEventStats are the statements tx counted in its writes and those it ran to learn
 // its event rules.
 func TxEventStats(tx *Tx) (writes, ruleReads int) { return tx.writes, tx.events.reads }

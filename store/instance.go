@@ -257,18 +257,22 @@ func instanceDoc(s *model.Schema, in *Instance, dataJSON string) string {
 	if in == nil {
 		return ""
 	}
+	return string(appendInstanceDoc(make([]byte, 0, len(dataJSON)+len(in.Keyname)+len(in.Displayname)+64), s, in, dataJSON))
+}
+
+// appendInstanceDoc appends instanceDoc's bytes to buf.
+func appendInstanceDoc(buf []byte, s *model.Schema, in *Instance, dataJSON string) []byte {
 	if dataJSON != "" && !s.HasSecrets() {
 		// The same bytes json.Marshal would write for the map below (keys sorted).
-		b := make([]byte, 0, len(dataJSON)+len(in.Keyname)+len(in.Displayname)+64)
-		b = append(b, `{"data":`...)
-		b = append(b, dataJSON...)
-		b = append(b, `,"displayname":`...)
-		b = model.AppendJSONString(b, in.Displayname)
-		b = append(b, `,"is_enabled":`...)
-		b = strconv.AppendBool(b, in.IsEnabled)
-		b = append(b, `,"keyname":`...)
-		b = model.AppendJSONString(b, in.Keyname)
-		return string(append(b, '}'))
+		buf = append(buf, `{"data":`...)
+		buf = append(buf, dataJSON...)
+		buf = append(buf, `,"displayname":`...)
+		buf = model.AppendJSONString(buf, in.Displayname)
+		buf = append(buf, `,"is_enabled":`...)
+		buf = strconv.AppendBool(buf, in.IsEnabled)
+		buf = append(buf, `,"keyname":`...)
+		buf = model.AppendJSONString(buf, in.Keyname)
+		return append(buf, '}')
 	}
 	data := model.CloneMap(in.Data)
 	for k := range data {
@@ -276,8 +280,8 @@ func instanceDoc(s *model.Schema, in *Instance, dataJSON string) string {
 			data[k] = "********"
 		}
 	}
-	return model.MustJSON(map[string]any{"keyname": in.Keyname, "displayname": in.Displayname,
-		"is_enabled": in.IsEnabled, "data": data})
+	return append(buf, model.MustJSON(map[string]any{"keyname": in.Keyname, "displayname": in.Displayname,
+		"is_enabled": in.IsEnabled, "data": data})...)
 }
 
 // revision writes one revisions row unless the transaction suppresses them.
@@ -480,7 +484,7 @@ func (tx *Tx) write(ctx context.Context, s *model.Schema, old, in *Instance, act
 	}
 	var before, after string
 	if old != nil {
-		before, after = tx.deltas.Delta(s, old, in)
+		before, after = tx.deltas.Delta(s, old, in, data)
 	} else {
 		after = instanceDoc(s, in, data)
 	}

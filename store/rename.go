@@ -372,7 +372,7 @@ func (tx *Tx) rewriteInstance(ctx context.Context, sch *model.Schema, in *Instan
 	if tx.rev.Off { // skip building the revision documents (migrations rewrite many)
 		return n, nil
 	}
-	before, after := tx.deltas.Delta(sch, in, &next)
+	before, after := tx.deltas.Delta(sch, in, &next, "")
 	if err := tx.writeChange(ctx, sch, model.ActionUpdate, in, &next, before, after); err != nil {
 		return 0, err
 	}

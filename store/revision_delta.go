@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,27 +11,34 @@ import (
 	"dataservice/store/model"
 )
 
-// The revision row of an instance update records only what the update changed (a
-// "delta" row, column delta = 1): its before holds the old values of the changed parts,
-// its after the new ones, under the same keys. A create keeps its whole after, a delete
-// its whole before, a rename both, and schema and permission revisions stay whole (delta
-// = 0, as every row written before the column existed). The whole object at a delta
-// row is rebuilt backward from the object's newest state (revision_rebuild.go).
+// The revision row of an instance update is a "delta" row (column delta = 1): its
+// after holds the whole object after the update, exactly the bytes a row of the whole
+// form holds, and its before only what the update changed: the old values of the
+// changed parts, under the same keys. A create keeps its whole after, a delete its
+// whole before, a rename both, and schema and permission revisions stay whole (delta =
+// 0, as every row written before the column existed).
 //
-// A delta document is a JSON object with keys sorted, each present only when it has
-// something to say:
+// Every row is thus self-contained: the object after the change is the after as it
+// is, and the object before it is the after with the before applied (Revision.States).
+// No other row is read, so what happened since or before (writes without revision
+// rows, such as start-up loads and migrations; a field dropped from the schema, which
+// removes its values without revisions; the retention clean-up) cannot change what a
+// row says.
 //
-//	absent       the changed data keys this side does not hold (set by the
-//	             update: absent before; removed: absent after), sorted
-//	data         the changed data keys this side holds, with their values
-//	displayname  when the display name changed
-//	is_enabled   when the enabled state changed
-//	keyname      when the keyname changed
+// The before of a delta row is a JSON object with keys sorted, each present only when
+// it has something to say:
+//
+//	absent       the changed data keys the old object did not hold (set by the
+//	             update), sorted
+//	data         the changed data keys the old object held, with their old values
+//	displayname  the old display name, when it changed
+//	is_enabled   the old enabled state, when it changed
+//	keyname      the old keyname, when it changed
 //
 // A separate absent list, rather than a null value, says a key is missing: a value
 // stored under a key that is not a field of the schema is kept as stored, and may be
-// null. Secrets are masked as in a whole document; a changed secret is listed (masked
-// on both sides), so the history tells it changed without telling its value.
+// null. Secrets are masked as in a whole document; a changed secret is listed (masked),
+// so the history tells it changed without telling its value.
 
 // RevisionInsertSQL writes a revision row of the whole form; RevisionDeltaInsertSQL a
 // delta row. Arguments: classname, keyname, action, before, after, author, created_at
@@ -56,10 +64,10 @@ const revisionSecretMask = "********"
 // rows reuses a RevisionDeltas instead.
 func RevisionDelta(s *model.Schema, old, next *Instance) (before, after string) {
 	var w RevisionDeltas
-	return w.Delta(s, old, next)
+	return w.Delta(s, old, next, "")
 }
 
-// RevisionDeltas builds the delta rows of updates, reusing its buffers from one row to
+// RevisionDeltas builds the delta rows of updates, reusing its buffer from one row to
 // the next (a write transaction holds one; the pipeline benchmark's floor too, to
 // write the same bytes at the same cost). The zero value is ready; it is not safe for
 // concurrent use.
@@ -67,17 +75,19 @@ type RevisionDeltas struct {
 	buf []byte // the row's before then after
 }
 
-// deltaKey is one changed data key, which sides hold it and their values.
+// deltaKey is one changed data key: whether the new object holds it, and its old value.
 type deltaKey struct {
-	name         string
-	inOld, inNew bool
-	ov, nv       any
+	name  string
+	inOld bool
+	ov    any
 }
 
-// Delta is RevisionDelta: one pass over the data, comparing the values already decoded,
-// then both documents encoded from the sorted changed keys into one buffer and returned
-// as two parts of one string (one allocation per row).
-func (w *RevisionDeltas) Delta(s *model.Schema, old, next *Instance) (before, after string) {
+// Delta is RevisionDelta. dataJSON, when not empty, is next.Data already encoded (as
+// the write stores it): the whole after then copies it. One pass over the data,
+// comparing the values already decoded; then the before, encoded from the sorted
+// changed keys, and the after into one buffer, returned as two parts of one string (one
+// allocation per row).
+func (w *RevisionDeltas) Delta(s *model.Schema, old, next *Instance, dataJSON string) (before, after string) {
 	// The changed keys, on the stack while they are few: filling and sorting them then
 	// costs no allocation and no write barrier.
 	var keyArr [16]deltaKey
@@ -92,41 +102,39 @@ func (w *RevisionDeltas) Delta(s *model.Schema, old, next *Instance) (before, af
 				continue
 			}
 		}
-		keys = append(keys, deltaKey{name: k, inOld: true, inNew: ok, ov: ov, nv: nv})
+		keys = append(keys, deltaKey{name: k, inOld: true, ov: ov})
 	}
 	if common < len(next.Data) { // next holds keys old does not
-		for k, nv := range next.Data {
+		for k := range next.Data {
 			if _, ok := old.Data[k]; !ok {
-				keys = append(keys, deltaKey{name: k, inNew: true, nv: nv})
+				keys = append(keys, deltaKey{name: k})
 			}
 		}
 	}
-	// The order of json.Marshal's keys: by the Go strings, as the absent lists were sorted.
+	// The order of json.Marshal's keys: by the Go strings, as the absent list is sorted.
 	order := orderArr[:0]
 	for i := range keys {
 		order = append(order, i)
 	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(keys[a].name, keys[b].name) })
-	secrets := s != nil && s.HasSecrets()
-	buf := appendDeltaSide(w.buf[:0], s, secrets, keys, order, old, next, false)
+	buf := appendDeltaBefore(w.buf[:0], s, keys, order, old, next)
 	split := len(buf)
-	buf = appendDeltaSide(buf, s, secrets, keys, order, next, old, true)
+	buf = appendInstanceDoc(buf, s, next, dataJSON)
 	w.buf = buf
 	both := string(buf)
 	return both[:split], both[split:]
 }
 
-// appendDeltaSide appends one side of a delta row (the new side when after): side's values
-// where they differ from other's; under data the changed keys side holds, under absent
-// the ones it does not.
-func appendDeltaSide(buf []byte, s *model.Schema, secrets bool, keys []deltaKey, order []int, side, other *Instance, after bool) []byte {
+// appendDeltaBefore appends the before of a delta row: old's values where they differ
+// from next's; under data the changed keys old holds, under absent the ones it does not.
+func appendDeltaBefore(buf []byte, s *model.Schema, keys []deltaKey, order []int, old, next *Instance) []byte {
+	secrets := s != nil && s.HasSecrets()
 	start := len(buf)
 	buf = append(buf, '{')
-	holds := func(k *deltaKey) bool { return after && k.inNew || !after && k.inOld }
 	n := 0
 	for _, i := range order {
 		k := &keys[i]
-		if holds(k) {
+		if k.inOld {
 			continue
 		}
 		if n == 0 {
@@ -143,7 +151,7 @@ func appendDeltaSide(buf []byte, s *model.Schema, secrets bool, keys []deltaKey,
 	n = 0
 	for _, i := range order {
 		k := &keys[i]
-		if !holds(k) {
+		if !k.inOld {
 			continue
 		}
 		if n == 0 {
@@ -159,12 +167,8 @@ func appendDeltaSide(buf []byte, s *model.Schema, secrets bool, keys []deltaKey,
 		if secrets && isSecretField(s, k.name) {
 			buf = model.AppendJSONString(buf, revisionSecretMask)
 		} else {
-			v := k.ov
-			if after {
-				v = k.nv
-			}
 			var err error
-			if buf, err = model.AppendJSON(buf, v); err != nil {
+			if buf, err = model.AppendJSON(buf, k.ov); err != nil {
 				// Validated values always encode, as MustJSON assumes.
 				panic("store: value not encodable as JSON: " + err.Error())
 			}
@@ -174,26 +178,26 @@ func appendDeltaSide(buf []byte, s *model.Schema, secrets bool, keys []deltaKey,
 	if n > 0 {
 		buf = append(buf, '}')
 	}
-	if side.Displayname != other.Displayname {
+	if old.Displayname != next.Displayname {
 		if len(buf) > start+1 {
 			buf = append(buf, ',')
 		}
 		buf = append(buf, `"displayname":`...)
-		buf = model.AppendJSONString(buf, side.Displayname)
+		buf = model.AppendJSONString(buf, old.Displayname)
 	}
-	if side.IsEnabled != other.IsEnabled {
+	if old.IsEnabled != next.IsEnabled {
 		if len(buf) > start+1 {
 			buf = append(buf, ',')
 		}
 		buf = append(buf, `"is_enabled":`...)
-		buf = strconv.AppendBool(buf, side.IsEnabled)
+		buf = strconv.AppendBool(buf, old.IsEnabled)
 	}
-	if side.Keyname != other.Keyname {
+	if old.Keyname != next.Keyname {
 		if len(buf) > start+1 {
 			buf = append(buf, ',')
 		}
 		buf = append(buf, `"keyname":`...)
-		buf = model.AppendJSONString(buf, side.Keyname)
+		buf = model.AppendJSONString(buf, old.Keyname)
 	}
 	return append(buf, '}')
 }
@@ -205,15 +209,16 @@ func isSecretField(s *model.Schema, k string) bool {
 }
 
 // RevisionDoc is one side of an instance revision as read back: the whole object (a
-// row of the whole form, or a state rebuilt from delta rows) or, for one side of a
-// delta row, only the changed parts: a nil field, or a data key neither in Data nor
-// in Absent, did not change. Values are as JSON decodes them, numbers as json.Number.
+// row's after, a whole row's before, or a delta row's before applied to its after) or,
+// for the before of a delta row, only the changed parts: a nil field, or a data key
+// neither in Data nor in Absent, did not change. Values are as JSON decodes them,
+// numbers as json.Number.
 type RevisionDoc struct {
 	Keyname     *string        `json:"keyname,omitempty"`
 	Displayname *string        `json:"displayname,omitempty"`
 	IsEnabled   *bool          `json:"is_enabled,omitempty"`
 	Data        map[string]any `json:"data,omitempty"`
-	// Absent lists the data keys this side does not hold (delta rows only).
+	// Absent lists the data keys the old object did not hold (a delta row's before).
 	Absent []string `json:"absent,omitempty"`
 }
 
@@ -235,33 +240,62 @@ func ParseRevisionDoc(s string) (*RevisionDoc, error) {
 	return &d, nil
 }
 
-// overlay writes the parts d records over state (a whole document), in place: undoing
-// a delta row's change overlays its before, redoing it its after.
-func (d *RevisionDoc) overlay(state *RevisionDoc) {
-	if d.Keyname != nil {
-		state.Keyname = d.Keyname
+// States returns the whole object before and after the instance revision r, as a
+// revision of the whole form records it (secrets masked; nil for no object: before a
+// create, after a delete). A delta row's before is its after with the changed parts
+// set back (see above); nothing but r is read.
+func (r Revision) States() (before, after *RevisionDoc, err error) {
+	if after, err = ParseRevisionDoc(r.After); err == nil {
+		before, err = ParseRevisionDoc(r.Before)
 	}
-	if d.Displayname != nil {
-		state.Displayname = d.Displayname
+	if err != nil {
+		return nil, nil, fmt.Errorf("revision %d: unreadable record: %w", r.ID, err)
 	}
-	if d.IsEnabled != nil {
-		state.IsEnabled = d.IsEnabled
+	if !r.Delta {
+		return before, after, nil
 	}
-	for k, v := range d.Data {
-		state.Data[k] = v
+	if before == nil || after == nil || after.Keyname == nil || after.Displayname == nil || after.IsEnabled == nil {
+		return nil, nil, fmt.Errorf("revision %d: unreadable record: a change record without both sides", r.ID)
 	}
-	for _, k := range d.Absent {
-		delete(state.Data, k)
+	whole := *after
+	whole.Data = make(map[string]any, len(after.Data)+len(before.Data))
+	for k, v := range after.Data {
+		whole.Data[k] = v
 	}
+	if before.Keyname != nil {
+		whole.Keyname = before.Keyname
+	}
+	if before.Displayname != nil {
+		whole.Displayname = before.Displayname
+	}
+	if before.IsEnabled != nil {
+		whole.IsEnabled = before.IsEnabled
+	}
+	for k, v := range before.Data {
+		whole.Data[k] = v
+	}
+	for _, k := range before.Absent {
+		delete(whole.Data, k)
+	}
+	return &whole, after, nil
 }
 
-// clone is a copy of a whole document whose data map may be changed.
-func (d *RevisionDoc) clone() *RevisionDoc {
-	c := *d
-	c.Data = make(map[string]any, len(d.Data))
-	for k, v := range d.Data {
-		c.Data[k] = v
+// ChangedKeys are the data keys a delta row's change set, changed or removed: the keys
+// of its before (nil for a row of the whole form, or an unreadable one).
+func (r Revision) ChangedKeys() map[string]bool {
+	if !r.Delta {
+		return nil
 	}
-	c.Absent = nil
-	return &c
+	d, err := ParseRevisionDoc(r.Before)
+	if err != nil || d == nil {
+		return nil
+	}
+	changed := make(map[string]bool, len(d.Data)+len(d.Absent))
+	for k := range d.Data {
+		changed[k] = true
+	}
+	for _, k := range d.Absent {
+		changed[k] = true
+	}
+	return changed
 }

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -14,9 +13,10 @@ import (
 	"dataservice/store/model"
 )
 
-// The delta of an update names each changed part once on each side; a key set or
-// removed is listed under absent on the side that does not hold it, even when the
-// other side holds null; secrets are masked, and listed when they changed.
+// The before of an update's row names each changed part once, with its old value; a key
+// the update set is listed under absent, even when the new object holds null there;
+// secrets are masked, and listed when they changed. The after is the whole new object,
+// the bytes of a row of the whole form.
 func TestRevisionDeltaForm(t *testing.T) {
 	t.Parallel()
 	s := &model.Schema{Keyname: "x"}
@@ -30,17 +30,17 @@ func TestRevisionDeltaForm(t *testing.T) {
 	if want := `{"absent":["new"],"data":{"a":"1","gone":null,"pw":"********"},"displayname":"D"}`; before != want {
 		t.Errorf("before: got %s, want %s", before, want)
 	}
-	if want := `{"absent":["gone"],"data":{"a":"2","new":["x"],"pw":"********"},"displayname":"E"}`; after != want {
+	if want := `{"data":{"a":"2","new":["x"],"pw":"********","same":"s"},"displayname":"E","is_enabled":true,"keyname":"k"}`; after != want {
 		t.Errorf("after: got %s, want %s", after, want)
 	}
-	// An unchanged secret is not listed; nothing changed is an empty record.
+	// An unchanged secret is not listed; nothing changed is an empty before.
 	next.Data, next.Displayname = old.Data, old.Displayname
-	if b, a := store.RevisionDelta(s, old, next); b != "{}" || a != "{}" {
+	if b, a := store.RevisionDelta(s, old, next); b != "{}" || !strings.HasPrefix(a, `{"data":{"a":"1","gone":null,"pw":"********"`) {
 		t.Errorf("no change: %s %s", b, a)
 	}
 }
 
-// wholeDoc is the whole record of an instance as RevisionStates gives it, as JSON
+// wholeDoc is the whole record of an instance as Revision.States gives it, as JSON
 // (nil: no object).
 func wholeDoc(t *testing.T, db *store.DB, cls, key string) string {
 	t.Helper()
@@ -64,11 +64,13 @@ func docJSON(d *store.RevisionDoc) string {
 	return string(b)
 }
 
-// RevisionStates rebuilds the whole object at every revision of an object, the same
-// as the whole records held: across delta rows, rows of the whole form mixed in
-// (written before delta rows existed), the retention clean-up, and a delete and a
-// create again; an object that left the keyname (renamed) is told, not guessed.
-func TestRevisionStatesRebuild(t *testing.T) {
+// The whole object before and after every revision of an object comes from its row
+// alone, the same as the whole records held: across delta rows, rows of the whole form
+// mixed in (written before delta rows existed), a write without revision rows (a
+// NoRevisions load), a field dropped from the schema and added again (its values go
+// without revisions), the retention clean-up, a delete and a create again, and a
+// rename of the object.
+func TestRevisionStatesSelfContained(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := newTestDB(t)
@@ -78,16 +80,20 @@ func TestRevisionStatesRebuild(t *testing.T) {
 		before, after string // the whole records, as JSON
 	}
 	var steps []step
+	key := "s1"
 	state := "null"
-	change := func(doc string) {
-		t.Helper()
-		mustLoad(t, db, doc, store.LoadOptions{})
+	lastID := func() int64 {
 		var id int64
 		if err := db.Reader().QueryRowContext(ctx, "SELECT max(id) FROM revisions WHERE classname = 'server'").Scan(&id); err != nil {
 			t.Fatal(err)
 		}
-		now := wholeDoc(t, db, "server", "s1")
-		steps = append(steps, step{id, state, now})
+		return id
+	}
+	change := func(doc string) {
+		t.Helper()
+		mustLoad(t, db, doc, store.LoadOptions{})
+		now := wholeDoc(t, db, "server", key)
+		steps = append(steps, step{lastID(), state, now})
 		state = now
 	}
 	check := func(what string, from int) {
@@ -97,9 +103,9 @@ func TestRevisionStatesRebuild(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, a, reason, err := db.RevisionStates(ctx, mustSchema(t, db, "server"), rev)
-			if err != nil || reason != "" {
-				t.Fatalf("%s: revision %d (%s): %q %v", what, st.id, rev.Action, reason, err)
+			b, a, err := rev.States()
+			if err != nil {
+				t.Fatalf("%s: revision %d (%s): %v", what, st.id, rev.Action, err)
 			}
 			if got := docJSON(b) + " → " + docJSON(a); got != st.before+" → "+st.after {
 				t.Errorf("%s: revision %d (%s, delta %v):\n got %s\nwant %s → %s", what, st.id, rev.Action, rev.Delta, got, st.before, st.after)
@@ -114,7 +120,8 @@ func TestRevisionStatesRebuild(t *testing.T) {
 	change(`{classname: server, keyname: s1, displayname: S one, hostname: c, port: 23, tags: [x, y]}`)
 	change(`{classname: server, keyname: s1, displayname: S one, hostname: c, port: 23, tags: []}`)
 	for _, st := range steps[1:] {
-		if rev, _ := db.RevisionByID(ctx, st.id); !rev.Delta || strings.Contains(rev.After, `"keyname"`) {
+		rev, _ := db.RevisionByID(ctx, st.id)
+		if !rev.Delta || strings.Contains(rev.Before, `"keyname"`) || !strings.Contains(rev.After, `"keyname":"s1"`) {
 			t.Fatalf("update revision %d is not a delta row: %+v", st.id, rev)
 		}
 	}
@@ -125,7 +132,18 @@ func TestRevisionStatesRebuild(t *testing.T) {
 	testkit.Exec(t, db, "UPDATE revisions SET delta = 0, before = ?, after = ? WHERE id = ?", mid.before, mid.after, mid.id)
 	check("mixed rows", 0)
 
-	// The clean-up keeps an object's newer revisions: the kept ones still rebuild.
+	// Writes without revision rows: a NoRevisions load, and the field tags dropped from
+	// the schema (its values with it) and added again. The rows say what they said.
+	mustLoad(t, db, `{classname: server, keyname: s1, displayname: S one, hostname: quiet, port: 99, tags: [q]}`, store.LoadOptions{System: true, NoRevisions: true})
+	check("after a write without revisions", 0)
+	mustLoad(t, db, `{classname: _schema, keyname: server, tags: {_action: delete}}`, store.LoadOptions{})
+	check("after a field dropped", 0)
+	mustLoad(t, db, `{classname: _schema, keyname: server, tags: {dataformat: string, cardinal_max: 0}}`, store.LoadOptions{})
+	state = wholeDoc(t, db, "server", key)
+	change(`{classname: server, keyname: s1, displayname: S one, hostname: d, port: 99, tags: [back]}`)
+	check("after the field added again", 0)
+
+	// The clean-up deletes the oldest rows: the kept ones are as they were.
 	testkit.Exec(t, db, "UPDATE revisions SET created_at = '2000-01-01T00:00:00Z' WHERE id <= ?", steps[2].id)
 	if n, _, err := db.PurgeRevisionsBatch(ctx, db.Now().AddDate(0, 0, -1), 0, 1000); err != nil || n == 0 {
 		t.Fatalf("purge: %d %v", n, err)
@@ -135,41 +153,18 @@ func TestRevisionStatesRebuild(t *testing.T) {
 	}
 	check("after the clean-up", 3)
 
-	// Deleted and created again: the delete's whole record is where the older
-	// revisions rebuild from.
+	// Deleted and created again, then renamed: every row still tells its versions.
 	change(`{classname: server, keyname: s1, _action: delete}`)
 	change(`{classname: server, keyname: s1, hostname: z}`)
 	change(`{classname: server, keyname: s1, hostname: zz, port: 80}`)
-	check("deleted and created again", 3)
-
-	// Renamed: the older revisions' object left the keyname, which is said; the
-	// rename's own row (whole) and the later changes under the new keyname rebuild.
 	if _, err := rename(t, db, "server", "s1", "s2"); err != nil {
 		t.Fatal(err)
 	}
-	rev, err := db.RevisionByID(ctx, steps[len(steps)-1].id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, reason, err := db.RevisionStates(ctx, mustSchema(t, db, "server"), rev); err != nil || !strings.Contains(reason, "no longer exists under this keyname") {
-		t.Fatalf("after a rename: %q %v", reason, err)
-	}
-	mustLoad(t, db, `{classname: server, keyname: s2, hostname: renamed, port: 80}`, store.LoadOptions{})
-	var renameID, updID int64
-	if err := db.Reader().QueryRowContext(ctx, "SELECT min(id), max(id) FROM revisions WHERE classname = 'server' AND keyname = 's2'").Scan(&renameID, &updID); err != nil {
-		t.Fatal(err)
-	}
-	upd, _ := db.RevisionByID(ctx, updID)
-	b, a, reason, err := db.RevisionStates(ctx, mustSchema(t, db, "server"), upd)
-	if err != nil || reason != "" || *b.Keyname != "s2" || b.Data["hostname"] != "zz" || a.Data["hostname"] != "renamed" || len(a.Data) != 2 {
-		t.Fatalf("after the rename: %+v %+v %q %v", b, a, reason, err)
-	}
-	// Another object created under the old keyname: the old object's revisions are
-	// not rebuilt from it.
+	key = "s2"
+	state = wholeDoc(t, db, "server", key)
+	change(`{classname: server, keyname: s2, hostname: renamed, port: 80}`)
 	mustLoad(t, db, `{classname: server, keyname: s1, hostname: other}`, store.LoadOptions{})
-	if _, _, reason, err := db.RevisionStates(ctx, mustSchema(t, db, "server"), rev); err != nil || !strings.Contains(reason, "another object") {
-		t.Fatalf("another object under the keyname: %q %v", reason, err)
-	}
+	check("deleted, created again and renamed", 3)
 }
 
 func mustSchema(t *testing.T, db *store.DB, cls string) *model.Schema {
@@ -181,8 +176,8 @@ func mustSchema(t *testing.T, db *store.DB, cls string) *model.Schema {
 	return s
 }
 
-// deltaOracle is one side of a delta row as encoding/json writes it from maps: the
-// documented form, built the plain way.
+// deltaOracle is the before of a delta row as encoding/json writes it from maps: the
+// documented form, built the plain way (other: the new object).
 func deltaOracle(s *model.Schema, side, other *store.Instance) string {
 	doc := map[string]any{}
 	data := map[string]any{}
@@ -224,8 +219,26 @@ func deltaOracle(s *model.Schema, side, other *store.Instance) string {
 	return string(b)
 }
 
+// wholeOracle is the whole record of in as encoding/json writes it from maps, secrets
+// masked: a row of the whole form.
+func wholeOracle(s *model.Schema, in *store.Instance) string {
+	data := map[string]any{}
+	for k, v := range in.Data {
+		if f := s.Field(k); f != nil && f.Dataformat == "secret" {
+			v = "********"
+		}
+		data[k] = v
+	}
+	b, err := json.Marshal(map[string]any{"keyname": in.Keyname, "displayname": in.Displayname, "is_enabled": in.IsEnabled, "data": data})
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
 // The delta rows built into reused buffers are the bytes encoding/json writes for
-// the documented form, over random updates: values of every kind (text needing
+// the documented form (the before) and for the whole object (the after), over random
+// updates: values of every kind (text needing
 // escapes, invalid UTF-8, numbers, lists, maps, null), keys set, removed and kept,
 // secrets; a row built later leaves the earlier rows' strings as they were.
 func TestRevisionDeltaMatchesEncodingJSON(t *testing.T) {
@@ -233,6 +246,8 @@ func TestRevisionDeltaMatchesEncodingJSON(t *testing.T) {
 	s := &model.Schema{Keyname: "x"}
 	s.AddField(&model.Field{Keyname: "a", Dataformat: "string"})
 	s.AddField(&model.Field{Keyname: "pw", Dataformat: "secret"})
+	plain := &model.Schema{Keyname: "y"}
+	plain.AddField(&model.Field{Keyname: "a", Dataformat: "string"})
 	r := rand.New(rand.NewPCG(26, 1))
 	values := []any{nil, "", "x", "y", "<a&b>", "é\u2028", "bad\xffutf8", "bad\xfeutf8", int64(-3), int64(7),
 		1.5, 1e21, true, false, []any{}, []any{"x", int64(1)}, map[string]any{"k": "v"}}
@@ -257,9 +272,15 @@ func TestRevisionDeltaMatchesEncodingJSON(t *testing.T) {
 			next.Data = model.CloneMap(old.Data) // mostly unchanged
 			next.Data[keys[r.IntN(len(keys))]] = values[r.IntN(len(values))]
 		}
-		b, a := w.Delta(s, old, next)
-		rows = append(rows, row{b, a, deltaOracle(s, old, next), deltaOracle(s, next, old)})
-		if pb, pa := store.RevisionDelta(s, old, next); pb != b || pa != a {
+		// Half the rows of a schema without secrets, given the new data encoded (as a
+		// write gives it).
+		sch, enc := s, ""
+		if r.IntN(2) == 0 {
+			sch, enc = plain, model.MustJSON(next.Data)
+		}
+		b, a := w.Delta(sch, old, next, enc)
+		rows = append(rows, row{b, a, deltaOracle(sch, old, next), wholeOracle(sch, next)})
+		if pb, pa := store.RevisionDelta(sch, old, next); pb != b || pa != a {
 			t.Fatalf("RevisionDelta and a reused RevisionDeltas differ: %s %s / %s %s", pb, pa, b, a)
 		}
 	}
@@ -267,64 +288,5 @@ func TestRevisionDeltaMatchesEncodingJSON(t *testing.T) {
 		if x.before != x.wantB || x.after != x.wantA {
 			t.Fatalf("row %d:\n got %s → %s\nwant %s → %s", i, x.before, x.after, x.wantB, x.wantA)
 		}
-	}
-}
-
-// The rebuild of the object at a delta row undoes at most the bound's newer revisions
-// of the object: with exactly that many it rebuilds; with one more it says why it
-// cannot, rather than reading an unbounded history. A newer row of the whole form ends
-// the walk before the bound.
-func TestRevisionStatesRebuildBound(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := newTestDB(t)
-	store.SetMaxRebuildRevisions(db, 3)
-	mustLoad(t, db, serverSchema, store.LoadOptions{})
-	var ids []int64
-	for port := 1; port <= 6; port++ {
-		mustLoad(t, db, fmt.Sprintf(`{classname: server, keyname: s1, hostname: a, port: %d}`, port), store.LoadOptions{})
-		var id int64
-		if err := db.Reader().QueryRowContext(ctx, "SELECT max(id) FROM revisions WHERE classname = 'server'").Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	sch := mustSchema(t, db, "server")
-	states := func(i int) (*store.RevisionDoc, *store.RevisionDoc, string) {
-		t.Helper()
-		rev, err := db.RevisionByID(ctx, ids[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rev.Delta {
-			t.Fatalf("revision %d is not a delta row", ids[i])
-		}
-		b, a, reason, err := db.RevisionStates(ctx, sch, rev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b, a, reason
-	}
-	// ids[2] has 3 newer revisions (the bound): rebuilt whole.
-	b, a, reason := states(2)
-	if reason != "" || b.Data["port"] != json.Number("2") || a.Data["port"] != json.Number("3") || a.Data["hostname"] != "a" {
-		t.Fatalf("at the bound: %+v %+v %q", b, a, reason)
-	}
-	// ids[1] has 4: refused, with the reason.
-	if b, a, reason := states(1); b != nil || a != nil || !strings.Contains(reason, "changed more than 3 times since this revision") {
-		t.Fatalf("past the bound: %+v %+v %q", b, a, reason)
-	}
-	// Deleted: the delete's whole record is 3 rows after ids[3] and 5 after ids[1],
-	// which would still undo more than the bound; ids[3] rebuilds from the delete.
-	mustLoad(t, db, `{classname: server, keyname: s1, _action: delete}`, store.LoadOptions{})
-	if _, _, reason := states(1); !strings.Contains(reason, "more than 3") {
-		t.Fatalf("past the bound before a delete: %q", reason)
-	}
-	if b, a, reason := states(3); reason != "" || b.Data["port"] != json.Number("3") || a.Data["port"] != json.Number("4") {
-		t.Fatalf("before a delete: %+v %+v %q", b, a, reason)
-	}
-	// ids[2]: the bound's delta rows, then the delete, read in the same bounded query.
-	if b, a, reason := states(2); reason != "" || b.Data["port"] != json.Number("2") || a.Data["port"] != json.Number("3") {
-		t.Fatalf("the bound's rows before a delete: %+v %+v %q", b, a, reason)
 	}
 }

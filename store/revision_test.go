@@ -97,11 +97,12 @@ func TestRevisionsOnePerChange(t *testing.T) {
 		if got, want := before.Data["hostname"].(string)+">"+after.Data["hostname"].(string), "a>b"; got != want {
 			t.Fatalf("update hostname: got %s, want %s", got, want)
 		}
-		// A delta row: only the changed field, the keyname and the rest unchanged.
-		if got, want := revs[1].Before+" "+revs[1].After, `{"data":{"hostname":"a"}} {"data":{"hostname":"b"}}`; got != want {
+		// A delta row: the before only the changed field's old value, the after the
+		// whole object.
+		if got, want := revs[1].Before+" "+revs[1].After, `{"data":{"hostname":"a"}} {"data":{"hostname":"b"},"displayname":"","is_enabled":true,"keyname":"r1"}`; got != want {
 			t.Fatalf("update records: got %s, want %s", got, want)
 		}
-		if got, want := revs[2].Before+" "+revs[2].After, `{"is_enabled":true} {"is_enabled":false}`; got != want {
+		if got, want := revs[2].Before+" "+revs[2].After, `{"is_enabled":true} {"data":{"hostname":"b"},"displayname":"","is_enabled":false,"keyname":"r1"}`; got != want {
 			t.Fatalf("disable records: got %s, want %s", got, want)
 		}
 		var first struct {

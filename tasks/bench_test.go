@@ -110,8 +110,9 @@ func benchSizes() []int {
 // run, batches of the product's default 1000) and its floors, which do the same SQL
 // on the same bytes without the product's bookkeeping ("floor": read the 8 columns
 // on the read pool, decode the data as the store does, apply the same compiled rules,
-// encode as the store does, the same UPDATE, the same revision row (the delta of the
-// changed fields, built by store.RevisionDeltas as a write transaction builds them, by the store's statement), and the same checkpoint UPDATE per batch, in one write
+// encode as the store does, the same UPDATE, the same revision row (the
+// delta row: the changed fields' old values and the whole new object, built by
+// store.RevisionDeltas as a write transaction builds them, by the store's statement), and the same checkpoint UPDATE per batch, in one write
 // transaction; "floor-dry": read in a read transaction, decode and apply the rules, then
 // the same checkpoint UPDATE in a write transaction of its own, as a dry run records
 // its progress). On the PostgreSQL pass each iteration's database is made by CREATE
@@ -357,10 +358,10 @@ func floorBatch(ctx context.Context, r store.Reader, m *store.Migration, sch *mo
 		if !revisions {
 			continue
 		}
-		// The product's delta row: the changed fields' old and new values.
+		// The product's delta row: the changed fields' old values, the whole new object.
 		old := &store.Instance{Keyname: it.key, Displayname: it.display, IsEnabled: it.enabled, Data: it.data}
 		now := &store.Instance{Keyname: it.key, Displayname: it.display, IsEnabled: it.enabled, Data: next}
-		before, after := deltas.Delta(sch, old, now)
+		before, after := deltas.Delta(sch, old, now, data)
 		if err := m.Exec(ctx, store.RevisionDeltaInsertSQL, it.cls, it.key, "update", before, after, "task:floor", stamp); err != nil {
 			return 0, err
 		}

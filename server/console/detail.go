@@ -180,9 +180,10 @@ func (c *Console) referencedBy(ctx context.Context, auth *model.Auth, cls, key s
 	return out, nil
 }
 
-// changes lists the keys that differ between a revision's two records (a delta row's
-// records hold only the changed parts, and list the data keys a side does not hold
-// under "absent": such a key shows as empty, as a key missing from a whole record).
+// changes lists the keys that differ between a revision's two records. A delta row's
+// before holds only the changed parts (the data keys the old object did not hold listed
+// under "absent": such a key shows as empty, as a key missing from a whole record), its
+// after the whole object: its changes are the keys its before names.
 func changes(rv store.Revision) []change {
 	flat := func(s string) map[string]string {
 		out := map[string]string{}
@@ -192,6 +193,13 @@ func changes(rv store.Revision) []change {
 		}
 		for k, v := range m {
 			if rv.Delta && k == "absent" {
+				if list, ok := v.([]any); ok {
+					for _, dk := range list {
+						if name, ok := dk.(string); ok {
+							out[name] = ""
+						}
+					}
+				}
 				continue
 			}
 			if k == "data" {
@@ -211,8 +219,10 @@ func changes(rv store.Revision) []change {
 	for k := range b {
 		keys[k] = true
 	}
-	for k := range a {
-		keys[k] = true
+	if !rv.Delta {
+		for k := range a {
+			keys[k] = true
+		}
 	}
 	var out []change
 	for k := range keys {

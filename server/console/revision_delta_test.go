@@ -2,19 +2,22 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
 
 	"dataservice/internal/testkit"
+	"dataservice/store"
 )
 
-// Update revisions record only what changed; the diff page still shows every field
-// (the unchanged ones rebuilt from the newer history), and both restore buttons put
-// back the whole version: with rows of the whole form mixed in (as an older release
-// wrote them), after a rename (the history goes on under the new keyname), and after
-// the retention clean-up deleted older rows. The history on the instance's page lists
-// the changed fields only, as before.
+// An update's revision row records the old values of what changed and the whole new
+// object; the diff page shows every field (the unchanged ones from the whole after),
+// and both restore buttons put back the whole version from that row alone: with rows
+// of the whole form mixed in (as an older release wrote them), after a rename (the
+// history goes on under the new keyname), after the retention clean-up deleted older
+// rows, and after writes without revision rows. The history on the instance's page
+// lists the changed fields only, as before.
 func TestRevisionRestoreFromDeltaRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -67,16 +70,21 @@ func TestRevisionRestoreFromDeltaRows(t *testing.T) {
 	if err != nil || in.Data["units"] != int64(47) || in.Displayname != "Two" || len(in.Data["tags"].([]any)) != 1 {
 		t.Fatalf("restored before: %+v %v", in, err)
 	}
-	// "Restore this version" of the same update, now two changes back.
+	// "Restore this version" of the same update, now two changes back and after a
+	// write without revision rows.
 	e.loadAs("user:writer", `[{classname: rack, keyname: r2b, displayname: Three, units: 40}]`)
+	testkit.MustLoad(t, e.db, `[{classname: rack, keyname: r2b, displayname: Four, units: 41, tags: [x, y]}]`, store.LoadOptions{System: true, NoRevisions: true})
 	p = w.post(revURL(later), url.Values{"csrf": {tok}, "version": {"after"}})
 	if p.status != http.StatusSeeOther {
 		t.Fatalf("restore after: %d\n%s", p.status, p.body)
 	}
 	in, err = e.db.Instance(ctx, "rack", "r2b")
-	if err != nil || in.Data["units"] != int64(46) || in.Displayname != "Two" || in.Data["tags"] == nil {
+	if err != nil || in.Data["units"] != int64(46) || in.Displayname != "Two" || fmt.Sprint(in.Data["tags"]) != "[warm]" {
 		t.Fatalf("restored after: %+v %v", in, err)
 	}
+	// After all of it, the tags update (its object renamed away, the rows before it
+	// purged) still shows its whole versions, from its own row.
+	want(t, w.get(revURL(tags)), 200, "<del>cold, spare</del>", "<ins>warm</ins>", "47")
 	// The rename's own row is whole: its before is the object under the old keyname.
 	rename := e.queryInt("SELECT min(id) FROM revisions WHERE classname = 'rack' AND keyname = 'r2b'")
 	want(t, w.get(revURL(rename)), 200, "<del>r2</del>", "<ins>r2b</ins>")

@@ -72,11 +72,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req) {
 			d.ObjectURL = link(sch.Keyname, rev.Keyname)
 		}
 	}
-	st, err := c.revisionStates(ctx, rev, sch)
-	if err != nil {
-		c.fail(w, r, q, err)
-		return
-	}
+	st := statesOf(rev)
 	d.Rows = revisionRows(rev, sch, st)
 	status := http.StatusOK
 	if r.Method == http.MethodPost {
@@ -137,49 +133,28 @@ type revisionStates struct {
 	reason        string
 }
 
-// revisionStates reads the object before and after rev: the row's own records, or
-// rebuilt from the newer revisions for a delta row (store.DB.RevisionStates).
-func (c *Console) revisionStates(ctx context.Context, rev store.Revision, sch *model.Schema) (revisionStates, error) {
+// statesOf reads the object before and after rev from the row alone (a delta row's
+// before is its whole after with the changed parts set back: store.Revision.States).
+// An unreadable record shows as empty, and is refused as a version to restore.
+func statesOf(rev store.Revision) revisionStates {
 	if rev.Classname == "_schema" || rev.Classname == "_permission" {
-		return revisionStates{}, nil
+		return revisionStates{}
 	}
-	b, a, reason, err := c.db.RevisionStates(ctx, sch, rev)
-	if err != nil && !rev.Delta {
-		// An unreadable record of the whole form shows as empty, and is refused as a
-		// version to restore.
-		return revisionStates{reason: "the revision's record is unreadable."}, nil
+	b, a, err := rev.States()
+	if err != nil {
+		return revisionStates{reason: "the revision's record is unreadable."}
 	}
-	return revisionStates{before: b, after: a, reason: reason}, err
+	return revisionStates{before: b, after: a}
 }
 
 // revisionRows is the diff of rev, old → new per field (sch: the class's schema, nil
-// when it is gone; st: the object before and after). A delta row whose object cannot
-// be rebuilt shows the parts it changed, which are what it records.
+// when it is gone; st: the object before and after). A delta row's changed data keys
+// are the ones its before names.
 func revisionRows(rev store.Revision, sch *model.Schema, st revisionStates) []diffRow {
 	if rev.Classname == "_schema" || rev.Classname == "_permission" {
 		return docRows(rev.Before, rev.After)
 	}
-	if !rev.Delta {
-		return diffRows(sch, st.before, st.after, nil)
-	}
-	before, errB := store.ParseRevisionDoc(rev.Before)
-	after, errA := store.ParseRevisionDoc(rev.After)
-	if errB != nil || errA != nil || before == nil || after == nil {
-		return nil
-	}
-	changed := map[string]bool{}
-	for _, d := range []*store.RevisionDoc{before, after} {
-		for k := range d.Data {
-			changed[k] = true
-		}
-		for _, k := range d.Absent {
-			changed[k] = true
-		}
-	}
-	if st.reason == "" {
-		return diffRows(sch, st.before, st.after, changed)
-	}
-	return diffRows(sch, before, after, changed)
+	return diffRows(sch, st.before, st.after, rev.ChangedKeys())
 }
 
 // diffRows lists keyname, display name, enabled and every field of either record, old

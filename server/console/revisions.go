@@ -124,7 +124,7 @@ func (c *Console) revisions(w http.ResponseWriter, r *http.Request, q *req) {
 			}
 			schemas[rv.Classname] = sch
 		}
-		for _, dr := range revisionRows(rv, sch, listStates(rv)) {
+		for _, dr := range revisionRows(rv, sch, statesOf(rv)) {
 			if dr.Changed {
 				row.Changes = append(row.Changes, dr)
 			}
@@ -140,23 +140,6 @@ func (c *Console) revisions(w http.ResponseWriter, r *http.Request, q *req) {
 		d.ScannedTo = next
 	}
 	c.render(w, r, q, http.StatusOK, "revisions", "Revisions", d)
-}
-
-// listStates are the records a list row's changes come from: the row's own (a delta
-// row's changed parts are its changes; nothing is rebuilt for a list).
-func listStates(rv store.Revision) revisionStates {
-	if rv.Delta {
-		return revisionStates{reason: "not rebuilt for a list"}
-	}
-	b, errB := store.ParseRevisionDoc(rv.Before)
-	a, errA := store.ParseRevisionDoc(rv.After)
-	if errB != nil {
-		b = nil
-	}
-	if errA != nil {
-		a = nil
-	}
-	return revisionStates{before: b, after: a}
 }
 
 func revisionURL(id int64) string {
