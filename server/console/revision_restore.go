@@ -161,9 +161,8 @@ func revisionRows(rev store.Revision, sch *model.Schema, st revisionStates) []di
 // → new; fields in the schema's order (when it still exists), then the others by
 // name. Secrets are never shown: a revision records them masked, so a secret row says
 // only whether it was set, removed or changed, where the records tell. changed, for a
-// delta row, is the set of data keys it changed (records of the whole form: nil); a
-// delta row's own records list only the parts it changed (keyname, display name and
-// enabled only when they changed).
+// delta row, is the set of data keys its before names (records of the whole form: nil):
+// a secret there changed, one not there did not.
 func diffRows(sch *model.Schema, before, after *store.RevisionDoc, changed map[string]bool) []diffRow {
 	var rows []diffRow
 	str := func(d *store.RevisionDoc, f func(*store.RevisionDoc) (string, bool)) (string, bool) {
@@ -188,7 +187,7 @@ func diffRows(sch *model.Schema, before, after *store.RevisionDoc, changed map[s
 		o, oHas := str(before, p.f)
 		n, nHas := str(after, p.f)
 		if !oHas && !nHas && (before != nil || after != nil) {
-			continue // a delta row's records name only what changed
+			continue // a record without the part (an unreadable one)
 		}
 		rows = append(rows, diffRow{Field: p.name, Old: o, New: n, Changed: o != n})
 	}
