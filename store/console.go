@@ -20,11 +20,14 @@ type Revision struct {
 	After     string
 	Author    string
 	CreatedAt string
+	// Delta: Before and After hold only the parts the change changed (an instance
+	// update); else each is the whole object, or "" for none (revision_delta.go).
+	Delta bool
 }
 
 // Revisions returns the newest limit revisions of an object, newest first.
 func (db *DB) Revisions(ctx context.Context, cls, key string, limit int) ([]Revision, error) {
-	rows, err := prepared{db}.queryContext(ctx, `SELECT id, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
+	rows, err := prepared{db}.queryContext(ctx, `SELECT id, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at, delta
 		FROM revisions WHERE classname = ? AND keyname = ? ORDER BY id DESC LIMIT ?`, cls, key, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read revisions of %s %s: %w", cls, key, err)
@@ -33,7 +36,7 @@ func (db *DB) Revisions(ctx context.Context, cls, key string, limit int) ([]Revi
 	var out []Revision
 	for rows.Next() {
 		var r Revision
-		if err := rows.Scan(&r.ID, &r.Action, &r.Before, &r.After, &r.Author, &r.CreatedAt); err != nil {
+		if err := rows.Scan(&r.ID, &r.Action, &r.Before, &r.After, &r.Author, &r.CreatedAt, &r.Delta); err != nil {
 			return nil, fmt.Errorf("read revisions of %s %s: %w", cls, key, err)
 		}
 		r.Classname, r.Keyname = cls, key

@@ -462,6 +462,9 @@ type txState struct {
 	// events are the event rules the transaction records by and what it recorded
 	// (event_record.go).
 	events txEvents
+	// deltas builds the delta revision rows of the transaction's updates, its buffers
+	// reused from one row to the next.
+	deltas RevisionDeltas
 }
 
 // Begin starts a write transaction (BEGIN IMMEDIATE) whose revisions name "system".

@@ -180,7 +180,7 @@ func (tx *Tx) writeChange(ctx context.Context, s *model.Schema, action model.Act
 	} else if old != nil {
 		key = old.Keyname
 	}
-	rev, err := tx.revisionRow(ctx, s.Keyname, key, action, before, after, len(watchers) > 0)
+	rev, err := tx.revisionRow(ctx, s.Keyname, key, action, before, after, deltaChange(action, old, next), len(watchers) > 0)
 	if err != nil || len(watchers) == 0 {
 		return err
 	}

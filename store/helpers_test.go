@@ -134,9 +134,10 @@ func layoutsAfter(v int) []string {
 		16: append([]string{"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
 			"DROP TRIGGER instances_search_update", "ALTER TABLE instances_search_dirty DROP COLUMN listed_at"}, layout10Triggers...),
 		17: {"DROP TRIGGER instances_search_update", layout16Update},
+		18: {"ALTER TABLE revisions DROP COLUMN delta"},
 	}
 	var stmts []string
-	for step := 17; step > v; step-- { // the last layout step
+	for step := 18; step > v; step-- { // the last layout step
 		stmts = append(stmts, drops[step]...)
 	}
 	return append(stmts, fmt.Sprintf("PRAGMA user_version = %d", v))

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -258,20 +257,22 @@ func instanceDoc(s *model.Schema, in *Instance, dataJSON string) string {
 	if in == nil {
 		return ""
 	}
+	return string(appendInstanceDoc(make([]byte, 0, len(dataJSON)+len(in.Keyname)+len(in.Displayname)+64), s, in, dataJSON))
+}
+
+// appendInstanceDoc appends instanceDoc's bytes to buf.
+func appendInstanceDoc(buf []byte, s *model.Schema, in *Instance, dataJSON string) []byte {
 	if dataJSON != "" && !s.HasSecrets() {
 		// The same bytes json.Marshal would write for the map below (keys sorted).
-		var b strings.Builder
-		b.Grow(len(dataJSON) + len(in.Keyname) + len(in.Displayname) + 64)
-		b.WriteString(`{"data":`)
-		b.WriteString(dataJSON)
-		b.WriteString(`,"displayname":`)
-		b.WriteString(jsonString(in.Displayname))
-		b.WriteString(`,"is_enabled":`)
-		b.WriteString(strconv.FormatBool(in.IsEnabled))
-		b.WriteString(`,"keyname":`)
-		b.WriteString(jsonString(in.Keyname))
-		b.WriteString("}")
-		return b.String()
+		buf = append(buf, `{"data":`...)
+		buf = append(buf, dataJSON...)
+		buf = append(buf, `,"displayname":`...)
+		buf = model.AppendJSONString(buf, in.Displayname)
+		buf = append(buf, `,"is_enabled":`...)
+		buf = strconv.AppendBool(buf, in.IsEnabled)
+		buf = append(buf, `,"keyname":`...)
+		buf = model.AppendJSONString(buf, in.Keyname)
+		return append(buf, '}')
 	}
 	data := model.CloneMap(in.Data)
 	for k := range data {
@@ -279,31 +280,35 @@ func instanceDoc(s *model.Schema, in *Instance, dataJSON string) string {
 			data[k] = "********"
 		}
 	}
-	return model.MustJSON(map[string]any{"keyname": in.Keyname, "displayname": in.Displayname,
-		"is_enabled": in.IsEnabled, "data": data})
+	return append(buf, model.MustJSON(map[string]any{"keyname": in.Keyname, "displayname": in.Displayname,
+		"is_enabled": in.IsEnabled, "data": data})...)
 }
 
 // revision writes one revisions row unless the transaction suppresses them.
 func (tx *Tx) revision(ctx context.Context, cls, key string, action model.Action, before, after string) error {
-	_, err := tx.revisionRow(ctx, cls, key, action, before, after, false)
+	_, err := tx.revisionRow(ctx, cls, key, action, before, after, false, false)
 	return err
 }
 
 // revisionRow is revision returning, when wantID, the row's id (nil when the
-// transaction writes no revision rows).
-func (tx *Tx) revisionRow(ctx context.Context, cls, key string, action model.Action, before, after string, wantID bool) (*int64, error) {
+// transaction writes no revision rows). delta: before and after hold only the changed
+// parts (revision_delta.go); such rows name the column, the others leave it to its
+// default, so a row of the whole form is written by the statement it always was.
+func (tx *Tx) revisionRow(ctx context.Context, cls, key string, action model.Action, before, after string, delta, wantID bool) (*int64, error) {
 	author := tx.rev.Author
 	if author == "" {
 		author = "system"
 	}
 	if tx.rev.Observe != nil {
-		tx.rev.Observe(Revision{Classname: cls, Keyname: key, Action: string(action), Before: before, After: after, Author: author})
+		tx.rev.Observe(Revision{Classname: cls, Keyname: key, Action: string(action), Before: before, After: after, Author: author, Delta: delta})
 	}
 	if tx.rev.Off {
 		return nil, nil
 	}
-	const q = `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
-		VALUES(?, ?, ?, ?, ?, ?, ?)`
+	q := RevisionInsertSQL
+	if delta {
+		q = RevisionDeltaInsertSQL
+	}
 	args := []any{cls, key, string(action), nullable(before), nullable(after), author, tx.db.now()}
 	if wantID {
 		id, _, err := tx.db.dia.insertID(ctx, counted{tx}, q, args...)
@@ -477,11 +482,13 @@ func (tx *Tx) write(ctx context.Context, s *model.Schema, old, in *Instance, act
 	} else if old.Keyname != in.Keyname {
 		tx.forget()
 	}
-	before := ""
+	var before, after string
 	if old != nil {
-		before = instanceDoc(s, old, old.raw)
+		before, after = tx.deltas.Delta(s, old, in, data)
+	} else {
+		after = instanceDoc(s, in, data)
 	}
-	if err := tx.writeChange(ctx, s, action, old, in, before, instanceDoc(s, in, data)); err != nil {
+	if err := tx.writeChange(ctx, s, action, old, in, before, after); err != nil {
 		return false, nil, err
 	}
 	if _, warnings, err = tx.collectIPs(ctx, s, in); err != nil {
@@ -508,6 +515,5 @@ func (tx *Tx) deleteInstance(ctx context.Context, s *model.Schema, in *Instance)
 
 // jsonString is s as a JSON string, escaped as encoding/json escapes it.
 func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	return string(model.AppendJSONString(make([]byte, 0, len(s)+2), s))
 }

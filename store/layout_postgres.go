@@ -274,6 +274,11 @@ CREATE TRIGGER instances_update AFTER UPDATE OF classname, keyname ON instances
 	eventsLayout,
 	// 7: SQLite's step 15, the indexes of the events claim (layout_events.go).
 	eventsClaimLayout,
+	// 8: SQLite's step 18, which form a revision row holds (0: whole, 1: only the
+	// changed parts; revision_delta.go). A constant default rewrites no row.
+	`
+ALTER TABLE revisions ADD COLUMN delta INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // postgresNextInstanceID is the id a new instance takes: above every id ever given

@@ -337,6 +337,13 @@ CREATE TRIGGER instances_search_update AFTER UPDATE OF id, keyname, displayname,
 		WHERE OLD.id IS NOT NEW.id ON CONFLICT(id) DO NOTHING;
 END;
 `,
+	// 18: revision rows of instance updates record only what changed (revision_delta.go):
+	// delta says which form a row holds (0: the whole object before and after, as every
+	// row written before this step; 1: only the changed parts). Adding a column with a
+	// constant default rewrites no row.
+	`
+ALTER TABLE revisions ADD COLUMN delta INTEGER NOT NULL DEFAULT 0;
+`,
 }
 
 // sqliteNowMillis is the current time in Unix milliseconds, in SQL.

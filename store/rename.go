@@ -372,7 +372,8 @@ func (tx *Tx) rewriteInstance(ctx context.Context, sch *model.Schema, in *Instan
 	if tx.rev.Off { // skip building the revision documents (migrations rewrite many)
 		return n, nil
 	}
-	if err := tx.writeChange(ctx, sch, model.ActionUpdate, in, &next, instanceDoc(sch, in, ""), instanceDoc(sch, &next, "")); err != nil {
+	before, after := tx.deltas.Delta(sch, in, &next, "")
+	if err := tx.writeChange(ctx, sch, model.ActionUpdate, in, &next, before, after); err != nil {
 		return 0, err
 	}
 	return n, nil

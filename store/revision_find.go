@@ -59,7 +59,7 @@ func (db *DB) FindRevisions(ctx context.Context, f RevisionFilter, limit, scan i
 	add("action = ?", f.Action)
 	add("created_at >= ?", f.Since)
 	add("created_at < ?", f.Until)
-	q := `SELECT id, classname, keyname, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
+	q := `SELECT id, classname, keyname, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at, delta
 		FROM revisions WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id DESC LIMIT ?`
 	// windowed: the filters are not all served by an index. Each query then reads the
 	// ids [low, cursor) only, a window of revisionWindow ids, and one call reads at
@@ -91,7 +91,7 @@ func (db *DB) FindRevisions(ctx context.Context, f RevisionFilter, limit, scan i
 		n := 0
 		for rows.Next() {
 			var r Revision
-			if err := rows.Scan(&r.ID, &r.Classname, &r.Keyname, &r.Action, &r.Before, &r.After, &r.Author, &r.CreatedAt); err != nil {
+			if err := rows.Scan(&r.ID, &r.Classname, &r.Keyname, &r.Action, &r.Before, &r.After, &r.Author, &r.CreatedAt, &r.Delta); err != nil {
 				rows.Close()
 				return nil, 0, fmt.Errorf("read revisions: %w", err)
 			}
@@ -136,8 +136,8 @@ const (
 // RevisionByID returns one revision.
 func (db *DB) RevisionByID(ctx context.Context, id int64) (Revision, error) {
 	r := Revision{ID: id}
-	err := db.reader().queryRowContext(ctx, `SELECT classname, keyname, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at
-		FROM revisions WHERE id = ?`, id).Scan(&r.Classname, &r.Keyname, &r.Action, &r.Before, &r.After, &r.Author, &r.CreatedAt)
+	err := db.reader().queryRowContext(ctx, `SELECT classname, keyname, action, COALESCE(before, ''), COALESCE(after, ''), author, created_at, delta
+		FROM revisions WHERE id = ?`, id).Scan(&r.Classname, &r.Keyname, &r.Action, &r.Before, &r.After, &r.Author, &r.CreatedAt, &r.Delta)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Revision{}, model.Errorf(model.ENotFound, "revision %d not found", id)
 	}

@@ -79,7 +79,7 @@ func TestRevisionsOnePerChange(t *testing.T) {
 			t.Fatalf("%s created_at: got %q, want %q", r.Action, got, want)
 		}
 	}
-	t.Run("create has no before and update has both states", func(t *testing.T) {
+	t.Run("create has no before and update records what it changed", func(t *testing.T) {
 		if got, want := revs[0].Before, "<null>"; got != want {
 			t.Fatalf("create before: got %s, want %s", got, want)
 		}
@@ -97,8 +97,19 @@ func TestRevisionsOnePerChange(t *testing.T) {
 		if got, want := before.Data["hostname"].(string)+">"+after.Data["hostname"].(string), "a>b"; got != want {
 			t.Fatalf("update hostname: got %s, want %s", got, want)
 		}
-		if got, want := after.Keyname, "r1"; got != want {
-			t.Fatalf("after keyname: got %q, want %q", got, want)
+		// A delta row: the before only the changed field's old value, the after the
+		// whole object.
+		if got, want := revs[1].Before+" "+revs[1].After, `{"data":{"hostname":"a"}} {"data":{"hostname":"b"},"displayname":"","is_enabled":true,"keyname":"r1"}`; got != want {
+			t.Fatalf("update records: got %s, want %s", got, want)
+		}
+		if got, want := revs[2].Before+" "+revs[2].After, `{"is_enabled":true} {"data":{"hostname":"b"},"displayname":"","is_enabled":false,"keyname":"r1"}`; got != want {
+			t.Fatalf("disable records: got %s, want %s", got, want)
+		}
+		var first struct {
+			Keyname string `json:"keyname"`
+		}
+		if err := json.Unmarshal([]byte(revs[0].After), &first); err != nil || first.Keyname != "r1" {
+			t.Fatalf("create after %q: the whole object, keyname r1 (%v)", revs[0].After, err)
 		}
 	})
 	t.Run("delete has no after", func(t *testing.T) {

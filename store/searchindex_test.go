@@ -306,8 +306,9 @@ func TestSearchIndexBuiltForExistingFiles(t *testing.T) {
 		"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
 		"DROP TRIGGER instances_search_update", "DROP TABLE instances_search_dirty", "DROP TABLE instances_search",
 		"DROP TABLE nodes", "DROP TABLE node_salt", // layout 11
-		"DROP TABLE throttle", // layout 12
-		"DROP TABLE events",   // layout 14
+		"DROP TABLE throttle",                     // layout 12
+		"DROP TABLE events",                       // layout 14
+		"ALTER TABLE revisions DROP COLUMN delta", // layout 18
 		"INSERT INTO instances(id, classname, keyname, data, created_at, updated_at) VALUES(100000, 'note', 'gamma', '{\"text\":\"more needles\"}', '', '')",
 		"PRAGMA user_version = 9",
 	} {

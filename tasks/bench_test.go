@@ -2,11 +2,9 @@ package tasks_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -112,8 +110,9 @@ func benchSizes() []int {
 // run, batches of the product's default 1000) and its floors, which do the same SQL
 // on the same bytes without the product's bookkeeping ("floor": read the 8 columns
 // on the read pool, decode the data as the store does, apply the same compiled rules,
-// encode as the store does, the same UPDATE, the same full revision row with before
-// and after documents, and the same checkpoint UPDATE per batch, in one write
+// encode as the store does, the same UPDATE, the same revision row (the
+// delta row: the changed fields' old values and the whole new object, built by
+// store.RevisionDeltas as a write transaction builds them, by the store's statement), and the same checkpoint UPDATE per batch, in one write
 // transaction; "floor-dry": read in a read transaction, decode and apply the rules, then
 // the same checkpoint UPDATE in a write transaction of its own, as a dry run records
 // its progress). On the PostgreSQL pass each iteration's database is made by CREATE
@@ -123,7 +122,8 @@ func benchSizes() []int {
 // Two more floors have no search index at all (its triggers, or PostgreSQL's index,
 // dropped): "floor-physical" reads, decodes, applies the rules, encodes and updates,
 // with the checkpoint but no revision row; "floor-revision" adds the revision row.
-// After a real run (timer stopped) the search index's catch-up indexes the rows the
+// revision-B/row is the bytes of before and after of the revision rows a run writes,
+// per instance (timer stopped). After a real run (timer stopped) the search index's catch-up indexes the rows the
 // run listed (SQLite): catch-up-rows/s is its rate, catch-up-s the time it took.
 func BenchmarkPipeline(b *testing.B) {
 	const batch = 1000
@@ -134,6 +134,7 @@ func BenchmarkPipeline(b *testing.B) {
 				b.ResetTimer()
 				var peak float64
 				var caught int64
+				var revBytes int64 // bytes of the revision rows' before and after the runs wrote
 				var catchUp time.Duration
 				var cpu time.Duration // process CPU time (user + system) in the timed regions
 				var c0 time.Duration
@@ -202,6 +203,9 @@ func BenchmarkPipeline(b *testing.B) {
 					}
 					stop()
 					peak = max(peak, testkit.PeakRSS())
+					if mode == "real" || mode == "floor" || mode == "floor-revision" {
+						revBytes += revisionBytes(b, db, n)
+					}
 					db.Close()
 					if !testkit.Postgres() {
 						os.Remove(path) // PostgreSQL: the kit drops the database when the benchmark ends
@@ -210,6 +214,9 @@ func BenchmarkPipeline(b *testing.B) {
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "instances/s")
 				b.ReportMetric(peak, "peak-RSS-MB")
 				b.ReportMetric(float64(n)*float64(b.N)/cpu.Seconds(), "instances/cpu-s")
+				if revBytes > 0 {
+					b.ReportMetric(float64(revBytes)/float64(n*b.N), "revision-B/row")
+				}
 				if caught > 0 {
 					b.ReportMetric(float64(caught)/catchUp.Seconds(), "catch-up-rows/s")
 					b.ReportMetric(catchUp.Seconds()/float64(b.N), "catch-up-s")
@@ -220,21 +227,17 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 }
 
-// floorDoc is the revision document of an instance, as the store writes it.
-func floorDoc(key, display string, enabled bool, data string) string {
-	var sb strings.Builder
-	sb.WriteString(`{"data":`)
-	sb.WriteString(data)
-	d, _ := json.Marshal(display)
-	sb.WriteString(`,"displayname":`)
-	sb.Write(d)
-	sb.WriteString(`,"is_enabled":`)
-	sb.WriteString(strconv.FormatBool(enabled))
-	k, _ := json.Marshal(key)
-	sb.WriteString(`,"keyname":`)
-	sb.Write(k)
-	sb.WriteString("}")
-	return sb.String()
+// revisionBytes is the size of the before and after documents of the n newest
+// revision rows (the run's): what a run adds to the history, besides each row's fixed
+// columns.
+func revisionBytes(b *testing.B, db *store.DB, n int) int64 {
+	var sum int64
+	err := db.Reader().QueryRowContext(context.Background(), `SELECT coalesce(sum(octet_length(coalesce(before, ''))
+		+ octet_length(coalesce(after, ''))), 0) FROM (SELECT before, after FROM revisions ORDER BY id DESC LIMIT ?) run`, n).Scan(&sum)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sum
 }
 
 // floorPass is the floor of a pipeline run (see BenchmarkPipeline); it returns the
@@ -257,6 +260,11 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write, 
 		return []any{fmt.Sprintf(`{"schema":0,"after":%d}`, after), fmt.Sprintf(`{"scanned":%d,"updated":%d}`, changed, changed),
 			changed, stamp}
 	}
+	sch, err := db.Schema(ctx, "item")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var deltas store.RevisionDeltas // as a write transaction builds its delta rows
 	checkpoint := func(tx *store.Tx) error {
 		var flag int
 		return tasks.QueueTable.QueryRow(ctx, tx, checkpointSQL, checkpointArgs()...).Scan(&flag)
@@ -267,7 +275,7 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write, 
 		if write {
 			err = testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
 				var err error
-				if n, err = floorBatch(ctx, db.Reader(), m, p, batch, now, stamp, &after, revisions); err != nil {
+				if n, err = floorBatch(ctx, db.Reader(), m, sch, &deltas, p, batch, now, stamp, &after, revisions); err != nil {
 					return err
 				}
 				changed += n
@@ -276,7 +284,7 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write, 
 		} else {
 			err = db.WithRead(ctx, func(r store.Reader) error {
 				var err error
-				n, err = floorBatch(ctx, r, nil, p, batch, now, stamp, &after, false)
+				n, err = floorBatch(ctx, r, nil, sch, nil, p, batch, now, stamp, &after, false)
 				return err
 			})
 			if err == nil {
@@ -295,7 +303,7 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write, 
 // floorBatch reads up to batch instances after *after, applies the rules and, with
 // m, stores each result (with its revision when revisions is set); it returns how
 // many it processed.
-func floorBatch(ctx context.Context, r store.Reader, m *store.Migration, p *rules.Pipeline, batch int, now time.Time, stamp string, after *int64, revisions bool) (int, error) {
+func floorBatch(ctx context.Context, r store.Reader, m *store.Migration, sch *model.Schema, deltas *store.RevisionDeltas, p *rules.Pipeline, batch int, now time.Time, stamp string, after *int64, revisions bool) (int, error) {
 	write := m != nil
 	rows, err := r.QueryContext(ctx, `SELECT id, classname, keyname, displayname, is_enabled, data, created_at,
 		updated_at FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?`, "item", *after, batch)
@@ -326,8 +334,6 @@ func floorBatch(ctx context.Context, r store.Reader, m *store.Migration, p *rule
 		return 0, err
 	}
 	const update = "UPDATE instances SET displayname = ?, is_enabled = ?, data = ?, updated_at = ? WHERE id = ?"
-	const revision = `INSERT INTO revisions(classname, keyname, action, before, after, author, created_at)
-			VALUES(?, ?, ?, ?, ?, ?, ?)`
 	for _, it := range items {
 		e := make(rules.Entry, len(it.data)+4)
 		e["classname"], e["keyname"], e["displayname"], e["is_enabled"] = it.cls, it.key, it.display, it.enabled
@@ -344,15 +350,19 @@ func floorBatch(ctx context.Context, r store.Reader, m *store.Migration, p *rule
 		for _, k := range []string{"classname", "keyname", "displayname", "is_enabled"} {
 			delete(e, k)
 		}
-		data := model.EncodeData(map[string]any(e))
+		next := map[string]any(e)
+		data := model.EncodeData(next)
 		if err := m.Exec(ctx, update, it.display, it.enabled, data, stamp, it.id); err != nil {
 			return 0, err
 		}
 		if !revisions {
 			continue
 		}
-		if err := m.Exec(ctx, revision, it.cls, it.key, "update", floorDoc(it.key, it.display, it.enabled, it.raw),
-			floorDoc(it.key, it.display, it.enabled, data), "task:floor", stamp); err != nil {
+		// The product's delta row: the changed fields' old values, the whole new object.
+		old := &store.Instance{Keyname: it.key, Displayname: it.display, IsEnabled: it.enabled, Data: it.data}
+		now := &store.Instance{Keyname: it.key, Displayname: it.display, IsEnabled: it.enabled, Data: next}
+		before, after := deltas.Delta(sch, old, now, data)
+		if err := m.Exec(ctx, store.RevisionDeltaInsertSQL, it.cls, it.key, "update", before, after, "task:floor", stamp); err != nil {
 			return 0, err
 		}
 	}

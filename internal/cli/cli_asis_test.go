@@ -431,16 +431,18 @@ func TestLoadPipelineRefusesADisabledPipelineAsTheAPIDoes(t *testing.T) {
 // claims. The later steps' objects go too: a database claiming an older layout but
 // holding later objects is refused as foreign (see restore_schema_test.go). SQLite:
 // layout 9, before the search index of layout 10, the nodes tables of 11 and the
-// throttle of 12 and the events outbox of 14 and 15. PostgreSQL: layout 1, before the
-// nodes tables of 2, the throttle of 3 and the events outbox of 6 and 7.
+// throttle of 12, the events outbox of 14 and 15 and the revisions' delta column of 18.
+// PostgreSQL: layout 1, before the nodes tables of 2, the throttle of 3, the events
+// outbox of 6 and 7 and the delta column of 8.
 func layoutPending() (stmts []string, version int) {
 	if testkit.Postgres() {
 		return []string{"DROP TABLE events", "DROP TABLE throttle", "DROP TABLE nodes", "DROP TABLE node_salt",
-			"UPDATE layout_version SET version = 1"}, 1
+			"ALTER TABLE revisions DROP COLUMN delta", "UPDATE layout_version SET version = 1"}, 1
 	}
 	return []string{"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
 		"DROP TRIGGER instances_search_update", "DROP TABLE instances_search_dirty", "DROP TABLE instances_search",
-		"DROP TABLE nodes", "DROP TABLE node_salt", "DROP TABLE throttle", "DROP TABLE events", "PRAGMA user_version = 9"}, 9
+		"DROP TABLE nodes", "DROP TABLE node_salt", "DROP TABLE throttle", "DROP TABLE events",
+		"ALTER TABLE revisions DROP COLUMN delta", "PRAGMA user_version = 9"}, 9
 }
 
 // migrate --status reports and writes nothing: an empty file stays empty, and a

@@ -131,7 +131,7 @@ func (c *Console) detail(w http.ResponseWriter, r *http.Request, q *req, sch *mo
 		return
 	}
 	for _, rv := range revs {
-		d.Revisions = append(d.Revisions, revisionRow{Revision: rv, Changes: changes(rv.Before, rv.After)})
+		d.Revisions = append(d.Revisions, revisionRow{Revision: rv, Changes: changes(rv)})
 	}
 	if d.IsUser {
 		all, origins, err := c.db.PermissionOrigins(ctx, in.Keyname)
@@ -180,8 +180,11 @@ func (c *Console) referencedBy(ctx context.Context, auth *model.Auth, cls, key s
 	return out, nil
 }
 
-// changes lists the keys that differ between two revision documents.
-func changes(before, after string) []change {
+// changes lists the keys that differ between a revision's two records. A delta row's
+// before holds only the changed parts (the data keys the old object did not hold listed
+// under "absent": such a key shows as empty, as a key missing from a whole record), its
+// after the whole object: its changes are the keys its before names.
+func changes(rv store.Revision) []change {
 	flat := func(s string) map[string]string {
 		out := map[string]string{}
 		var m map[string]any
@@ -189,6 +192,16 @@ func changes(before, after string) []change {
 			return out
 		}
 		for k, v := range m {
+			if rv.Delta && k == "absent" {
+				if list, ok := v.([]any); ok {
+					for _, dk := range list {
+						if name, ok := dk.(string); ok {
+							out[name] = ""
+						}
+					}
+				}
+				continue
+			}
 			if k == "data" {
 				if dm, ok := v.(map[string]any); ok {
 					for dk, dv := range dm {
@@ -201,13 +214,15 @@ func changes(before, after string) []change {
 		}
 		return out
 	}
-	b, a := flat(before), flat(after)
+	b, a := flat(rv.Before), flat(rv.After)
 	keys := map[string]bool{}
 	for k := range b {
 		keys[k] = true
 	}
-	for k := range a {
-		keys[k] = true
+	if !rv.Delta {
+		for k := range a {
+			keys[k] = true
+		}
 	}
 	var out []change
 	for k := range keys {

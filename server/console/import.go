@@ -86,7 +86,7 @@ func (cr *changeRecorder) add(rv store.Revision) {
 		cr.more++
 		return
 	}
-	oc := objectChange{Classname: rv.Classname, Keyname: rv.Keyname, Action: rv.Action, Fields: changes(rv.Before, rv.After)}
+	oc := objectChange{Classname: rv.Classname, Keyname: rv.Keyname, Action: rv.Action, Fields: changes(rv)}
 	if rv.Action != string(model.ActionDelete) && rv.Classname != "_schema" && rv.Classname != "_permission" {
 		oc.Link = link(rv.Classname, rv.Keyname)
 	}

@@ -39,30 +39,6 @@ type revisionDiffData struct {
 	Error     string
 }
 
-// revisionDoc is a revision's record of an object.
-type revisionDoc struct {
-	Keyname     string         `json:"keyname"`
-	Displayname string         `json:"displayname"`
-	IsEnabled   bool           `json:"is_enabled"`
-	Data        map[string]any `json:"data"`
-}
-
-func parseRevisionDoc(s string) (*revisionDoc, error) {
-	if s == "" {
-		return nil, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-	dec.UseNumber()
-	var d revisionDoc
-	if err := dec.Decode(&d); err != nil {
-		return nil, err
-	}
-	if d.Data == nil {
-		d.Data = map[string]any{}
-	}
-	return &d, nil
-}
-
 // revisionDiff: GET /data/private/revision/<id>/ shows the revision old → new per field
 // and the versions that may be restored; POST restores one (form field version).
 func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req) {
@@ -96,7 +72,8 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req) {
 			d.ObjectURL = link(sch.Keyname, rev.Keyname)
 		}
 	}
-	d.Rows = revisionRows(rev, sch)
+	st := statesOf(rev)
+	d.Rows = revisionRows(rev, sch, st)
 	status := http.StatusOK
 	if r.Method == http.MethodPost {
 		version := r.PostFormValue("version")
@@ -104,7 +81,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req) {
 			c.forbidden(w, r, q, model.WritePermission(sch, model.ActionUpdate))
 			return
 		}
-		plan, refused, err := c.restorePlan(ctx, rev, sch, version)
+		plan, refused, err := c.restorePlan(ctx, rev, sch, st, version)
 		if err != nil {
 			c.fail(w, r, q, err)
 			return
@@ -138,7 +115,7 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req) {
 			if v.doc == "" {
 				continue
 			}
-			_, refused, err := c.restorePlan(ctx, rev, sch, v.version)
+			_, refused, err := c.restorePlan(ctx, rev, sch, st, v.version)
 			if err != nil {
 				c.fail(w, r, q, err)
 				return
@@ -149,50 +126,78 @@ func (c *Console) revisionDiff(w http.ResponseWriter, r *http.Request, q *req) {
 	c.render(w, r, q, status, "revision_diff", fmt.Sprintf("Revision %d", rev.ID), d)
 }
 
+// revisionStates are the whole object before and after a revision (nil: no object),
+// or why they cannot be told (reason); schema and permission revisions have none.
+type revisionStates struct {
+	before, after *store.RevisionDoc
+	reason        string
+}
+
+// statesOf reads the object before and after rev from the row alone (a delta row's
+// before is its whole after with the changed parts set back: store.Revision.States).
+// An unreadable record shows as empty, and is refused as a version to restore.
+func statesOf(rev store.Revision) revisionStates {
+	if rev.Classname == "_schema" || rev.Classname == "_permission" {
+		return revisionStates{}
+	}
+	b, a, err := rev.States()
+	if err != nil {
+		return revisionStates{reason: "the revision's record is unreadable."}
+	}
+	return revisionStates{before: b, after: a}
+}
+
 // revisionRows is the diff of rev, old → new per field (sch: the class's schema, nil
-// when it is gone). An unreadable record shows as empty.
-func revisionRows(rev store.Revision, sch *model.Schema) []diffRow {
+// when it is gone; st: the object before and after). A delta row's changed data keys
+// are the ones its before names.
+func revisionRows(rev store.Revision, sch *model.Schema, st revisionStates) []diffRow {
 	if rev.Classname == "_schema" || rev.Classname == "_permission" {
 		return docRows(rev.Before, rev.After)
 	}
-	before, errB := parseRevisionDoc(rev.Before)
-	after, errA := parseRevisionDoc(rev.After)
-	if errB != nil {
-		before = nil
-	}
-	if errA != nil {
-		after = nil
-	}
-	return diffRows(sch, before, after)
+	return diffRows(sch, st.before, st.after, rev.ChangedKeys())
 }
 
 // diffRows lists keyname, display name, enabled and every field of either record, old
 // → new; fields in the schema's order (when it still exists), then the others by
 // name. Secrets are never shown: a revision records them masked, so a secret row says
-// only whether it was set, removed or changed, where the records tell.
-func diffRows(sch *model.Schema, before, after *revisionDoc) []diffRow {
+// only whether it was set, removed or changed, where the records tell. changed, for a
+// delta row, is the set of data keys its before names (records of the whole form: nil):
+// a secret there changed, one not there did not.
+func diffRows(sch *model.Schema, before, after *store.RevisionDoc, changed map[string]bool) []diffRow {
 	var rows []diffRow
-	get := func(d *revisionDoc, f func(*revisionDoc) string) string {
+	str := func(d *store.RevisionDoc, f func(*store.RevisionDoc) (string, bool)) (string, bool) {
 		if d == nil {
-			return ""
+			return "", false
 		}
 		return f(d)
 	}
 	for _, p := range []struct {
 		name string
-		f    func(*revisionDoc) string
+		f    func(*store.RevisionDoc) (string, bool)
 	}{
-		{"keyname", func(d *revisionDoc) string { return d.Keyname }},
-		{"displayname", func(d *revisionDoc) string { return d.Displayname }},
-		{"is_enabled", func(d *revisionDoc) string { return fmt.Sprint(d.IsEnabled) }},
+		{"keyname", func(d *store.RevisionDoc) (string, bool) { return deref(d.Keyname), d.Keyname != nil }},
+		{"displayname", func(d *store.RevisionDoc) (string, bool) { return deref(d.Displayname), d.Displayname != nil }},
+		{"is_enabled", func(d *store.RevisionDoc) (string, bool) {
+			if d.IsEnabled == nil {
+				return "", false
+			}
+			return fmt.Sprint(*d.IsEnabled), true
+		}},
 	} {
-		o, n := get(before, p.f), get(after, p.f)
+		o, oHas := str(before, p.f)
+		n, nHas := str(after, p.f)
+		if !oHas && !nHas && (before != nil || after != nil) {
+			continue // a record without the part (an unreadable one)
+		}
 		rows = append(rows, diffRow{Field: p.name, Old: o, New: n, Changed: o != n})
 	}
 	keys := map[string]bool{}
-	for _, d := range []*revisionDoc{before, after} {
+	for _, d := range []*store.RevisionDoc{before, after} {
 		if d != nil {
 			for k := range d.Data {
+				keys[k] = true
+			}
+			for _, k := range d.Absent {
 				keys[k] = true
 			}
 		}
@@ -212,9 +217,9 @@ func diffRows(sch *model.Schema, before, after *revisionDoc) []diffRow {
 	}
 	sort.Strings(rest)
 	order = append(order, rest...)
-	// An update whose records are equal changed what they do not record: a secret.
-	sameRecords := before != nil && after != nil && equalDocs(before, after)
-	val := func(d *revisionDoc, k string) (any, bool) {
+	// An update whose whole records are equal changed what they do not record: a secret.
+	sameRecords := changed == nil && before != nil && after != nil && equalDocs(before, after)
+	val := func(d *store.RevisionDoc, k string) (any, bool) {
 		if d == nil {
 			return nil, false
 		}
@@ -237,8 +242,10 @@ func diffRows(sch *model.Schema, before, after *revisionDoc) []diffRow {
 		}
 		row := diffRow{Field: k, Secret: true}
 		switch {
-		case oHas && nHas && sameRecords:
+		case oHas && nHas && changed != nil && changed[k], oHas && nHas && sameRecords:
 			row.Old, row.New, row.Changed = "(secret)", "changed (not shown)", true
+		case oHas && nHas && changed != nil:
+			row.Old, row.New = "(secret)", "(secret, unchanged)"
 		case oHas && nHas:
 			row.Old, row.New = "(secret)", "(secret; changes are not recorded)"
 		case oHas:
@@ -251,6 +258,13 @@ func diffRows(sch *model.Schema, before, after *revisionDoc) []diffRow {
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // docRows is the diff of schema and permission revisions: every top-level key of
@@ -292,7 +306,7 @@ func docRows(before, after string) []diffRow {
 	return rows
 }
 
-func equalDocs(a, b *revisionDoc) bool {
+func equalDocs(a, b *store.RevisionDoc) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
@@ -307,13 +321,14 @@ type restore struct {
 // says why it cannot (refused): the object must still be the one the revision
 // describes, and every field of the version must still exist. The keyname stays (a
 // rename is undone by renaming); secrets keep their current value (history holds none).
-func (c *Console) restorePlan(ctx context.Context, rev store.Revision, sch *model.Schema, version string) (*restore, string, error) {
+func (c *Console) restorePlan(ctx context.Context, rev store.Revision, sch *model.Schema, st revisionStates, version string) (*restore, string, error) {
 	var raw string
+	var doc *store.RevisionDoc
 	switch version {
 	case "before":
-		raw = rev.Before
+		raw, doc = rev.Before, st.before
 	case "after":
-		raw = rev.After
+		raw, doc = rev.After, st.after
 	default:
 		return nil, "choose the version to restore (before or after this change).", nil
 	}
@@ -344,12 +359,14 @@ func (c *Console) restorePlan(ctx context.Context, rev store.Revision, sch *mode
 			string(model.ActionRename): "replaced by another instance renamed to this keyname"}[since]
 		return nil, fmt.Sprintf("%s %s was %s since this revision: the instance under this keyname now is another object.", rev.Classname, rev.Keyname, what), nil
 	}
-	doc, err := parseRevisionDoc(raw)
-	if err != nil {
-		return nil, "", fmt.Errorf("revision %d: unreadable record: %w", rev.ID, err)
+	if st.reason != "" {
+		return nil, st.reason, nil
 	}
-	next := &store.Instance{ID: cur.ID, Classname: cur.Classname, Keyname: cur.Keyname, Displayname: doc.Displayname,
-		IsEnabled: doc.IsEnabled, CreatedAt: cur.CreatedAt, UpdatedAt: cur.UpdatedAt, Data: map[string]any{}}
+	if doc == nil {
+		return nil, "", fmt.Errorf("revision %d: unreadable record", rev.ID)
+	}
+	next := &store.Instance{ID: cur.ID, Classname: cur.Classname, Keyname: cur.Keyname, Displayname: deref(doc.Displayname),
+		IsEnabled: doc.IsEnabled != nil && *doc.IsEnabled, CreatedAt: cur.CreatedAt, UpdatedAt: cur.UpdatedAt, Data: map[string]any{}}
 	keys := make([]string, 0, len(doc.Data))
 	for k := range doc.Data {
 		keys = append(keys, k)

@@ -124,7 +124,7 @@ func (c *Console) revisions(w http.ResponseWriter, r *http.Request, q *req) {
 			}
 			schemas[rv.Classname] = sch
 		}
-		for _, dr := range revisionRows(rv, sch) {
+		for _, dr := range revisionRows(rv, sch, statesOf(rv)) {
 			if dr.Changed {
 				row.Changes = append(row.Changes, dr)
 			}

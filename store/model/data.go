@@ -79,6 +79,14 @@ func MustJSON(v any) string {
 	return string(b)
 }
 
+// AppendJSON appends v encoded as MustJSON encodes a value of a data map (the bytes
+// of json.Marshal), for a caller that builds a document from parts into a buffer it
+// reuses; the error is json.Marshal's, for a value JSON cannot hold.
+func AppendJSON(buf []byte, v any) ([]byte, error) { return appendJSON(buf, v) }
+
+// AppendJSONString appends s as a JSON string, escaped as json.Marshal escapes it.
+func AppendJSONString(buf []byte, s string) []byte { return appendJSONString(buf, s) }
+
 // appendJSONMap appends m as encoding/json writes it: keys sorted, values by appendJSON.
 func appendJSONMap(buf []byte, m map[string]any) ([]byte, error) {
 	keys := make([]string, 0, len(m))
@@ -151,11 +159,13 @@ func SameJSON(a, b map[string]any) bool {
 }
 
 // SameJSONValue reports whether a and b encode alike (appendJSON). Two different
-// strings encode alike only when invalid UTF-8 in them becomes the same \ufffd.
+// strings encode alike only when invalid UTF-8 in both becomes the same \ufffd: a
+// valid string's encoding holds no \ufffd escape, and differs from every other
+// string's.
 func SameJSONValue(a, b any) bool {
 	switch x := a.(type) {
 	case string:
-		if y, ok := b.(string); ok && (x == y || utf8.ValidString(x) && utf8.ValidString(y)) {
+		if y, ok := b.(string); ok && (x == y || utf8.ValidString(x) || utf8.ValidString(y)) {
 			return x == y
 		}
 	case int64:

@@ -74,7 +74,7 @@ func TestMustJSONMapMatchesEncodingJSON(t *testing.T) {
 // their encodings are, including values of different types that encode alike and
 // strings whose invalid UTF-8 becomes the same \ufffd.
 func TestSameJSONMatchesEncodings(t *testing.T) {
-	vals := []any{nil, true, false, int64(1), int(1), 1.0, int64(2), "", "a", "\xff", "\xfe", "\ufffd", []any{"a"},
+	vals := []any{nil, true, false, int64(1), int(1), 1.0, int64(2), "", "a", "\xff", "\xfe", "\ufffd", `\ufffd`, "a\xff", "a\ufffd", []any{"a"},
 		[]any{"a", int64(1)}, []any{}, map[string]any{"x": "a"}, map[string]any{"x": "\xfe"}}
 	keys := []string{"a", "b", "\xff", "\xfe", "\ufffd"}
 	rng := rand.New(rand.NewPCG(16, 7))

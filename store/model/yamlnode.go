@@ -124,17 +124,28 @@ func appendJSON(buf []byte, v any) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonSafe marks the bytes appendJSONString copies as they are: ASCII but control
+// characters, quote, backslash and the HTML-sensitive < > &. A table: every byte of
+// every value written passes this test.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendJSONString appends s quoted as encoding/json quotes it (HTML-safe escapes,
 // invalid UTF-8 as U+FFFD, U+2028 and U+2029 escaped).
 func appendJSONString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
+		c := s[i]
+		if jsonSafe[c] {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
 			buf = append(buf, s[start:i]...)
 			switch c {
 			case '"', '\\':
