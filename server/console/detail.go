@@ -187,8 +187,11 @@ func (c *Console) referencedBy(ctx context.Context, auth *model.Auth, cls, key s
 func changes(rv store.Revision) []change {
 	flat := func(s string) map[string]string {
 		out := map[string]string{}
+		// Numbers as written (json.Number): a float64 would print a million as 1e+06.
 		var m map[string]any
-		if s == "" || json.Unmarshal([]byte(s), &m) != nil {
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.UseNumber()
+		if s == "" || dec.Decode(&m) != nil {
 			return out
 		}
 		for k, v := range m {

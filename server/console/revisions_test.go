@@ -326,3 +326,19 @@ func TestRevisionRestoreKeepsSecrets(t *testing.T) {
 	want(t, r.post("/login", url.Values{"login": {"reader"}, "password": {"********"}}), http.StatusUnauthorized)
 	r.signIn("reader", "reader-pass-3")
 }
+
+// The history on an instance's page shows numbers as they were written: a million is
+// 1000000, not 1e+06, in both the whole and the delta form.
+func TestDetailHistoryNumbersAsWritten(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "")
+	e.load(revisionData + "- {classname: _schema, keyname: meter, reading: {dataformat: int}}\n")
+	e.loadAs("user:writer", `[{classname: meter, keyname: m1, reading: 1000000}]`)
+	e.loadAs("user:writer", `[{classname: meter, keyname: m1, reading: 2500000}]`)
+	w := e.browser()
+	w.signIn("writer", "writer-pass-1")
+	p := w.get("/data/private/meter/m1/")
+	if p.status != 200 || !strings.Contains(p.body, "1000000") || !strings.Contains(p.body, "2500000") || strings.Contains(p.body, "e+06") {
+		t.Fatalf("the history does not show 1000000 → 2500000 as written (%d):\n%s", p.status, p.body)
+	}
+}
