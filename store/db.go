@@ -104,10 +104,13 @@ type DB struct {
 	keys *secretKeys
 	// searchWake wakes the search index's catch-up after a commit (searchcatchup.go);
 	// searchIndexed counts the rows it indexed; searchScanning is set while searches
-	// read every row because the index lags too far (logged once per episode).
+	// read every row because the index lags too far (logged once per episode);
+	// searchEmptyAt is the last moment (Unix nanoseconds) this process knew the list
+	// of rows to index to be empty, or when it opened the database (SearchLag).
 	searchWake     chan struct{}
 	searchIndexed  atomic.Int64
 	searchScanning atomic.Bool
+	searchEmptyAt  atomic.Int64
 	// searchLimit replaces SearchBacklogLimit when above zero (tests reach it with
 	// few rows).
 	searchLimit int64
@@ -280,6 +283,7 @@ func openDB(ctx context.Context, path string, opts Options) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	db := &DB{path: abs, addr: abs, w: w, dia: dia, log: opts.Logger, Now: time.Now, inUse: inUse, turn: turn,
 		onEvents: opts.OnEvents, searchWake: make(chan struct{}, 1)}
+	db.searchEmptyAt.Store(time.Now().UnixNano())
 	fail := func(err error) (*DB, error) {
 		w.Close()
 		turn.close()

@@ -150,8 +150,8 @@ type dialect struct {
 	foldedRead map[string]string
 
 	// Full-text search (search.go, searchindex.go). searchBacklog counts the rows
-	// listed for the index and not indexed yet, up to `?`; searchLag is their number and
-	// the oldest one's listing time (Unix ms); both "" where the engine maintains its
+	// listed for the index and not indexed yet, up to `?`; searchLag is their number; both
+	// "" where the engine maintains its
 	// index in every write. reindexUpTo are the statements indexing the listed rows with
 	// ids up to `?`, the last of them (no argument) flushing the index. searchFrom and
 	// searchWhere replace a scan's FROM and class condition by the index's candidates

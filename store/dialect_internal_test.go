@@ -42,7 +42,7 @@ func TestSQLiteDialectText(t *testing.T) {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
 	}
-	if got, want := len(d.layout), 18; got != want {
+	if got, want := len(d.layout), 19; got != want {
 		t.Errorf("SQLite layout has %d steps, want %d (the released layout version)", got, want)
 	}
 	dsn := d.dsn("/tmp/a b.db", false)

@@ -62,7 +62,7 @@ var sqliteDialect = &dialect{
 	foldedRead:     map[string]string{},
 
 	searchBacklog:     SearchBacklogCheck,
-	searchLag:         "SELECT count(*), coalesce(min(listed_at), 0) FROM instances_search_dirty",
+	searchLag:         "SELECT count(*) FROM instances_search_dirty",
 	reindexUpTo:       sqliteCatchUp,
 	searchFrom:        "instances_search CROSS JOIN instances i",
 	searchWhere:       "instances_search MATCH ? AND i.id = instances_search.rowid AND i.classname = ?",

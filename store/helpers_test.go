@@ -116,6 +116,23 @@ const layout16Update = `CREATE TRIGGER instances_search_update AFTER UPDATE OF i
 	INSERT INTO instances_search_dirty(id, listed_at) VALUES(NEW.id, CAST(unixepoch('subsec') * 1000 AS INTEGER)) ON CONFLICT(id) DO NOTHING;
 END`
 
+// layout17Triggers are the search index's triggers as layout steps 16 and 17 left them.
+var layout17Triggers = []string{
+	`CREATE TRIGGER instances_search_insert AFTER INSERT ON instances BEGIN
+	INSERT INTO instances_search_dirty(id, listed_at) VALUES(NEW.id, CAST(unixepoch('subsec') * 1000 AS INTEGER)) ON CONFLICT(id) DO NOTHING;
+END`,
+	`CREATE TRIGGER instances_search_delete AFTER DELETE ON instances BEGIN
+	INSERT INTO instances_search_dirty(id, listed_at) VALUES(OLD.id, CAST(unixepoch('subsec') * 1000 AS INTEGER)) ON CONFLICT(id) DO NOTHING;
+END`,
+	`CREATE TRIGGER instances_search_update AFTER UPDATE OF id, keyname, displayname, data ON instances
+	WHEN OLD.id IS NOT NEW.id OR OLD.keyname IS NOT NEW.keyname OR OLD.displayname IS NOT NEW.displayname
+		OR OLD.data IS NOT NEW.data BEGIN
+	INSERT INTO instances_search_dirty(id, listed_at) VALUES(NEW.id, CAST(unixepoch('subsec') * 1000 AS INTEGER)) ON CONFLICT(id) DO NOTHING;
+	INSERT INTO instances_search_dirty(id, listed_at) SELECT OLD.id, CAST(unixepoch('subsec') * 1000 AS INTEGER)
+		WHERE OLD.id IS NOT NEW.id ON CONFLICT(id) DO NOTHING;
+END`,
+}
+
 // layoutsAfter are the statements that set a file made by this program back to its
 // shape at layout version v (3 to 10): they drop what the later layout steps created,
 // and set the version. Data the later steps wrote (rows, not objects) is left.
@@ -135,9 +152,12 @@ func layoutsAfter(v int) []string {
 			"DROP TRIGGER instances_search_update", "ALTER TABLE instances_search_dirty DROP COLUMN listed_at"}, layout10Triggers...),
 		17: {"DROP TRIGGER instances_search_update", layout16Update},
 		18: {"ALTER TABLE revisions DROP COLUMN delta"},
+		19: append([]string{"DROP TRIGGER instances_search_move", "DROP TRIGGER instances_search_insert",
+			"DROP TRIGGER instances_search_delete", "DROP TRIGGER instances_search_update",
+			"ALTER TABLE instances_search_dirty ADD COLUMN listed_at INTEGER NOT NULL DEFAULT 0"}, layout17Triggers...),
 	}
 	var stmts []string
-	for step := 18; step > v; step-- { // the last layout step
+	for step := 19; step > v; step-- { // the last layout step
 		stmts = append(stmts, drops[step]...)
 	}
 	return append(stmts, fmt.Sprintf("PRAGMA user_version = %d", v))

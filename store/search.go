@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"time"
 
 	"dataservice/internal/clip"
 	"dataservice/store/model"
@@ -116,8 +117,12 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 		rq, snapshot = conn{rtx, db.dia}, true
 		var backlog int64
 		if db.dia.searchBacklog != "" {
+			seen := time.Now()
 			if err := rq.queryRowContext(ctx, db.dia.searchBacklog, db.backlogLimit()+1).Scan(&backlog); err != nil {
 				return nil, fmt.Errorf("search %s: %w", cls, err)
+			}
+			if backlog == 0 {
+				db.sawSearchListEmpty(seen)
 			}
 		}
 		if backlog > db.backlogLimit() {

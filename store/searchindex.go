@@ -49,10 +49,12 @@ func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
 	// Read first: an empty list (the idle catch-up's usual case) takes no writer, so
 	// it never makes another process's write wait.
 	var listed int64
+	seen := time.Now()
 	if err := db.reader().queryRowContext(ctx, db.dia.searchBacklog, 1).Scan(&listed); err != nil {
 		return 0, err
 	}
 	if listed == 0 {
+		db.sawSearchListEmpty(seen)
 		return 0, nil
 	}
 	raw, done, err := db.beginWriter(ctx)
@@ -69,6 +71,7 @@ func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
 	index, flush := db.dia.reindexUpTo[:len(db.dia.reindexUpTo)-1], db.dia.reindexUpTo[len(db.dia.reindexUpTo)-1]
 	began := time.Now()
 	chunk := catchUpFirstChunk
+	emptied := false // the batch took every listed row
 	for n < rows && (n == 0 || time.Since(began) < maxBatchTime) {
 		started := time.Now()
 		var last sql.NullInt64
@@ -78,6 +81,7 @@ func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
 			return 0, err
 		}
 		if !last.Valid {
+			emptied = true
 			break
 		}
 		for _, q := range index {
@@ -95,8 +99,13 @@ func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
 	if _, err := tx.execContext(wctx, flush); err != nil {
 		return 0, err
 	}
+	// The writer is held until the commit: a row listed after it is listed after now.
+	seen = time.Now()
 	if err := raw.Commit(); err != nil {
 		return 0, db.NoSpace(err)
+	}
+	if emptied {
+		db.sawSearchListEmpty(seen)
 	}
 	db.committed() // a commit ends a disk-full episode, as a request's write does
 	db.commits.Add(1)
@@ -143,8 +152,13 @@ func (db *DB) CatchUpSearch(ctx context.Context) (int64, error) {
 type SearchLag struct {
 	// Rows is the number of rows listed and not yet indexed.
 	Rows int64
-	// Oldest is when the oldest of them was listed (zero when none is).
-	Oldest time.Time
+	// Since is a moment before which none of them was listed: the last time this
+	// process saw the list empty (its catch-up emptied it, or a search, the catch-up or
+	// SearchLag found it so), or when it opened the database. Zero when none is
+	// listed. The list keeps ids only (a clock read per listed row was about a third
+	// of what listing costs a write), so the age of the oldest listed row is at most
+	// time.Since(Since), not exactly that.
+	Since time.Time
 }
 
 // SearchLag reads how far the search index lags. PostgreSQL's engine maintains its
@@ -154,14 +168,29 @@ func (db *DB) SearchLag(ctx context.Context) (SearchLag, error) {
 	if db.dia.searchLag == "" {
 		return lag, nil
 	}
-	var oldest int64
-	if err := db.reader().queryRowContext(ctx, db.dia.searchLag).Scan(&lag.Rows, &oldest); err != nil {
+	seen := time.Now()
+	if err := db.reader().queryRowContext(ctx, db.dia.searchLag).Scan(&lag.Rows); err != nil {
 		return lag, fmt.Errorf("search index lag: %w", err)
 	}
-	if lag.Rows > 0 {
-		lag.Oldest = time.UnixMilli(oldest)
+	if lag.Rows == 0 {
+		db.sawSearchListEmpty(seen)
+		return lag, nil
 	}
+	lag.Since = time.Unix(0, db.searchEmptyAt.Load())
 	return lag, nil
+}
+
+// sawSearchListEmpty records that the list of rows to index was empty at t (a time
+// taken before the read that found it empty began, or before the commit that emptied
+// it): every row listed later was listed after t. A later moment replaces an earlier.
+func (db *DB) sawSearchListEmpty(t time.Time) {
+	ns := t.UnixNano()
+	for {
+		old := db.searchEmptyAt.Load()
+		if ns <= old || db.searchEmptyAt.CompareAndSwap(old, ns) {
+			return
+		}
+	}
 }
 
 // SearchIndexed is the number of rows this process's catch-up has indexed since it

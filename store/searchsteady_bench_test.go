@@ -128,8 +128,8 @@ loop:
 				b.Fatal(err)
 			}
 			maxRows = max(maxRows, lag.Rows)
-			if !lag.Oldest.IsZero() {
-				maxAge = max(maxAge, time.Since(lag.Oldest))
+			if !lag.Since.IsZero() {
+				maxAge = max(maxAge, time.Since(lag.Since))
 			}
 			if time.Now().After(next) { // a search every 50 ms
 				next = time.Now().Add(50 * time.Millisecond)

@@ -300,8 +300,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		c.log.Warn("metrics: search index lag", "error", err)
 	} else {
 		behind := 0.0
-		if !lag.Oldest.IsZero() {
-			behind = max(time.Since(lag.Oldest).Seconds(), 0)
+		if !lag.Since.IsZero() {
+			behind = max(time.Since(lag.Since).Seconds(), 0)
 		}
 		ch <- prometheus.MustNewConstMetric(descSearchBehindRows, prometheus.GaugeValue, float64(lag.Rows))
 		ch <- prometheus.MustNewConstMetric(descSearchBehindSeconds, prometheus.GaugeValue, behind)

@@ -45,5 +45,5 @@ func DropSearchIndex(tb testing.TB, db *store.DB) {
 		return
 	}
 	ExecAll(tb, db, "DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
-		"DROP TRIGGER instances_search_update")
+		"DROP TRIGGER instances_search_update", "DROP TRIGGER instances_search_move")
 }
