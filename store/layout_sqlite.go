@@ -344,32 +344,47 @@ END;
 	`
 ALTER TABLE revisions ADD COLUMN delta INTEGER NOT NULL DEFAULT 0;
 `,
-	// 19: the list of rows to index holds ids only: reading the clock for listed_at was
-	// about a third of what listing a row costs a write. How long the index has lagged
-	// is kept by the processes that watch the list instead (searchindex.go, SearchLag).
-	// An update lists its old id in a trigger of its own, which only an UPDATE that
-	// names id considers (the store never changes an id): the common update runs one
-	// statement.
+	// 19: the list of rows to index keeps no listing time: reading the clock for
+	// listed_at was about a third of what listing a row costs a write (how long the
+	// index has lagged is kept by the processes that watch the list instead:
+	// searchindex.go, SearchLag). It keeps a copy of a listed row's classname, keyname,
+	// displayname and data instead, which the catch-up stages (searchstage.go) and the
+	// triggers clear (classname NULL: not staged) whenever the row is written again, so
+	// a search checks a staged row in the list itself, without reading the instance.
+	// A write still lists the id alone. An update lists its old id in a trigger of its
+	// own, which only an UPDATE that names id considers (the store never changes an
+	// id): the common update runs one statement.
 	`
 DROP TRIGGER instances_search_insert;
 DROP TRIGGER instances_search_delete;
 DROP TRIGGER instances_search_update;
 ALTER TABLE instances_search_dirty DROP COLUMN listed_at;
+ALTER TABLE instances_search_dirty ADD COLUMN classname TEXT;
+ALTER TABLE instances_search_dirty ADD COLUMN keyname TEXT;
+ALTER TABLE instances_search_dirty ADD COLUMN displayname TEXT;
+ALTER TABLE instances_search_dirty ADD COLUMN data TEXT;
 CREATE TRIGGER instances_search_insert AFTER INSERT ON instances BEGIN
-	INSERT INTO instances_search_dirty(id) VALUES(NEW.id) ON CONFLICT(id) DO NOTHING;
+	` + sqliteListID("NEW.id") + `
 END;
 CREATE TRIGGER instances_search_delete AFTER DELETE ON instances BEGIN
-	INSERT INTO instances_search_dirty(id) VALUES(OLD.id) ON CONFLICT(id) DO NOTHING;
+	` + sqliteListID("OLD.id") + `
 END;
 CREATE TRIGGER instances_search_update AFTER UPDATE OF id, keyname, displayname, data ON instances
 	WHEN OLD.id IS NOT NEW.id OR OLD.keyname IS NOT NEW.keyname OR OLD.displayname IS NOT NEW.displayname
 		OR OLD.data IS NOT NEW.data BEGIN
-	INSERT INTO instances_search_dirty(id) VALUES(NEW.id) ON CONFLICT(id) DO NOTHING;
+	` + sqliteListID("NEW.id") + `
 END;
 CREATE TRIGGER instances_search_move AFTER UPDATE OF id ON instances WHEN OLD.id IS NOT NEW.id BEGIN
-	INSERT INTO instances_search_dirty(id) VALUES(OLD.id) ON CONFLICT(id) DO NOTHING;
+	` + sqliteListID("OLD.id") + `
 END;
 `,
+}
+
+// sqliteListID lists the instance id for the search index (layout 19): a new row, or,
+// when it is listed already, a row no longer staged.
+func sqliteListID(id string) string {
+	return `INSERT INTO instances_search_dirty(id) VALUES(` + id + `) ON CONFLICT(id) DO UPDATE
+		SET classname = NULL, keyname = NULL, displayname = NULL, data = NULL WHERE classname IS NOT NULL;`
 }
 
 // sqliteNowMillis is the current time in Unix milliseconds, in SQL.
