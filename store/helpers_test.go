@@ -154,8 +154,7 @@ func layoutsAfter(v int) []string {
 		18: {"ALTER TABLE revisions DROP COLUMN delta"},
 		19: append([]string{"DROP TRIGGER instances_search_move", "DROP TRIGGER instances_search_insert",
 			"DROP TRIGGER instances_search_delete", "DROP TRIGGER instances_search_update",
-			"ALTER TABLE instances_search_dirty DROP COLUMN classname", "ALTER TABLE instances_search_dirty DROP COLUMN keyname",
-			"ALTER TABLE instances_search_dirty DROP COLUMN displayname", "ALTER TABLE instances_search_dirty DROP COLUMN data",
+			"ALTER TABLE instances_search_dirty DROP COLUMN staged", "DROP TABLE instances_search_staged",
 			"ALTER TABLE instances_search_dirty ADD COLUMN listed_at INTEGER NOT NULL DEFAULT 0"}, layout17Triggers...),
 	}
 	var stmts []string

@@ -347,22 +347,26 @@ ALTER TABLE revisions ADD COLUMN delta INTEGER NOT NULL DEFAULT 0;
 	// 19: the list of rows to index keeps no listing time: reading the clock for
 	// listed_at was about a third of what listing a row costs a write (how long the
 	// index has lagged is kept by the processes that watch the list instead:
-	// searchindex.go, SearchLag). It keeps a copy of a listed row's classname, keyname,
-	// displayname and data instead, which the catch-up stages (searchstage.go) and the
-	// triggers clear (classname NULL: not staged) whenever the row is written again, so
-	// a search checks a staged row in the list itself, without reading the instance.
-	// A write still lists the id alone. An update lists its old id in a trigger of its
-	// own, which only an UPDATE that names id considers (the store never changes an
-	// id): the common update runs one statement.
+	// searchindex.go, SearchLag). A listed row may be staged instead (searchstage.go):
+	// the catch-up copies its classname, keyname, displayname and data into
+	// instances_search_staged and sets staged, and a write of the row clears staged
+	// again, so a search checks a staged row in that small table, without reading the
+	// instance. A write still runs one statement per listed row. An update lists its
+	// old id in a trigger of its own, which only an UPDATE that names id considers (the
+	// store never changes an id).
 	`
 DROP TRIGGER instances_search_insert;
 DROP TRIGGER instances_search_delete;
 DROP TRIGGER instances_search_update;
 ALTER TABLE instances_search_dirty DROP COLUMN listed_at;
-ALTER TABLE instances_search_dirty ADD COLUMN classname TEXT;
-ALTER TABLE instances_search_dirty ADD COLUMN keyname TEXT;
-ALTER TABLE instances_search_dirty ADD COLUMN displayname TEXT;
-ALTER TABLE instances_search_dirty ADD COLUMN data TEXT;
+ALTER TABLE instances_search_dirty ADD COLUMN staged INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE instances_search_staged (
+	id          INTEGER PRIMARY KEY,
+	classname   TEXT NOT NULL,
+	keyname     TEXT NOT NULL,
+	displayname TEXT NOT NULL,
+	data        TEXT NOT NULL
+);
 CREATE TRIGGER instances_search_insert AFTER INSERT ON instances BEGIN
 	` + sqliteListID("NEW.id") + `
 END;
@@ -380,11 +384,11 @@ END;
 `,
 }
 
-// sqliteListID lists the instance id for the search index (layout 19): a new row, or,
-// when it is listed already, a row no longer staged.
+// sqliteListID lists the instance id for the search index (layout 19): a new row of
+// the list, or, when it is listed already, a row no longer staged.
 func sqliteListID(id string) string {
 	return `INSERT INTO instances_search_dirty(id) VALUES(` + id + `) ON CONFLICT(id) DO UPDATE
-		SET classname = NULL, keyname = NULL, displayname = NULL, data = NULL WHERE classname IS NOT NULL;`
+		SET staged = 0 WHERE staged;`
 }
 
 // sqliteNowMillis is the current time in Unix milliseconds, in SQL.

@@ -15,8 +15,8 @@ import (
 const SearchBacklogCheck = `SELECT count(*) FROM (SELECT 1 FROM instances_search_dirty LIMIT ?)`
 
 // sqliteCatchUp are the statements of a catch-up batch (searchindex.go): they index
-// the listed rows with ids up to `?` and take them off the list; the last (no
-// argument) flushes the index.
+// the listed rows with ids up to `?` and take them off the list (and their staged
+// copies, searchstage.go, with them); the last (no argument) flushes the index.
 var sqliteCatchUp = sqliteReindex("d.id <= ?")
 
 // sqliteReindex are the re-indexing statements over the listed rows that satisfy
@@ -32,6 +32,7 @@ func sqliteReindex(cond string) []string {
 		`INSERT OR REPLACE INTO instances_search(rowid, keyname, displayname, data)
 		SELECT i.id, i.keyname, i.displayname, i.data
 		FROM instances_search_dirty d JOIN instances i ON i.id = d.id` + where + ` ORDER BY d.id`,
+		`DELETE FROM instances_search_staged WHERE id IN (SELECT d.id FROM instances_search_dirty d` + where + `)`,
 		`DELETE FROM instances_search_dirty AS d` + where,
 		`INSERT INTO instances_search(instances_search) VALUES('flush')`,
 	}
