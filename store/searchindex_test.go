@@ -304,7 +304,7 @@ func TestSearchIndexBuiltForExistingFiles(t *testing.T) {
 	}
 	for _, q := range []string{
 		"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
-		"DROP TRIGGER instances_search_update", "DROP TRIGGER instances_search_move", // layouts 10 and 19
+		"DROP TRIGGER instances_search_update", "DROP TRIGGER instances_search_move", "DROP TABLE instances_search_staged", // layouts 10 and 19
 		"DROP TABLE instances_search_dirty", "DROP TABLE instances_search",
 		"DROP TABLE nodes", "DROP TABLE node_salt", // layout 11
 		"DROP TABLE throttle",                     // layout 12
