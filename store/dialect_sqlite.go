@@ -69,8 +69,16 @@ var sqliteDialect = &dialect{
 	searchID:          "instances_search.rowid",
 	searchUnlisted:    " AND instances_search.rowid NOT IN (SELECT id FROM instances_search_dirty)",
 	searchListedFrom:  "instances_search_dirty d CROSS JOIN instances i",
-	searchListedWhere: "i.id = d.id AND i.classname = ?",
+	searchListedWhere: "NOT d.staged AND i.id = d.id AND i.classname = ?",
 	searchListedID:    "d.id",
+	stageWaiting:      sqliteStageWaiting,
+	stageListed:       sqliteStage,
+	// The copy is checked first (its filter reads only s), the list's staged flag and
+	// the instance only for the copies that pass.
+	searchStagedFrom:  "instances_search_staged s CROSS JOIN instances_search_dirty d CROSS JOIN instances i",
+	searchStagedWhere: "d.id = s.id AND d.staged AND i.id = s.id AND s.classname = ?",
+	searchStagedCols:  "s.",
+	searchStagedID:    "s.id",
 	searchQuery:       indexQuery,
 
 	layout:                 sqliteLayout,

@@ -148,28 +148,41 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 		}
 		res.Count = n
 	}
-	// filter is what every row must pass beyond its schema (the search, the holds),
-	// with its arguments: the same for the listed rows' part of a search.
-	filter, filterArgs := "", []any(nil)
-	if q.Search != "" {
-		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
-		like := "(" + db.dia.like("i.keyname", "?") + " OR " + db.dia.like("i.displayname", "?")
-		filterArgs = []any{pat, pat}
-		if !s.HasSecrets() {
-			like += " OR " + db.dia.like("i.data", "?")
-			filterArgs = append(filterArgs, pat)
-		}
-		like += ")"
-		filter += " AND " + like
-	}
+	// filterOn is what every row must pass beyond its schema (the search, the holds),
+	// on the columns of prefix p ("i." the instance's, or a staged copy's), with its
+	// arguments: the same for every part of a search.
 	if h := q.Holds; h != nil {
 		if f := s.Field(h.Field); f == nil || f.Dataformat == "secret" || !model.ValidFieldName(h.Field) {
 			return nil, model.Errorf(model.EInvalid, "%s has no field %s to filter by", cls, clip.Quote(h.Field))
 		}
-		// contains is a cheap filter before the exact test on the (scalar or list) value.
-		filter += " AND " + db.dia.contains("i.data", "?") + " AND " + db.dia.jsonHolds("i.data", "?", "?")
+	}
+	var filterArgs []any
+	filterOn := func(p string) string {
+		filter := ""
+		if q.Search != "" {
+			like := "(" + db.dia.like(p+"keyname", "?") + " OR " + db.dia.like(p+"displayname", "?")
+			if !s.HasSecrets() {
+				like += " OR " + db.dia.like(p+"data", "?")
+			}
+			filter += " AND " + like + ")"
+		}
+		if q.Holds != nil {
+			// contains is a cheap filter before the exact test on the (scalar or list) value.
+			filter += " AND " + db.dia.contains(p+"data", "?") + " AND " + db.dia.jsonHolds(p+"data", "?", "?")
+		}
+		return filter
+	}
+	if q.Search != "" {
+		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
+		filterArgs = []any{pat, pat}
+		if !s.HasSecrets() {
+			filterArgs = append(filterArgs, pat)
+		}
+	}
+	if h := q.Holds; h != nil {
 		filterArgs = append(filterArgs, jsonString(h.Value), "$."+h.Field, h.Value)
 	}
+	filter := filterOn("i.")
 	where += filter
 	args = append(args, filterArgs...)
 	filtered := q.Search != "" || q.Holds != nil
@@ -189,19 +202,29 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 	listQ := "SELECT " + instanceColsI + " FROM " + from + " WHERE " + listWhere + " ORDER BY " + order + " LIMIT ? OFFSET ?"
 	countFrom := "SELECT 1 FROM " + from + " WHERE " + where
 	if listed {
-		// The two parts, each in id order: SQLite merges them without sorting when the
-		// compound is ordered by its first column, each part's own id column.
-		listedWhere, listedArgs := db.dia.searchListedWhere+filter, append([]any{cls}, filterArgs...)
-		countFrom += " UNION ALL SELECT 1 FROM " + db.dia.searchListedFrom + " WHERE " + listedWhere
-		args = append(append([]any{}, args...), listedArgs...)
-		if after > 0 {
-			listedWhere += " AND " + db.dia.searchListedID + " > ?"
-			listedArgs = append(listedArgs, after)
-		}
+		// Three parts, each in id order: the index's candidates, the listed rows not
+		// staged (each read from instances) and the staged copies of listed rows
+		// (searchstage.go). SQLite merges them without sorting when the compound is
+		// ordered by its first column, each part's own id column.
 		cols := func(id string) string { return id + " AS id" + strings.TrimPrefix(instanceColsI, "i.id") }
-		compound := "SELECT " + cols(idCol) + " FROM " + from + " WHERE " + listWhere +
-			" UNION ALL SELECT " + cols(db.dia.searchListedID) + " FROM " + db.dia.searchListedFrom + " WHERE " + listedWhere
-		listArgs = append(append([]any{}, listArgs...), listedArgs...)
+		compound := "SELECT " + cols(idCol) + " FROM " + from + " WHERE " + listWhere
+		listArgs = append([]any{}, listArgs...)
+		args = append([]any{}, args...)
+		for _, part := range [][3]string{
+			{db.dia.searchListedFrom, db.dia.searchListedWhere + filter, db.dia.searchListedID},
+			{db.dia.searchStagedFrom, db.dia.searchStagedWhere + filterOn(db.dia.searchStagedCols), db.dia.searchStagedID},
+		} {
+			partFrom, partWhere, partID := part[0], part[1], part[2]
+			partArgs := append([]any{cls}, filterArgs...)
+			countFrom += " UNION ALL SELECT 1 FROM " + partFrom + " WHERE " + partWhere
+			args = append(args, partArgs...)
+			if after > 0 {
+				partWhere += " AND " + partID + " > ?"
+				partArgs = append(partArgs, after)
+			}
+			compound += " UNION ALL SELECT " + cols(partID) + " FROM " + partFrom + " WHERE " + partWhere
+			listArgs = append(listArgs, partArgs...)
+		}
 		if sorted {
 			listQ = "SELECT * FROM (" + compound + ") AS i ORDER BY " + order + " LIMIT ? OFFSET ?"
 		} else {

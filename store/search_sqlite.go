@@ -38,6 +38,26 @@ func sqliteReindex(cond string) []string {
 	}
 }
 
+// sqliteStageWaiting reads how many rows are listed, counted up to `?`, and how many
+// of those are not staged (searchstage.go).
+const sqliteStageWaiting = `SELECT count(*), coalesce(sum(NOT staged), 0)
+	FROM (SELECT staged FROM instances_search_dirty LIMIT ?)`
+
+// sqliteStage stages the `?` newest listed rows that are not staged: their old copies
+// go, the rows that still exist are copied, and the list marks them all staged (a
+// deleted row is staged with no copy). The three statements select the same rows:
+// nothing else writes between them.
+var sqliteStage = []string{
+	`DELETE FROM instances_search_staged WHERE id IN (` + sqliteStageRows + `)`,
+	`INSERT INTO instances_search_staged(id, classname, keyname, displayname, data)
+	SELECT i.id, i.classname, i.keyname, i.displayname, i.data FROM (` + sqliteStageRows + `) AS d
+	JOIN instances i ON i.id = d.id`,
+	`UPDATE instances_search_dirty SET staged = 1 WHERE id IN (` + sqliteStageRows + `)`,
+}
+
+// sqliteStageRows are the `?` newest listed rows not staged.
+const sqliteStageRows = `SELECT id FROM instances_search_dirty WHERE NOT staged ORDER BY id DESC LIMIT ?`
+
 // maxTrigrams bounds the trigrams a search asks the index for: a long search is
 // narrowed by its first ones (the LIKE check sees the whole search).
 const maxTrigrams = 32

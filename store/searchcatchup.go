@@ -28,7 +28,7 @@ func (db *DB) wakeCatchUp() {
 	}
 }
 
-// RunSearchCatchUp indexes listed rows until ctx ends: a batch per transaction
+// RunSearchCatchUp stages and indexes listed rows until ctx ends: a batch per transaction
 // (catchUpBatchRows), each through the turnstile like any write, with a pause between
 // batches so other writers go first; when the list is empty it waits for a commit of
 // this process or catchUpIdle. An error is logged and retried after a pause: the index
@@ -55,7 +55,13 @@ func (db *DB) RunSearchCatchUp(ctx context.Context, log *slog.Logger) {
 	}
 	failing := false
 	for ctx.Err() == nil {
-		n, err := db.indexBatch(ctx, catchUpBatchRows)
+		// Stage the newest listed rows (searchstage.go), then index the oldest.
+		n, err := db.stageBatch(ctx, catchUpBatchRows, catchUpBatchRows)
+		if err == nil {
+			var indexed int
+			indexed, err = db.indexBatch(ctx, catchUpBatchRows)
+			n += indexed
+		}
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return

@@ -11,7 +11,8 @@ import (
 // CheckSearchIndex fails the test unless, in one snapshot of the file at path, its
 // search index holds exactly what an index rebuilt from the instances holds (the same
 // rows for every term either knows) for every row not listed for indexing (listed
-// rows wait for the catch-up; searches check them by reading them), and
+// rows wait for the catch-up; searches check them by reading them), every staged
+// copy of a listed row is its instance as it is, and
 // integrity_check passes. It returns how many rows are listed.
 func CheckSearchIndex(t testing.TB, path, round string) (listed int) {
 	t.Helper()
@@ -50,6 +51,15 @@ func CheckSearchIndex(t testing.TB, path, round string) (listed int) {
 		SELECT id, keyname, displayname, data FROM instances WHERE id NOT IN (SELECT id FROM instances_search_dirty)
 		EXCEPT SELECT rowid, keyname, displayname, data FROM instances_search))`); diff != "0" {
 		t.Fatalf("%s: %s rows differ between the index's text and the instances", round, diff)
+	}
+	// A staged row's copy is the instance as it is (none when it was deleted): a search
+	// reads the copy in its place.
+	if diff := one(`SELECT (SELECT count(*) FROM (SELECT s.id, s.classname, s.keyname, s.displayname, s.data
+		FROM instances_search_staged s JOIN instances_search_dirty d ON d.id = s.id AND d.staged
+		EXCEPT SELECT id, classname, keyname, displayname, data FROM instances)) + (SELECT count(*) FROM (
+		SELECT i.id FROM instances_search_dirty d JOIN instances i ON i.id = d.id WHERE d.staged
+		EXCEPT SELECT id FROM instances_search_staged))`); diff != "0" {
+		t.Fatalf("%s: %s staged rows differ from their instances", round, diff)
 	}
 	for _, q := range []string{
 		`CREATE VIRTUAL TABLE temp.rebuilt USING fts5(keyname, displayname, data, tokenize='trigram', detail=none)`,

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Staging (layout 19): a search checks every listed row of its schema exactly, and
+// reading a listed instance by id at a million instances costs more than the check
+// itself (a descent of the instances table for each row). So the catch-up, before
+// indexing, stages listed rows: it copies a row's classname, keyname, displayname and
+// data into instances_search_staged, a small table read in id order, and sets staged
+// in the list. A write of a staged row clears staged again (the listing trigger), so
+// a staged copy is the row as committed, and a search reads it in place of the
+// instance; it reads the instance of a listed row that is not staged. A staged row
+// whose instance was deleted has no copy: nothing to find. Staging costs a few
+// microseconds a row where indexing costs tens, and it takes the newest listed ids
+// first, while indexing takes the oldest, so the two rarely do the same row.
+//
+// The catch-up stages only while more rows are listed than its next batch indexes
+// (catchUpBatchRows: below that, the rows are indexed within a batch's time, and a
+// copy would be work for nothing) and at most SearchBacklogLimit: above it searches
+// read every row of their schema anyway, and the copies would only grow the file.
+
+// stageChunkFirst is the first chunk of a staging batch; the next ones are sized from
+// the time a row took, as the catch-up's are (nextChunk), up to catchUpChunkRows.
+const stageChunkFirst = 8
+
+// stageBatch stages up to rows listed rows that are not staged, newest ids first, in
+// one write transaction of at most maxBatchTime (whole chunks), when more than above
+// and at most SearchBacklogLimit rows are listed. n is how many it staged (0: none
+// waits, or the list is outside those bounds).
+func (db *DB) stageBatch(ctx context.Context, rows int, above int64) (n int, err error) {
+	if len(db.dia.stageListed) == 0 || db.readOnly {
+		return 0, nil
+	}
+	// Read first: nothing to stage (the usual case) takes no writer.
+	var listed, waiting int64
+	if err := db.reader().queryRowContext(ctx, db.dia.stageWaiting, db.backlogLimit()+1).Scan(&listed, &waiting); err != nil {
+		return 0, fmt.Errorf("search staging: %w", err)
+	}
+	if waiting == 0 || listed <= above || listed > db.backlogLimit() {
+		return 0, nil
+	}
+	raw, done, err := db.beginWriter(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	defer raw.Rollback()
+	tx := conn{raw, db.dia}
+	// Not interruptible once the writer is held, as a catch-up batch.
+	wctx := context.WithoutCancel(ctx)
+	began := time.Now()
+	chunk := stageChunkFirst
+	for n < rows && (n == 0 || time.Since(began) < maxBatchTime) {
+		started := time.Now()
+		k := min(chunk, rows-n)
+		var staged int64
+		for i, q := range db.dia.stageListed {
+			res, err := tx.execContext(wctx, q, k)
+			if err != nil {
+				return 0, fmt.Errorf("search staging: %w", err)
+			}
+			if i == len(db.dia.stageListed)-1 { // the statement that sets staged
+				if staged, err = res.RowsAffected(); err != nil {
+					return 0, fmt.Errorf("search staging: %w", err)
+				}
+			}
+		}
+		if staged == 0 {
+			break
+		}
+		n += int(staged)
+		chunk = nextChunk(time.Since(started), int(staged), maxBatchTime-time.Since(began))
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := raw.Commit(); err != nil {
+		return 0, db.NoSpace(err)
+	}
+	db.committed()
+	db.commits.Add(1)
+	return n, nil
+}
+
+// StageSearch stages every listed row not staged yet (while SearchBacklogLimit rows or
+// fewer are listed), a batch per transaction, as the background catch-up does before
+// it indexes, and returns how many rows it staged. It does nothing where the engine
+// maintains its index in every write (PostgreSQL).
+func (db *DB) StageSearch(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		n, err := db.stageBatch(ctx, catchUpBatchRows, 0)
+		if err != nil {
+			return total, err
+		}
+		if n == 0 {
+			return total, nil
+		}
+		total += int64(n)
+	}
+}
