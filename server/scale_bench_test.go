@@ -129,8 +129,9 @@ func (l latencies) reportAs(b *testing.B, prefix string) {
 //   - one: GET /api/instances/item/<key>/; one/interleaved alternates the product's
 //     and the floor's (product-* and floor-* metrics of one run)
 //   - search-behind-K (SQLite): the search while K rows (at most BENCH_N) wait for the
-//     search index, listed as a write lists them: each search reads them beside the
-//     index's answer
+//     search index, listed as a write lists them and staged as the serving catch-up
+//     stages them: each search reads their staged copies beside the index's answer;
+//     search-behind-K-unstaged: listed only (each search reads the K instances)
 func BenchmarkScale(b *testing.B) {
 	n := scaleN()
 	db, addr := scaleDB(b, n)
@@ -193,30 +194,11 @@ func BenchmarkScale(b *testing.B) {
 	}
 	if db.IsFile() {
 		for _, behind := range []int{10_000, 100_000} {
-			b.Run(fmt.Sprintf("n=%d/search-behind-%d/product", n, behind), func(b *testing.B) {
-				// The first rows of a spread of ids, as writes list them; the index still
-				// holds them (it is exact for them), so emptying the list afterwards
-				// leaves the database as it was.
-				testkit.Exec(b, db, fmt.Sprintf(`INSERT INTO instances_search_dirty(id)
-					SELECT id FROM instances WHERE classname = 'item' ORDER BY (id * 7919) %% %d, id LIMIT %d`, n, behind))
-				defer testkit.Exec(b, db, "DELETE FROM instances_search_dirty")
-				get(b, srv.URL+urls["search"](0))
-				// At most 200 requests (or BENCH_SEARCH_REQS): each reads the listed rows.
-				reqs := min(b.N, 200)
-				if v, err := strconv.Atoi(os.Getenv("BENCH_SEARCH_REQS")); err == nil && v > 0 {
-					reqs = min(b.N, v)
-				}
-				l := make(latencies, 0, reqs)
-				c0 := cpuTime()
-				b.ResetTimer()
-				for i := 0; i < reqs; i++ {
-					t0 := time.Now()
-					get(b, srv.URL+urls["search"](i))
-					l = append(l, time.Since(t0))
-				}
-				b.StopTimer()
-				l.report(b, cpuTime()-c0)
-			})
+			for _, state := range []string{"", "-unstaged"} {
+				b.Run(fmt.Sprintf("n=%d/search-behind-%d%s/product", n, behind, state), func(b *testing.B) {
+					searchBehind(b, db, n, behind, state == "", func(i int) { get(b, srv.URL+urls["search"](i)) })
+				})
+			}
 		}
 	}
 	// one/interleaved alternates the product's and the floor's one-instance requests, so
@@ -358,4 +340,37 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// searchBehind times search (at most 200 requests, or BENCH_SEARCH_REQS) while behind
+// rows (at most n) wait for the search index: the first rows of a spread of ids, as
+// writes list them, staged as the serving catch-up stages a backlog above one batch
+// (staged) or just listed (as a CLI load leaves them until a server starts). The index
+// still holds them (it is exact for them), so emptying the list afterwards leaves the
+// database as it was.
+func searchBehind(b *testing.B, db *store.DB, n, behind int, staged bool, search func(i int)) {
+	testkit.Exec(b, db, fmt.Sprintf(`INSERT INTO instances_search_dirty(id)
+		SELECT id FROM instances WHERE classname = 'item' ORDER BY (id * 7919) %% %d, id LIMIT %d`, n, behind))
+	defer testkit.Exec(b, db, "DELETE FROM instances_search_dirty")
+	defer testkit.Exec(b, db, "DELETE FROM instances_search_staged")
+	if staged {
+		if got, err := db.StageSearch(context.Background()); err != nil || got < int64(min(behind, n)) {
+			b.Fatalf("staged %d rows (%v), want at least %d", got, err, min(behind, n))
+		}
+	}
+	search(0)
+	reqs := min(b.N, 200)
+	if v, err := strconv.Atoi(os.Getenv("BENCH_SEARCH_REQS")); err == nil && v > 0 {
+		reqs = min(b.N, v)
+	}
+	l := make(latencies, 0, reqs)
+	c0 := cpuTime()
+	b.ResetTimer()
+	for i := 0; i < reqs; i++ {
+		t0 := time.Now()
+		search(i)
+		l = append(l, time.Since(t0))
+	}
+	b.StopTimer()
+	l.report(b, cpuTime()-c0)
 }

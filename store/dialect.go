@@ -166,17 +166,17 @@ type dialect struct {
 	searchUnlisted                      string
 	searchListedFrom, searchListedWhere string
 	searchListedID                      string
-	// The staged copies of listed rows (searchstage.go), SQLite only. stageWaiting
+	// The staged index of listed rows (searchstage.go), SQLite only. stageWaiting
 	// reads, over the first `?` listed rows, how many they are and how many of them
 	// are not staged; stageListed are the statements staging the `?` newest listed
 	// rows not staged, the last of them setting staged (its rows affected: how many).
-	// searchStagedFrom and searchStagedWhere are the FROM and the class condition
-	// (arg: the class) of the staged copies, whose columns the search's filter reads
-	// under the prefix searchStagedCols; searchStagedID is their id column.
+	// searchStagedFrom and searchStagedWhere are the FROM and the condition (args: the
+	// index query, then the class) of the staged rows the staged index gives as
+	// candidates, searchStagedID their id column.
 	stageWaiting                        string
 	stageListed                         []string
 	searchStagedFrom, searchStagedWhere string
-	searchStagedCols, searchStagedID    string
+	searchStagedID                      string
 	// searchQuery is the index's query for a search, ok false where the index
 	// cannot narrow it exactly as LIKE would.
 	searchQuery func(search string) (q string, ok bool)

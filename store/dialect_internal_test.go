@@ -238,7 +238,7 @@ func TestSQLiteDialectFragments(t *testing.T) {
 func TestDialectsAreComplete(t *testing.T) {
 	mayBeZero := map[string]bool{"snapshot": true, "writeTx": true, "turnstile": true, "lockWriter": true, "skipLocked": true, "resetIdentities": true, "deferIndexes": true,
 		"searchBacklog": true, "searchLag": true, "reindexUpTo": true, "searchUnlisted": true, "searchListedFrom": true, "searchListedWhere": true, "searchListedID": true,
-		"stageWaiting": true, "stageListed": true, "searchStagedFrom": true, "searchStagedWhere": true, "searchStagedCols": true, "searchStagedID": true}
+		"stageWaiting": true, "stageListed": true, "searchStagedFrom": true, "searchStagedWhere": true, "searchStagedID": true}
 	for _, d := range dialects {
 		v := reflect.ValueOf(*d)
 		for i := 0; i < v.NumField(); i++ {

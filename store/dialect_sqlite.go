@@ -73,12 +73,10 @@ var sqliteDialect = &dialect{
 	searchListedID:    "d.id",
 	stageWaiting:      sqliteStageWaiting,
 	stageListed:       sqliteStage,
-	// The copy is checked first (its filter reads only s), the list's staged flag and
-	// the instance only for the copies that pass.
-	searchStagedFrom:  "instances_search_staged s CROSS JOIN instances_search_dirty d CROSS JOIN instances i",
-	searchStagedWhere: "d.id = s.id AND d.staged AND i.id = s.id AND s.classname = ?",
-	searchStagedCols:  "s.",
-	searchStagedID:    "s.id",
+	// The staged index's candidates, each checked staged in the list, then read.
+	searchStagedFrom:  "instances_search_staged CROSS JOIN instances_search_dirty d CROSS JOIN instances i",
+	searchStagedWhere: "instances_search_staged MATCH ? AND d.id = instances_search_staged.rowid AND d.staged AND i.id = d.id AND i.classname = ?",
+	searchStagedID:    "instances_search_staged.rowid",
 	searchQuery:       indexQuery,
 
 	layout:                 sqliteLayout,

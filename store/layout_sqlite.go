@@ -348,10 +348,11 @@ ALTER TABLE revisions ADD COLUMN delta INTEGER NOT NULL DEFAULT 0;
 	// listed_at was about a third of what listing a row costs a write (how long the
 	// index has lagged is kept by the processes that watch the list instead:
 	// searchindex.go, SearchLag). A listed row may be staged instead (searchstage.go):
-	// the catch-up copies its classname, keyname, displayname and data into
-	// instances_search_staged and sets staged, and a write of the row clears staged
-	// again, so a search checks a staged row in that small table, without reading the
-	// instance. A write still runs one statement per listed row. An update lists its
+	// the catch-up indexes its keyname, displayname and data in instances_search_staged
+	// (a small trigram index that keeps no text) and sets staged, and a write of the row
+	// clears staged again, so a search asks that small index for the staged rows
+	// instead of reading each one. A write still runs one statement per listed row. An
+	// update lists its
 	// old id in a trigger of its own, which only an UPDATE that names id considers (the
 	// store never changes an id).
 	`
@@ -360,13 +361,8 @@ DROP TRIGGER instances_search_delete;
 DROP TRIGGER instances_search_update;
 ALTER TABLE instances_search_dirty DROP COLUMN listed_at;
 ALTER TABLE instances_search_dirty ADD COLUMN staged INTEGER NOT NULL DEFAULT 0;
-CREATE TABLE instances_search_staged (
-	id          INTEGER PRIMARY KEY,
-	classname   TEXT NOT NULL,
-	keyname     TEXT NOT NULL,
-	displayname TEXT NOT NULL,
-	data        TEXT NOT NULL
-);
+CREATE VIRTUAL TABLE instances_search_staged USING fts5(keyname, displayname, data,
+	content='', contentless_delete=1, tokenize='trigram', detail=none);
 CREATE TRIGGER instances_search_insert AFTER INSERT ON instances BEGIN
 	` + sqliteListID("NEW.id") + `
 END;

@@ -107,7 +107,8 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 	// then reads the index's candidates that are not listed and every listed row of
 	// the schema, LIKE deciding for both, merged in id order.
 	listed := false
-	if match, ok := db.dia.searchQuery(q.Search); ok {
+	match, indexed := db.dia.searchQuery(q.Search)
+	if indexed {
 		// One read snapshot for the count of the listed rows and every query after it.
 		rtx, err := db.r.BeginTx(ctx, db.dia.snapshot)
 		if err != nil {
@@ -148,41 +149,28 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 		}
 		res.Count = n
 	}
-	// filterOn is what every row must pass beyond its schema (the search, the holds),
-	// on the columns of prefix p ("i." the instance's, or a staged copy's), with its
-	// arguments: the same for every part of a search.
+	// filter is what every row must pass beyond its schema (the search, the holds),
+	// with its arguments: the same for every part of a search.
+	filter, filterArgs := "", []any(nil)
+	if q.Search != "" {
+		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
+		like := "(" + db.dia.like("i.keyname", "?") + " OR " + db.dia.like("i.displayname", "?")
+		filterArgs = []any{pat, pat}
+		if !s.HasSecrets() {
+			like += " OR " + db.dia.like("i.data", "?")
+			filterArgs = append(filterArgs, pat)
+		}
+		like += ")"
+		filter += " AND " + like
+	}
 	if h := q.Holds; h != nil {
 		if f := s.Field(h.Field); f == nil || f.Dataformat == "secret" || !model.ValidFieldName(h.Field) {
 			return nil, model.Errorf(model.EInvalid, "%s has no field %s to filter by", cls, clip.Quote(h.Field))
 		}
-	}
-	var filterArgs []any
-	filterOn := func(p string) string {
-		filter := ""
-		if q.Search != "" {
-			like := "(" + db.dia.like(p+"keyname", "?") + " OR " + db.dia.like(p+"displayname", "?")
-			if !s.HasSecrets() {
-				like += " OR " + db.dia.like(p+"data", "?")
-			}
-			filter += " AND " + like + ")"
-		}
-		if q.Holds != nil {
-			// contains is a cheap filter before the exact test on the (scalar or list) value.
-			filter += " AND " + db.dia.contains(p+"data", "?") + " AND " + db.dia.jsonHolds(p+"data", "?", "?")
-		}
-		return filter
-	}
-	if q.Search != "" {
-		pat := "%" + strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`).Replace(q.Search) + "%"
-		filterArgs = []any{pat, pat}
-		if !s.HasSecrets() {
-			filterArgs = append(filterArgs, pat)
-		}
-	}
-	if h := q.Holds; h != nil {
+		// contains is a cheap filter before the exact test on the (scalar or list) value.
+		filter += " AND " + db.dia.contains("i.data", "?") + " AND " + db.dia.jsonHolds("i.data", "?", "?")
 		filterArgs = append(filterArgs, jsonString(h.Value), "$."+h.Field, h.Value)
 	}
-	filter := filterOn("i.")
 	where += filter
 	args = append(args, filterArgs...)
 	filtered := q.Search != "" || q.Holds != nil
@@ -203,19 +191,22 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 	countFrom := "SELECT 1 FROM " + from + " WHERE " + where
 	if listed {
 		// Three parts, each in id order: the index's candidates, the listed rows not
-		// staged (each read from instances) and the staged copies of listed rows
-		// (searchstage.go). SQLite merges them without sorting when the compound is
-		// ordered by its first column, each part's own id column.
+		// staged (each read from instances) and the staged index's candidates among the
+		// staged rows (searchstage.go). SQLite merges them without sorting when the
+		// compound is ordered by its first column, each part's own id column.
 		cols := func(id string) string { return id + " AS id" + strings.TrimPrefix(instanceColsI, "i.id") }
 		compound := "SELECT " + cols(idCol) + " FROM " + from + " WHERE " + listWhere
 		listArgs = append([]any{}, listArgs...)
 		args = append([]any{}, args...)
-		for _, part := range [][3]string{
-			{db.dia.searchListedFrom, db.dia.searchListedWhere + filter, db.dia.searchListedID},
-			{db.dia.searchStagedFrom, db.dia.searchStagedWhere + filterOn(db.dia.searchStagedCols), db.dia.searchStagedID},
+		for _, part := range []struct {
+			from, where, id string
+			args            []any
+		}{
+			{db.dia.searchListedFrom, db.dia.searchListedWhere, db.dia.searchListedID, []any{cls}},
+			{db.dia.searchStagedFrom, db.dia.searchStagedWhere, db.dia.searchStagedID, []any{match, cls}},
 		} {
-			partFrom, partWhere, partID := part[0], part[1], part[2]
-			partArgs := append([]any{cls}, filterArgs...)
+			partFrom, partWhere, partID := part.from, part.where+filter, part.id
+			partArgs := append(part.args, filterArgs...)
 			countFrom += " UNION ALL SELECT 1 FROM " + partFrom + " WHERE " + partWhere
 			args = append(args, partArgs...)
 			if after > 0 {

@@ -15,8 +15,8 @@ import (
 const SearchBacklogCheck = `SELECT count(*) FROM (SELECT 1 FROM instances_search_dirty LIMIT ?)`
 
 // sqliteCatchUp are the statements of a catch-up batch (searchindex.go): they index
-// the listed rows with ids up to `?` and take them off the list (and their staged
-// copies, searchstage.go, with them); the last (no argument) flushes the index.
+// the listed rows with ids up to `?` and take them off the list (and the staged ones
+// out of the staged index, searchstage.go); the last (no argument) flushes the index.
 var sqliteCatchUp = sqliteReindex("d.id <= ?")
 
 // sqliteReindex are the re-indexing statements over the listed rows that satisfy
@@ -32,7 +32,8 @@ func sqliteReindex(cond string) []string {
 		`INSERT OR REPLACE INTO instances_search(rowid, keyname, displayname, data)
 		SELECT i.id, i.keyname, i.displayname, i.data
 		FROM instances_search_dirty d JOIN instances i ON i.id = d.id` + where + ` ORDER BY d.id`,
-		`DELETE FROM instances_search_staged WHERE id IN (SELECT d.id FROM instances_search_dirty d` + where + `)`,
+		`DELETE FROM instances_search_staged WHERE rowid IN (SELECT d.id FROM instances_search_dirty d
+		WHERE d.staged` + and + `)`,
 		`DELETE FROM instances_search_dirty AS d` + where,
 		`INSERT INTO instances_search(instances_search) VALUES('flush')`,
 	}
@@ -43,14 +44,15 @@ func sqliteReindex(cond string) []string {
 const sqliteStageWaiting = `SELECT count(*), coalesce(sum(NOT staged), 0)
 	FROM (SELECT staged FROM instances_search_dirty LIMIT ?)`
 
-// sqliteStage stages the `?` newest listed rows that are not staged: their old copies
-// go, the rows that still exist are copied, and the list marks them all staged (a
-// deleted row is staged with no copy). The three statements select the same rows:
-// nothing else writes between them.
+// sqliteStage stages the `?` newest listed rows that are not staged: their entries
+// in the staged index go (a row staged before and written since), the rows that still
+// exist are indexed there, and the list marks them all staged (a deleted row is
+// staged with no entry). The three statements select the same rows: nothing else
+// writes between them.
 var sqliteStage = []string{
-	`DELETE FROM instances_search_staged WHERE id IN (` + sqliteStageRows + `)`,
-	`INSERT INTO instances_search_staged(id, classname, keyname, displayname, data)
-	SELECT i.id, i.classname, i.keyname, i.displayname, i.data FROM (` + sqliteStageRows + `) AS d
+	`DELETE FROM instances_search_staged WHERE rowid IN (` + sqliteStageRows + `)`,
+	`INSERT INTO instances_search_staged(rowid, keyname, displayname, data)
+	SELECT i.id, i.keyname, i.displayname, i.data FROM (` + sqliteStageRows + `) AS d
 	JOIN instances i ON i.id = d.id`,
 	`UPDATE instances_search_dirty SET staged = 1 WHERE id IN (` + sqliteStageRows + `)`,
 }

@@ -7,21 +7,23 @@ import (
 )
 
 // Staging (layout 19): a search checks every listed row of its schema exactly, and
-// reading a listed instance by id at a million instances costs more than the check
-// itself (a descent of the instances table for each row). So the catch-up, before
-// indexing, stages listed rows: it copies a row's classname, keyname, displayname and
-// data into instances_search_staged, a small table read in id order, and sets staged
-// in the list. A write of a staged row clears staged again (the listing trigger), so
-// a staged copy is the row as committed, and a search reads it in place of the
-// instance; it reads the instance of a listed row that is not staged. A staged row
-// whose instance was deleted has no copy: nothing to find. Staging costs a few
-// microseconds a row where indexing costs tens, and it takes the newest listed ids
-// first, while indexing takes the oldest, so the two rarely do the same row.
+// reading a listed instance and running the search's LIKE over it cost a couple of
+// microseconds a row at a million instances: 10,000 rows behind made a search slow.
+// So the catch-up, before indexing, stages listed rows: it indexes a row's keyname,
+// displayname and data in instances_search_staged, a small trigram index that keeps
+// no text, and sets staged in the list. A write of a staged row clears staged again
+// (the listing trigger), so the staged index answers for a row only as committed: a
+// search asks it for candidates among the staged rows and reads only those (LIKE
+// deciding, as with the main index), and reads every listed row that is not staged.
+// A staged row whose instance was deleted has no entry: nothing to find. Staging a row
+// in a small index costs far less than indexing it in the main one, and it takes the
+// newest listed ids first while indexing takes the oldest, so the two rarely do the
+// same row.
 //
 // The catch-up stages only while more rows are listed than its next batch indexes
-// (catchUpBatchRows: below that, the rows are indexed within a batch's time, and a
-// copy would be work for nothing) and at most SearchBacklogLimit: above it searches
-// read every row of their schema anyway, and the copies would only grow the file.
+// (catchUpBatchRows: below that, the rows are indexed within a batch's time, and
+// staging them would be work for nothing) and at most SearchBacklogLimit: above it
+// searches read every row of their schema anyway.
 
 // stageChunkFirst is the first chunk of a staging batch; the next ones are sized from
 // the time a row took, as the catch-up's are (nextChunk), up to catchUpChunkRows.
