@@ -343,14 +343,24 @@ func cpuTime() time.Duration {
 }
 
 // searchBehind times search (at most 200 requests, or BENCH_SEARCH_REQS) while behind
-// rows (at most n) wait for the search index: the first rows of a spread of ids, as
+// rows (at most n) wait for the search index: the API key's row and the first rows of
+// a spread of ids, as
 // writes list them, staged as the serving catch-up stages a backlog above one batch
 // (staged) or just listed (as a CLI load leaves them until a server starts). The index
 // still holds them (it is exact for them), so emptying the list afterwards leaves the
 // database as it was.
 func searchBehind(b *testing.B, db *store.DB, n, behind int, staged bool, search func(i int)) {
+	// The API key's row is listed too: a request's once-a-minute last_used write lists
+	// it, and would otherwise take the list one row past the count measured (past
+	// SearchBacklogLimit at 100,000).
+	testkit.Exec(b, db, `INSERT INTO instances_search_dirty(id) SELECT id FROM instances WHERE classname = '_apikey'
+		ON CONFLICT(id) DO NOTHING`)
+	var listed int
+	if err := db.Reader().QueryRowContext(context.Background(), "SELECT count(*) FROM instances_search_dirty").Scan(&listed); err != nil {
+		b.Fatal(err)
+	}
 	testkit.Exec(b, db, fmt.Sprintf(`INSERT INTO instances_search_dirty(id)
-		SELECT id FROM instances WHERE classname = 'item' ORDER BY (id * 7919) %% %d, id LIMIT %d`, n, behind))
+		SELECT id FROM instances WHERE classname = 'item' ORDER BY (id * 7919) %% %d, id LIMIT %d`, n, behind-listed))
 	defer testkit.Exec(b, db, "DELETE FROM instances_search_dirty")
 	defer testkit.Exec(b, db, "DELETE FROM instances_search_staged")
 	if staged {

@@ -23,8 +23,9 @@ import (
 // each updating one random instance per transaction through Apply (BENCH_STEADY_WRITES
 // writes in all, default 20,000, at most 2 minutes) while the catch-up runs as serve
 // runs it and one client searches for a random instance's number. Sampled every 10 ms:
-// the most rows behind (max-behind-rows) and the oldest listed row's greatest age
-// (max-behind-ms); writes/s is the writers' rate, search-p50-ms and search-p99-ms the
+// the most rows behind (max-behind-rows) and the greatest seconds behind as the metric
+// gives it (max-behind-ms: the time since the list was last seen empty, an upper bound
+// on the oldest listed row's age); writes/s is the writers' rate, search-p50-ms and search-p99-ms the
 // searches' latency meanwhile. SQLite only (PostgreSQL's engine keeps its index in
 // every write).
 func BenchmarkSearchSteadyLoad(b *testing.B) {
