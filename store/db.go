@@ -337,7 +337,9 @@ func openReadOnly(ctx context.Context, abs, path string, opts Options) (*DB, err
 		r.Close()
 		return nil, fmt.Errorf("open database %s read-only: %w", path, err)
 	}
-	return &DB{path: abs, addr: abs, w: r, r: r, dia: dia, log: opts.Logger, Now: time.Now, readOnly: true}, nil
+	db := &DB{path: abs, addr: abs, w: r, r: r, dia: dia, log: opts.Logger, Now: time.Now, readOnly: true}
+	db.searchEmptyAt.Store(time.Now().UnixNano()) // SearchLag counts from the open, as a writable open's
+	return db, nil
 }
 
 // Path is the absolute path of the database file.

@@ -69,13 +69,13 @@ var sqliteDialect = &dialect{
 	searchID:          "instances_search.rowid",
 	searchUnlisted:    " AND instances_search.rowid NOT IN (SELECT id FROM instances_search_dirty)",
 	searchListedFrom:  "instances_search_dirty d CROSS JOIN instances i",
-	searchListedWhere: "NOT d.staged AND i.id = d.id AND i.classname = ?",
+	searchListedWhere: "d.staged <> 1 AND i.id = d.id AND i.classname = ?",
 	searchListedID:    "d.id",
 	stageWaiting:      sqliteStageWaiting,
 	stageListed:       sqliteStage,
 	// The staged index's candidates, each checked staged in the list, then read.
 	searchStagedFrom:  "instances_search_staged CROSS JOIN instances_search_dirty d CROSS JOIN instances i",
-	searchStagedWhere: "instances_search_staged MATCH ? AND d.id = instances_search_staged.rowid AND d.staged AND i.id = d.id AND i.classname = ?",
+	searchStagedWhere: "instances_search_staged MATCH ? AND d.id = instances_search_staged.rowid AND d.staged = 1 AND i.id = d.id AND i.classname = ?",
 	searchStagedID:    "instances_search_staged.rowid",
 	searchQuery:       indexQuery,
 

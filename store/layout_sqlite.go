@@ -349,8 +349,9 @@ ALTER TABLE revisions ADD COLUMN delta INTEGER NOT NULL DEFAULT 0;
 	// index has lagged is kept by the processes that watch the list instead:
 	// searchindex.go, SearchLag). A listed row may be staged instead (searchstage.go):
 	// the catch-up indexes its keyname, displayname and data in instances_search_staged
-	// (a small trigram index that keeps no text) and sets staged, and a write of the row
-	// clears staged again, so a search asks that small index for the staged rows
+	// (a small trigram index that keeps no text) and sets staged to 1, and a write of
+	// the row sets it to 2 (its entry there is stale until staged again, and goes when
+	// the row is indexed), so a search asks that small index for the staged rows
 	// instead of reading each one. A write still runs one statement per listed row. An
 	// update lists its
 	// old id in a trigger of its own, which only an UPDATE that names id considers (the
@@ -381,10 +382,11 @@ END;
 }
 
 // sqliteListID lists the instance id for the search index (layout 19): a new row of
-// the list, or, when it is listed already, a row no longer staged.
+// the list (staged 0), or, when it is listed and staged already, a row whose staged
+// entry is stale (staged 2).
 func sqliteListID(id string) string {
 	return `INSERT INTO instances_search_dirty(id) VALUES(` + id + `) ON CONFLICT(id) DO UPDATE
-		SET staged = 0 WHERE staged;`
+		SET staged = 2 WHERE staged = 1;`
 }
 
 // sqliteNowMillis is the current time in Unix milliseconds, in SQL.

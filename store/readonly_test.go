@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"dataservice/internal/testkit"
 	"dataservice/store"
 )
 
@@ -23,17 +25,23 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
+	testkit.ExecFile(t, path, "INSERT INTO instances_search_dirty(id) VALUES(424242)") // a row the index lags behind
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 
+	opened := time.Now()
 	ro, err := store.Open(ctx, path, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v, err := ro.Registry(ctx, store.RegDBVersion); err != nil || v != "4.9.0" {
 		t.Fatalf("read: %q %v", v, err)
+	}
+	// The lag of a read-only open counts from the open, as a writable open's does.
+	if lag, err := ro.SearchLag(ctx); err != nil || lag.Rows != 1 || lag.Since.Before(opened) || lag.Since.After(time.Now()) {
+		t.Fatalf("read-only search lag %+v, %v: want 1 row, since the open at %v", lag, err, opened)
 	}
 	if err := ro.SetRegistry(ctx, store.RegDBVersion, "5.0.0"); err == nil {
 		t.Fatal("a write through a read-only open succeeded")

@@ -104,18 +104,28 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 	var rq querier = db.reader()
 	var snapshot *sql.Tx // the read transaction of an indexed search (rq runs in it)
 	// listed: the index lags behind some rows (listed, not indexed yet); the search
-	// then reads the index's candidates that are not listed and every listed row of
-	// the schema, LIKE deciding for both, merged in id order.
+	// then reads the index's candidates that are not listed, every listed row of the
+	// schema that is not staged and the staged index's candidates among the staged ones
+	// (searchstage.go), LIKE deciding for all, merged in id order.
 	listed := false
 	match, indexed := db.dia.searchQuery(q.Search)
 	if indexed {
+		// The statements the snapshot ran unprepared are prepared once it has ended
+		// (this defer runs after its Rollback): preparing needs a connection of the
+		// read pool, and waiting for one while holding the snapshot's could wait forever.
+		var unprepared []string
+		defer func() {
+			for _, q := range unprepared {
+				db.rstmt(ctx, q) // an error leaves it unprepared: the next search tries again
+			}
+		}()
 		// One read snapshot for the count of the listed rows and every query after it.
 		rtx, err := db.r.BeginTx(ctx, db.dia.snapshot)
 		if err != nil {
 			return nil, fmt.Errorf("search %s: %w", cls, err)
 		}
 		defer rtx.Rollback()
-		rq, snapshot = inSnapshot{db, rtx}, rtx
+		rq, snapshot = inSnapshot{db, rtx, &unprepared}, rtx
 		var backlog int64
 		if db.dia.searchBacklog != "" {
 			seen := time.Now()
@@ -224,14 +234,16 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 	}
 	var rows *sql.Rows
 	switch {
-	case snapshot != nil && sorted:
-		// A field's sort makes a text of its own: not kept prepared.
-		rows, err = conn{snapshot, db.dia}.queryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
 	case snapshot != nil:
 		if db.searchSeen != nil {
 			db.searchSeen(listQ, append(listArgs, q.Limit+1, q.Offset))
 		}
-		rows, err = rq.queryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
+		if sorted {
+			// A field's sort makes a text of its own: not kept prepared.
+			rows, err = conn{snapshot, db.dia}.queryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
+		} else {
+			rows, err = rq.queryContext(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
+		}
 	case order == idCol:
 		// Pages in id order (a handful of query texts) use statements prepared once.
 		rows, err = db.rquery(ctx, listQ, append(listArgs, q.Limit+1, q.Offset)...)
@@ -286,27 +298,37 @@ func (db *DB) ListInstances(ctx context.Context, s *model.Schema, q ListQuery) (
 // inSnapshot runs the statements of an indexed search in its read snapshot, each
 // prepared once on the read pool and reused on the snapshot's connection
 // (Tx.StmtContext): planning a search's compound statement costs about what running
-// it costs at a million instances. Its texts are a handful: the shapes of a search in
-// id order and of its counts (a sorted page is not run through it).
+// it costs at a million instances. A statement not prepared yet runs unprepared in the
+// snapshot and is added to unprepared, which the search prepares once its snapshot
+// has ended. Its texts are a handful: the shapes of a search in id order and of its
+// counts (a sorted page is not run through it).
 type inSnapshot struct {
-	db *DB
-	tx *sql.Tx
+	db         *DB
+	tx         *sql.Tx
+	unprepared *[]string
+}
+
+// stmt is the snapshot's statement for query, or nil (noted as unprepared).
+func (s inSnapshot) stmt(ctx context.Context, query string) *sql.Stmt {
+	if st, ok := s.db.rstmts.Load(query); ok {
+		return s.tx.StmtContext(ctx, st.(*sql.Stmt))
+	}
+	*s.unprepared = append(*s.unprepared, query)
+	return nil
 }
 
 func (s inSnapshot) queryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := s.db.rstmt(ctx, query)
-	if err != nil {
-		return conn{s.tx, s.db.dia}.queryContext(ctx, query, args...)
+	if st := s.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
 	}
-	return s.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	return conn{s.tx, s.db.dia}.queryContext(ctx, query, args...)
 }
 
 func (s inSnapshot) queryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := s.db.rstmt(ctx, query)
-	if err != nil {
-		return conn{s.tx, s.db.dia}.queryRowContext(ctx, query, args...)
+	if st := s.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
 	}
-	return s.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	return conn{s.tx, s.db.dia}.queryRowContext(ctx, query, args...)
 }
 
 // SearchInstances returns a page of instances of s in id order whose keyname,

@@ -15,8 +15,9 @@ import (
 const SearchBacklogCheck = `SELECT count(*) FROM (SELECT 1 FROM instances_search_dirty LIMIT ?)`
 
 // sqliteCatchUp are the statements of a catch-up batch (searchindex.go): they index
-// the listed rows with ids up to `?` and take them off the list (and the staged ones
-// out of the staged index, searchstage.go); the last (no argument) flushes the index.
+// the listed rows with ids up to `?` and take them off the list (and those ever staged,
+// staged 1 or 2, out of the staged index, searchstage.go); the last (no argument)
+// flushes the index.
 var sqliteCatchUp = sqliteReindex("d.id <= ?")
 
 // sqliteReindex are the re-indexing statements over the listed rows that satisfy
@@ -40,25 +41,27 @@ func sqliteReindex(cond string) []string {
 }
 
 // sqliteStageWaiting reads how many rows are listed, counted up to `?`, and how many
-// of those are not staged (searchstage.go).
-const sqliteStageWaiting = `SELECT count(*), coalesce(sum(NOT staged), 0)
+// of those are not staged (searchstage.go: staged is 0, never staged, or 2, written
+// since it was).
+const sqliteStageWaiting = `SELECT count(*), coalesce(sum(staged <> 1), 0)
 	FROM (SELECT staged FROM instances_search_dirty LIMIT ?)`
 
 // sqliteStage stages the `?` newest listed rows that are not staged: their entries
 // in the staged index go (a row staged before and written since), the rows that still
-// exist are indexed there, and the list marks them all staged (a deleted row is
-// staged with no entry). The three statements select the same rows: nothing else
+// exist are indexed there, in rowid order (FTS5 starts a new segment whenever a rowid
+// is lower than the last it wrote), and the list marks them all staged (a deleted row
+// is staged with no entry). The three statements select the same rows: nothing else
 // writes between them.
 var sqliteStage = []string{
 	`DELETE FROM instances_search_staged WHERE rowid IN (` + sqliteStageRows + `)`,
 	`INSERT INTO instances_search_staged(rowid, keyname, displayname, data)
 	SELECT i.id, i.keyname, i.displayname, i.data FROM (` + sqliteStageRows + `) AS d
-	JOIN instances i ON i.id = d.id`,
+	JOIN instances i ON i.id = d.id ORDER BY d.id`,
 	`UPDATE instances_search_dirty SET staged = 1 WHERE id IN (` + sqliteStageRows + `)`,
 }
 
 // sqliteStageRows are the `?` newest listed rows not staged.
-const sqliteStageRows = `SELECT id FROM instances_search_dirty WHERE NOT staged ORDER BY id DESC LIMIT ?`
+const sqliteStageRows = `SELECT id FROM instances_search_dirty WHERE staged <> 1 ORDER BY id DESC LIMIT ?`
 
 // maxTrigrams bounds the trigrams a search asks the index for: a long search is
 // narrowed by its first ones (the LIKE check sees the whole search).

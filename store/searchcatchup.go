@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -53,15 +54,29 @@ func (db *DB) RunSearchCatchUp(ctx context.Context, log *slog.Logger) {
 			return true
 		}
 	}
+	pause := func() bool {
+		t := time.NewTimer(catchUpPause)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
 	failing := false
 	for ctx.Err() == nil {
-		// Stage the newest listed rows (searchstage.go), then index the oldest.
-		n, err := db.stageBatch(ctx, catchUpBatchRows, catchUpBatchRows)
-		if err == nil {
-			var indexed int
-			indexed, err = db.indexBatch(ctx, catchUpBatchRows)
-			n += indexed
+		// Stage the newest listed rows (searchstage.go), then index the oldest, with
+		// the pause between the two writes as between batches. Indexing goes on when
+		// staging fails (at the pace of a failing catch-up): staging only makes searches
+		// cheaper.
+		staged, serr := db.stageBatch(ctx, catchUpBatchRows, catchUpBatchRows)
+		if staged > 0 && !pause() {
+			return
 		}
+		n, err := db.indexBatch(ctx, catchUpBatchRows)
+		n += staged
+		err = errors.Join(serr, err)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return
@@ -83,12 +98,8 @@ func (db *DB) RunSearchCatchUp(ctx context.Context, log *slog.Logger) {
 			}
 		default:
 			failing = false
-			t := time.NewTimer(catchUpPause)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !pause() {
 				return
-			case <-t.C:
 			}
 		}
 	}

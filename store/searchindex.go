@@ -157,7 +157,8 @@ type SearchLag struct {
 	// SearchLag found it so), or when it opened the database. Zero when none is
 	// listed. The list keeps ids only (a clock read per listed row was about a third
 	// of what listing costs a write), so the age of the oldest listed row is at most
-	// time.Since(Since), not exactly that.
+	// time.Since(Since), not exactly that; except for rows listed before the process
+	// opened the database, which count from the open until the list is seen empty.
 	Since time.Time
 }
 

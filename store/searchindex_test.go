@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 
 	"dataservice/internal/testkit"
@@ -532,7 +533,7 @@ func TestSearchReadsStagedRows(t *testing.T) {
 	if got, res := listIDs(t, db, memo, store.ListQuery{Search: "epsilon", Limit: 10}); len(got) != 1 || res.Count != 1 {
 		t.Fatalf("written after staging: memo search found %v (count %d), want m1 once", got, res.Count)
 	}
-	if got := queryInt(t, db, `SELECT count(*) FROM instances_search_dirty WHERE staged`); got != 1 {
+	if got := queryInt(t, db, `SELECT count(*) FROM instances_search_dirty WHERE staged = 1`); got != 1 {
 		t.Fatalf("%d rows still staged, want 1 (n3, deleted before staging)", got)
 	}
 	if _, err := db.StageSearch(ctx); err != nil {
@@ -549,4 +550,79 @@ func TestSearchReadsStagedRows(t *testing.T) {
 	}
 	testkit.CheckSearchIndexCaughtUp(t, db.Path(), "caught up after staging")
 	expect("caught up", "zeta-one", n1)
+
+	// A row written after staging and indexed before it is staged again: its stale
+	// entry leaves the staged index with it.
+	mustLoad(t, db, `
+- {classname: note, keyname: n6, text: kappa-six}
+- {classname: note, keyname: n7, text: lambda-seven}
+`, store.LoadOptions{System: true})
+	if _, err := db.StageSearch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustLoad(t, db, `
+- {classname: note, keyname: n6, text: mu-six}
+`, store.LoadOptions{System: true})
+	expect("stale entry", "kappa")
+	expect("stale entry", "mu-six", id("n6"))
+	if _, err := db.CatchUpSearch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testkit.CheckSearchIndexCaughtUp(t, db.Path(), "caught up with a stale staged entry")
+}
+
+// A search prepares its statements only once its read snapshot has ended: with a read
+// pool of one connection, the snapshot holds it, and a prepare waiting for another
+// would wait forever. Searches of every shape (nothing listed, rows listed, a staged
+// backlog, a sorted page) finish, first unprepared and then prepared, with the same
+// answers.
+func TestSearchWithOneReadConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := testkit.OpenStore(t, testkit.NewAddress(t, "one-reader.db"), store.Options{ReadConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	mustLoad(t, db, `
+- {classname: _schema, keyname: note, text: {dataformat: string}}
+- {classname: note, keyname: n1, text: walrus-one}
+- {classname: note, keyname: n2, text: walrus-two}
+`, store.LoadOptions{System: true})
+	s, err := db.Schema(ctx, "note")
+	if err != nil {
+		t.Fatal(err)
+	}
+	search := func(round string, q store.ListQuery, want int) {
+		t.Helper()
+		done := make(chan []int64, 1)
+		go func() {
+			ids, _ := listIDs(t, db, s, q)
+			done <- ids
+		}()
+		select {
+		case ids := <-done:
+			if len(ids) != want {
+				t.Fatalf("%s: search %+v found %v, want %d rows", round, q, ids, want)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: search %+v did not finish: waiting for a second read connection", round, q)
+		}
+	}
+	for _, round := range []string{"listed", "listed again", "staged", "caught up", "caught up again"} {
+		switch round {
+		case "staged":
+			if _, err := db.StageSearch(ctx); err != nil {
+				t.Fatal(err)
+			}
+		case "caught up":
+			if _, err := db.CatchUpSearch(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		search(round, store.ListQuery{Search: "walrus", Limit: 10}, 2)
+		search(round, store.ListQuery{Search: "walrus", Limit: 1}, 1)
+		search(round, store.ListQuery{Search: "walrus-two", After: 1, Limit: 10}, 1)
+		search(round, store.ListQuery{Search: "walrus", Sort: "-text", Limit: 10}, 2)
+	}
 }

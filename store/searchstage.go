@@ -31,8 +31,9 @@ const stageChunkFirst = 8
 
 // stageBatch stages up to rows listed rows that are not staged, newest ids first, in
 // one write transaction of at most maxBatchTime (whole chunks), when more than above
-// and at most SearchBacklogLimit rows are listed. n is how many it staged (0: none
-// waits, or the list is outside those bounds).
+// and at most SearchBacklogLimit rows are listed, and then no more than are listed
+// beyond above. n is how many it staged (0: none waits, or the list is outside those
+// bounds).
 func (db *DB) stageBatch(ctx context.Context, rows int, above int64) (n int, err error) {
 	if len(db.dia.stageListed) == 0 || db.readOnly {
 		return 0, nil
@@ -44,6 +45,11 @@ func (db *DB) stageBatch(ctx context.Context, rows int, above int64) (n int, err
 	}
 	if waiting == 0 || listed <= above || listed > db.backlogLimit() {
 		return 0, nil
+	}
+	// The next index batch takes the oldest above rows: staging them would be work
+	// for nothing.
+	if above > 0 {
+		rows = min(rows, int(listed-above))
 	}
 	raw, done, err := db.beginWriter(ctx)
 	if err != nil {

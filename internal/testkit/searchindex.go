@@ -62,7 +62,7 @@ func CheckSearchIndex(t testing.TB, path, round string) (listed int) {
 		// must answer each term with exactly these rows among the staged ones.
 		`CREATE VIRTUAL TABLE temp.rebuilt_staged USING fts5(keyname, displayname, data, tokenize='trigram', detail=none)`,
 		`INSERT INTO temp.rebuilt_staged(rowid, keyname, displayname, data) SELECT i.id, i.keyname, i.displayname, i.data
-		FROM instances_search_dirty d JOIN instances i ON i.id = d.id WHERE d.staged`,
+		FROM instances_search_dirty d JOIN instances i ON i.id = d.id WHERE d.staged = 1`,
 		`CREATE VIRTUAL TABLE temp.vocab_staged USING fts5vocab(main, instances_search_staged, row)`,
 		`CREATE VIRTUAL TABLE temp.vocab_rebuilt_staged USING fts5vocab(temp, rebuilt_staged, row)`,
 	} {
@@ -105,8 +105,10 @@ func CheckSearchIndex(t testing.TB, path, round string) (listed int) {
 		return terms
 	}
 	for _, term := range termsOf("SELECT term FROM temp.vocab_staged UNION SELECT term FROM temp.vocab_rebuilt_staged") {
+		// +rowid: the IN is a filter on the index's answer, not rowids handed to FTS5
+		// one by one (a lookup per staged row and term).
 		live := ids(`SELECT rowid FROM instances_search_staged WHERE instances_search_staged MATCH ?
-			AND rowid IN (SELECT id FROM instances_search_dirty WHERE staged) ORDER BY rowid`, term)
+			AND +rowid IN (SELECT id FROM instances_search_dirty WHERE staged = 1) ORDER BY rowid`, term)
 		want := ids("SELECT rowid FROM temp.rebuilt_staged WHERE rebuilt_staged MATCH ? ORDER BY rowid", term)
 		if !slices.Equal(live, want) {
 			t.Fatalf("%s: term %q: the staged index has staged rows %v, their instances %v", round, term, live, want)
@@ -133,5 +135,16 @@ func CheckSearchIndexCaughtUp(t testing.TB, path, round string) {
 	t.Helper()
 	if n := CheckSearchIndex(t, path, round); n != 0 {
 		t.Fatalf("%s: %d rows left to index", round, n)
+	}
+	// Nothing listed: nothing left in the staged index either (an entry leaves it with
+	// its row, stale or not).
+	sdb, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(15000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Close()
+	var staged int
+	if err := sdb.QueryRow("SELECT count(*) FROM instances_search_staged").Scan(&staged); err != nil || staged != 0 {
+		t.Fatalf("%s: %d rows left in the staged index (%v)", round, staged, err)
 	}
 }
