@@ -42,28 +42,21 @@ func (db *DB) RunSearchCatchUp(ctx context.Context, log *slog.Logger) {
 	if log == nil {
 		log = db.log
 	}
-	wait := func(d time.Duration) bool {
+	// sleep waits d, or less when woken (a nil wake never is); false when ctx ended.
+	sleep := func(d time.Duration, wake <-chan struct{}) bool {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
 			return false
-		case <-db.searchWake:
+		case <-wake:
 			return true
 		case <-t.C:
 			return true
 		}
 	}
-	pause := func() bool {
-		t := time.NewTimer(catchUpPause)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
-	}
+	wait := func(d time.Duration) bool { return sleep(d, db.searchWake) }
+	pause := func() bool { return sleep(catchUpPause, nil) }
 	failing := false
 	for ctx.Err() == nil {
 		// Stage the newest listed rows (searchstage.go), then index the oldest, with

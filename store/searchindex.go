@@ -57,17 +57,11 @@ func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
 		db.sawSearchListEmpty(seen)
 		return 0, nil
 	}
-	raw, done, err := db.beginWriter(ctx)
+	tx, wctx, commit, done, err := db.beginCatchUp(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer done()
-	defer raw.Rollback()
-	tx := conn{raw, db.dia}
-	// Not interruptible once the writer is held: a canceled catch-up must not stop
-	// FTS5 midway through writing its segments (the rollback would undo them, and the
-	// batch's work would be lost for nothing).
-	wctx := context.WithoutCancel(ctx)
 	index, flush := db.dia.reindexUpTo[:len(db.dia.reindexUpTo)-1], db.dia.reindexUpTo[len(db.dia.reindexUpTo)-1]
 	began := time.Now()
 	chunk := catchUpFirstChunk
@@ -101,16 +95,40 @@ func (db *DB) indexBatch(ctx context.Context, rows int) (n int, err error) {
 	}
 	// The writer is held until the commit: a row listed after it is listed after now.
 	seen = time.Now()
-	if err := raw.Commit(); err != nil {
-		return 0, db.NoSpace(err)
+	if err := commit(); err != nil {
+		return 0, err
 	}
 	if emptied {
 		db.sawSearchListEmpty(seen)
 	}
-	db.committed() // a commit ends a disk-full episode, as a request's write does
-	db.commits.Add(1)
 	db.searchIndexed.Add(int64(n))
 	return n, nil
+}
+
+// beginCatchUp begins a write transaction of the catch-up (an indexing or a staging
+// batch): it passes the turnstile and holds the writer as any write does. wctx is not
+// interruptible: a canceled catch-up must not stop FTS5 midway through writing its
+// segments (the rollback would undo them, and the batch's work would be lost for
+// nothing). commit commits it; done ends it (rolls back what is not committed, and
+// lets the writer go).
+func (db *DB) beginCatchUp(ctx context.Context) (tx conn, wctx context.Context, commit func() error, done func(), err error) {
+	raw, leave, err := db.beginWriter(ctx)
+	if err != nil {
+		return conn{}, nil, nil, nil, err
+	}
+	commit = func() error {
+		if err := raw.Commit(); err != nil {
+			return db.NoSpace(err)
+		}
+		db.committed() // a commit ends a disk-full episode, as a request's write does
+		db.commits.Add(1)
+		return nil
+	}
+	done = func() {
+		raw.Rollback()
+		leave()
+	}
+	return conn{raw, db.dia}, context.WithoutCancel(ctx), commit, done, nil
 }
 
 // nextChunk is how many rows the next chunk of a catch-up batch indexes: as many as

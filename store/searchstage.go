@@ -52,15 +52,11 @@ func (db *DB) stageBatch(ctx context.Context, rows int, above int64) (n int, err
 	if above > 0 {
 		rows = min(rows, int(listed-above))
 	}
-	raw, done, err := db.beginWriter(ctx)
+	tx, wctx, commit, done, err := db.beginCatchUp(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer done()
-	defer raw.Rollback()
-	tx := conn{raw, db.dia}
-	// Not interruptible once the writer is held, as a catch-up batch.
-	wctx := context.WithoutCancel(ctx)
 	began := time.Now()
 	chunk := stageChunkFirst
 	for n < rows && (n == 0 || time.Since(began) < maxBatchTime) {
@@ -87,11 +83,9 @@ func (db *DB) stageBatch(ctx context.Context, rows int, above int64) (n int, err
 	if n == 0 {
 		return 0, nil
 	}
-	if err := raw.Commit(); err != nil {
-		return 0, db.NoSpace(err)
+	if err := commit(); err != nil {
+		return 0, err
 	}
-	db.committed()
-	db.commits.Add(1)
 	return n, nil
 }
 
