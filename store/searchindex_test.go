@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -624,5 +626,105 @@ func TestSearchWithOneReadConnection(t *testing.T) {
 		search(round, store.ListQuery{Search: "walrus", Limit: 1}, 1)
 		search(round, store.ListQuery{Search: "walrus-two", After: 1, Limit: 10}, 1)
 		search(round, store.ListQuery{Search: "walrus", Sort: "-text", Limit: 10}, 2)
+	}
+}
+
+// failures runs check with a testing.TB whose Fatal and Fatalf record the message and
+// end check's goroutine (as the real ones end a test's), and returns the messages.
+func failures(t *testing.T, check func(tb testing.TB)) []string {
+	t.Helper()
+	rec := &fatalRecorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		check(rec)
+	}()
+	<-done
+	return rec.msgs
+}
+
+type fatalRecorder struct {
+	testing.TB
+	msgs []string
+}
+
+func (r *fatalRecorder) Fatalf(format string, args ...any) {
+	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+
+func (r *fatalRecorder) Fatal(args ...any) {
+	r.msgs = append(r.msgs, fmt.Sprint(args...))
+	runtime.Goexit()
+}
+
+// The kit's index check fails on each way the indexes can diverge from the instances:
+// a row indexed as other text than its instance's (dropped from the list unindexed),
+// a staged row without its entry, a row marked staged that never was. Each corruption
+// is made in a fresh copy of one file, and the unchanged copy passes.
+func TestSearchIndexCheckCatchesDivergence(t *testing.T) {
+	testkit.SQLiteOnly(t, "the kit compares SQLite's FTS5 indexes with the instances")
+	t.Parallel()
+	ctx := context.Background()
+	db := newTestDB(t)
+	mustLoad(t, db, `
+- {classname: _schema, keyname: note, text: {dataformat: string}}
+- {classname: note, keyname: n1, text: alpha-one}
+- {classname: note, keyname: n2, text: beta-two}
+`, store.LoadOptions{System: true})
+	if _, err := db.CatchUpSearch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustLoad(t, db, `
+- {classname: note, keyname: n1, text: gamma-one}
+- {classname: note, keyname: n3, text: delta-three}
+- {classname: note, keyname: n4, text: eta-four}
+`, store.LoadOptions{System: true})
+	if _, err := db.StageSearch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustLoad(t, db, `
+- {classname: note, keyname: n4, text: theta-four}
+`, store.LoadOptions{System: true})
+	path := db.Path()
+	db.Close()
+	if msgs := failures(t, func(tb testing.TB) { testkit.CheckSearchIndex(tb, path, "unchanged") }); len(msgs) != 0 {
+		t.Fatalf("the unchanged file fails the check: %v", msgs)
+	}
+	for _, c := range []struct{ name, corrupt, want string }{
+		{"a listed row dropped unindexed", `DELETE FROM instances_search_dirty
+			WHERE id = (SELECT id FROM instances WHERE keyname = 'n1' AND classname = 'note')`,
+			"rows differ between the index's text and the instances"},
+		{"a staged row's entry lost", `DELETE FROM instances_search_staged
+			WHERE rowid = (SELECT id FROM instances WHERE keyname = 'n3' AND classname = 'note')`,
+			`only in a rebuilt index: term "del"`},
+		{"a stale entry taken as current", `UPDATE instances_search_dirty SET staged = 1
+			WHERE id = (SELECT id FROM instances WHERE keyname = 'n4' AND classname = 'note')`,
+			`only in the index: term "\"et"`},
+	} {
+		copyPath := filepath.Join(t.TempDir(), "copy.db")
+		raw, err := sql.Open("sqlite", "file:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Exec("VACUUM INTO ?", copyPath); err != nil {
+			t.Fatal(err)
+		}
+		raw.Close()
+		raw, err = sql.Open("sqlite", "file:"+copyPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := raw.Exec(c.corrupt); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		} else if n, _ := res.RowsAffected(); n != 1 {
+			t.Fatalf("%s: %d rows changed, want 1", c.name, n)
+		}
+		raw.Close()
+		msgs := failures(t, func(tb testing.TB) { testkit.CheckSearchIndex(tb, copyPath, c.name) })
+		if len(msgs) != 1 || !strings.Contains(msgs[0], c.want) {
+			t.Fatalf("%s: the check said %q, want a failure with %q", c.name, msgs, c.want)
+		}
+		t.Logf("%s: %s", c.name, msgs[0])
 	}
 }

@@ -88,6 +88,8 @@ func TestSearchIndexCatchUpAfterKill(t *testing.T) {
 		t.Fatalf("no metrics address in the log:\n%s", tail(c.out.String()))
 	}
 	metricsURL := "http://" + m[1] + "/metrics"
+	// A deadline of its own: the check above takes a while under the race detector.
+	deadline = time.Now().Add(2 * time.Minute)
 	for listed() > 0 {
 		if time.Now().After(deadline) || c.exited() {
 			t.Fatalf("the catch-up after the restart left %d rows; output:\n%s", listed(), tail(c.out.String()))
