@@ -174,23 +174,7 @@ func BenchmarkPipeline(b *testing.B) {
 							b.Fatalf("floor changed %d, want %d", got, n)
 						}
 					default:
-						r := tasks.New(db, tasks.Options{BatchSize: batch, Workers: 1})
-						h, err := r.Submit(context.Background(), tasks.Params{Pipeline: "bench", Schemas: []string{"item"},
-							DryRun: mode == "dry", Auth: model.SystemAuth(), OwnerType: "api", OwnerID: "system"})
-						if err != nil {
-							b.Fatal(err)
-						}
-						if err := r.RunOne(context.Background(), h); err != nil {
-							b.Fatal(err)
-						}
-						stop()
-						task, err := r.Get(context.Background(), h)
-						if err != nil {
-							b.Fatal(err)
-						}
-						if task.Status != tasks.StatusSucceeded || task.Result.Updated != int64(n) {
-							b.Fatalf("task %s: %+v", task.Status, task.Result)
-						}
+						runBenchPipeline(b, db, batch, n, mode == "dry", stop)
 						if mode == "real" {
 							t0 := time.Now()
 							rows, err := db.CatchUpSearch(context.Background())
@@ -224,6 +208,80 @@ func BenchmarkPipeline(b *testing.B) {
 				b.ReportMetric(0, "ns/op")
 			})
 		}
+	}
+}
+
+// runBenchPipeline runs the bench pipeline over the n items of db as a task (a dry run
+// when dry), calls stop as soon as it has run, and checks it succeeded and counted n.
+func runBenchPipeline(b *testing.B, db *store.DB, batch, n int, dry bool, stop func()) {
+	b.Helper()
+	r := tasks.New(db, tasks.Options{BatchSize: batch, Workers: 1})
+	h, err := r.Submit(context.Background(), tasks.Params{Pipeline: "bench", Schemas: []string{"item"},
+		DryRun: dry, Auth: model.SystemAuth(), OwnerType: "api", OwnerID: "system"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.RunOne(context.Background(), h); err != nil {
+		b.Fatal(err)
+	}
+	stop()
+	task, err := r.Get(context.Background(), h)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if task.Status != tasks.StatusSucceeded || task.Result.Updated != int64(n) {
+		b.Fatalf("task %s: %+v", task.Status, task.Result)
+	}
+}
+
+// BenchmarkPipelineIndexCost measures the search index's cost to a pipeline real run
+// as a pair: each iteration runs the product on a fresh copy with the index and on
+// another without it (its triggers dropped, PostgreSQL: its pg_trgm index), the order
+// alternating between iterations, so that a machine's drift over the minutes a 1M run
+// takes falls on both alike (BenchmarkPipeline's real and real-without-index run one
+// after the other, -count times each). It reports both rates by CPU time and by the
+// wall clock, and their ratios (with / without); only the runs are timed.
+func BenchmarkPipelineIndexCost(b *testing.B) {
+	const batch = 1000
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			src := benchDB(b, n)
+			var cpu, wall [2]time.Duration // [0] with the index, [1] without
+			run := func(without int) {
+				b.StopTimer()
+				path := testkit.FromTemplate(b, src)
+				db, err := testkit.OpenStore(b, path, store.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if without == 1 {
+					testkit.DropSearchIndex(b, db)
+				}
+				c0, t0 := cpuTime(), time.Now()
+				b.StartTimer()
+				runBenchPipeline(b, db, batch, n, false, func() {
+					b.StopTimer()
+					cpu[without] += cpuTime() - c0
+					wall[without] += time.Since(t0)
+				})
+				db.Close()
+				if !testkit.Postgres() {
+					os.Remove(path)
+				}
+			}
+			for i := 0; i < b.N; i++ {
+				run(i % 2)
+				run(1 - i%2)
+			}
+			rows := float64(n) * float64(b.N)
+			b.ReportMetric(rows/cpu[0].Seconds(), "instances/cpu-s")
+			b.ReportMetric(rows/cpu[1].Seconds(), "without-index-instances/cpu-s")
+			b.ReportMetric(rows/wall[0].Seconds(), "instances/s")
+			b.ReportMetric(rows/wall[1].Seconds(), "without-index-instances/s")
+			b.ReportMetric(cpu[1].Seconds()/cpu[0].Seconds(), "ratio-cpu")
+			b.ReportMetric(wall[1].Seconds()/wall[0].Seconds(), "ratio-wall")
+			b.ReportMetric(0, "ns/op")
+		})
 	}
 }
 
