@@ -234,14 +234,14 @@ func runBenchPipeline(b *testing.B, db *store.DB, batch, n int, dry bool, stop f
 	}
 }
 
-// BenchmarkPipelineIndexCost measures the search index's cost to a pipeline real run
+// BenchmarkIndexWriteCost measures the search index's cost to a pipeline real run
 // as a pair: each iteration runs the product on a fresh copy with the index and on
 // another without it (its triggers dropped, PostgreSQL: its pg_trgm index), the order
 // alternating between iterations, so that a machine's drift over the minutes a 1M run
 // takes falls on both alike (BenchmarkPipeline's real and real-without-index run one
 // after the other, -count times each). It reports both rates by CPU time and by the
 // wall clock, and their ratios (with / without); only the runs are timed.
-func BenchmarkPipelineIndexCost(b *testing.B) {
+func BenchmarkIndexWriteCost(b *testing.B) {
 	const batch = 1000
 	for _, n := range benchSizes() {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
