@@ -308,6 +308,7 @@ func (db *DB) TouchAPIKey(ctx context.Context, id int64, t time.Time) error {
 	return db.WithTx(ctx, func(tx *Tx) error {
 		_, err := tx.execContext(ctx, `UPDATE instances SET data = `+tx.db.dia.jsonSet("data", "'$.last_used'", "?")+`
 			WHERE id = ? AND classname = '_apikey'`, t.UTC().Format("2006-01-02T15:04:05"), id)
+		tx.listForSearch(id)
 		return err
 	})
 }

@@ -114,6 +114,9 @@ type DB struct {
 	// searchLimit replaces SearchBacklogLimit when above zero (tests reach it with
 	// few rows).
 	searchLimit int64
+	// unlisted, when set (benchmarks only, UnlistedUpdatesForTest), stops the store
+	// listing the instances it updates.
+	unlisted bool
 	// searchSeen, when set (tests only), is given the query and arguments of every
 	// indexed search's page before it runs (a test asks the engine for its plan).
 	searchSeen func(query string, args []any)
@@ -454,6 +457,12 @@ type txState struct {
 	// writes counts the statements exec ran (every instance, revision and permission
 	// write): a caller compares it before and after a step to learn whether the step wrote.
 	writes int
+	// searchListed are the ids of the instances this transaction updated, listed for
+	// the search index in one statement before it commits (listForSearch).
+	searchListed []int64
+	// rawListed: the transaction's connection has the temporary trigger listing what
+	// its statements run as written update (rawListing).
+	rawListed bool
 	// known caches instances known to exist in this transaction ("class\x00key") for
 	// reference checks and address collection; dropped on delete and rename.
 	known map[string]struct{}
@@ -530,6 +539,9 @@ func (tx *Tx) commit() error {
 		if _, err := tx.execContext(tx.began, "UPDATE schema_generation SET generation = generation + 1"); err != nil {
 			return fmt.Errorf("bump schema generation: %w", err)
 		}
+	}
+	if err := tx.flushSearchListed(); err != nil {
+		return err
 	}
 	if tx.writer {
 		for _, q := range tx.db.dia.beforeCommit {

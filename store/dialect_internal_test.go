@@ -42,7 +42,7 @@ func TestSQLiteDialectText(t *testing.T) {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
 	}
-	if got, want := len(d.layout), 19; got != want {
+	if got, want := len(d.layout), 20; got != want {
 		t.Errorf("SQLite layout has %d steps, want %d (the released layout version)", got, want)
 	}
 	dsn := d.dsn("/tmp/a b.db", false)
@@ -237,7 +237,7 @@ func TestSQLiteDialectFragments(t *testing.T) {
 // backlog statements (an engine that maintains its index in every write has none).
 func TestDialectsAreComplete(t *testing.T) {
 	mayBeZero := map[string]bool{"snapshot": true, "writeTx": true, "turnstile": true, "lockWriter": true, "skipLocked": true, "resetIdentities": true, "deferIndexes": true,
-		"searchBacklog": true, "searchLag": true, "reindexUpTo": true, "searchUnlisted": true, "searchListedFrom": true, "searchListedWhere": true, "searchListedID": true,
+		"searchBacklog": true, "searchLag": true, "listSearch": true, "reindexUpTo": true, "searchUnlisted": true, "searchListedFrom": true, "searchListedWhere": true, "searchListedID": true,
 		"stageWaiting": true, "stageListed": true, "searchStagedFrom": true, "searchStagedWhere": true, "searchStagedID": true}
 	for _, d := range dialects {
 		v := reflect.ValueOf(*d)

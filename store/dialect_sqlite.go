@@ -63,6 +63,8 @@ var sqliteDialect = &dialect{
 
 	searchBacklog:     SearchBacklogCheck,
 	searchLag:         "SELECT count(*) FROM instances_search_dirty",
+	listSearch: `INSERT INTO instances_search_dirty(id) SELECT value FROM json_each(?) WHERE true
+		ON CONFLICT(id) DO UPDATE SET staged = 2 WHERE staged = 1`,
 	reindexUpTo:       sqliteCatchUp,
 	searchFrom:        "instances_search CROSS JOIN instances i",
 	searchWhere:       "instances_search MATCH ? AND i.id = instances_search.rowid AND i.classname = ?",

@@ -336,3 +336,62 @@ func TestStoreHandsOutNoRawSQL(t *testing.T) {
 		}
 	}
 }
+
+// instanceUpdates are the statements and dialect fragments that update instances in
+// place: a function holding one must list what it updates for the search index.
+var instanceUpdates = []string{"UPDATE instances ", "UPDATE OR IGNORE instances "}
+
+// listers are the calls that list updated instances for SQLite's search index
+// (searchlist.go).
+var listers = []string{"listForSearch", "listWhereForSearch", "rawListing"}
+
+// Since layout 20 no trigger lists an updated row for the search index: every function
+// of the store that updates instances (its own UPDATE statement, or the dialect's
+// keyname conversion) lists what it updates, in the same function. A new UPDATE that
+// does not fails here (and searches would miss its rows until the next write of them).
+func TestEveryInstanceUpdateIsListed(t *testing.T) {
+	t.Parallel()
+	var updaters []string
+	for _, f := range storeFiles(t, token.NewFileSet()) {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			updates, lists := false, false
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				switch x := n.(type) {
+				case *ast.CallExpr:
+					if sel, ok := x.Fun.(*ast.SelectorExpr); ok && slices.Contains(listers, sel.Sel.Name) {
+						lists = true
+					}
+				case *ast.SelectorExpr:
+					if id, ok := x.X.(*ast.SelectorExpr); ok && id.Sel.Name == "dia" && x.Sel.Name == "convertKeyname" {
+						updates = true
+					}
+				case *ast.BasicLit:
+					if s, err := strconv.Unquote(x.Value); err == nil && x.Kind == token.STRING {
+						for _, q := range instanceUpdates {
+							updates = updates || strings.Contains(s, q)
+						}
+					}
+				}
+				return true
+			})
+			if updates {
+				updaters = append(updaters, fn.Name.Name)
+				if !lists {
+					t.Errorf("%s updates instances and lists nothing for the search index (listForSearch)", fn.Name.Name)
+				}
+			}
+		}
+	}
+	slices.Sort(updaters)
+	// The scan finds the store's updates: the apply path's (write), the renames', an API key's
+	// last use, a field's deletion and the keyname conversion.
+	for _, want := range []string{"write", "rename", "rewriteInstance", "TouchAPIKey", "deleteField", "convertKeyname"} {
+		if !slices.Contains(updaters, want) {
+			t.Errorf("%s is not found updating instances (found %v): the scan misses it", want, updaters)
+		}
+	}
+}

@@ -116,6 +116,14 @@ const layout16Update = `CREATE TRIGGER instances_search_update AFTER UPDATE OF i
 	INSERT INTO instances_search_dirty(id, listed_at) VALUES(NEW.id, CAST(unixepoch('subsec') * 1000 AS INTEGER)) ON CONFLICT(id) DO NOTHING;
 END`
 
+// layout19Update is the update trigger of layout step 19, which step 20 dropped.
+const layout19Update = `CREATE TRIGGER instances_search_update AFTER UPDATE OF id, keyname, displayname, data ON instances
+	WHEN OLD.id IS NOT NEW.id OR OLD.keyname IS NOT NEW.keyname OR OLD.displayname IS NOT NEW.displayname
+		OR OLD.data IS NOT NEW.data BEGIN
+	INSERT INTO instances_search_dirty(id) VALUES(NEW.id) ON CONFLICT(id) DO UPDATE
+		SET staged = 2 WHERE staged = 1;
+END`
+
 // layout17Triggers are the search index's triggers as layout steps 16 and 17 left them.
 var layout17Triggers = []string{
 	`CREATE TRIGGER instances_search_insert AFTER INSERT ON instances BEGIN
@@ -156,9 +164,10 @@ func layoutsAfter(v int) []string {
 			"DROP TRIGGER instances_search_delete", "DROP TRIGGER instances_search_update",
 			"ALTER TABLE instances_search_dirty DROP COLUMN staged", "DROP TABLE instances_search_staged",
 			"ALTER TABLE instances_search_dirty ADD COLUMN listed_at INTEGER NOT NULL DEFAULT 0"}, layout17Triggers...),
+		20: {layout19Update},
 	}
 	var stmts []string
-	for step := 19; step > v; step-- { // the last layout step
+	for step := 20; step > v; step-- { // the last layout step
 		stmts = append(stmts, drops[step]...)
 	}
 	return append(stmts, fmt.Sprintf("PRAGMA user_version = %d", v))

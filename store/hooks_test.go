@@ -9,6 +9,9 @@ import (
 // must hold a transaction of their own open around raw writes (a commit canceled
 // midway). Only the store's tests see it.
 func ExecInTx(ctx context.Context, tx *Tx, query string, args ...any) error {
+	if err := tx.rawListing(ctx); err != nil { // as Migration.Exec
+		return err
+	}
 	_, err := tx.execContext(ctx, query, args...)
 	return err
 }

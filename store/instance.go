@@ -469,6 +469,7 @@ func (tx *Tx) write(ctx context.Context, s *model.Schema, old, in *Instance, act
 			}
 			return false, nil, fmt.Errorf("update %s %s: %w", in.Classname, in.Keyname, err)
 		}
+		tx.listForSearch(old.ID)
 		in.ID, in.CreatedAt, in.UpdatedAt = old.ID, old.CreatedAt, now
 		if in.Classname == "_user" && fmt.Sprint(old.Data["password"]) != fmt.Sprint(in.Data["password"]) {
 			// A new password ends the console sessions opened with the old one.

@@ -121,7 +121,13 @@ func (m *Migration) DeletePermission(ctx context.Context, key string) error {
 // migration transaction. A statement with arguments is prepared once per transaction,
 // so a loop inserting rows parses it once. Tests set up states no load can make with
 // it (internal/testkit); nothing the API, the console or a task runs reaches it.
+//
+// On SQLite its UPDATEs of instances are listed for the search index as the store's
+// own are (a temporary trigger for the rest of the transaction, rawListing).
 func (m *Migration) Exec(ctx context.Context, query string, args ...any) error {
+	if err := m.rawListing(ctx); err != nil {
+		return err
+	}
 	_, err := m.execAny(ctx, query, args...)
 	return err
 }

@@ -91,6 +91,7 @@ func (tx *Tx) rename(ctx context.Context, s *model.Schema, in *Instance, newKey 
 	if _, err := tx.exec(ctx, "UPDATE instances SET keyname = ?, updated_at = ? WHERE id = ?", newKey, now, in.ID); err != nil {
 		return fmt.Errorf("rename %s %s: %w", s.Keyname, old, err)
 	}
+	tx.listForSearch(in.ID)
 	in.Keyname, in.UpdatedAt = newKey, now
 	tx.forget() // the existence cache may hold the old keyname
 	if err := tx.writeChange(ctx, s, model.ActionRename, &was, in, before, instanceDoc(s, in, "")); err != nil {
@@ -112,6 +113,7 @@ func (tx *Tx) convertKeyname(ctx context.Context, in *Instance, newKey, displayn
 	if err != nil {
 		return fmt.Errorf("convert %s %s: %w", in.Classname, in.Keyname, err)
 	}
+	tx.listForSearch(in.ID)
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		// The unique (classname, keyname) index refused the row, or the row is gone.
 		if exists, xerr := tx.instanceExists(ctx, in.Classname, newKey); xerr == nil && exists {
@@ -369,6 +371,7 @@ func (tx *Tx) rewriteInstance(ctx context.Context, sch *model.Schema, in *Instan
 	if _, err := tx.exec(ctx, "UPDATE instances SET data = ?, updated_at = ? WHERE id = ?", model.MustJSON(data), next.UpdatedAt, in.ID); err != nil {
 		return 0, fmt.Errorf("rewrite references in %s %s: %w", in.Classname, in.Keyname, err)
 	}
+	tx.listForSearch(in.ID)
 	if tx.rev.Off { // skip building the revision documents (migrations rewrite many)
 		return n, nil
 	}

@@ -183,6 +183,9 @@ func (tx *Tx) deleteField(ctx context.Context, classname, keyname string) error 
 		return fmt.Errorf("delete field %s.%s: %w", classname, keyname, err)
 	}
 	path := `$."` + keyname + `"`
+	if err := tx.listWhereForSearch(ctx, "classname = ?1 AND "+tx.db.dia.jsonType("data", "?2")+" IS NOT NULL", classname, path); err != nil {
+		return err
+	}
 	// Numbered placeholders: a dialect's fragment may use its path more than once;
 	// one placeholder per fragment, as each fragment may give it another SQL type.
 	if _, err := tx.execContext(ctx, `UPDATE instances SET data = `+tx.db.dia.jsonRemove("data", "?1")+`

@@ -36,7 +36,7 @@ func BenchmarkSearchIndexLayout(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, q := range []string{"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
-			"DROP TRIGGER instances_search_update", "DROP TRIGGER instances_search_move", "DROP TABLE instances_search_staged", "DROP TABLE instances_search_dirty", "DROP TABLE instances_search",
+			"DROP TRIGGER instances_search_move", "DROP TABLE instances_search_staged", "DROP TABLE instances_search_dirty", "DROP TABLE instances_search",
 			"DROP TABLE nodes", "DROP TABLE node_salt", "DROP TABLE throttle", "DROP TABLE events"} {
 			if _, err := tx.Exec(q); err != nil {
 				b.Fatal(err)

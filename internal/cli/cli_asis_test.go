@@ -440,7 +440,7 @@ func layoutPending() (stmts []string, version int) {
 			"ALTER TABLE revisions DROP COLUMN delta", "UPDATE layout_version SET version = 1"}, 1
 	}
 	return []string{"DROP TRIGGER instances_search_insert", "DROP TRIGGER instances_search_delete",
-		"DROP TRIGGER instances_search_update", "DROP TRIGGER instances_search_move", "DROP TABLE instances_search_staged",
+		"DROP TRIGGER instances_search_move", "DROP TABLE instances_search_staged",
 		"DROP TABLE instances_search_dirty", "DROP TABLE instances_search", "DROP TABLE nodes", "DROP TABLE node_salt", "DROP TABLE throttle", "DROP TABLE events",
 		"ALTER TABLE revisions DROP COLUMN delta", "PRAGMA user_version = 9"}, 9
 }

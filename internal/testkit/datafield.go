@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -27,5 +28,20 @@ func SetDataField(tb testing.TB, db *store.DB, class, key, field string, value a
 	if err != nil {
 		tb.Fatalf("data of %s/%s: %v", class, key, err)
 	}
-	Exec(tb, db, "UPDATE instances SET data = ? WHERE classname = ? AND keyname = ?", string(b), class, key)
+	// As SQL outside the store must: an UPDATE lists its row for SQLite's search index
+	// itself (docs/operations.md, "The search index"), in the same transaction.
+	ctx := context.Background()
+	err = Migrator(tb, db).Migrate(ctx, func(m *store.Migration) error {
+		if err := m.Exec(ctx, "UPDATE instances SET data = ? WHERE classname = ? AND keyname = ?", string(b), class, key); err != nil {
+			return err
+		}
+		if Postgres() {
+			return nil // the engine maintains its index in every write
+		}
+		return m.Exec(ctx, `INSERT INTO instances_search_dirty(id) SELECT id FROM instances WHERE classname = ? AND keyname = ?
+			ON CONFLICT(id) DO UPDATE SET staged = 2 WHERE staged = 1`, class, key)
+	})
+	if err != nil {
+		tb.Fatalf("set %s of %s/%s: %v", field, class, key, err)
+	}
 }
