@@ -159,7 +159,7 @@ type dialect struct {
 	// candidates; searchUnlisted (appended to searchWhere) keeps the candidates not
 	// listed, searchListed is the FROM and class condition (arg: the class) of the
 	// listed rows, searchListedID their id column.
-	searchBacklog, searchLag            string
+	searchBacklog, searchLag string
 	// listSearch lists the ids of the JSON array `?` for the index (staged ones made
 	// stale), as the store's updates of instances list theirs (Tx.listForSearch).
 	listSearch                          string

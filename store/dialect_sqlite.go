@@ -61,8 +61,8 @@ var sqliteDialect = &dialect{
 	countDeltas:    map[string]string{},
 	foldedRead:     map[string]string{},
 
-	searchBacklog:     SearchBacklogCheck,
-	searchLag:         "SELECT count(*) FROM instances_search_dirty",
+	searchBacklog: SearchBacklogCheck,
+	searchLag:     "SELECT count(*) FROM instances_search_dirty",
 	listSearch: `INSERT INTO instances_search_dirty(id) SELECT value FROM json_each(?) WHERE true
 		ON CONFLICT(id) DO UPDATE SET staged = 2 WHERE staged = 1`,
 	reindexUpTo:       sqliteCatchUp,
