@@ -61,10 +61,9 @@ var sqliteDialect = &dialect{
 	countDeltas:    map[string]string{},
 	foldedRead:     map[string]string{},
 
-	searchBacklog: SearchBacklogCheck,
-	searchLag:     "SELECT count(*) FROM instances_search_dirty",
-	listSearch: `INSERT INTO instances_search_dirty(id) SELECT value FROM json_each(?) WHERE true
-		ON CONFLICT(id) DO UPDATE SET staged = 2 WHERE staged = 1`,
+	searchBacklog:     SearchBacklogCheck,
+	searchLag:         "SELECT count(*) FROM instances_search_dirty",
+	listSearch:        SearchListSQL,
 	reindexUpTo:       sqliteCatchUp,
 	searchFrom:        "instances_search CROSS JOIN instances i",
 	searchWhere:       "instances_search MATCH ? AND i.id = instances_search.rowid AND i.classname = ?",

@@ -18,6 +18,12 @@ import (
 // much costs an indexing, never exactness. An UPDATE of instances made outside
 // dataservice must list its rows itself (docs/operations.md, "The search index").
 
+// SearchListSQL is SQLite's statement listing the instance ids of the JSON array `?`
+// for the search index (staged ones made stale): the one statement a transaction that
+// updated instances runs before it commits. Benchmarks' floors run it too.
+const SearchListSQL = `INSERT INTO instances_search_dirty(id) SELECT value FROM json_each(?) WHERE true
+	ON CONFLICT(id) DO UPDATE SET staged = 2 WHERE staged = 1`
+
 // listForSearch notes instance ids this transaction updated, for the search index.
 // Nothing where the engine maintains its index in every write (PostgreSQL).
 func (tx *Tx) listForSearch(ids ...int64) {
@@ -92,6 +98,7 @@ func (tx *Tx) flushSearchListed() error {
 
 // UnlistedUpdatesForTest stops the store listing the instances it updates, for
 // benchmarks measuring what writes cost without the search index
-// (testkit.DropSearchIndex, which drops the triggers too): searches no longer see
-// those updates. Never for a database in service.
+// (testkit.DropSearchIndex, which drops the triggers too) and floors that list with
+// their own statement (SearchListSQL): searches no longer see those updates otherwise.
+// Never for a database in service.
 func (db *DB) UnlistedUpdatesForTest() { db.unlisted = true }

@@ -171,12 +171,17 @@ func BenchmarkPipeline(b *testing.B) {
 					b.StartTimer()
 					switch mode {
 					case "floor", "floor-dry", "floor-physical", "floor-revision":
-						if got := floorPass(b, db, compiled, batch, mode != "floor-dry", mode != "floor-physical"); got != n {
+						if got := floorPass(b, db, compiled, batch, mode != "floor-dry", mode != "floor-physical", mode == "floor"); got != n {
 							b.Fatalf("floor changed %d, want %d", got, n)
+						}
+						if mode == "floor" {
+							stop()
+							checkListed(b, db, n)
 						}
 					default:
 						runBenchPipeline(b, db, batch, n, mode == "dry", stop)
 						if mode == "real" {
+							checkListed(b, db, n)
 							t0 := time.Now()
 							rows, err := db.CatchUpSearch(context.Background())
 							if err != nil {
@@ -209,6 +214,18 @@ func BenchmarkPipeline(b *testing.B) {
 				b.ReportMetric(0, "ns/op")
 			})
 		}
+	}
+}
+
+// checkListed fails the benchmark unless n rows are listed for SQLite's search index:
+// every row a run or a floor with the index updated.
+func checkListed(b *testing.B, db *store.DB, n int) {
+	b.Helper()
+	if !db.IsFile() {
+		return
+	}
+	if got := testkit.QueryInt(b, db, "SELECT count(*) FROM instances_search_dirty"); got != n {
+		b.Fatalf("%d rows listed for the search index, want %d", got, n)
 	}
 }
 
@@ -269,11 +286,8 @@ func BenchmarkIndexWriteCost(b *testing.B) {
 						wall[without] += time.Since(t0)
 					})
 				})
-				if without == 0 && db.IsFile() {
-					// The run listed every row it wrote for the search index.
-					if got := testkit.QueryInt(b, db, "SELECT count(*) FROM instances_search_dirty"); got != n {
-						b.Fatalf("the run listed %d rows for the search index, want %d", got, n)
-					}
+				if without == 0 {
+					checkListed(b, db, n)
 				}
 				db.Close()
 				if !testkit.Postgres() {
@@ -317,8 +331,16 @@ func revisionBytes(b *testing.B, db *store.DB, n int) int64 {
 // pool (the store hands out no raw statements in a write transaction; the rows read
 // are the same, the batch before having committed) and writes through the migration
 // door's raw statements. Without revisions a real pass writes no revision rows.
-func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write, revisions bool) int {
+//
+// With list (the search index kept, SQLite), each batch lists the rows it updated for
+// the index as the store does, with the store's one statement (store.SearchListSQL)
+// before it commits; its raw statements are not listed otherwise.
+func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write, revisions, list bool) int {
 	ctx := context.Background()
+	list = list && db.IsFile()
+	if list {
+		db.UnlistedUpdatesForTest() // the floor lists with its own statement
+	}
 	var after int64
 	changed := 0
 	now := time.Now().UTC()
@@ -344,16 +366,22 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write, 
 		if write {
 			err = testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
 				var err error
-				if n, err = floorBatch(ctx, db.Reader(), m, sch, &deltas, p, batch, now, stamp, &after, revisions); err != nil {
+				var ids []byte // the ids the batch updated, as a JSON array
+				if n, err = floorBatch(ctx, db.Reader(), m, sch, &deltas, p, batch, now, stamp, &after, revisions, &ids); err != nil {
 					return err
 				}
 				changed += n
+				if list && len(ids) > 0 {
+					if err := m.Exec(ctx, store.SearchListSQL, string(append(ids, ']'))); err != nil {
+						return err
+					}
+				}
 				return m.Exec(ctx, checkpointSQL, checkpointArgs()...)
 			})
 		} else {
 			err = db.WithRead(ctx, func(r store.Reader) error {
 				var err error
-				n, err = floorBatch(ctx, r, nil, sch, nil, p, batch, now, stamp, &after, false)
+				n, err = floorBatch(ctx, r, nil, sch, nil, p, batch, now, stamp, &after, false, nil)
 				return err
 			})
 			if err == nil {
@@ -370,9 +398,10 @@ func floorPass(b *testing.B, db *store.DB, p *rules.Pipeline, batch int, write, 
 }
 
 // floorBatch reads up to batch instances after *after, applies the rules and, with
-// m, stores each result (with its revision when revisions is set); it returns how
-// many it processed.
-func floorBatch(ctx context.Context, r store.Reader, m *store.Migration, sch *model.Schema, deltas *store.RevisionDeltas, p *rules.Pipeline, batch int, now time.Time, stamp string, after *int64, revisions bool) (int, error) {
+// m, stores each result (with its revision when revisions is set; each id appended
+// to ids, a JSON array left open, when ids is not nil); it returns how many it
+// processed.
+func floorBatch(ctx context.Context, r store.Reader, m *store.Migration, sch *model.Schema, deltas *store.RevisionDeltas, p *rules.Pipeline, batch int, now time.Time, stamp string, after *int64, revisions bool, ids *[]byte) (int, error) {
 	write := m != nil
 	rows, err := r.QueryContext(ctx, `SELECT id, classname, keyname, displayname, is_enabled, data, created_at,
 		updated_at FROM instances WHERE classname = ? AND id > ? ORDER BY id LIMIT ?`, "item", *after, batch)
@@ -423,6 +452,13 @@ func floorBatch(ctx context.Context, r store.Reader, m *store.Migration, sch *mo
 		data := model.EncodeData(next)
 		if err := m.Exec(ctx, update, it.display, it.enabled, data, stamp, it.id); err != nil {
 			return 0, err
+		}
+		if ids != nil { // as the store notes them (the caller closes the JSON array)
+			sep := byte(',')
+			if len(*ids) == 0 {
+				sep = '['
+			}
+			*ids = strconv.AppendInt(append(*ids, sep), it.id, 10)
 		}
 		if !revisions {
 			continue
