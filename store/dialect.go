@@ -161,8 +161,12 @@ type dialect struct {
 	// listed rows, searchListedID their id column.
 	searchBacklog, searchLag string
 	// listSearch lists the ids of the JSON array `?` for the index (staged ones made
-	// stale), as the store's updates of instances list theirs (Tx.listForSearch).
-	listSearch                          string
+	// stale), as the store's updates of instances list theirs (Tx.listForSearch);
+	// listSearchWhere lists the instances a condition (%s) selects; rawListingOn and
+	// rawListingOff create and drop the connection's trigger listing what statements
+	// run as written update (searchlist.go). All "" where the engine maintains its index.
+	listSearch, listSearchWhere         string
+	rawListingOn, rawListingOff         string
 	reindexUpTo                         []string
 	searchFrom, searchWhere             string
 	searchID                            string

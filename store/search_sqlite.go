@@ -92,3 +92,25 @@ func indexQuery(search string) (q string, ok bool) {
 	}
 	return b.String(), true
 }
+
+// SearchListSQL is SQLite's statement listing the instance ids of the JSON array `?`
+// for the search index (staged ones made stale): the one statement a transaction that
+// updated instances runs before it commits (searchlist.go). Benchmarks' floors run it
+// too.
+const SearchListSQL = `INSERT INTO instances_search_dirty(id) SELECT value FROM json_each(?) WHERE true
+	ON CONFLICT(id) DO UPDATE SET staged = 2 WHERE staged = 1`
+
+// sqliteListWhere lists the instances a condition (%s) selects, at once.
+const sqliteListWhere = `INSERT INTO instances_search_dirty(id) SELECT id FROM instances WHERE %s
+	ON CONFLICT(id) DO UPDATE SET staged = 2 WHERE staged = 1`
+
+// sqliteRawListingOn lists for the search index the rows that statements run as
+// written update, on the connection that creates it alone (TEMP); sqliteRawListingOff
+// drops it.
+const (
+	sqliteRawListingOn = `CREATE TEMP TRIGGER search_list_update AFTER UPDATE OF id, keyname, displayname, data
+	ON main.instances BEGIN
+	INSERT INTO instances_search_dirty(id) VALUES(NEW.id) ON CONFLICT(id) DO UPDATE SET staged = 2 WHERE staged = 1;
+END`
+	sqliteRawListingOff = "DROP TRIGGER temp.search_list_update"
+)

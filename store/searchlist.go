@@ -18,12 +18,6 @@ import (
 // much costs an indexing, never exactness. An UPDATE of instances made outside
 // dataservice must list its rows itself (docs/operations.md, "The search index").
 
-// SearchListSQL is SQLite's statement listing the instance ids of the JSON array `?`
-// for the search index (staged ones made stale): the one statement a transaction that
-// updated instances runs before it commits. Benchmarks' floors run it too.
-const SearchListSQL = `INSERT INTO instances_search_dirty(id) SELECT value FROM json_each(?) WHERE true
-	ON CONFLICT(id) DO UPDATE SET staged = 2 WHERE staged = 1`
-
 // listForSearch notes instance ids this transaction updated, for the search index.
 // Nothing where the engine maintains its index in every write (PostgreSQL).
 func (tx *Tx) listForSearch(ids ...int64) {
@@ -39,29 +33,21 @@ func (tx *Tx) listWhereForSearch(ctx context.Context, where string, args ...any)
 	if tx.db.dia.listSearch == "" || tx.db.unlisted {
 		return nil
 	}
-	if _, err := tx.execContext(ctx, `INSERT INTO instances_search_dirty(id) SELECT id FROM instances WHERE `+where+`
-		ON CONFLICT(id) DO UPDATE SET staged = 2 WHERE staged = 1`, args...); err != nil {
+	if _, err := tx.execContext(ctx, fmt.Sprintf(tx.db.dia.listSearchWhere, where), args...); err != nil {
 		return fmt.Errorf("list instances for the search index: %w", err)
 	}
 	return nil
 }
 
-// rawListingTrigger lists for the search index the rows a statement written as is
-// (Migration.Exec) updates: a trigger of the transaction's connection alone (TEMP),
-// created at its first such statement and dropped before it commits (a rollback undoes
-// it with the rest), so the store's own updates never run it.
-const rawListingTrigger = `CREATE TEMP TRIGGER search_list_update AFTER UPDATE OF id, keyname, displayname, data
-	ON main.instances BEGIN
-	INSERT INTO instances_search_dirty(id) VALUES(NEW.id) ON CONFLICT(id) DO UPDATE SET staged = 2 WHERE staged = 1;
-END`
-
 // rawListing makes the statements the transaction runs as written list the rows they
-// update (rawListingTrigger), once per transaction.
+// update, once per transaction: a trigger of the transaction's connection alone
+// (TEMP, the dialect's rawListingOn), dropped before it commits (rawListingOff; a
+// rollback undoes it with the rest), so the store's own updates never run it.
 func (tx *Tx) rawListing(ctx context.Context) error {
 	if tx.db.dia.listSearch == "" || tx.db.unlisted || tx.rawListed {
 		return nil
 	}
-	if _, err := tx.execContext(ctx, rawListingTrigger); err != nil {
+	if _, err := tx.execContext(ctx, tx.db.dia.rawListingOn); err != nil {
 		return fmt.Errorf("list updates for the search index: %w", err)
 	}
 	tx.rawListed = true
@@ -72,7 +58,7 @@ func (tx *Tx) rawListing(ctx context.Context) error {
 // one argument whatever their number).
 func (tx *Tx) flushSearchListed() error {
 	if tx.rawListed {
-		if _, err := tx.execContext(tx.began, "DROP TRIGGER temp.search_list_update"); err != nil {
+		if _, err := tx.execContext(tx.began, tx.db.dia.rawListingOff); err != nil {
 			return fmt.Errorf("list updates for the search index: %w", err)
 		}
 		tx.rawListed = false
@@ -99,6 +85,6 @@ func (tx *Tx) flushSearchListed() error {
 // UnlistedUpdatesForTest stops the store listing the instances it updates, for
 // benchmarks measuring what writes cost without the search index
 // (testkit.DropSearchIndex, which drops the triggers too) and floors that list with
-// their own statement (SearchListSQL): searches no longer see those updates otherwise.
+// their own statement (SearchListSQL, search_sqlite.go): searches no longer see those updates otherwise.
 // Never for a database in service.
 func (db *DB) UnlistedUpdatesForTest() { db.unlisted = true }
