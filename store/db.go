@@ -111,6 +111,12 @@ type DB struct {
 	searchIndexed  atomic.Int64
 	searchScanning atomic.Bool
 	searchEmptyAt  atomic.Int64
+	// searchMergedAt is searchIndexed when the index was last merged whole, and
+	// searchMerging is set while a merge is under way (searchmerge.go); mergeAfter
+	// replaces mergeAfterRows when above zero (tests).
+	searchMergedAt atomic.Int64
+	searchMerging  atomic.Bool
+	mergeAfter     int64
 	// searchLimit replaces SearchBacklogLimit when above zero (tests reach it with
 	// few rows).
 	searchLimit int64

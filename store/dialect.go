@@ -165,14 +165,19 @@ type dialect struct {
 	// listSearchWhere lists the instances a condition (%s) selects; rawListingOn and
 	// rawListingOff create and drop the connection's trigger listing what statements
 	// run as written update (searchlist.go). All "" where the engine maintains its index.
-	listSearch, listSearchWhere         string
-	rawListingOn, rawListingOff         string
-	reindexUpTo                         []string
-	searchFrom, searchWhere             string
-	searchID                            string
-	searchUnlisted                      string
-	searchListedFrom, searchListedWhere string
-	searchListedID                      string
+	listSearch, listSearchWhere string
+	// searchMergeStart begins merging the index into one segment and does a bounded
+	// part of it, searchMergeMore goes on with a merge begun; totalChanges reads the
+	// connection's count of changed rows, which tells whether they worked
+	// (searchmerge.go). "" where the engine maintains its index.
+	searchMergeStart, searchMergeMore, totalChanges string
+	rawListingOn, rawListingOff                     string
+	reindexUpTo                                     []string
+	searchFrom, searchWhere                         string
+	searchID                                        string
+	searchUnlisted                                  string
+	searchListedFrom, searchListedWhere             string
+	searchListedID                                  string
 	// The staged index of listed rows (searchstage.go), SQLite only. stageWaiting
 	// reads, over the first `?` listed rows, how many they are and how many of them
 	// are not staged; stageListed are the statements staging the `?` newest listed

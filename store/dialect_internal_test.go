@@ -237,7 +237,7 @@ func TestSQLiteDialectFragments(t *testing.T) {
 // backlog statements (an engine that maintains its index in every write has none).
 func TestDialectsAreComplete(t *testing.T) {
 	mayBeZero := map[string]bool{"snapshot": true, "writeTx": true, "turnstile": true, "lockWriter": true, "skipLocked": true, "resetIdentities": true, "deferIndexes": true,
-		"searchBacklog": true, "searchLag": true, "listSearch": true, "listSearchWhere": true, "rawListingOn": true, "rawListingOff": true, "reindexUpTo": true, "searchUnlisted": true, "searchListedFrom": true, "searchListedWhere": true, "searchListedID": true,
+		"searchBacklog": true, "searchLag": true, "listSearch": true, "searchMergeStart": true, "searchMergeMore": true, "totalChanges": true, "listSearchWhere": true, "rawListingOn": true, "rawListingOff": true, "reindexUpTo": true, "searchUnlisted": true, "searchListedFrom": true, "searchListedWhere": true, "searchListedID": true,
 		"stageWaiting": true, "stageListed": true, "searchStagedFrom": true, "searchStagedWhere": true, "searchStagedID": true}
 	for _, d := range dialects {
 		v := reflect.ValueOf(*d)

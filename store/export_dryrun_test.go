@@ -76,3 +76,7 @@ func SetSearchSeen(db *DB, fn func(query string, args []any)) { db.searchSeen = 
 // SetSearchBacklogLimit makes searches on db read every row once more than n rows wait
 // for the search index (SearchBacklogLimit's test bound).
 func SetSearchBacklogLimit(db *DB, n int64) { db.searchLimit = n }
+
+// SetMergeAfter makes the search index's catch-up merge it whole after n rows indexed
+// instead of mergeAfterRows (tests reach it with few rows).
+func SetMergeAfter(db *DB, n int64) { db.mergeAfter = n }

@@ -114,3 +114,12 @@ const (
 END`
 	sqliteRawListingOff = "DROP TRIGGER temp.search_list_update"
 )
+
+// sqliteMergeStart and sqliteMergeMore merge the search index (searchmerge.go): a
+// negative page count puts every segment on one level first and merges as few as two;
+// a positive one goes on with a merge begun. 500 pages of FTS5's 4,050 bytes: about
+// 2 MB written a transaction.
+const (
+	sqliteMergeStart = `INSERT INTO instances_search(instances_search, rank) VALUES('merge', -500)`
+	sqliteMergeMore  = `INSERT INTO instances_search(instances_search, rank) VALUES('merge', 500)`
+)

@@ -29,7 +29,8 @@ func (db *DB) wakeCatchUp() {
 	}
 }
 
-// RunSearchCatchUp stages and indexes listed rows until ctx ends: a batch per transaction
+// RunSearchCatchUp stages and indexes listed rows, and merges the index after a
+// backlog (searchmerge.go), until ctx ends: a batch per transaction
 // (catchUpBatchRows), each through the turnstile like any write, with a pause between
 // batches so other writers go first; when the list is empty it waits for a commit of
 // this process or catchUpIdle. An error is logged and retried after a pause: the index
@@ -68,6 +69,15 @@ func (db *DB) RunSearchCatchUp(ctx context.Context, log *slog.Logger) {
 			return
 		}
 		n, err := db.indexBatch(ctx, catchUpBatchRows)
+		if n == 0 && staged == 0 && err == nil && serr == nil && db.mergeDue() {
+			// Nothing listed: merge the index if a backlog made it many segments
+			// (searchmerge.go), a transaction a round, indexing first whenever rows
+			// are listed meanwhile.
+			var more bool
+			if more, err = db.mergeStep(ctx); more {
+				n = 1 // a round that wrote: pause, then look again
+			}
+		}
 		n += staged
 		err = errors.Join(serr, err)
 		switch {

@@ -160,7 +160,8 @@ func (db *DB) CatchUpSearch(ctx context.Context) (int64, error) {
 			return total, fmt.Errorf("search index: %w", err)
 		}
 		if n == 0 {
-			return total, nil
+			// As the background catch-up does once the list is empty (searchmerge.go).
+			return total, db.mergeAll(ctx)
 		}
 		total += int64(n)
 	}
