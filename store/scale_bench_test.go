@@ -60,7 +60,8 @@ func writeScaleFile(b *testing.B, n int) string {
 // (testkit.FloorLoad), the engine keeping the pg_trgm index, and "product-without-index"
 // drops that index. After each product load (timer stopped) the search index's
 // catch-up indexes the rows the load listed (SQLite): catch-up-rows/s is its rate,
-// catch-up-s the time the load's backlog took to clear.
+// catch-up-s the time the load's backlog took to clear, the merge of the index after
+// it included (CatchUpSearch merges as the background catch-up does).
 func BenchmarkLoadScale(b *testing.B) {
 	n := scaleN()
 	ctx := context.Background()

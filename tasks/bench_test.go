@@ -125,7 +125,8 @@ func benchSizes() []int {
 // with the checkpoint but no revision row; "floor-revision" adds the revision row.
 // revision-B/row is the bytes of before and after of the revision rows a run writes,
 // per instance (timer stopped). After a real run (timer stopped) the search index's catch-up indexes the rows the
-// run listed (SQLite): catch-up-rows/s is its rate, catch-up-s the time it took.
+// run listed (SQLite): catch-up-rows/s is its rate, catch-up-s the time it took (the
+// merge of the index after it included, as the background catch-up merges).
 func BenchmarkPipeline(b *testing.B) {
 	const batch = 1000
 	for _, n := range benchSizes() {
