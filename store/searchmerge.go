@@ -9,9 +9,8 @@ import (
 // Merging the search index (SQLite). FTS5 keeps an index as b-trees (segments) and
 // writes one or more for each transaction that indexes rows, merging them by levels
 // as it goes (its automerge); a search looks each of its trigrams up in every
-// segment. After the catch-up indexed a million rows in batches of 2,000, a search
-// cost 2.5 ms of CPU at 300,000 instances, and 1.06 ms once the index was merged
-// into one segment. So once the list is empty and the catch-up has indexed
+// segment: merged into one, a search at a million instances took 2.2–2.4 ms of CPU
+// where it took 2.9–3.3 after the catch-up's batches (BENCHMARKS.md). So once the list is empty and the catch-up has indexed
 // mergeAfterRows rows or more since the index was last merged whole, it merges the
 // whole index, in write transactions that each write about mergePages pages, with the
 // same pause between them as between its batches; indexing goes first whenever rows
