@@ -72,7 +72,7 @@ func TestEventMetrics(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// One scrape more: within a scrape the outbox gauge's query may run before the
-	// last outcome commits and its counter after (CI saw pending 1 beside both
+	// last outcome commits and its counter after (a full run saw pending 1 beside both
 	// counters at 1); every outcome is in by now.
 	m = scrape(t, metricsURL)
 	for name, want := range map[string]float64{
