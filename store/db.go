@@ -116,13 +116,13 @@ type DB struct {
 	// replaces mergeAfterRows when above zero (tests).
 	searchMergedAt atomic.Int64
 	searchMerging  atomic.Bool
-	mergeAfter     int64
+	mergeAfter     atomic.Int64
 	// searchLimit replaces SearchBacklogLimit when above zero (tests reach it with
 	// few rows).
 	searchLimit int64
 	// unlisted, when set (benchmarks only, UnlistedUpdatesForTest), stops the store
 	// listing the instances it updates.
-	unlisted bool
+	unlisted atomic.Bool
 	// searchSeen, when set (tests only), is given the query and arguments of every
 	// indexed search's page before it runs (a test asks the engine for its plan).
 	searchSeen func(query string, args []any)

@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -337,9 +338,14 @@ func TestStoreHandsOutNoRawSQL(t *testing.T) {
 	}
 }
 
-// instanceUpdates are the statements and dialect fragments that update instances in
-// place: a function holding one must list what it updates for the search index.
-var instanceUpdates = []string{"UPDATE instances ", "UPDATE OR IGNORE instances "}
+// instanceUpdates match the statements that update instances in place, however
+// spelled (any case and spacing, a conflict clause, a schema, quotes), and an upsert
+// into instances that updates: a function holding one must list what it updates for
+// the search index.
+var instanceUpdates = []*regexp.Regexp{
+	regexp.MustCompile(`(?is)\bupdate\s+(or\s+\w+\s+)?("?main"?\.)?"?instances"?\s+(as\s+\w+\s+)?set\b`),
+	regexp.MustCompile(`(?is)\binsert\s+(or\s+\w+\s+)?into\s+("?main"?\.)?"?instances"?[\s(].*\bdo\s+update\b`),
+}
 
 // listers are the calls that list updated instances for SQLite's search index
 // (searchlist.go).
@@ -371,8 +377,8 @@ func TestEveryInstanceUpdateIsListed(t *testing.T) {
 					}
 				case *ast.BasicLit:
 					if s, err := strconv.Unquote(x.Value); err == nil && x.Kind == token.STRING {
-						for _, q := range instanceUpdates {
-							updates = updates || strings.Contains(s, q)
+						for _, re := range instanceUpdates {
+							updates = updates || re.MatchString(s)
 						}
 					}
 				}
@@ -387,6 +393,18 @@ func TestEveryInstanceUpdateIsListed(t *testing.T) {
 		}
 	}
 	slices.Sort(updaters)
+	// The patterns match the spellings they are for, and not another table's update.
+	for q, want := range map[string]bool{"update  Instances\n\tSET data = ?": true, `UPDATE OR IGNORE main."instances" SET k = 1`: true,
+		"INSERT INTO instances(id) VALUES(1) ON CONFLICT(id) DO UPDATE SET data = ?": true,
+		"UPDATE instances_search_dirty SET staged = 1":                               false, "INSERT INTO instances(id) VALUES(1) ON CONFLICT DO NOTHING": false} {
+		got := false
+		for _, re := range instanceUpdates {
+			got = got || re.MatchString(q)
+		}
+		if got != want {
+			t.Errorf("%q: matched %v, want %v", q, got, want)
+		}
+	}
 	// The scan finds the store's updates: the apply path's (write), the renames', an API key's
 	// last use, a field's deletion and the keyname conversion.
 	for _, want := range []string{"write", "rename", "rewriteInstance", "TouchAPIKey", "deleteField", "convertKeyname"} {

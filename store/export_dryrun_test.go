@@ -79,4 +79,4 @@ func SetSearchBacklogLimit(db *DB, n int64) { db.searchLimit = n }
 
 // SetMergeAfter makes the search index's catch-up merge it whole after n rows indexed
 // instead of mergeAfterRows (tests reach it with few rows).
-func SetMergeAfter(db *DB, n int64) { db.mergeAfter = n }
+func SetMergeAfter(db *DB, n int64) { db.mergeAfter.Store(n) }

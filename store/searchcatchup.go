@@ -69,7 +69,7 @@ func (db *DB) RunSearchCatchUp(ctx context.Context, log *slog.Logger) {
 			return
 		}
 		n, err := db.indexBatch(ctx, catchUpBatchRows)
-		if n == 0 && staged == 0 && err == nil && serr == nil && db.mergeDue() {
+		if n == 0 && staged == 0 && err == nil && serr == nil && db.mergeDue(ctx) {
 			// Nothing listed: merge the index if a backlog made it many segments
 			// (searchmerge.go), a transaction a round, indexing first whenever rows
 			// are listed meanwhile.

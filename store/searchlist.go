@@ -21,7 +21,7 @@ import (
 // listForSearch notes instance ids this transaction updated, for the search index.
 // Nothing where the engine maintains its index in every write (PostgreSQL).
 func (tx *Tx) listForSearch(ids ...int64) {
-	if tx.db.dia.listSearch != "" && !tx.db.unlisted {
+	if tx.db.dia.listSearch != "" && !tx.db.unlisted.Load() {
 		tx.searchListed = append(tx.searchListed, ids...)
 	}
 }
@@ -30,7 +30,7 @@ func (tx *Tx) listForSearch(ids ...int64) {
 // (with args) selects: what a statement about to update many rows of a class (a
 // field's deletion) lists, with its own condition, before it runs.
 func (tx *Tx) listWhereForSearch(ctx context.Context, where string, args ...any) error {
-	if tx.db.dia.listSearch == "" || tx.db.unlisted {
+	if tx.db.dia.listSearch == "" || tx.db.unlisted.Load() {
 		return nil
 	}
 	if _, err := tx.execContext(ctx, fmt.Sprintf(tx.db.dia.listSearchWhere, where), args...); err != nil {
@@ -44,7 +44,7 @@ func (tx *Tx) listWhereForSearch(ctx context.Context, where string, args ...any)
 // (TEMP, the dialect's rawListingOn), dropped before it commits (rawListingOff; a
 // rollback undoes it with the rest), so the store's own updates never run it.
 func (tx *Tx) rawListing(ctx context.Context) error {
-	if tx.db.dia.listSearch == "" || tx.db.unlisted || tx.rawListed {
+	if tx.db.dia.listSearch == "" || tx.db.unlisted.Load() || tx.rawListed {
 		return nil
 	}
 	if _, err := tx.execContext(ctx, tx.db.dia.rawListingOn); err != nil {
@@ -87,4 +87,4 @@ func (tx *Tx) flushSearchListed() error {
 // (testkit.DropSearchIndex, which drops the triggers too) and floors that list with
 // their own statement (SearchListSQL, search_sqlite.go): searches no longer see those updates otherwise.
 // Never for a database in service.
-func (db *DB) UnlistedUpdatesForTest() { db.unlisted = true }
+func (db *DB) UnlistedUpdatesForTest() { db.unlisted.Store(true) }

@@ -11,15 +11,21 @@ import (
 // as it goes (its automerge); a search looks each of its trigrams up in every
 // segment: merged into one, a search at a million instances took 2.2–2.4 ms of CPU
 // where it took 2.9–3.3 after the catch-up's batches (BENCHMARKS.md). So once the list is empty and the catch-up has indexed
-// mergeAfterRows rows or more since the index was last merged whole, it merges the
+// enough rows since the index was last merged whole (mergeDue), it merges the
 // whole index, in write transactions that each write about mergePages pages, with the
 // same pause between them as between its batches; indexing goes first whenever rows
 // are listed meanwhile (the merge goes on where it stopped).
 
-// mergeAfterRows is how many rows the catch-up indexes before it merges the index
-// whole again: a merge rewrites the whole index (about 290 bytes an instance), so it
-// runs after a backlog, not after every request's write.
-const mergeAfterRows = 50_000
+// mergeAfterRows is the fewest rows the catch-up indexes before it merges the index
+// whole again, and mergeAfterShare the share of the instances: a merge rewrites the
+// whole index (about 290 bytes an instance; FTS5 merges about 6 µs of CPU a row), so it
+// runs after a backlog of a quarter of the instances at least: under steady writes the
+// merges cost at most 4 rows rewritten for each row indexed (which itself costs 40 to
+// 70 µs), not a rewrite of a million rows every 50,000.
+const (
+	mergeAfterRows  = 50_000
+	mergeAfterShare = 4
+)
 
 // mergeBatch does one transaction of the index's merge: the first of a merge (start)
 // puts every segment on one level, so that the merge makes one; the next ones go on
@@ -54,18 +60,28 @@ func (db *DB) mergeBatch(ctx context.Context, start bool) (worked bool, err erro
 	return true, nil
 }
 
-// mergeDue reports whether the index is to be merged: the catch-up indexed
-// mergeAfterRows rows (or the test's bound) since its last whole merge, or a merge is
-// under way.
-func (db *DB) mergeDue() bool {
+// mergeDue reports whether the index is to be merged: a merge is under way, or the
+// catch-up indexed, since its last whole merge, mergeAfterRows rows and a
+// mergeAfterShare-th of the instances (or the test's bound) at least.
+func (db *DB) mergeDue(ctx context.Context) bool {
 	if db.dia.searchMergeStart == "" || db.readOnly {
 		return false
 	}
-	bound := int64(mergeAfterRows)
-	if db.mergeAfter > 0 {
-		bound = db.mergeAfter
+	if db.searchMerging.Load() {
+		return true
 	}
-	return db.searchMerging.Load() || db.searchIndexed.Load()-db.searchMergedAt.Load() >= bound
+	since := db.searchIndexed.Load() - db.searchMergedAt.Load()
+	if bound := db.mergeAfter.Load(); bound > 0 {
+		return since >= bound
+	}
+	if since < mergeAfterRows {
+		return false
+	}
+	var total int64
+	if err := db.reader().queryRowContext(ctx, "SELECT coalesce(sum(n), 0) FROM instance_counts").Scan(&total); err != nil {
+		return false // counted again at the next idle round
+	}
+	return since >= total/mergeAfterShare
 }
 
 // mergeStep does the next transaction of a due merge; false when the merge has ended
@@ -89,7 +105,7 @@ func (db *DB) mergeStep(ctx context.Context) (bool, error) {
 // mergeAll merges the index whole now when a merge is due (CatchUpSearch), a
 // transaction at a time.
 func (db *DB) mergeAll(ctx context.Context) error {
-	for db.mergeDue() {
+	for db.mergeDue(ctx) {
 		more, err := db.mergeStep(ctx)
 		if err != nil {
 			return fmt.Errorf("search index: %w", err)

@@ -95,3 +95,33 @@ func TestSearchIndexMergedAfterBacklog(t *testing.T) {
 		t.Fatalf("search after the background merge finds %v", ids)
 	}
 }
+
+// The production bound: 60,000 rows indexed in a table of as many (over 50,000 and a
+// quarter of the instances) make the catch-up merge; 1,000 more do not.
+func TestSearchIndexMergeBound(t *testing.T) {
+	testkit.SQLiteOnly(t, "the merge is of SQLite's FTS5 index; PostgreSQL's engine maintains pg_trgm")
+	t.Parallel()
+	ctx := context.Background()
+	db := newTestDB(t)
+	mustLoad(t, db, "- {classname: _schema, keyname: note, text: {dataformat: string}}\n", store.LoadOptions{System: true})
+	segments := func() int { return queryInt(t, db, "SELECT count(DISTINCT segid) FROM instances_search_idx") }
+	insert := func(from, n int) {
+		testkit.Exec(t, db, `WITH RECURSIVE c(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM c WHERE i < ?)
+			INSERT INTO instances(classname, keyname, data, created_at, updated_at)
+			SELECT 'note', 'n' || i, json_object('text', 'w' || i), '', '' FROM c`, from, from+n-1)
+	}
+	insert(0, 60_000)
+	if _, err := db.CatchUpSearch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := segments(); got != 1 {
+		t.Fatalf("%d segments after indexing 60,000 rows, want 1 (merged)", got)
+	}
+	insert(60_000, 1_000)
+	if _, err := db.CatchUpSearch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := segments(); got < 2 {
+		t.Fatalf("%d segments after 1,000 more rows: merged below the bound", got)
+	}
+}
