@@ -15,15 +15,8 @@ import (
 // background loop once the list is empty; below the bound it does not; the merged
 // index is still exact.
 func TestSearchIndexMergedAfterBacklog(t *testing.T) {
-	testkit.SQLiteOnly(t, "the merge is of SQLite's FTS5 index; PostgreSQL's engine maintains pg_trgm")
-	t.Parallel()
 	ctx := context.Background()
-	db := newTestDB(t)
-	mustLoad(t, db, "- {classname: _schema, keyname: note, text: {dataformat: string}}\n", store.LoadOptions{System: true})
-	segments := func() int {
-		t.Helper()
-		return queryInt(t, db, "SELECT count(DISTINCT segid) FROM instances_search_idx")
-	}
+	db, segments := mergeTestDB(t)
 	store.SetMergeAfter(db, 1_000_000)
 	for round := range 6 { // a catch-up transaction each: six segments or more
 		var doc string
@@ -99,12 +92,8 @@ func TestSearchIndexMergedAfterBacklog(t *testing.T) {
 // The production bound: 60,000 rows indexed in a table of as many (over 50,000 and a
 // quarter of the instances) make the catch-up merge; 1,000 more do not.
 func TestSearchIndexMergeBound(t *testing.T) {
-	testkit.SQLiteOnly(t, "the merge is of SQLite's FTS5 index; PostgreSQL's engine maintains pg_trgm")
-	t.Parallel()
 	ctx := context.Background()
-	db := newTestDB(t)
-	mustLoad(t, db, "- {classname: _schema, keyname: note, text: {dataformat: string}}\n", store.LoadOptions{System: true})
-	segments := func() int { return queryInt(t, db, "SELECT count(DISTINCT segid) FROM instances_search_idx") }
+	db, segments := mergeTestDB(t)
 	insert := func(from, n int) {
 		testkit.Exec(t, db, `WITH RECURSIVE c(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM c WHERE i < ?)
 			INSERT INTO instances(classname, keyname, data, created_at, updated_at)
@@ -123,5 +112,20 @@ func TestSearchIndexMergeBound(t *testing.T) {
 	}
 	if got := segments(); got < 2 {
 		t.Fatalf("%d segments after 1,000 more rows: merged below the bound", got)
+	}
+}
+
+// mergeTestDB is a new database (SQLite only; the test runs in parallel) with a schema
+// note, and a function counting its search index's segments (FTS5's b-trees: each
+// has its rows in the index's %_idx table).
+func mergeTestDB(t *testing.T) (*store.DB, func() int) {
+	t.Helper()
+	testkit.SQLiteOnly(t, "the merge is of SQLite's FTS5 index; PostgreSQL's engine maintains pg_trgm")
+	t.Parallel()
+	db := newTestDB(t)
+	mustLoad(t, db, "- {classname: _schema, keyname: note, text: {dataformat: string}}\n", store.LoadOptions{System: true})
+	return db, func() int {
+		t.Helper()
+		return queryInt(t, db, "SELECT count(DISTINCT segid) FROM instances_search_idx")
 	}
 }
