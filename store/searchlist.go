@@ -85,6 +85,6 @@ func (tx *Tx) flushSearchListed() error {
 // UnlistedUpdatesForTest stops the store listing the instances it updates, for
 // benchmarks measuring what writes cost without the search index
 // (testkit.DropSearchIndex, which drops the triggers too) and floors that list with
-// their own statement (SearchListSQL, search_sqlite.go): searches no longer see those updates otherwise.
-// Never for a database in service.
+// their own statement (SearchListSQL, search_sqlite.go): searches no longer see those
+// updates otherwise. Never for a database in service.
 func (db *DB) UnlistedUpdatesForTest() { db.unlisted.Store(true) }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 )
 
 // Merging the search index (SQLite). FTS5 keeps an index as b-trees (segments) and
@@ -116,7 +115,6 @@ func (db *DB) mergeAll(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		time.Sleep(0) // a yield: the writer is free between transactions
 	}
 	return nil
 }
