@@ -9,9 +9,10 @@ import (
 // writes one or more for each transaction that indexes rows, merging them by levels
 // as it goes (its automerge); a search looks each of its trigrams up in every
 // segment: merged into one, a search at a million instances took 2.2–2.4 ms of CPU
-// where it took 2.9–3.3 after the catch-up's batches (BENCHMARKS.md). So once the list is empty and the catch-up has indexed
-// enough rows since the index was last merged whole (mergeDue), it merges the
-// whole index, in write transactions that each write about mergePages pages, with the
+// where it took 2.9–3.3 after the catch-up's batches (BENCHMARKS.md). So once the
+// list is empty and the catch-up has indexed enough rows since the index was last
+// merged whole (mergeDue), it merges the whole index, in write transactions that each
+// write about 500 pages (the dialect's searchMergeStart and searchMergeMore), with the
 // same pause between them as between its batches; indexing goes first whenever rows
 // are listed meanwhile (the merge goes on where it stopped).
 
