@@ -166,12 +166,12 @@ type dialect struct {
 	// rawListingOff create and drop the connection's trigger listing what statements
 	// run as written update (searchlist.go). All "" where the engine maintains its index.
 	listSearch, listSearchWhere string
+	rawListingOn, rawListingOff string
 	// searchMergeStart begins merging the index into one segment and does a bounded
 	// part of it, searchMergeMore goes on with a merge begun; totalChanges reads the
 	// connection's count of changed rows, which tells whether they worked
 	// (searchmerge.go). "" where the engine maintains its index.
 	searchMergeStart, searchMergeMore, totalChanges string
-	rawListingOn, rawListingOff                     string
 	reindexUpTo                                     []string
 	searchFrom, searchWhere                         string
 	searchID                                        string
