@@ -159,7 +159,13 @@ type dialect struct {
 	// candidates; searchUnlisted (appended to searchWhere) keeps the candidates not
 	// listed, searchListed is the FROM and class condition (arg: the class) of the
 	// listed rows, searchListedID their id column.
-	searchBacklog, searchLag string
+	searchBacklog, searchLag            string
+	reindexUpTo                         []string
+	searchFrom, searchWhere             string
+	searchID                            string
+	searchUnlisted                      string
+	searchListedFrom, searchListedWhere string
+	searchListedID                      string
 	// listSearch lists the ids of the JSON array `?` for the index (staged ones made
 	// stale), as the store's updates of instances list theirs (Tx.listForSearch);
 	// listSearchWhere lists the instances a condition (%s) selects; rawListingOn and
@@ -172,12 +178,6 @@ type dialect struct {
 	// connection's count of changed rows, which tells whether they worked
 	// (searchmerge.go). "" where the engine maintains its index.
 	searchMergeStart, searchMergeMore, totalChanges string
-	reindexUpTo                                     []string
-	searchFrom, searchWhere                         string
-	searchID                                        string
-	searchUnlisted                                  string
-	searchListedFrom, searchListedWhere             string
-	searchListedID                                  string
 	// The staged index of listed rows (searchstage.go), SQLite only. stageWaiting
 	// reads, over the first `?` listed rows, how many they are and how many of them
 	// are not staged; stageListed are the statements staging the `?` newest listed
