@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,34 +30,26 @@ func BenchmarkSearchListing(b *testing.B) {
 	testkit.SQLiteOnly(b, "the listing is SQLite's; PostgreSQL's engine maintains pg_trgm in every write")
 	n := scaleN()
 	const batch = 1000
-	src := filepath.Join(b.TempDir(), "src.db")
-	db, err := store.Open(context.Background(), src, store.Options{})
+	ctx := context.Background()
+	// The instances as a load leaves them once the catch-up has run: nothing listed.
+	src, err := testkit.Template(fmt.Sprintf("search-listing-%d", n), func(db *store.DB) error {
+		next := testkit.NextInstanceID(b, db)
+		return testkit.Migrator(b, db).Migrate(ctx, func(m *store.Migration) error {
+			for j := range n {
+				if err := m.Exec(ctx, `INSERT INTO instances(id, classname, keyname, data, created_at, updated_at)
+					VALUES(?, 'item', ?, ?, '', '')`, next+int64(j), fmt.Sprintf("item-%07d", j), listingData(j, "")); err != nil {
+					return err
+				}
+			}
+			if err := m.Exec(ctx, "DELETE FROM instances_search_dirty"); err != nil {
+				return err
+			}
+			return m.Exec(ctx, "DELETE FROM instances_search_staged")
+		})
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	db.Close()
-	raw := openRaw(b, src)
-	tx, err := raw.Begin()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for j := range n {
-		if _, err := tx.Exec(`INSERT INTO instances(id, classname, keyname, data, created_at, updated_at)
-			VALUES(?, 'item', ?, ?, '', '')`, int64(j+1000), fmt.Sprintf("item-%07d", j), listingData(j, "")); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for _, q := range []string{"DELETE FROM instances_search_dirty", "DELETE FROM instances_search_staged"} {
-		if _, err := tx.Exec(q); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		b.Fatal(err)
-	}
-	raw.Close()
-	const list = `INSERT INTO instances_search_dirty(id) SELECT value FROM json_each(?) WHERE true
-		ON CONFLICT(id) DO UPDATE SET staged = 2 WHERE staged = 1`
 	modes := []string{"none", "trigger", "one-statement-a-batch"}
 	cpu := make([]time.Duration, len(modes))
 	b.ResetTimer()
@@ -66,9 +57,12 @@ func BenchmarkSearchListing(b *testing.B) {
 		for k := range modes {
 			m := (i + k) % len(modes)
 			b.StopTimer()
-			path := filepath.Join(b.TempDir(), "copy.db")
-			copyFile(b, src, path)
+			path := testkit.FromTemplate(b, src)
 			raw := openRaw(b, path)
+			var first int64 // the items' ids: first, first+1, …
+			if err := raw.QueryRow("SELECT min(id) FROM instances WHERE classname = 'item'").Scan(&first); err != nil {
+				b.Fatal(err)
+			}
 			if modes[m] == "trigger" {
 				if _, err := raw.Exec(layout19Update); err != nil {
 					b.Fatal(err)
@@ -87,13 +81,13 @@ func BenchmarkSearchListing(b *testing.B) {
 				}
 				ids := make([]string, 0, batch)
 				for j := from; j < min(from+batch, n); j++ {
-					if _, err := up.Exec("", 1, listingData(j, "-new"), "now", int64(j+1000)); err != nil {
+					if _, err := up.Exec("", 1, listingData(j, "-new"), "now", first+int64(j)); err != nil {
 						b.Fatal(err)
 					}
-					ids = append(ids, fmt.Sprint(j+1000))
+					ids = append(ids, fmt.Sprint(first+int64(j)))
 				}
 				if modes[m] == "one-statement-a-batch" {
-					if _, err := tx.Exec(list, "["+strings.Join(ids, ",")+"]"); err != nil {
+					if _, err := tx.Exec(store.SearchListSQL, "["+strings.Join(ids, ",")+"]"); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -134,16 +128,4 @@ func openRaw(b *testing.B, path string) *sql.DB {
 	}
 	raw.SetMaxOpenConns(1)
 	return raw
-}
-
-// copyFile copies the closed database file src to dst.
-func copyFile(b *testing.B, src, dst string) {
-	b.Helper()
-	data, err := os.ReadFile(src)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(dst, data, 0o600); err != nil {
-		b.Fatal(err)
-	}
 }
